@@ -1,0 +1,137 @@
+// Messages exchanged between replicas. The core consumes and produces these;
+// rpc/ frames and encodes them. Every field that is a length (vectors,
+// strings) is bounded by the decoder, never trusted.
+//
+// Protocol summary (DESIGN.md section 3):
+//   Prepare/Promise      phase 1, once per leadership, chunked by bytes
+//   Accept/Accepted      phase 2, pipelined, batched, carries the commit mark
+//   Heartbeat/Ack        lease renewal, version broadcast, commit mark
+//   CatchupRequest/Reply chosen entries for a lagging replica
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "consensus/types.h"
+
+namespace ts::consensus {
+
+struct Prepare {
+  Ballot ballot;
+  Slot from_slot = 1;  // first slot the candidate does not know to be chosen
+
+  template <class A>
+  void serialize(A& ar) { ar(ballot, from_slot); }
+};
+
+// Reply to Prepare. ok=false: `promised` is the higher ballot that refused
+// (or, with lease_refusal, the acceptor is still bound to a live leader).
+// ok=true: accepted entries with slot >= the request's from_slot, at most a
+// byte cap of them; `done` is false when more follow from `next_slot` (the
+// candidate asks again with the same ballot). Entries with slot <=
+// chosen_upto are chosen at this acceptor.
+struct Promise {
+  Ballot ballot;
+  bool ok = false;
+  bool lease_refusal = false;
+  Ballot promised;
+  Slot chosen_upto = 0;
+  std::vector<Entry> entries;
+  Slot next_slot = 0;
+  bool done = true;
+
+  template <class A>
+  void serialize(A& ar) { ar(ballot, ok, lease_refusal, promised, chosen_upto, entries, next_slot, done); }
+};
+
+// Phase 2 for a run of slots at one ballot. Entries carry slot and value; the
+// ballot of each is the message ballot. commit_upto: every slot up to it is
+// chosen, and for those the value is the one this ballot's leader proposed.
+struct Accept {
+  Ballot ballot;
+  std::vector<Entry> entries;
+  Slot commit_upto = 0;
+
+  template <class A>
+  void serialize(A& ar) { ar(ballot, entries, commit_upto); }
+};
+
+// Reply to Accept, sent only once the accepted entries are durable.
+// ok=true acknowledges every slot in [first_slot, last_slot] at `ballot`.
+struct Accepted {
+  Ballot ballot;
+  bool ok = false;
+  Ballot promised;
+  Slot first_slot = 0;
+  Slot last_slot = 0;
+
+  template <class A>
+  void serialize(A& ar) { ar(ballot, ok, promised, first_slot, last_slot); }
+};
+
+// Lease renewal and liveness from the leader; carries the software version
+// (for the version view) and the commit mark. seq identifies the send time at
+// the leader, which the lease runs from.
+struct Heartbeat {
+  Ballot ballot;
+  uint64_t seq = 0;
+  Slot commit_upto = 0;
+  std::string software_version;
+
+  template <class A>
+  void serialize(A& ar) { ar(ballot, seq, commit_upto, software_version); }
+};
+
+struct HeartbeatAck {
+  Ballot ballot;
+  bool ok = false;
+  Ballot promised;
+  uint64_t seq = 0;
+  Slot chosen_upto = 0;  // the follower's own chosen prefix
+  std::string software_version;
+
+  template <class A>
+  void serialize(A& ar) { ar(ballot, ok, promised, seq, chosen_upto, software_version); }
+};
+
+struct CatchupRequest {
+  Ballot ballot;
+  Slot from_slot = 0;
+
+  template <class A>
+  void serialize(A& ar) { ar(ballot, from_slot); }
+};
+
+// Chosen entries starting at the request's from_slot, at most a byte cap.
+struct CatchupReply {
+  Ballot ballot;
+  std::vector<Entry> entries;
+  Slot commit_upto = 0;
+
+  template <class A>
+  void serialize(A& ar) { ar(ballot, entries, commit_upto); }
+};
+
+using MessageBody = std::variant<Prepare, Promise, Accept, Accepted, Heartbeat, HeartbeatAck,
+                                 CatchupRequest, CatchupReply>;
+
+struct Message {
+  NodeId from = kNoNode;
+  NodeId to = kNoNode;
+  MessageBody body;
+
+  template <class A>
+  void serialize(A& ar) { ar(from, to, body); }
+};
+
+const char* MessageName(const MessageBody& body);
+
+inline const char* MessageName(const MessageBody& body) {
+  static constexpr const char* kNames[] = {"Prepare",   "Promise",      "Accept",         "Accepted",
+                                           "Heartbeat", "HeartbeatAck", "CatchupRequest", "CatchupReply"};
+  return kNames[body.index()];
+}
+
+}  // namespace ts::consensus

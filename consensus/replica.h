@@ -1,0 +1,229 @@
+// Replica: one node's Multi-Paxos proposer, acceptor and learner as a pure,
+// single-threaded state machine. It owns no socket, thread, clock, file or
+// random source (DESIGN.md section 2); the driver (tsnode or the simulator)
+// feeds it time, messages and proposals and carries out its Ready batches.
+//
+// Driver contract, in this order, once per loop iteration:
+//   1. Tick(now_ms) and any number of Step(msg) / Propose(value) calls.
+//   2. ready = TakeReady().
+//   3. Persist ready.promised, ready.entries and ready.chosen_upto in ONE
+//      synced write. A failed write is fatal: stop the process.
+//   4. Persisted(ready.token).
+//   5. Send ready.messages (only now: replies must not precede durability).
+//   6. Apply ready.committed in slot order.
+// Persisted() can itself produce new output (a leader counts its own accept
+// once durable), so the driver loops while HasReady().
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "consensus/messages.h"
+#include "consensus/status.h"
+#include "consensus/types.h"
+
+namespace ts::consensus {
+
+struct Config {
+  NodeId id = kNoNode;
+  std::vector<NodeId> members;  // includes id; 1..kMaxMembers entries
+  uint64_t heartbeat_ms = 20;
+  uint64_t lease_ms = 120;          // acceptors refuse rival Prepares this long
+  uint64_t drift_ms = 20;           // the leader's lease is lease_ms - drift_ms
+  uint64_t election_jitter_ms = 60; // random extra wait before campaigning
+  size_t message_bytes_max = 1 << 20;   // cap on entries per Accept/Promise/CatchupReply
+  size_t inflight_slots_max = 16384;     // unchosen window; Propose answers Busy past it
+  size_t memory_entries_max = 65536;     // applied entries kept in memory for catch-up
+  std::string software_version = "0.0.0";
+
+  Status Validate() const;
+};
+
+// What storage held at start. Entries with slot <= chosen_upto have already
+// been applied by the driver (it replays them from storage), so the core
+// resumes applying at chosen_upto + 1.
+struct Bootstrap {
+  Ballot promised;
+  Slot chosen_upto = 0;
+  std::vector<Entry> unchosen;  // accepted entries with slot > chosen_upto
+};
+
+// Read access to chosen entries that are no longer in memory (catch-up of a
+// far-behind replica). Implemented by storage/ and by the simulator.
+class LogReader {
+ public:
+  virtual ~LogReader() = default;
+  // Chosen entries from `from` upward, in slot order, stopping once max_bytes
+  // (counted by EntryBytes) would be exceeded; at least one entry if any.
+  virtual std::vector<Entry> ReadChosen(Slot from, size_t max_bytes) const = 0;
+};
+
+struct Ready {
+  uint64_t token = 0;
+  std::optional<Ballot> promised;  // persist if set
+  std::vector<Entry> entries;      // accepted entries to persist (overwrite by slot)
+  std::optional<Slot> chosen_upto; // persist if set
+  std::vector<Message> messages;   // send after persisting
+  std::vector<Entry> committed;    // apply in order after persisting
+
+  bool Empty() const {
+    return !promised && entries.empty() && !chosen_upto && messages.empty() && committed.empty();
+  }
+};
+
+enum class Role { kFollower, kCandidate, kLeader };
+const char* RoleName(Role role);
+
+struct ReplicaStatus {
+  Role role = Role::kFollower;
+  Ballot promised;
+  Ballot leader_ballot;      // ballot of the leader this node follows or is
+  NodeId leader = kNoNode;   // kNoNode if unknown
+  Slot chosen_upto = 0;
+  Slot applied_upto = 0;
+  Slot last_slot = 0;
+  int64_t lease_left_ms = 0; // leader only; 0 when no valid lease
+};
+
+class Replica {
+ public:
+  // `seed` drives the election jitter; the same seed and inputs give the same
+  // outputs. `reader` may be null when every chosen entry stays in memory.
+  Replica(Config config, Bootstrap boot, const LogReader* reader, uint64_t seed);
+
+  // Advances the clock (monotonic, milliseconds). Starts elections, sends
+  // heartbeats, renews or drops the lease, retransmits unacknowledged accepts.
+  void Tick(uint64_t now_ms);
+
+  // Handles one message from a peer. Messages for another node, or from a
+  // node that is not a member, are dropped.
+  void Step(const Message& msg);
+
+  // Proposes a decree (non-empty). Returns the slot it will occupy, or
+  // NotLeader (with the leader hint in the message) / Busy / InvalidArgument.
+  // The slot may still end up holding another value if leadership is lost; the
+  // driver compares the applied value with what it proposed.
+  StatusOr<Slot> Propose(std::string value);
+
+  // Whether the driver should call TakeReady().
+  bool HasReady() const;
+  Ready TakeReady();
+  void Persisted(uint64_t token);
+
+  // Whether this node may take part in leadership (issue 3's version rules).
+  // An ineligible node never campaigns; an ineligible leader steps down at
+  // its next lease renewal.
+  void SetEligible(bool eligible);
+
+  // Linearizable read support: if this node is the leader with a valid lease
+  // and has committed an entry of its own ballot, returns the slot a read
+  // must wait to have applied; otherwise NotLeader/Unavailable.
+  StatusOr<Slot> ReadIndex() const;
+
+  ReplicaStatus GetStatus() const;
+  const Config& config() const { return config_; }
+  NodeId leader_hint() const { return leader_; }
+
+  // Debug-build invariant check; called after every input when !NDEBUG.
+  void CheckInvariants() const;
+
+ private:
+  struct SlotState {
+    Entry entry;
+    uint64_t ack_mask = 0;  // leader: members that accepted entry at ballot_
+    bool persisted = false;
+  };
+  struct PeerProgress {
+    Slot match = 0;          // acked contiguously at our ballot up to here
+    uint64_t last_progress_ms = 0;
+    uint64_t last_catchup_ms = 0;
+  };
+  struct Phase1 {
+    Ballot ballot;
+    uint64_t done_mask = 0;
+    bool self_persisted = false;
+    std::map<Slot, Entry> best;    // highest-ballot value seen per slot
+    std::map<Slot, std::string> chosen;  // values some acceptor knows chosen
+    uint64_t started_ms = 0;
+  };
+
+  // Implementation helpers live in replica.cc.
+  void HandlePrepare(NodeId from, const Prepare& m);
+  void HandlePromise(NodeId from, const Promise& m);
+  void HandleAccept(NodeId from, const Accept& m);
+  void HandleAccepted(NodeId from, const Accepted& m);
+  void HandleHeartbeat(NodeId from, const Heartbeat& m);
+  void HandleHeartbeatAck(NodeId from, const HeartbeatAck& m);
+  void HandleCatchupRequest(NodeId from, const CatchupRequest& m);
+  void HandleCatchupReply(NodeId from, const CatchupReply& m);
+
+  void Campaign();
+  void BecomeLeader();
+  void BecomeFollower(Ballot ballot, NodeId leader);
+  void ObserveBallot(Ballot b);
+  bool RaisePromise(Ballot b);
+  void SendHeartbeats();
+  void MaybeFinishPhase1();
+  void AddPromiseEntries(const Promise& m);
+  void StoreAccepted(const Entry& e, bool from_leader_ballot);
+  void AckLocal(Slot first, Slot last);
+  void RecordAck(NodeId from, Slot first, Slot last);
+  void AdvanceCommit();
+  void LearnCommit(Ballot ballot, Slot commit_upto, NodeId from);
+  void SetChosen(Slot upto);
+  void FlushAccepts();
+  void Retransmit();
+  void TrimMemory();
+  std::vector<Entry> ChosenFrom(Slot from, size_t max_bytes) const;
+  void Send(NodeId to, MessageBody body);
+  uint64_t MemberBit(NodeId id) const;
+  bool IsQuorum(uint64_t mask) const;
+  bool LeaseRefuses(NodeId candidate) const;
+  uint64_t NextRandom();
+
+  Config config_;
+  const LogReader* reader_;
+  uint64_t rng_;
+  uint64_t now_ms_ = 0;
+  bool started_ = false;
+  bool eligible_ = true;
+
+  // Durable acceptor state (mirrors storage once persisted).
+  Ballot promised_;
+  Slot chosen_upto_ = 0;
+  std::map<Slot, SlotState> log_;  // entries in memory: unapplied + recent applied
+  Slot applied_upto_ = 0;
+
+  // Role state.
+  Role role_ = Role::kFollower;
+  NodeId leader_ = kNoNode;
+  Ballot leader_ballot_;
+  uint64_t last_heard_ms_ = 0;       // last message from the leader we follow
+  uint64_t election_deadline_ms_ = 0;
+  std::optional<Phase1> phase1_;
+
+  // Leader state.
+  Slot next_slot_ = 1;
+  Slot first_own_slot_ = 0;   // first slot proposed in this leadership
+  Slot commit_upto_ = 0;      // leader: chosen prefix it knows
+  std::map<NodeId, PeerProgress> peers_;
+  std::vector<Entry> pending_accept_;  // proposed, not yet sent
+  uint64_t heartbeat_seq_ = 0;
+  std::map<uint64_t, std::pair<uint64_t, uint64_t>> heartbeat_sent_;  // seq -> (sent_ms, ack mask)
+  uint64_t next_heartbeat_ms_ = 0;
+  uint64_t lease_until_ms_ = 0;
+
+  // Output being built.
+  Ready ready_;
+  uint64_t next_token_ = 1;
+  uint64_t unpersisted_token_ = 0;   // token of the last Ready handed out
+  std::vector<std::pair<uint64_t, std::pair<Slot, Slot>>> pending_self_acks_;  // token -> slots
+  std::optional<uint64_t> phase1_self_token_;
+};
+
+}  // namespace ts::consensus

@@ -1,0 +1,62 @@
+// Core vocabulary of the Multi-Paxos log: node ids, slots, ballots and log
+// entries. Shared by every layer; depends only on the standard library and
+// Cereal (for the wire and disk encodings, which the rpc and storage layers
+// drive through their own bounded archives).
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ts::consensus {
+
+using NodeId = uint32_t;  // 1..kMaxNodeId; 0 means "none"
+using Slot = uint64_t;    // log positions start at 1; 0 means "none"
+
+inline constexpr NodeId kNoNode = 0;
+inline constexpr NodeId kMaxNodeId = 63;  // node ids index a 64-bit ack mask
+inline constexpr size_t kMaxMembers = 7;
+
+// A ballot is (round, node id), totally ordered; round 0 is "no ballot".
+// A proposer's ballot is unique because its node id is part of it.
+struct Ballot {
+  uint64_t round = 0;
+  NodeId node = kNoNode;
+
+  bool IsZero() const { return round == 0 && node == kNoNode; }
+  auto operator<=>(const Ballot&) const = default;
+
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(round, node);
+  }
+};
+
+std::string ToString(const Ballot& b);
+
+// One accepted value for one slot. An empty value is the no-op that fills a
+// hole left by a failed leader; every real decree is non-empty (it carries at
+// least a header), so the two never collide.
+struct Entry {
+  Slot slot = 0;
+  Ballot ballot;
+  std::string value;
+
+  bool IsNoop() const { return value.empty(); }
+  bool operator==(const Entry&) const = default;
+
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(slot, ballot, value);
+  }
+};
+
+// Bytes an entry costs in a message or batch: what size caps are counted in.
+inline size_t EntryBytes(const Entry& e) { return e.value.size() + 32; }
+
+inline std::string ToString(const Ballot& b) {
+  return std::to_string(b.round) + "." + std::to_string(b.node);
+}
+
+}  // namespace ts::consensus

@@ -1,0 +1,56 @@
+// Client side of the client protocol.
+//
+// BlockingClient: one connection, one request at a time, with deadlines; for
+// tsctl and tests. AsyncClient: one connection with many requests in flight on
+// a caller's io_context; for tsbench and tsagent.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <asio.hpp>
+
+#include "consensus/status.h"
+#include "rpc/client_protocol.h"
+#include "rpc/transport.h"
+
+namespace ts::rpc {
+
+class BlockingClient {
+ public:
+  BlockingClient();
+  ~BlockingClient();
+  // Unavailable("connect to H:P: reason") on failure or timeout.
+  Status Connect(const HostPort& addr, std::chrono::milliseconds timeout);
+  // Sends req (its id is assigned here) and waits for the matching response.
+  // Timeout or connection loss: Unavailable; the connection is then closed.
+  StatusOr<ClientResponse> Call(ClientRequest req, std::chrono::milliseconds timeout);
+  bool connected() const;
+  void Close();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+class AsyncClient {
+ public:
+  using Callback = std::function<void(StatusOr<ClientResponse>)>;
+  AsyncClient(asio::io_context& io, size_t frame_bytes_max = kDefaultFrameBytesMax);
+  ~AsyncClient();
+  // Connects; `done` gets Ok or Unavailable.
+  void Connect(const HostPort& addr, std::function<void(Status)> done);
+  // Sends req (id assigned here); `cb` runs once with the response or with
+  // Unavailable if the connection fails first.
+  void Send(ClientRequest req, Callback cb);
+  void Close();
+
+ private:
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace ts::rpc

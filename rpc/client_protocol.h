@@ -1,0 +1,123 @@
+// The client protocol spoken on every node's client port by tsctl, tsbench,
+// tsagent and the tests. A connection carries many requests at once; each
+// response names the request id it answers, in any order.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "consensus/types.h"
+
+namespace ts::rpc {
+
+enum class ClientOp : uint8_t {
+  kPut = 1,     // key, value
+  kGet = 2,     // key (linearizable: lease read on the leader)
+  kCas = 3,     // key, expected, value; expected_absent means "key must not exist"
+  kDelete = 4,  // key
+  kStatus = 5,  // this node's status; never redirected
+  kLog = 6,     // from_slot, limit: decree rows of the chosen log; never redirected
+};
+
+enum class ClientCode : uint8_t {
+  kOk = 0,
+  kNotLeader = 1,       // leader_hint holds the leader's client address, if known
+  kCompareFailed = 2,   // cas: current value differs (value/found hold it)
+  kNotFound = 3,        // get/delete: no such key
+  kBadRequest = 4,      // malformed or invalid request; message says why
+  kUnavailable = 5,     // no leader / no quorum / leadership lost mid-request
+  kBusy = 6,            // too many requests in flight; retry later
+  kInternal = 7,
+};
+
+const char* ClientCodeName(ClientCode code);
+
+struct ClientRequest {
+  uint64_t id = 0;
+  ClientOp op = ClientOp::kGet;
+  std::string key;
+  std::string value;
+  std::string expected;
+  bool expected_absent = false;
+  uint64_t from_slot = 1;
+  uint32_t limit = 100;
+
+  template <class A>
+  void serialize(A& ar) { ar(id, op, key, value, expected, expected_absent, from_slot, limit); }
+};
+
+struct PeerStatus {  // this node's view of one member
+  consensus::NodeId id = 0;
+  std::string peer_addr;
+  bool connected = false;
+  std::string software_version;  // last heard, empty if never
+  int64_t last_heard_ms_ago = -1;
+
+  template <class A>
+  void serialize(A& ar) { ar(id, peer_addr, connected, software_version, last_heard_ms_ago); }
+};
+
+struct NodeStatus {
+  consensus::NodeId id = 0;
+  std::string role;            // "leader", "follower", "candidate"
+  consensus::Ballot ballot;    // promised ballot
+  consensus::NodeId leader = 0;
+  std::string leader_client_addr;
+  uint64_t chosen_slot = 0;
+  uint64_t applied_slot = 0;
+  uint64_t last_slot = 0;
+  int64_t lease_left_ms = 0;
+  std::string software_version;
+  std::string cluster_id;
+  std::string log_digest;      // hex digest of applied decrees 1..applied_slot
+  uint64_t keys = 0;           // entries in the key-value store
+  std::vector<PeerStatus> peers;
+
+  template <class A>
+  void serialize(A& ar) {
+    ar(id, role, ballot, leader, leader_client_addr, chosen_slot, applied_slot, last_slot, lease_left_ms,
+       software_version, cluster_id, log_digest, keys, peers);
+  }
+};
+
+struct LogRow {
+  uint64_t slot = 0;
+  std::string type;  // decree type name, "noop", or "unknown(N)"
+  uint64_t size_bytes = 0;
+  std::string summary;  // e.g. "put k1"
+
+  template <class A>
+  void serialize(A& ar) { ar(slot, type, size_bytes, summary); }
+};
+
+struct ClientResponse {
+  uint64_t id = 0;
+  ClientCode code = ClientCode::kOk;
+  std::string message;       // one line, for errors
+  std::string leader_hint;   // host:port of the leader's client port
+  uint64_t slot = 0;         // writes: the slot the decree was chosen in
+  bool found = false;        // get/cas: whether the key exists
+  std::string value;         // get: the value; cas failure: current value
+  NodeStatus status;         // kStatus only
+  std::vector<LogRow> log;   // kLog only
+
+  template <class A>
+  void serialize(A& ar) { ar(id, code, message, leader_hint, slot, found, value, status, log); }
+};
+
+inline const char* ClientCodeName(ClientCode code) {
+  switch (code) {
+    case ClientCode::kOk: return "ok";
+    case ClientCode::kNotLeader: return "not leader";
+    case ClientCode::kCompareFailed: return "compare failed";
+    case ClientCode::kNotFound: return "not found";
+    case ClientCode::kBadRequest: return "bad request";
+    case ClientCode::kUnavailable: return "unavailable";
+    case ClientCode::kBusy: return "busy";
+    case ClientCode::kInternal: return "internal error";
+  }
+  return "unknown";
+}
+
+}  // namespace ts::rpc

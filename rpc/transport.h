@@ -1,0 +1,110 @@
+// PeerTransport: Asio TCP links between replicas. Each node dials every other
+// member and sends on that outgoing link; it receives on the links peers dial
+// to it. Both directions open with a Handshake (cluster id, node id, software
+// version). Lost links are redialled with exponential backoff. Sending never
+// blocks: frames are queued per peer up to a byte cap and dropped beyond it or
+// while the link is down (Paxos retransmits what matters).
+//
+// ClientServer: the client port. Runs the client protocol; the handler answers
+// through a Responder that stays valid after the connection closes (sending
+// to a closed connection is a no-op).
+//
+// Everything here runs on the one io_context thread it is given; callbacks
+// are invoked on that thread. Bad frames close that connection and count in
+// the metrics; they harm nothing else.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+
+#include <asio.hpp>
+
+#include "consensus/messages.h"
+#include "consensus/status.h"
+#include "rpc/client_protocol.h"
+#include "rpc/frame.h"
+#include "rpc/peer_protocol.h"
+
+namespace ts::rpc {
+
+struct HostPort {
+  std::string host;
+  uint16_t port = 0;
+  std::string ToString() const { return host + ":" + std::to_string(port); }
+};
+
+// Parses "host:port" (InvalidArgument with the offending text otherwise).
+StatusOr<HostPort> ParseHostPort(std::string_view text);
+
+struct TransportMetrics {
+  uint64_t frames_in = 0;
+  uint64_t frames_out = 0;
+  uint64_t bad_frames = 0;          // closed a connection for a malformed frame
+  uint64_t handshakes_refused = 0;
+  uint64_t dropped_frames = 0;      // queue full or link down
+};
+
+struct PeerTransportOptions {
+  std::string cluster_id;
+  consensus::NodeId self = 0;
+  std::string software_version;
+  std::vector<uint32_t> format_versions;
+  std::string client_addr;                         // announced in the handshake
+  HostPort listen;                                 // this node's peer port
+  std::map<consensus::NodeId, HostPort> peers;     // other members
+  size_t frame_bytes_max = kDefaultFrameBytesMax;
+  size_t queue_bytes_max = 64 << 20;               // per peer
+  uint64_t backoff_min_ms = 20;
+  uint64_t backoff_max_ms = 1000;
+};
+
+class PeerTransport {
+ public:
+  using OnMessage = std::function<void(consensus::Message&&)>;
+  // Called whenever a peer's handshake is accepted (inbound or outbound).
+  using OnHandshake = std::function<void(const Handshake&)>;
+
+  PeerTransport(asio::io_context& io, PeerTransportOptions options, OnMessage on_message,
+                OnHandshake on_handshake);
+  ~PeerTransport();
+
+  // Binds the listener and starts dialling. IoError if the port is taken.
+  Status Start();
+  void Stop();
+
+  // Queues `m` for m.to. Never blocks.
+  void Send(const consensus::Message& m);
+
+  bool Connected(consensus::NodeId peer) const;  // outgoing link up
+  const TransportMetrics& metrics() const;
+
+  // Fault injection for tests (issue 5): while blocked, frames to/from that
+  // peer are silently dropped in this process.
+  void SetBlocked(consensus::NodeId peer, bool blocked_out, bool blocked_in);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+class ClientServer {
+ public:
+  using Responder = std::function<void(ClientResponse&&)>;
+  using OnRequest = std::function<void(ClientRequest&&, Responder)>;
+
+  ClientServer(asio::io_context& io, HostPort listen, size_t frame_bytes_max, OnRequest on_request);
+  ~ClientServer();
+  Status Start();
+  void Stop();
+  const TransportMetrics& metrics() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ts::rpc

@@ -1,0 +1,77 @@
+// LogStore: the durable acceptor state of one node in RocksDB: the promised
+// ballot, accepted entries by slot, the chosen watermark, and the node's
+// identity (cluster id, node id). One Persist() call is one synced
+// WriteBatch: one fsync per Ready batch, never one per decree.
+//
+// Every record carries a format byte and a CRC-32C; a record that fails
+// either check is reported as Corruption, never returned as data.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "consensus/replica.h"
+#include "consensus/status.h"
+#include "consensus/types.h"
+
+namespace rocksdb {
+class DB;
+}
+
+namespace ts::storage {
+
+struct NodeIdentity {
+  std::string cluster_id;
+  consensus::NodeId node_id = consensus::kNoNode;
+};
+
+struct StoreOptions {
+  bool sync = true;  // false only for benchmarks that say so
+};
+
+class LogStore : public consensus::LogReader {
+ public:
+  // Opens (creating if missing) the store in `dir`. Errors: IoError when the
+  // directory cannot be opened or locked (another tsnode uses it),
+  // Corruption when RocksDB reports it.
+  static StatusOr<std::unique_ptr<LogStore>> Open(const std::string& dir, StoreOptions options = {});
+  ~LogStore() override;
+
+  // First open of a fresh store records `id`; later opens must present the
+  // same cluster id and node id, else InvalidArgument naming both values.
+  Status CheckIdentity(const NodeIdentity& id);
+
+  // Durable state for Replica's constructor: promised ballot, chosen
+  // watermark, and the accepted entries above the watermark.
+  StatusOr<consensus::Bootstrap> LoadBootstrap() const;
+
+  // Writes ready.promised, ready.entries and ready.chosen_upto (whichever are
+  // set) in one WriteBatch, synced unless options.sync is false. Returns
+  // IoError on failure: the caller must stop the node (never retry an fsync).
+  Status Persist(const consensus::Ready& ready);
+
+  // Entries in [from, to] (inclusive), in slot order; missing slots are
+  // skipped. Used to replay the chosen log at start and by `tsctl log`.
+  StatusOr<std::vector<consensus::Entry>> ReadRange(consensus::Slot from, consensus::Slot to) const;
+
+  // consensus::LogReader: chosen entries from `from`, up to max_bytes.
+  std::vector<consensus::Entry> ReadChosen(consensus::Slot from, size_t max_bytes) const override;
+
+  consensus::Slot chosen_upto() const { return chosen_upto_; }
+
+ private:
+  LogStore(std::unique_ptr<rocksdb::DB> db, StoreOptions options);
+  std::unique_ptr<rocksdb::DB> db_;
+  StoreOptions options_;
+  consensus::Slot chosen_upto_ = 0;
+};
+
+// Record codecs, exposed for tests and the fuzzer: decoding never trusts its
+// input and returns Corruption for anything malformed.
+std::string EncodeEntryRecord(const consensus::Entry& e);
+StatusOr<consensus::Entry> DecodeEntryRecord(consensus::Slot slot, std::string_view bytes);
+std::string EncodeBallotRecord(const consensus::Ballot& b);
+StatusOr<consensus::Ballot> DecodeBallotRecord(std::string_view bytes);
+
+}  // namespace ts::storage

@@ -1,5 +1,10 @@
-// Replica implementation: see replica.h for the contract.
+// Replica: inputs, the acceptor and the learner. The proposer side (phase 1,
+// leadership, phase 2, lease) is in replica_leader.cc. See replica.h.
 #include "consensus/replica.h"
+
+#include <algorithm>
+#include <bit>
+#include <cassert>
 
 namespace ts::consensus {
 
@@ -28,7 +33,405 @@ Status Config::Validate() const {
   if (lease_ms < 2 * heartbeat_ms) return Status::InvalidArgument("lease must be at least two heartbeat periods");
   if (drift_ms >= lease_ms) return Status::InvalidArgument("clock-drift margin must be shorter than the lease");
   if (message_bytes_max < 1024) return Status::InvalidArgument("message byte cap must be at least 1 KiB");
+  if (inflight_slots_max == 0) return Status::InvalidArgument("in-flight slot window must be > 0");
   return Status::Ok();
+}
+
+Replica::Replica(Config config, Bootstrap boot, const LogReader* reader, uint64_t seed)
+    : config_(std::move(config)), reader_(reader), rng_(seed ^ 0x9E3779B97F4A7C15ull) {
+  assert(config_.Validate().ok());
+  self_bit_ = MemberBit(config_.id);
+  assert(self_bit_ != 0);
+  promised_ = boot.promised;
+  max_round_seen_ = promised_.round;
+  chosen_upto_ = boot.chosen_upto;
+  applied_upto_ = boot.chosen_upto;  // the driver replayed the chosen prefix
+  for (Entry& e : boot.unchosen) {
+    assert(e.slot > chosen_upto_);
+    Slot s = e.slot;
+    log_[s] = SlotState{std::move(e), 0};
+  }
+  next_slot_ = LastSlot() + 1;
+}
+
+// ---------------------------------------------------------------- inputs
+
+void Replica::Tick(uint64_t now_ms) {
+  assert(now_ms >= now_ms_);  // the driver's clock is monotonic
+  now_ms_ = std::max(now_ms_, now_ms);
+  if (!started_) {
+    // A restarted acceptor does not remember whom it last heard; refusing
+    // rival Prepares for one lease after start keeps any lease it had granted.
+    started_ = true;
+    last_heard_ms_ = now_ms_;
+    ResetElectionDeadline();
+  }
+  switch (role_) {
+    case Role::kLeader:
+      if (now_ms_ >= next_heartbeat_ms_) SendHeartbeats();
+      break;
+    case Role::kCandidate:
+    case Role::kFollower:
+      if (eligible_ && now_ms_ >= election_deadline_ms_) Campaign();
+      break;
+  }
+#ifndef NDEBUG
+  CheckInvariants();
+#endif
+}
+
+void Replica::Step(const Message& msg) {
+  if (msg.to != config_.id || !IsMember(msg.from) || msg.from == config_.id) return;
+  if (!started_) return;  // no time yet: lease rules cannot be applied
+  std::visit(
+      [&](const auto& body) {
+        using T = std::decay_t<decltype(body)>;
+        if constexpr (std::is_same_v<T, Prepare>) HandlePrepare(msg.from, body);
+        else if constexpr (std::is_same_v<T, Promise>) HandlePromise(msg.from, body);
+        else if constexpr (std::is_same_v<T, Accept>) HandleAccept(msg.from, body);
+        else if constexpr (std::is_same_v<T, Accepted>) HandleAccepted(msg.from, body);
+        else if constexpr (std::is_same_v<T, Heartbeat>) HandleHeartbeat(msg.from, body);
+        else if constexpr (std::is_same_v<T, HeartbeatAck>) HandleHeartbeatAck(msg.from, body);
+        else if constexpr (std::is_same_v<T, CatchupRequest>) HandleCatchupRequest(msg.from, body);
+        else if constexpr (std::is_same_v<T, CatchupReply>) HandleCatchupReply(msg.from, body);
+      },
+      msg.body);
+#ifndef NDEBUG
+  CheckInvariants();
+#endif
+}
+
+bool Replica::HasReady() const { return !ready_.Empty() || !pending_accept_.empty(); }
+
+Ready Replica::TakeReady() {
+  FlushAccepts();
+  Ready out = std::move(ready_);
+  ready_ = Ready{};
+  out.token = next_token_++;
+  return out;
+}
+
+void Replica::Persisted(uint64_t token) {
+  assert(token < next_token_);
+  if (phase1_self_token_ && *phase1_self_token_ <= token) {
+    phase1_self_token_.reset();
+    if (role_ == Role::kCandidate && phase1_) {
+      // Our own promise is durable: count it, with our own accepted entries.
+      Promise self;
+      self.ballot = phase1_->ballot;
+      self.ok = true;
+      self.chosen_upto = chosen_upto_;
+      for (auto it = log_.lower_bound(phase1_->from_slot); it != log_.end(); ++it) self.entries.push_back(it->second.entry);
+      MergePromise(self);
+      phase1_->done_mask |= self_bit_;
+      MaybeFinishPhase1();
+    }
+  }
+  size_t done = 0;
+  for (const SelfAck& a : self_acks_) {
+    if (a.token > token) break;
+    ++done;
+    if (role_ == Role::kLeader) RecordAck(config_.id, a.first, a.last);
+  }
+  self_acks_.erase(self_acks_.begin(), self_acks_.begin() + static_cast<std::ptrdiff_t>(done));
+#ifndef NDEBUG
+  CheckInvariants();
+#endif
+}
+
+void Replica::SetEligible(bool eligible) {
+  eligible_ = eligible;
+  if (!eligible_ && role_ == Role::kCandidate) StepDown(kNoNode);
+  // An ineligible leader steps down at its next heartbeat (lease renewal).
+}
+
+StatusOr<Slot> Replica::ReadIndex() const {
+  if (role_ != Role::kLeader) return Status::NotLeader("not the leader");
+  if (now_ms_ >= lease_until_ms_) return Status::Unavailable("leader lease not held");
+  if (chosen_upto_ < recovered_upto_) return Status::Unavailable("leader still recovering the log");
+  return chosen_upto_;
+}
+
+ReplicaStatus Replica::GetStatus() const {
+  ReplicaStatus s;
+  s.role = role_;
+  s.promised = promised_;
+  s.leader_ballot = leader_ballot_;
+  s.leader = leader_;
+  s.chosen_upto = chosen_upto_;
+  s.applied_upto = applied_upto_;
+  s.last_slot = LastSlot();
+  if (role_ == Role::kLeader && lease_until_ms_ > now_ms_) s.lease_left_ms = static_cast<int64_t>(lease_until_ms_ - now_ms_);
+  return s;
+}
+
+// ---------------------------------------------------------------- acceptor
+
+bool Replica::LeaseRefuses(NodeId candidate) const {
+  if (candidate == leader_ && leader_ != kNoNode) return false;  // the leader may re-run phase 1
+  return now_ms_ < last_heard_ms_ + config_.lease_ms;
+}
+
+void Replica::HandlePrepare(NodeId from, const Prepare& m) {
+  Promise reply;
+  reply.ballot = m.ballot;
+  max_round_seen_ = std::max(max_round_seen_, m.ballot.round);
+  if (m.ballot < promised_) {
+    reply.promised = promised_;
+    Send(from, std::move(reply));
+    return;
+  }
+  if (m.ballot > promised_) {
+    if (LeaseRefuses(from)) {
+      reply.lease_refusal = true;
+      reply.promised = promised_;
+      Send(from, std::move(reply));
+      return;
+    }
+    RaisePromise(m.ballot);
+    if (role_ != Role::kFollower) StepDown(from);
+    leader_ = kNoNode;  // until the candidate wins and tells us
+    ResetElectionDeadline();
+  }
+  // m.ballot == promised_: a fresh promise or the next chunk of one.
+  reply.ok = true;
+  reply.promised = promised_;
+  reply.chosen_upto = chosen_upto_;
+  reply.entries = EntriesFrom(std::max<Slot>(m.from_slot, 1), config_.message_bytes_max, &reply.done, &reply.next_slot);
+  Send(from, std::move(reply));
+}
+
+void Replica::HandleAccept(NodeId from, const Accept& m) {
+  Accepted reply;
+  reply.ballot = m.ballot;
+  if (!m.entries.empty()) {
+    reply.first_slot = m.entries.front().slot;
+    reply.last_slot = m.entries.back().slot;
+  }
+  for (size_t i = 1; i < m.entries.size(); ++i) {
+    if (m.entries[i].slot != m.entries[i - 1].slot + 1) return;  // malformed: runs are contiguous
+  }
+  if (m.ballot < promised_) {
+    reply.promised = promised_;
+    Send(from, std::move(reply));
+    return;
+  }
+  FollowLeader(from, m.ballot);
+  for (const Entry& e : m.entries) {
+    if (e.slot == 0 || e.slot <= chosen_upto_) continue;  // already chosen here
+    Entry stored{e.slot, m.ballot, e.value};
+    ready_.entries.push_back(stored);
+    log_[e.slot] = SlotState{std::move(stored), 0};
+  }
+  reply.ok = true;
+  reply.promised = promised_;
+  if (!m.entries.empty()) Send(from, std::move(reply));
+  LearnCommit(m.ballot, m.commit_upto, from);
+}
+
+void Replica::HandleHeartbeat(NodeId from, const Heartbeat& m) {
+  HeartbeatAck reply;
+  reply.ballot = m.ballot;
+  reply.seq = m.seq;
+  reply.software_version = config_.software_version;
+  if (m.ballot < promised_) {
+    reply.promised = promised_;
+    reply.chosen_upto = chosen_upto_;
+    Send(from, std::move(reply));
+    return;
+  }
+  FollowLeader(from, m.ballot);
+  LearnCommit(m.ballot, m.commit_upto, from);
+  reply.ok = true;
+  reply.promised = promised_;
+  reply.chosen_upto = chosen_upto_;
+  Send(from, std::move(reply));
+}
+
+// Adopts `from` as the leader of `ballot` (>= promised_): the message is a
+// leader's Accept or Heartbeat, so the lease window restarts now.
+void Replica::FollowLeader(NodeId from, Ballot ballot) {
+  assert(ballot >= promised_);
+  if (ballot > promised_) RaisePromise(ballot);
+  if (role_ != Role::kFollower || leader_ != from || leader_ballot_ != ballot) BecomeFollower(ballot, from);
+  last_heard_ms_ = now_ms_;
+  ResetElectionDeadline();
+}
+
+void Replica::HandleCatchupRequest(NodeId from, const CatchupRequest& m) {
+  if (m.from_slot == 0 || m.from_slot > chosen_upto_) return;
+  CatchupReply reply;
+  reply.ballot = leader_ballot_;
+  reply.commit_upto = chosen_upto_;
+  reply.entries = ChosenFrom(m.from_slot, config_.message_bytes_max);
+  Send(from, std::move(reply));
+}
+
+void Replica::HandleCatchupReply(NodeId from, const CatchupReply& m) {
+  Slot before = chosen_upto_;
+  Slot upto = chosen_upto_;
+  for (const Entry& e : m.entries) {
+    if (e.slot <= upto) continue;
+    if (e.slot != upto + 1 || e.slot > m.commit_upto) break;  // only a contiguous chosen run
+    // A chosen value may be stored under any ballot: every acceptance at or
+    // above the ballot it was chosen in carries the same value (Paxos P2).
+    ready_.entries.push_back(e);
+    log_[e.slot] = SlotState{e, 0};
+    upto = e.slot;
+  }
+  SetChosen(upto);
+  if (chosen_upto_ > before && chosen_upto_ < m.commit_upto) {
+    last_catchup_request_ms_ = now_ms_;
+    Send(from, CatchupRequest{leader_ballot_, chosen_upto_ + 1});
+  }
+}
+
+// ---------------------------------------------------------------- learner
+
+void Replica::LearnCommit(Ballot ballot, Slot commit_upto, NodeId from) {
+  if (commit_upto <= chosen_upto_) return;
+  // A slot is chosen with the value we hold if we accepted it in the ballot
+  // whose leader reports it chosen: that leader proposed one value per slot.
+  Slot upto = chosen_upto_;
+  while (upto < commit_upto) {
+    auto it = log_.find(upto + 1);
+    if (it == log_.end() || it->second.entry.ballot != ballot) break;
+    ++upto;
+  }
+  SetChosen(upto);
+  if (chosen_upto_ < commit_upto && now_ms_ >= last_catchup_request_ms_ + config_.heartbeat_ms) {
+    last_catchup_request_ms_ = now_ms_;
+    Send(from, CatchupRequest{ballot, chosen_upto_ + 1});
+  }
+}
+
+void Replica::SetChosen(Slot upto) {
+  if (upto <= chosen_upto_) return;
+  chosen_upto_ = upto;
+  ready_.chosen_upto = upto;
+  for (Slot s = applied_upto_ + 1; s <= chosen_upto_; ++s) {
+    auto it = log_.find(s);
+    assert(it != log_.end());
+    ready_.committed.push_back(it->second.entry);
+  }
+  applied_upto_ = chosen_upto_;
+  TrimMemory();
+}
+
+void Replica::TrimMemory() {
+  if (reader_ == nullptr || applied_upto_ <= config_.memory_entries_max) return;
+  Slot floor = applied_upto_ - config_.memory_entries_max;
+  auto it = log_.begin();
+  while (it != log_.end() && it->first <= floor) it = log_.erase(it);
+}
+
+std::vector<Entry> Replica::ChosenFrom(Slot from, size_t max_bytes) const {
+  std::vector<Entry> out;
+  auto it = log_.find(from);
+  if (it == log_.end()) {
+    if (reader_ == nullptr) return out;
+    out = reader_->ReadChosen(from, max_bytes);
+    while (!out.empty() && out.back().slot > chosen_upto_) out.pop_back();
+    return out;
+  }
+  size_t bytes = 0;
+  for (; it != log_.end() && it->first <= chosen_upto_; ++it) {
+    bytes += EntryBytes(it->second.entry);
+    if (bytes > max_bytes && !out.empty()) break;
+    out.push_back(it->second.entry);
+  }
+  return out;
+}
+
+// Accepted entries from `from` upward (chosen ones from storage if trimmed),
+// at most max_bytes; *done says whether that was all of them.
+std::vector<Entry> Replica::EntriesFrom(Slot from, size_t max_bytes, bool* done, Slot* next) const {
+  std::vector<Entry> out;
+  size_t bytes = 0;
+  if (from <= chosen_upto_ && log_.find(from) == log_.end()) {
+    out = ChosenFrom(from, max_bytes);
+    for (const Entry& e : out) bytes += EntryBytes(e);
+    if (!out.empty()) from = out.back().slot + 1;
+    if (from <= chosen_upto_ && log_.find(from) == log_.end()) {
+      *done = false;
+      *next = from;
+      return out;
+    }
+  }
+  *done = true;
+  *next = 0;
+  for (auto it = log_.lower_bound(from); it != log_.end(); ++it) {
+    bytes += EntryBytes(it->second.entry);
+    if (bytes > max_bytes && !out.empty()) {
+      *done = false;
+      *next = it->first;
+      break;
+    }
+    out.push_back(it->second.entry);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- helpers
+
+void Replica::RaisePromise(Ballot b) {
+  assert(b > promised_);
+  promised_ = b;
+  max_round_seen_ = std::max(max_round_seen_, b.round);
+  ready_.promised = b;
+}
+
+void Replica::ResetElectionDeadline() {
+  uint64_t jitter = config_.election_jitter_ms == 0 ? 0 : NextRandom() % config_.election_jitter_ms;
+  election_deadline_ms_ = std::max(last_heard_ms_ + config_.lease_ms, now_ms_) + config_.heartbeat_ms + jitter;
+}
+
+void Replica::Send(NodeId to, MessageBody body) {
+  ready_.messages.push_back(Message{config_.id, to, std::move(body)});
+}
+
+uint64_t Replica::MemberBit(NodeId id) const {
+  if (id == kNoNode || id > kMaxNodeId) return 0;
+  return IsMember(id) ? (uint64_t{1} << id) : 0;
+}
+
+bool Replica::IsMember(NodeId id) const {
+  return std::find(config_.members.begin(), config_.members.end(), id) != config_.members.end();
+}
+
+bool Replica::IsQuorum(uint64_t mask) const {
+  return static_cast<size_t>(std::popcount(mask)) * 2 > config_.members.size();
+}
+
+Slot Replica::LastSlot() const {
+  Slot last = chosen_upto_;
+  if (!log_.empty()) last = std::max(last, log_.rbegin()->first);
+  return last;
+}
+
+uint64_t Replica::NextRandom() {
+  // splitmix64: a tiny generator whose whole state is the seed the driver gave.
+  uint64_t z = (rng_ += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+void Replica::CheckInvariants() const {
+  assert(applied_upto_ == chosen_upto_);
+  for (auto it = log_.upper_bound(chosen_upto_); it != log_.end(); ++it) {
+    // An acceptor never holds an unchosen acceptance above its promise.
+    assert(it->second.entry.ballot <= promised_);
+    assert(it->first == it->second.entry.slot);
+  }
+  if (role_ == Role::kLeader) {
+    assert(leader_ == config_.id);
+    assert(leader_ballot_ == promised_);
+    assert(next_slot_ > LastSlot());
+    assert(!phase1_);
+  }
+  if (role_ == Role::kCandidate) assert(phase1_ && phase1_->ballot == promised_);
+  assert(max_round_seen_ >= promised_.round);
 }
 
 }  // namespace ts::consensus

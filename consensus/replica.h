@@ -65,12 +65,15 @@ class LogReader {
 
 struct Ready {
   uint64_t token = 0;
+  // Only promised and entries need an fsync before messages go out; a
+  // chosen_upto alone may be written without one (it is re-learned if lost).
   std::optional<Ballot> promised;  // persist if set
   std::vector<Entry> entries;      // accepted entries to persist (overwrite by slot)
   std::optional<Slot> chosen_upto; // persist if set
   std::vector<Message> messages;   // send after persisting
   std::vector<Entry> committed;    // apply in order after persisting
 
+  bool NeedsSync() const { return promised.has_value() || !entries.empty(); }
   bool Empty() const {
     return !promised && entries.empty() && !chosen_upto && messages.empty() && committed.empty();
   }
@@ -135,24 +138,25 @@ class Replica {
  private:
   struct SlotState {
     Entry entry;
-    uint64_t ack_mask = 0;  // leader: members that accepted entry at ballot_
-    bool persisted = false;
+    uint64_t ack_mask = 0;  // leader: members known to have accepted entry durably
   };
   struct PeerProgress {
-    Slot match = 0;          // acked contiguously at our ballot up to here
+    Slot match = 0;               // highest slot known accepted or chosen at the peer
     uint64_t last_progress_ms = 0;
-    uint64_t last_catchup_ms = 0;
   };
   struct Phase1 {
     Ballot ballot;
-    uint64_t done_mask = 0;
-    bool self_persisted = false;
-    std::map<Slot, Entry> best;    // highest-ballot value seen per slot
-    std::map<Slot, std::string> chosen;  // values some acceptor knows chosen
-    uint64_t started_ms = 0;
+    Slot from_slot = 1;
+    uint64_t done_mask = 0;             // members whose whole promise arrived
+    std::map<Slot, Entry> best;         // highest-ballot accepted value per slot
+    std::map<Slot, std::string> chosen; // values some acceptor knows chosen
+  };
+  struct SelfAck {
+    uint64_t token;
+    Slot first;
+    Slot last;
   };
 
-  // Implementation helpers live in replica.cc.
   void HandlePrepare(NodeId from, const Prepare& m);
   void HandlePromise(NodeId from, const Promise& m);
   void HandleAccept(NodeId from, const Accept& m);
@@ -165,65 +169,72 @@ class Replica {
   void Campaign();
   void BecomeLeader();
   void BecomeFollower(Ballot ballot, NodeId leader);
+  void StepDown(NodeId hint);
+  void FollowLeader(NodeId from, Ballot ballot);
+  void RaisePromise(Ballot b);
   void ObserveBallot(Ballot b);
-  bool RaisePromise(Ballot b);
+  void ResetElectionDeadline();
   void SendHeartbeats();
   void MaybeFinishPhase1();
-  void AddPromiseEntries(const Promise& m);
-  void StoreAccepted(const Entry& e, bool from_leader_ballot);
-  void AckLocal(Slot first, Slot last);
+  void MergePromise(const Promise& m);
+  void AppendOwn(Entry e);
   void RecordAck(NodeId from, Slot first, Slot last);
-  void AdvanceCommit();
+  void AdvanceLeaderCommit();
   void LearnCommit(Ballot ballot, Slot commit_upto, NodeId from);
   void SetChosen(Slot upto);
   void FlushAccepts();
   void Retransmit();
   void TrimMemory();
+  std::vector<Entry> EntriesFrom(Slot from, size_t max_bytes, bool* done, Slot* next) const;
   std::vector<Entry> ChosenFrom(Slot from, size_t max_bytes) const;
   void Send(NodeId to, MessageBody body);
   uint64_t MemberBit(NodeId id) const;
+  bool IsMember(NodeId id) const;
   bool IsQuorum(uint64_t mask) const;
   bool LeaseRefuses(NodeId candidate) const;
+  Slot LastSlot() const;
   uint64_t NextRandom();
 
   Config config_;
   const LogReader* reader_;
   uint64_t rng_;
+  uint64_t self_bit_ = 0;
   uint64_t now_ms_ = 0;
   bool started_ = false;
   bool eligible_ = true;
 
-  // Durable acceptor state (mirrors storage once persisted).
+  // Acceptor state; durable once the Ready carrying it is persisted.
   Ballot promised_;
   Slot chosen_upto_ = 0;
-  std::map<Slot, SlotState> log_;  // entries in memory: unapplied + recent applied
+  std::map<Slot, SlotState> log_;  // unapplied entries plus recent applied ones
   Slot applied_upto_ = 0;
+  uint64_t max_round_seen_ = 0;
 
-  // Role state.
+  // Role.
   Role role_ = Role::kFollower;
   NodeId leader_ = kNoNode;
-  Ballot leader_ballot_;
-  uint64_t last_heard_ms_ = 0;       // last message from the leader we follow
+  Ballot leader_ballot_;          // ballot of the leader followed (or ours)
+  uint64_t last_heard_ms_ = 0;    // last word from the leader (or, leading, our last heartbeat)
   uint64_t election_deadline_ms_ = 0;
+  uint64_t last_catchup_request_ms_ = 0;
   std::optional<Phase1> phase1_;
+  std::optional<uint64_t> phase1_self_token_;
 
-  // Leader state.
+  // Leader.
   Slot next_slot_ = 1;
-  Slot first_own_slot_ = 0;   // first slot proposed in this leadership
-  Slot commit_upto_ = 0;      // leader: chosen prefix it knows
+  Slot recovered_upto_ = 0;       // last slot re-proposed by phase 1
   std::map<NodeId, PeerProgress> peers_;
   std::vector<Entry> pending_accept_;  // proposed, not yet sent
   uint64_t heartbeat_seq_ = 0;
   std::map<uint64_t, std::pair<uint64_t, uint64_t>> heartbeat_sent_;  // seq -> (sent_ms, ack mask)
   uint64_t next_heartbeat_ms_ = 0;
   uint64_t lease_until_ms_ = 0;
+  uint64_t leader_since_ms_ = 0;
 
-  // Output being built.
+  // Output under construction; next_token_ is the token it will carry.
   Ready ready_;
   uint64_t next_token_ = 1;
-  uint64_t unpersisted_token_ = 0;   // token of the last Ready handed out
-  std::vector<std::pair<uint64_t, std::pair<Slot, Slot>>> pending_self_acks_;  // token -> slots
-  std::optional<uint64_t> phase1_self_token_;
+  std::vector<SelfAck> self_acks_;
 };
 
 }  // namespace ts::consensus

@@ -1,0 +1,279 @@
+// Replica, proposer side: campaigning (phase 1), leadership, proposing and
+// committing (phase 2), heartbeats and the lease. See replica.h.
+#include <algorithm>
+#include <cassert>
+
+#include "consensus/replica.h"
+
+namespace ts::consensus {
+
+// ---------------------------------------------------------------- phase 1
+
+void Replica::Campaign() {
+  assert(eligible_);
+  Ballot ballot{std::max(max_round_seen_, promised_.round) + 1, config_.id};
+  RaisePromise(ballot);
+  role_ = Role::kCandidate;
+  leader_ = kNoNode;
+  leader_ballot_ = Ballot{};
+  lease_until_ms_ = 0;
+  pending_accept_.clear();
+  phase1_ = Phase1{};
+  phase1_->ballot = ballot;
+  phase1_->from_slot = chosen_upto_ + 1;
+  // Our own promise counts once it is durable (Persisted with this token).
+  phase1_self_token_ = next_token_;
+  for (NodeId m : config_.members) {
+    if (m != config_.id) Send(m, Prepare{ballot, phase1_->from_slot});
+  }
+  last_heard_ms_ = 0;  // nobody leads now; our retry timer starts from now
+  election_deadline_ms_ = now_ms_ + config_.lease_ms + (config_.election_jitter_ms ? NextRandom() % config_.election_jitter_ms : 0);
+}
+
+void Replica::HandlePromise(NodeId from, const Promise& m) {
+  max_round_seen_ = std::max(max_round_seen_, m.promised.round);
+  if (role_ != Role::kCandidate || !phase1_ || m.ballot != phase1_->ballot) return;  // stale
+  if (!m.ok) {
+    // A higher ballot ends this campaign. A lease refusal does not: other
+    // acceptors may still promise, and the election timer retries otherwise.
+    if (m.promised > phase1_->ballot) StepDown(m.promised.node);
+    return;
+  }
+  MergePromise(m);
+  if (!m.done) {
+    Send(from, Prepare{phase1_->ballot, m.next_slot});
+    return;
+  }
+  phase1_->done_mask |= MemberBit(from);
+  MaybeFinishPhase1();
+}
+
+void Replica::MergePromise(const Promise& m) {
+  for (const Entry& e : m.entries) {
+    if (e.slot < phase1_->from_slot) continue;
+    if (e.slot <= m.chosen_upto) {
+      phase1_->chosen[e.slot] = e.value;
+      continue;
+    }
+    auto it = phase1_->best.find(e.slot);
+    if (it == phase1_->best.end() || it->second.ballot < e.ballot) phase1_->best[e.slot] = e;
+  }
+}
+
+void Replica::MaybeFinishPhase1() {
+  if (phase1_ && !phase1_self_token_ && (phase1_->done_mask & self_bit_) && IsQuorum(phase1_->done_mask)) BecomeLeader();
+}
+
+void Replica::BecomeLeader() {
+  Phase1 p = std::move(*phase1_);
+  phase1_.reset();
+  role_ = Role::kLeader;
+  leader_ = config_.id;
+  leader_ballot_ = p.ballot;
+  Slot last = p.from_slot - 1;
+  if (!p.best.empty()) last = std::max(last, p.best.rbegin()->first);
+  if (!p.chosen.empty()) last = std::max(last, p.chosen.rbegin()->first);
+  // Re-propose every slot a majority might have chosen: the value with the
+  // highest ballot, a value known chosen, or a no-op for a hole.
+  next_slot_ = std::max(chosen_upto_ + 1, p.from_slot);
+  peers_.clear();
+  for (NodeId m : config_.members) {
+    if (m != config_.id) peers_[m] = PeerProgress{0, now_ms_};
+  }
+  for (Slot s = next_slot_; s <= last; ++s) {
+    std::string value;
+    if (auto c = p.chosen.find(s); c != p.chosen.end()) value = std::move(c->second);
+    else if (auto b = p.best.find(s); b != p.best.end()) value = std::move(b->second.value);
+    AppendOwn(Entry{s, p.ballot, std::move(value)});
+  }
+  recovered_upto_ = last;
+  // Entries we hold above `last` were never accepted by the majority that
+  // promised us; they cannot be chosen, and our proposals overwrite them.
+  heartbeat_sent_.clear();
+  lease_until_ms_ = 0;
+  leader_since_ms_ = now_ms_;
+  SendHeartbeats();
+}
+
+// ---------------------------------------------------------------- phase 2
+
+StatusOr<Slot> Replica::Propose(std::string value) {
+  if (value.empty()) return Status::InvalidArgument("a decree must not be empty");
+  if (role_ != Role::kLeader) return Status::NotLeader(leader_ == kNoNode ? "no known leader" : std::to_string(leader_));
+  if (next_slot_ - chosen_upto_ > config_.inflight_slots_max) return Status::Busy("too many decrees in flight");
+  Slot slot = next_slot_;
+  AppendOwn(Entry{slot, leader_ballot_, std::move(value)});
+  return slot;
+}
+
+// Stores one of our own proposals: durable in the next Ready, sent to peers
+// with the next flush, and counted as our own accept once persisted.
+void Replica::AppendOwn(Entry e) {
+  assert(role_ == Role::kLeader && e.slot == next_slot_);
+  Slot s = e.slot;
+  ready_.entries.push_back(e);
+  pending_accept_.push_back(e);
+  log_[s] = SlotState{std::move(e), 0};
+  ++next_slot_;
+  if (!self_acks_.empty() && self_acks_.back().token == next_token_ && self_acks_.back().last + 1 == s) {
+    self_acks_.back().last = s;
+  } else {
+    self_acks_.push_back(SelfAck{next_token_, s, s});
+  }
+}
+
+void Replica::FlushAccepts() {
+  if (pending_accept_.empty()) return;
+  assert(role_ == Role::kLeader);
+  size_t begin = 0;
+  while (begin < pending_accept_.size()) {
+    size_t end = begin;
+    size_t bytes = 0;
+    while (end < pending_accept_.size() && (end == begin || bytes + EntryBytes(pending_accept_[end]) <= config_.message_bytes_max)) {
+      bytes += EntryBytes(pending_accept_[end]);
+      ++end;
+    }
+    std::vector<Entry> run(pending_accept_.begin() + static_cast<std::ptrdiff_t>(begin),
+                           pending_accept_.begin() + static_cast<std::ptrdiff_t>(end));
+    for (auto& [peer, progress] : peers_) {
+      Send(peer, Accept{leader_ballot_, run, chosen_upto_});
+    }
+    begin = end;
+  }
+  pending_accept_.clear();
+}
+
+void Replica::HandleAccepted(NodeId from, const Accepted& m) {
+  if (!m.ok) {
+    ObserveBallot(m.promised);
+    return;
+  }
+  if (role_ == Role::kLeader && m.ballot == leader_ballot_) RecordAck(from, m.first_slot, m.last_slot);
+}
+
+void Replica::RecordAck(NodeId from, Slot first, Slot last) {
+  uint64_t bit = MemberBit(from);
+  if (bit == 0 || first == 0 || last < first) return;
+  for (auto it = log_.lower_bound(std::max(first, chosen_upto_ + 1)); it != log_.end() && it->first <= last; ++it) {
+    if (it->second.entry.ballot == leader_ballot_) it->second.ack_mask |= bit;
+  }
+  if (from != config_.id) {
+    PeerProgress& p = peers_[from];
+    if (last > p.match) {
+      p.match = last;
+      p.last_progress_ms = now_ms_;
+    }
+  }
+  AdvanceLeaderCommit();
+}
+
+void Replica::AdvanceLeaderCommit() {
+  Slot upto = chosen_upto_;
+  for (auto it = log_.upper_bound(upto); it != log_.end(); ++it) {
+    if (it->first != upto + 1 || it->second.entry.ballot != leader_ballot_ || !IsQuorum(it->second.ack_mask)) break;
+    upto = it->first;
+  }
+  SetChosen(upto);
+}
+
+// Re-sends unacknowledged proposals to a peer that made no progress for a
+// few heartbeats (its link dropped frames, or it restarted).
+void Replica::Retransmit() {
+  Slot last = next_slot_ - 1;
+  for (auto& [peer, p] : peers_) {
+    if (p.match >= last || now_ms_ < p.last_progress_ms + 3 * config_.heartbeat_ms) continue;
+    Slot from = std::max(p.match, chosen_upto_) + 1;
+    if (from > last) continue;
+    std::vector<Entry> run;
+    size_t bytes = 0;
+    for (auto it = log_.lower_bound(from); it != log_.end() && it->first <= last; ++it) {
+      bytes += EntryBytes(it->second.entry);
+      if (bytes > config_.message_bytes_max && !run.empty()) break;
+      if (!run.empty() && it->first != run.back().slot + 1) break;
+      run.push_back(it->second.entry);
+    }
+    p.last_progress_ms = now_ms_;
+    if (!run.empty()) Send(peer, Accept{leader_ballot_, std::move(run), chosen_upto_});
+  }
+}
+
+// ---------------------------------------------------------------- lease
+
+void Replica::SendHeartbeats() {
+  assert(role_ == Role::kLeader);
+  // Eligibility and lease are checked at every renewal: a leader that lost
+  // eligibility, or has not held a lease for a whole lease period, leaves.
+  uint64_t held_until_ms = std::max(lease_until_ms_, leader_since_ms_ + config_.lease_ms);
+  if (!eligible_ || now_ms_ > held_until_ms + config_.lease_ms) {
+    StepDown(kNoNode);
+    return;
+  }
+  ++heartbeat_seq_;
+  heartbeat_sent_[heartbeat_seq_] = {now_ms_, self_bit_};
+  while (heartbeat_sent_.size() > 64) heartbeat_sent_.erase(heartbeat_sent_.begin());
+  last_heard_ms_ = now_ms_;  // as an acceptor we, too, refuse rivals during our lease
+  next_heartbeat_ms_ = now_ms_ + config_.heartbeat_ms;
+  for (auto& [peer, p] : peers_) {
+    Send(peer, Heartbeat{leader_ballot_, heartbeat_seq_, chosen_upto_, config_.software_version});
+  }
+  if (IsQuorum(self_bit_)) lease_until_ms_ = now_ms_ + config_.lease_ms - config_.drift_ms;  // single node
+  Retransmit();
+}
+
+void Replica::HandleHeartbeatAck(NodeId from, const HeartbeatAck& m) {
+  if (!m.ok) {
+    ObserveBallot(m.promised);
+    return;
+  }
+  if (role_ != Role::kLeader || m.ballot != leader_ballot_) return;
+  auto it = heartbeat_sent_.find(m.seq);
+  if (it != heartbeat_sent_.end()) {
+    it->second.second |= MemberBit(from);
+    if (IsQuorum(it->second.second)) {
+      // The lease runs from the send time: every acceptor that acked heard
+      // us no earlier than that, so it refuses rivals until at least then
+      // plus lease_ms; drift_ms covers clock-rate differences.
+      lease_until_ms_ = std::max(lease_until_ms_, it->second.first + config_.lease_ms - config_.drift_ms);
+    }
+  }
+  PeerProgress& p = peers_[from];
+  if (m.chosen_upto > p.match) {
+    p.match = m.chosen_upto;
+    p.last_progress_ms = now_ms_;
+  }
+}
+
+// ---------------------------------------------------------------- roles
+
+void Replica::ObserveBallot(Ballot b) {
+  max_round_seen_ = std::max(max_round_seen_, b.round);
+  if (role_ == Role::kFollower || b <= promised_) return;
+  // Someone promised a higher ballot. A leader that still holds its lease
+  // re-runs phase 1 above it at once (acceptors bound by the lease will not
+  // promise the rival, but will promise us); otherwise it stands down.
+  if (role_ == Role::kLeader && eligible_ && now_ms_ < lease_until_ms_) {
+    Campaign();
+    return;
+  }
+  StepDown(b.node);
+}
+
+void Replica::StepDown(NodeId hint) {
+  BecomeFollower(leader_ballot_, hint);
+  ResetElectionDeadline();
+}
+
+void Replica::BecomeFollower(Ballot ballot, NodeId leader) {
+  role_ = Role::kFollower;
+  leader_ = leader;
+  leader_ballot_ = ballot;
+  phase1_.reset();
+  phase1_self_token_.reset();
+  pending_accept_.clear();
+  peers_.clear();
+  heartbeat_sent_.clear();
+  lease_until_ms_ = 0;
+  recovered_upto_ = 0;
+}
+
+}  // namespace ts::consensus

@@ -1,0 +1,249 @@
+// One Replica driven by hand: the acceptor's answers to Prepare and Accept
+// (stale ballots, duplicates, reordering, holes, leases) and the driver
+// contract (replies only alongside the state they depend on).
+#include "consensus/replica.h"
+
+#include <gtest/gtest.h>
+
+namespace ts::consensus {
+namespace {
+
+Config ThreeNodeConfig(NodeId id) {
+  Config c;
+  c.id = id;
+  c.members = {1, 2, 3};
+  c.heartbeat_ms = 20;
+  c.lease_ms = 100;
+  c.drift_ms = 10;
+  c.election_jitter_ms = 0;
+  return c;
+}
+
+// A replica whose first Tick is at t=1000 and whose initial lease guard
+// (one lease after start) has passed, so it answers Prepares normally.
+class AcceptorTest : public ::testing::Test {
+ protected:
+  AcceptorTest() : r_(ThreeNodeConfig(2), Bootstrap{}, nullptr, 7) {
+    r_.SetEligible(false);  // never campaigns: a pure acceptor
+    r_.Tick(1000);
+    r_.Tick(1000 + 150);
+  }
+  Ready Deliver(NodeId from, MessageBody body) {
+    r_.Step(Message{from, 2, std::move(body)});
+    Ready out = r_.TakeReady();
+    r_.Persisted(out.token);
+    return out;
+  }
+  template <class T>
+  static const T& Only(const Ready& r) {
+    EXPECT_EQ(r.messages.size(), 1u);
+    return std::get<T>(r.messages.at(0).body);
+  }
+  Replica r_;
+};
+
+TEST_F(AcceptorTest, Prepare_HigherBallotIsPromisedDurablyBeforeReply) {
+  Ready out = Deliver(1, Prepare{Ballot{5, 1}, 1});
+  ASSERT_TRUE(out.promised.has_value());
+  EXPECT_EQ(*out.promised, (Ballot{5, 1}));
+  const Promise& p = Only<Promise>(out);
+  EXPECT_TRUE(p.ok);
+  EXPECT_TRUE(p.done);
+  EXPECT_TRUE(p.entries.empty());
+}
+
+TEST_F(AcceptorTest, Prepare_StaleBallotIsRefusedWithThePromise) {
+  Deliver(1, Prepare{Ballot{5, 1}, 1});
+  Ready out = Deliver(3, Prepare{Ballot{4, 3}, 1});
+  EXPECT_FALSE(out.promised.has_value());
+  const Promise& p = Only<Promise>(out);
+  EXPECT_FALSE(p.ok);
+  EXPECT_EQ(p.promised, (Ballot{5, 1}));
+}
+
+TEST_F(AcceptorTest, Prepare_DuplicateIsAnsweredAgainWithoutNewWrite) {
+  Deliver(1, Prepare{Ballot{5, 1}, 1});
+  Ready out = Deliver(1, Prepare{Ballot{5, 1}, 1});
+  EXPECT_FALSE(out.promised.has_value());
+  EXPECT_TRUE(Only<Promise>(out).ok);
+}
+
+TEST_F(AcceptorTest, Prepare_ReportsAcceptedEntriesWithTheirBallots) {
+  Deliver(1, Accept{Ballot{3, 1}, {Entry{1, {}, "a"}, Entry{2, {}, "b"}}, 0});
+  r_.Tick(1150 + 150);  // leader 1's lease window over
+  Ready out = Deliver(3, Prepare{Ballot{4, 3}, 1});
+  const Promise& p = Only<Promise>(out);
+  ASSERT_TRUE(p.ok);
+  ASSERT_EQ(p.entries.size(), 2u);
+  EXPECT_EQ(p.entries[0].value, "a");
+  EXPECT_EQ(p.entries[1].ballot, (Ballot{3, 1}));
+}
+
+TEST_F(AcceptorTest, Prepare_RivalIsRefusedWhileTheLeaderLeaseRuns) {
+  Deliver(1, Heartbeat{Ballot{3, 1}, 1, 0, "1.0.0"});
+  r_.Tick(1150 + 50);  // within lease_ms of the heartbeat
+  Ready out = Deliver(3, Prepare{Ballot{4, 3}, 1});
+  const Promise& p = Only<Promise>(out);
+  EXPECT_FALSE(p.ok);
+  EXPECT_TRUE(p.lease_refusal);
+  EXPECT_FALSE(out.promised.has_value());
+  // The leader itself may raise its ballot during its own lease.
+  Ready again = Deliver(1, Prepare{Ballot{6, 1}, 1});
+  EXPECT_TRUE(Only<Promise>(again).ok);
+  // Once the lease has run out the rival is promised.
+  r_.Tick(1150 + 50 + 101);
+  Ready later = Deliver(3, Prepare{Ballot{7, 3}, 1});
+  EXPECT_TRUE(Only<Promise>(later).ok);
+}
+
+TEST(ReplicaRestart, Prepare_RefusedForOneLeaseAfterStart) {
+  Replica r(ThreeNodeConfig(2), Bootstrap{}, nullptr, 1);
+  r.SetEligible(false);
+  r.Tick(5000);
+  r.Step(Message{3, 2, Prepare{Ballot{9, 3}, 1}});
+  Ready out = r.TakeReady();
+  ASSERT_EQ(out.messages.size(), 1u);
+  EXPECT_TRUE(std::get<Promise>(out.messages[0].body).lease_refusal);
+}
+
+TEST_F(AcceptorTest, Accept_StaleBallotIsRejectedAndStoresNothing) {
+  Deliver(1, Prepare{Ballot{5, 1}, 1});
+  Ready out = Deliver(3, Accept{Ballot{4, 3}, {Entry{1, {}, "x"}}, 0});
+  EXPECT_TRUE(out.entries.empty());
+  const Accepted& a = Only<Accepted>(out);
+  EXPECT_FALSE(a.ok);
+  EXPECT_EQ(a.promised, (Ballot{5, 1}));
+}
+
+TEST_F(AcceptorTest, Accept_HigherBallotRaisesThePromiseAndPersistsEntries) {
+  Ready out = Deliver(1, Accept{Ballot{2, 1}, {Entry{1, {}, "x"}, Entry{2, {}, "y"}}, 0});
+  ASSERT_TRUE(out.promised.has_value());
+  EXPECT_EQ(out.entries.size(), 2u);
+  const Accepted& a = Only<Accepted>(out);
+  EXPECT_TRUE(a.ok);
+  EXPECT_EQ(a.first_slot, 1u);
+  EXPECT_EQ(a.last_slot, 2u);
+}
+
+TEST_F(AcceptorTest, Accept_DuplicateIsIdempotent) {
+  Deliver(1, Accept{Ballot{2, 1}, {Entry{1, {}, "x"}}, 0});
+  Ready out = Deliver(1, Accept{Ballot{2, 1}, {Entry{1, {}, "x"}}, 1});
+  EXPECT_TRUE(Only<Accepted>(out).ok);
+  ASSERT_EQ(out.committed.size(), 1u);
+  EXPECT_EQ(out.committed[0].value, "x");
+  Ready again = Deliver(1, Accept{Ballot{2, 1}, {Entry{1, {}, "x"}}, 1});
+  EXPECT_TRUE(again.committed.empty());  // applied once only
+}
+
+TEST_F(AcceptorTest, Accept_ReorderedRunsCommitOnlyContiguously) {
+  Deliver(1, Accept{Ballot{2, 1}, {Entry{2, {}, "b"}}, 0});
+  Ready out = Deliver(1, Heartbeat{Ballot{2, 1}, 1, 2, "1.0.0"});
+  EXPECT_TRUE(out.committed.empty());  // slot 1 missing: a hole
+  // The hole makes the learner ask the leader for chosen entries.
+  bool asked = false;
+  for (const Message& m : out.messages) asked |= std::holds_alternative<CatchupRequest>(m.body);
+  EXPECT_TRUE(asked);
+  Ready fill = Deliver(1, Accept{Ballot{2, 1}, {Entry{1, {}, "a"}}, 2});
+  ASSERT_EQ(fill.committed.size(), 2u);
+  EXPECT_EQ(fill.committed[0].value, "a");
+  EXPECT_EQ(fill.committed[1].value, "b");
+  EXPECT_EQ(*fill.chosen_upto, 2u);
+}
+
+TEST_F(AcceptorTest, Commit_FromANewerLeaderDoesNotChooseAnOlderAcceptance) {
+  // Slot 1 accepted at ballot 2 with "old"; leader of ballot 3 says slot 1 is
+  // chosen: the value might differ, so the learner must not apply "old".
+  Deliver(1, Accept{Ballot{2, 1}, {Entry{1, {}, "old"}}, 0});
+  Ready out = Deliver(3, Heartbeat{Ballot{3, 3}, 1, 1, "1.0.0"});
+  EXPECT_TRUE(out.committed.empty());
+  Ready caught = Deliver(3, CatchupReply{Ballot{3, 3}, {Entry{1, Ballot{3, 3}, "new"}}, 1});
+  ASSERT_EQ(caught.committed.size(), 1u);
+  EXPECT_EQ(caught.committed[0].value, "new");
+}
+
+TEST_F(AcceptorTest, Accept_NonContiguousRunIsDroppedAsMalformed) {
+  Ready out = Deliver(1, Accept{Ballot{2, 1}, {Entry{1, {}, "a"}, Entry{3, {}, "c"}}, 0});
+  EXPECT_TRUE(out.entries.empty());
+  EXPECT_TRUE(out.messages.empty());
+}
+
+TEST_F(AcceptorTest, Step_IgnoresNonMembersAndMisaddressedMessages) {
+  r_.Step(Message{9, 2, Prepare{Ballot{50, 9}, 1}});
+  r_.Step(Message{1, 3, Prepare{Ballot{50, 1}, 1}});
+  EXPECT_FALSE(r_.HasReady());
+}
+
+TEST(ReplicaPropose, Propose_RefusedOffLeaderAndForEmptyDecrees) {
+  Replica r(ThreeNodeConfig(1), Bootstrap{}, nullptr, 1);
+  r.Tick(100);
+  auto s = r.Propose("x");
+  EXPECT_EQ(s.status().code(), Status::Code::kNotLeader);
+  EXPECT_EQ(r.ReadIndex().status().code(), Status::Code::kNotLeader);
+}
+
+TEST(ReplicaCandidate, Campaign_CountsOwnPromiseOnlyOncePersisted) {
+  Config c = ThreeNodeConfig(1);
+  Replica r(c, Bootstrap{}, nullptr, 1);
+  r.Tick(1000);
+  r.Tick(1000 + 200);  // election deadline passed: campaigns
+  Ready out = r.TakeReady();
+  ASSERT_TRUE(out.promised.has_value());
+  Ballot b = *out.promised;
+  EXPECT_EQ(b.node, 1u);
+  // Promise from node 2 arrives before our own promise is durable: no leader yet.
+  r.Step(Message{2, 1, Promise{b, true, false, b, 0, {}, 0, true}});
+  EXPECT_NE(r.GetStatus().role, Role::kLeader);
+  r.Persisted(out.token);
+  EXPECT_EQ(r.GetStatus().role, Role::kLeader);
+}
+
+TEST(ReplicaCandidate, BecomeLeader_ReproposesHighestBallotValueAndFillsHoles) {
+  Replica r(ThreeNodeConfig(1), Bootstrap{}, nullptr, 1);
+  r.Tick(1000);
+  r.Tick(1200);
+  Ready out = r.TakeReady();
+  Ballot b = *out.promised;
+  r.Persisted(out.token);
+  // Node 2 accepted slot 1 at (1,2)="low" and slot 3 at (2,3)="three";
+  // node 3 (not needed) is silent. Slot 2 is a hole.
+  Promise p{b, true, false, b, 0, {Entry{1, {1, 2}, "low"}, Entry{3, {2, 3}, "three"}}, 0, true};
+  r.Step(Message{2, 1, p});
+  ASSERT_EQ(r.GetStatus().role, Role::kLeader);
+  Ready lead = r.TakeReady();
+  ASSERT_EQ(lead.entries.size(), 3u);
+  EXPECT_EQ(lead.entries[0].value, "low");
+  EXPECT_TRUE(lead.entries[1].IsNoop());
+  EXPECT_EQ(lead.entries[2].value, "three");
+  for (const Entry& e : lead.entries) EXPECT_EQ(e.ballot, b);
+  // Reads wait until the recovered slots are committed and a lease is held.
+  EXPECT_FALSE(r.ReadIndex().ok());
+}
+
+TEST(ReplicaCandidate, Promise_ChunkedRepliesAreRequestedUntilDone) {
+  std::vector<Entry> many;
+  for (Slot s = 1; s <= 40; ++s) many.push_back(Entry{s, {1, 3}, std::string(100, 'v')});
+  // With a 1 KiB cap the acceptor answers in chunks with next_slot.
+  Config small = ThreeNodeConfig(2);
+  small.message_bytes_max = 1024;
+  Replica chunker(small, Bootstrap{Ballot{1, 3}, 0, many}, nullptr, 4);
+  chunker.SetEligible(false);
+  chunker.Tick(1000);
+  chunker.Tick(1200);
+  Slot from = 1;
+  size_t got = 0;
+  for (int round = 0; round < 100; ++round) {
+    chunker.Step(Message{1, 2, Prepare{Ballot{5, 1}, from}});
+    Ready out = chunker.TakeReady();
+    chunker.Persisted(out.token);
+    const Promise& p = std::get<Promise>(out.messages.at(0).body);
+    ASSERT_TRUE(p.ok);
+    got += p.entries.size();
+    EXPECT_LE(p.entries.size() * 132, 1024u + 132u);
+    if (p.done) break;
+    from = p.next_slot;
+  }
+  EXPECT_EQ(got, 40u);
+}
+
+}  // namespace
+}  // namespace ts::consensus

@@ -141,7 +141,7 @@ class Replica {
     uint64_t ack_mask = 0;  // leader: members known to have accepted entry durably
   };
   struct PeerProgress {
-    Slot match = 0;               // highest slot known accepted or chosen at the peer
+    Slot match = 0;  // the peer accepted (or has chosen) every slot up to here
     uint64_t last_progress_ms = 0;
   };
   struct Phase1 {

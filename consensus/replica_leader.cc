@@ -158,8 +158,10 @@ void Replica::RecordAck(NodeId from, Slot first, Slot last) {
     if (it->second.entry.ballot == leader_ballot_) it->second.ack_mask |= bit;
   }
   if (from != config_.id) {
+    // match advances only over a contiguous prefix: an ack for a later run
+    // must not hide a hole left by a lost Accept (which Retransmit fills).
     PeerProgress& p = peers_[from];
-    if (last > p.match) {
+    if (first <= std::max(p.match, chosen_upto_) + 1 && last > p.match) {
       p.match = last;
       p.last_progress_ms = now_ms_;
     }

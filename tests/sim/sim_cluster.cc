@@ -7,10 +7,19 @@
 namespace ts::sim {
 
 void MemDisk::Persist(const consensus::Ready& r) {
-  if (r.promised) promised = *r.promised;
+  if (r.promised) {
+    if (*r.promised < promised && violation.empty()) {
+      violation = "promised ballot went down on disk: " + consensus::ToString(promised) + " -> " +
+                  consensus::ToString(*r.promised);
+    }
+    promised = *r.promised;
+  }
   for (const Entry& e : r.entries) entries[e.slot] = e;
   if (r.chosen_upto) chosen_upto = *r.chosen_upto;
-  if (r.NeedsSync() || r.chosen_upto) ++syncs;
+  if (r.NeedsSync()) {
+    synced_chosen_upto = chosen_upto;  // a sync makes every earlier write durable
+    ++syncs;
+  }
 }
 
 consensus::Bootstrap MemDisk::Load() const {
@@ -64,7 +73,22 @@ void SimCluster::Restart(NodeId id) {
   n.replica = std::make_unique<consensus::Replica>(c, n.disk.Load(), &n.disk, rng_());
 }
 
-void SimCluster::Crash(NodeId id) { nodes_.at(id).replica.reset(); }
+void SimCluster::Crash(NodeId id, bool lose_unsynced) {
+  nodes_.at(id).replica.reset();
+  if (lose_unsynced) nodes_.at(id).disk.CrashLosesUnsynced();
+}
+
+void SimCluster::SetClockDrift(uint64_t rate_ppm) {
+  for (NodeId id : members_) {
+    drift_ppm_[id] = rate_ppm == 0 ? 0 : static_cast<int64_t>(Random(2 * rate_ppm + 1)) - static_cast<int64_t>(rate_ppm);
+  }
+}
+
+uint64_t SimCluster::LocalTime(NodeId id) const {
+  auto it = drift_ppm_.find(id);
+  if (it == drift_ppm_.end() || it->second == 0) return now_ms_;
+  return static_cast<uint64_t>(static_cast<int64_t>(now_ms_) + static_cast<int64_t>(now_ms_) * it->second / 1000000);
+}
 
 void SimCluster::Block(NodeId from, NodeId to, bool blocked) {
   if (blocked) blocked_.insert({from, to});
@@ -119,6 +143,9 @@ void SimCluster::DeliverDue() {
     Node& dst = nodes_.at(m.to);
     if (!dst.replica || blocked_.count({m.from, m.to})) continue;
     ++delivered_;
+    for (uint64_t v : {now_ms_, uint64_t{m.from}, uint64_t{m.to}, uint64_t{m.body.index()}}) {
+      trace_hash_ = (trace_hash_ ^ v) * 0x100000001b3ull;
+    }
     dst.replica->Step(m);
     Pump(m.to);
   }
@@ -129,7 +156,7 @@ void SimCluster::Run(uint64_t ms) {
     ++now_ms_;
     for (NodeId id : members_) {
       if (!nodes_[id].replica) continue;
-      nodes_[id].replica->Tick(now_ms_);
+      nodes_[id].replica->Tick(LocalTime(id));
       Pump(id);
     }
     DeliverDue();

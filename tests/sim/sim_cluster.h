@@ -25,17 +25,21 @@ using consensus::Message;
 using consensus::NodeId;
 using consensus::Slot;
 
-// What one node's disk holds: only what was persisted survives a crash.
+// What one node's disk holds. A Ready that needs no fsync (a chosen mark
+// alone) is written but not synced: a crash may lose it (CrashLosesUnsynced).
 class MemDisk : public consensus::LogReader {
  public:
   void Persist(const consensus::Ready& r);
+  void CrashLosesUnsynced() { chosen_upto = synced_chosen_upto; }
   consensus::Bootstrap Load() const;
   std::vector<Entry> ReadChosen(Slot from, size_t max_bytes) const override;
 
   Ballot promised;
   Slot chosen_upto = 0;
+  Slot synced_chosen_upto = 0;
   std::map<Slot, Entry> entries;
   uint64_t syncs = 0;
+  std::string violation;  // set if the promised ballot ever went down on disk
 };
 
 struct NetworkFaults {
@@ -65,7 +69,8 @@ class SimCluster {
   std::optional<NodeId> Leader() const;  // the one live node in role leader
   bool HasStableLeader() const;          // a leader with a lease, followed by a majority
 
-  void Crash(NodeId id);    // loses everything not persisted
+  // Loses everything not persisted, and (lose_unsynced) unsynced writes too.
+  void Crash(NodeId id, bool lose_unsynced = false);
   void Restart(NodeId id);  // rebuilds from its disk
   bool IsUp(NodeId id) const { return nodes_.at(id).replica != nullptr; }
   // Cuts (or restores) the link from -> to; both directions with Isolate.
@@ -79,6 +84,10 @@ class SimCluster {
   const std::vector<NodeId>& members() const { return members_; }
   uint64_t now_ms() const { return now_ms_; }
   uint64_t messages_delivered() const { return delivered_; }
+  // Hash of every delivery (time, from, to, kind): equal seeds, equal hashes.
+  uint64_t trace_hash() const { return trace_hash_; }
+  // Each node's clock runs at its own rate, within +-rate_ppm of real time.
+  void SetClockDrift(uint64_t rate_ppm);
 
   // Safety checks over everything seen so far: every node's applied log is a
   // prefix of one sequence. Returns an explanation, empty if safe.
@@ -97,6 +106,7 @@ class SimCluster {
   };
 
   void Pump(NodeId id);
+  uint64_t LocalTime(NodeId id) const;
   void Enqueue(Message m);
   void DeliverDue();
   uint64_t Random(uint64_t bound);
@@ -108,6 +118,8 @@ class SimCluster {
   uint64_t now_ms_ = 1000;
   uint64_t order_ = 0;
   uint64_t delivered_ = 0;
+  uint64_t trace_hash_ = 0xcbf29ce484222325ull;
+  std::map<NodeId, int64_t> drift_ppm_;
   std::deque<InFlight> wire_;
   std::set<std::pair<NodeId, NodeId>> blocked_;
   NetworkFaults faults_;

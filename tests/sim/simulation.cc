@@ -1,0 +1,210 @@
+// RunSimulation; see simulation.h. Checks, every simulated millisecond:
+// at most one node holds a lease; the promised ballot never goes down on
+// disk. Every second and at the end: all applied logs are prefixes of one
+// log. At the end: every acknowledged decree is in the log at its slot, and
+// after healing the cluster commits again within heal_limit_ms.
+#include "tests/sim/simulation.h"
+
+#include <map>
+#include <random>
+#include <vector>
+
+#include "tests/sim/sim_cluster.h"
+
+namespace ts::sim {
+namespace {
+
+struct Outstanding {
+  NodeId node;
+  Slot slot;
+  std::string value;
+};
+
+class Run {
+ public:
+  explicit Run(const SimOptions& o)
+      : o_(o), rng_(o.seed), nodes_(o.nodes ? o.nodes : (rng_() % 2 ? 5 : 3)), c_(nodes_, rng_()) {
+    c_.SetClockDrift(20000);  // 2%: within what lease 100 ms / drift 10 ms tolerates
+  }
+
+  SimResult Go() {
+    uint64_t end = c_.now_ms() + o_.duration_ms;
+    uint64_t next_fault = c_.now_ms() + 500;
+    uint64_t next_check = c_.now_ms() + 1000;
+    while (c_.now_ms() < end && r_.ok) {
+      if (c_.now_ms() >= next_fault) {
+        InjectFault();
+        next_fault = c_.now_ms() + 100 + rng_() % 700;
+      }
+      RestartDue();
+      if (rng_() % 4 == 0) ProposeOne();
+      Step();
+      if (c_.now_ms() >= next_check) {
+        Fail(c_.CheckAgreement());
+        next_check += 1000;
+      }
+    }
+    if (r_.ok) Heal();
+    r_.trace_hash = c_.trace_hash();
+    r_.simulated_ms = c_.now_ms();
+    return r_;
+  }
+
+ private:
+  void Fail(const std::string& why) {
+    if (why.empty() || !r_.ok) return;
+    r_.ok = false;
+    r_.failure = why + " at t=" + std::to_string(c_.now_ms()) + "ms";
+  }
+
+  void Step() {
+    c_.Run(1);
+    int holders = 0;
+    for (NodeId id : c_.members()) {
+      if (c_.IsUp(id) && c_.replica(id).GetStatus().lease_left_ms > 0) ++holders;
+      if (!c_.disk(id).violation.empty()) Fail("node " + std::to_string(id) + ": " + c_.disk(id).violation);
+    }
+    if (holders > 1) Fail("two nodes hold a lease at once");
+    // A proposal is acknowledged once its proposer applied it in its slot.
+    for (auto it = outstanding_.begin(); it != outstanding_.end();) {
+      if (!c_.IsUp(it->node)) {
+        it = outstanding_.erase(it);  // the client never heard back: unknown
+        continue;
+      }
+      const auto& applied = c_.applied(it->node);
+      if (applied.size() >= it->slot) {
+        if (applied[it->slot - 1].value == it->value) acked_[it->slot] = it->value;
+        it = outstanding_.erase(it);
+        continue;
+      }
+      ++it;
+    }
+  }
+
+  void ProposeOne() {
+    std::string value = "s" + std::to_string(o_.seed) + "-" + std::to_string(next_value_++);
+    for (NodeId id : c_.members()) {
+      if (!c_.IsUp(id) || c_.replica(id).GetStatus().role != consensus::Role::kLeader) continue;
+      auto slot = c_.replica(id).Propose(value);
+      if (slot.ok()) outstanding_.push_back(Outstanding{id, *slot, value});
+      return;
+    }
+  }
+
+  void InjectFault() {
+    ++r_.faults;
+    NodeId victim = c_.members()[rng_() % nodes_];
+    switch (rng_() % 7) {
+      case 0:  // crash, restart later; may lose unsynced writes
+        if (c_.IsUp(victim)) {
+          c_.Crash(victim, rng_() % 2 == 0);
+          restart_at_[victim] = c_.now_ms() + 50 + rng_() % 1000;
+        }
+        break;
+      case 1:
+        c_.Isolate(victim, true);
+        break;
+      case 2: {  // asymmetric: victim hears, is not heard (or the reverse)
+        NodeId other = c_.members()[rng_() % nodes_];
+        if (other != victim) c_.Block(victim, other, true);
+        break;
+      }
+      case 3: {  // a random minority/majority split
+        std::vector<NodeId> side;
+        for (NodeId id : c_.members()) {
+          if (rng_() % 2) side.push_back(id);
+        }
+        for (NodeId a : side)
+          for (NodeId b : c_.members())
+            if (std::find(side.begin(), side.end(), b) == side.end()) {
+              c_.Block(a, b, true);
+              c_.Block(b, a, true);
+            }
+        break;
+      }
+      case 4:
+        c_.SetFaults(NetworkFaults{(rng_() % 20) / 100.0, (rng_() % 10) / 100.0, 0, rng_() % 20});
+        break;
+      default:  // heal the network
+        for (NodeId a : c_.members())
+          for (NodeId b : c_.members()) c_.Block(a, b, false);
+        break;
+    }
+  }
+
+  void RestartDue() {
+    for (auto it = restart_at_.begin(); it != restart_at_.end();) {
+      if (c_.now_ms() < it->second) {
+        ++it;
+        continue;
+      }
+      c_.Restart(it->first);
+      it = restart_at_.erase(it);
+    }
+  }
+
+  void Heal() {
+    c_.SetFaults(NetworkFaults{});
+    for (NodeId a : c_.members())
+      for (NodeId b : c_.members()) c_.Block(a, b, false);
+    for (auto& [id, at] : restart_at_) c_.Restart(id);
+    restart_at_.clear();
+    uint64_t healed_at = c_.now_ms();
+    if (!c_.Commit("final-" + std::to_string(o_.seed), o_.heal_limit_ms)) {
+      std::string state;
+      for (NodeId id : c_.members()) {
+        auto st = c_.replica(id).GetStatus();
+        state += "\n    node " + std::to_string(id) + ": " + consensus::RoleName(st.role) + " promised " +
+                 consensus::ToString(st.promised) + " leader " + std::to_string(st.leader) + " chosen " +
+                 std::to_string(st.chosen_upto) + " last " + std::to_string(st.last_slot) + " lease " +
+                 std::to_string(st.lease_left_ms);
+      }
+      Fail("no commit within " + std::to_string(o_.heal_limit_ms) + "ms after faults healed" + state);
+      return;
+    }
+    (void)healed_at;
+    NodeId l = *c_.Leader();
+    // Everyone catches up, then every acknowledged decree must be there.
+    c_.RunUntil(
+        [&] {
+          for (NodeId id : c_.members())
+            if (c_.applied(id).size() < c_.applied(l).size()) return false;
+          return true;
+        },
+        o_.heal_limit_ms);
+    Fail(c_.CheckAgreement());
+    const auto& log = c_.applied(l);
+    for (const auto& [slot, value] : acked_) {
+      if (log.size() < slot || log[slot - 1].value != value) {
+        Fail("acknowledged decree '" + value + "' lost from slot " + std::to_string(slot));
+        break;
+      }
+    }
+    for (NodeId id : c_.members()) {
+      if (c_.applied(id).size() != log.size()) Fail("node " + std::to_string(id) + " did not catch up after healing");
+    }
+    r_.acknowledged = acked_.size();
+    r_.chosen = log.size();
+  }
+
+  SimOptions o_;
+  std::mt19937_64 rng_;
+  size_t nodes_;
+  SimCluster c_;
+  SimResult r_;
+  uint64_t next_value_ = 0;
+  std::vector<Outstanding> outstanding_;
+  std::map<Slot, std::string> acked_;
+  std::map<NodeId, uint64_t> restart_at_;
+};
+
+}  // namespace
+
+SimResult RunSimulation(const SimOptions& options) { return Run(options).Go(); }
+
+std::string ReplayCommand(const SimOptions& o) {
+  return "tssim --seed " + std::to_string(o.seed) + " --nodes " + std::to_string(o.nodes) + " --duration-ms " +
+         std::to_string(o.duration_ms);
+}
+
+}  // namespace ts::sim

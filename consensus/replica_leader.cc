@@ -243,6 +243,16 @@ void Replica::HandleHeartbeatAck(NodeId from, const HeartbeatAck& m) {
     p.match = m.chosen_upto;
     p.last_progress_ms = now_ms_;
   }
+  // A peer that knows slots chosen (say, from the previous leader) will not
+  // ack them again, and Retransmit skips them. They are chosen, and after
+  // phase 1 our value in each equals the chosen one (Paxos P2c), so learn
+  // them from the peer's mark.
+  if (m.chosen_upto > chosen_upto_) {
+    Slot upto = chosen_upto_;
+    Slot target = std::min(m.chosen_upto, next_slot_ - 1);
+    while (upto < target && log_.count(upto + 1)) ++upto;
+    SetChosen(upto);
+  }
 }
 
 // ---------------------------------------------------------------- roles

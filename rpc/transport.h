@@ -81,6 +81,7 @@ class PeerTransport {
 
   bool Connected(consensus::NodeId peer) const;  // outgoing link up
   const TransportMetrics& metrics() const;
+  uint16_t bound_port() const;  // the listening port (tests bind port 0)
 
   // Fault injection for tests (issue 5): while blocked, frames to/from that
   // peer are silently dropped in this process.
@@ -101,6 +102,7 @@ class ClientServer {
   Status Start();
   void Stop();
   const TransportMetrics& metrics() const;
+  uint16_t bound_port() const;  // the listening port (tests bind port 0)
 
  private:
   struct Impl;

@@ -1,0 +1,70 @@
+// Decrees: what the replicated log holds. Every decree starts with a header
+// (type, model version, minimum reader version) so a replica can record any
+// decree as opaque bytes and a reader can tell whether it can decode it
+// (DESIGN.md section 4). The request tag lets the proposing node match the
+// decree it finds chosen in a slot with the client request that caused it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "consensus/status.h"
+
+namespace ts::node {
+
+enum class DecreeType : uint16_t {
+  kKvPut = 1,
+  kKvDelete = 2,
+  kKvCas = 3,
+};
+
+const char* DecreeTypeName(uint16_t type);
+
+struct DecreeHeader {
+  uint16_t type = 0;
+  uint16_t model_version = 0;      // 0 on the wire means "absent": version 1
+  std::string min_reader_version;  // semver; empty: every version reads it
+
+  uint16_t EffectiveModelVersion() const { return model_version == 0 ? 1 : model_version; }
+
+  template <class A>
+  void serialize(A& ar) { ar(type, model_version, min_reader_version); }
+};
+
+struct RequestTag {
+  uint32_t node = 0;  // proposing node
+  uint64_t seq = 0;   // per-node counter; unique per process start with the epoch below
+  uint64_t epoch = 0; // distinguishes restarts of the same node
+
+  bool operator==(const RequestTag&) const = default;
+  template <class A>
+  void serialize(A& ar) { ar(node, seq, epoch); }
+};
+
+struct Decree {
+  DecreeHeader header;
+  RequestTag tag;
+  std::string payload;  // type-specific, decoded only by a reader that knows the type
+
+  template <class A>
+  void serialize(A& ar) { ar(header, tag, payload); }
+};
+
+// Key-value commands (model version 1).
+struct KvCommand {
+  std::string key;
+  std::string value;
+  std::string expected;
+  bool expected_absent = false;
+
+  template <class A>
+  void serialize(A& ar) { ar(key, value, expected, expected_absent); }
+};
+
+std::string EncodeDecree(const Decree& d);
+Status DecodeDecree(std::string_view bytes, Decree* out);
+std::string EncodeKvCommand(const KvCommand& c);
+Status DecodeKvCommand(std::string_view bytes, KvCommand* out);
+
+}  // namespace ts::node

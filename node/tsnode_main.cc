@@ -1,0 +1,110 @@
+// tsnode: one replica of the tracking station. Flags are documented by
+// --help; see README.md for running a cluster.
+#include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "node/node.h"
+#include "node/version.h"
+
+namespace {
+
+// Parses "1=host:port,2=host:port,...".
+ts::StatusOr<std::map<ts::consensus::NodeId, ts::rpc::HostPort>> ParseMembers(const std::string& text) {
+  std::map<ts::consensus::NodeId, ts::rpc::HostPort> out;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    size_t eq = item.find('=');
+    if (eq == std::string::npos) return ts::Status::InvalidArgument("--peers item '" + item + "' is not ID=HOST:PORT");
+    unsigned long id = 0;
+    try {
+      size_t used = 0;
+      id = std::stoul(item.substr(0, eq), &used);
+      if (used != eq) throw std::invalid_argument("trailing");
+    } catch (const std::exception&) {
+      return ts::Status::InvalidArgument("--peers item '" + item + "' has a bad node id");
+    }
+    if (id == 0 || id > ts::consensus::kMaxNodeId)
+      return ts::Status::InvalidArgument("--peers node id " + std::to_string(id) + " out of range 1.." +
+                                         std::to_string(ts::consensus::kMaxNodeId));
+    auto hp = ts::rpc::ParseHostPort(item.substr(eq + 1));
+    if (!hp.ok()) return hp.status();
+    if (!out.emplace(static_cast<ts::consensus::NodeId>(id), *hp).second)
+      return ts::Status::InvalidArgument("--peers lists node " + std::to_string(id) + " twice");
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tsnode: one replica of the tracking station (Multi-Paxos replicated log + key-value store)"};
+  ts::node::NodeOptions o;
+  o.software_version = ts::node::kSoftwareVersion;
+  unsigned id = 0;
+  std::string peers;
+  std::string client_addr;
+  std::string log_level = "info";
+  app.add_option("--id", id, "this node's id (1..63); must appear in --peers")->required();
+  app.add_option("--peers", peers, "every member's peer address, this node included: 1=host:port,2=host:port,...")
+      ->required();
+  app.add_option("--client-addr", client_addr, "host:port of the client port (tsctl, tsbench)")->required();
+  app.add_option("--data-dir", o.data_dir, "directory of this node's RocksDB store (created if missing)")->required();
+  app.add_option("--cluster-id", o.cluster_id, "cluster name; peers and data dirs of another cluster are refused")
+      ->capture_default_str();
+  app.add_option("--heartbeat-ms", o.heartbeat_ms, "leader heartbeat period")->capture_default_str();
+  app.add_option("--lease-ms", o.lease_ms, "lease period: followers refuse rival leaders this long after a heartbeat")
+      ->capture_default_str();
+  app.add_option("--drift-ms", o.drift_ms, "clock-drift margin taken off the leader's lease")->capture_default_str();
+  app.add_option("--election-jitter-ms", o.election_jitter_ms, "random extra wait before campaigning")
+      ->capture_default_str();
+  app.add_option("--frame-bytes-max", o.frame_bytes_max, "largest frame accepted on any port (bytes)")
+      ->capture_default_str();
+  app.add_option("--request-timeout-ms", o.request_timeout_ms, "a write not chosen by then is answered 'outcome unknown'")
+      ->capture_default_str();
+  app.add_option("--software-version", o.software_version,
+                 "semver this node announces (default: the build's); lets one binary play two versions")
+      ->capture_default_str();
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
+  app.set_version_flag("--version", std::string(ts::node::kSoftwareVersion));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::cerr << "tsnode: " << e.what() << " (see --help)\n";
+    return 2;
+  }
+
+  auto logger = spdlog::stderr_color_mt("tsnode");
+  spdlog::set_default_logger(logger);
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e [%^%l%$] node " + std::to_string(id) + ": %v");
+  spdlog::set_level(spdlog::level::from_str(log_level));
+
+  auto fail = [](const std::string& why) {
+    spdlog::critical("{}", why);
+    std::cerr << "tsnode: " << why << "\n";
+    return 1;
+  };
+  auto members = ParseMembers(peers);
+  if (!members.ok()) return fail(members.status().message());
+  o.members = std::move(*members);
+  o.id = id;
+  if (!o.members.count(o.id)) return fail("--id " + std::to_string(id) + " is not listed in --peers");
+  auto ca = ts::rpc::ParseHostPort(client_addr);
+  if (!ca.ok()) return fail("--client-addr: " + ca.status().message());
+  o.client_addr = *ca;
+  if (!ts::node::IsSemver(o.software_version)) return fail("--software-version '" + o.software_version + "' is not X.Y.Z");
+
+  ts::node::Node node(o);
+  if (ts::Status s = node.Start(); !s.ok()) return fail("cannot start: " + s.ToString());
+  node.Run();
+  spdlog::shutdown();
+  return 0;
+}

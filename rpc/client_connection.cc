@@ -1,0 +1,177 @@
+// BlockingClient and AsyncClient; see client_connection.h.
+#include "rpc/client_connection.h"
+
+#include <map>
+
+#include "rpc/codec.h"
+#include "rpc/connection.h"
+
+namespace ts::rpc {
+
+using asio::ip::tcp;
+
+namespace {
+
+StatusOr<tcp::endpoint> ResolveClient(asio::io_context& io, const HostPort& hp) {
+  std::error_code ec;
+  auto addr = asio::ip::make_address(hp.host, ec);
+  if (!ec) return tcp::endpoint(addr, hp.port);
+  tcp::resolver resolver(io);
+  auto results = resolver.resolve(hp.host, std::to_string(hp.port), ec);
+  if (ec || results.empty()) return Status::Unavailable("cannot resolve " + hp.ToString());
+  return results.begin()->endpoint();
+}
+
+}  // namespace
+
+// ------------------------------------------------------------ AsyncClient
+
+struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
+  Impl(asio::io_context& io, size_t frame_bytes_max) : io(io), frame_bytes_max(frame_bytes_max) {}
+
+  void FailAll(const std::string& why) {
+    auto pending = std::move(callbacks);
+    callbacks.clear();
+    for (auto& [id, cb] : pending) cb(Status::Unavailable(why));
+  }
+
+  asio::io_context& io;
+  size_t frame_bytes_max;
+  std::shared_ptr<Connection> conn;
+  std::map<uint64_t, Callback> callbacks;
+  uint64_t next_id = 1;
+  TransportMetrics metrics;
+  std::string addr;
+};
+
+AsyncClient::AsyncClient(asio::io_context& io, size_t frame_bytes_max)
+    : impl_(std::make_shared<Impl>(io, frame_bytes_max)) {}
+
+AsyncClient::~AsyncClient() { Close(); }
+
+void AsyncClient::Connect(const HostPort& addr, std::function<void(Status)> done) {
+  impl_->addr = addr.ToString();
+  auto ep = ResolveClient(impl_->io, addr);
+  if (!ep.ok()) {
+    done(ep.status());
+    return;
+  }
+  auto sock = std::make_shared<tcp::socket>(impl_->io);
+  std::weak_ptr<Impl> weak = impl_;
+  sock->async_connect(*ep, [weak, sock, done = std::move(done)](const std::error_code& ec) {
+    auto impl = weak.lock();
+    if (!impl) return;
+    if (ec) {
+      done(Status::Unavailable("connect to " + impl->addr + ": " + ec.message()));
+      return;
+    }
+    impl->conn = std::make_shared<Connection>(std::move(*sock), impl->frame_bytes_max, 256 << 20, &impl->metrics);
+    impl->conn->Start(
+        [weak](FrameType type, std::string_view payload) {
+          auto impl = weak.lock();
+          if (!impl || type != FrameType::kClientResponse) return false;
+          ClientResponse resp;
+          if (!DecodeClientResponse(payload, &resp).ok()) return false;
+          auto it = impl->callbacks.find(resp.id);
+          if (it == impl->callbacks.end()) return true;  // answer to a request we gave up on
+          Callback cb = std::move(it->second);
+          impl->callbacks.erase(it);
+          cb(std::move(resp));
+          return true;
+        },
+        [weak](const std::string& reason) {
+          if (auto impl = weak.lock()) impl->FailAll("connection to " + impl->addr + " lost: " + reason);
+        });
+    done(Status::Ok());
+  });
+}
+
+void AsyncClient::Send(ClientRequest req, Callback cb) {
+  if (!impl_->conn || !impl_->conn->open()) {
+    cb(Status::Unavailable("not connected to " + impl_->addr));
+    return;
+  }
+  req.id = impl_->next_id++;
+  impl_->callbacks.emplace(req.id, std::move(cb));
+  if (!impl_->conn->SendFrame(FrameType::kClientRequest, EncodeClientRequest(req))) {
+    auto it = impl_->callbacks.find(req.id);
+    Callback failed = std::move(it->second);
+    impl_->callbacks.erase(it);
+    failed(Status::Busy("client send queue full"));
+  }
+}
+
+void AsyncClient::Close() {
+  if (impl_->conn) impl_->conn->Close("closed by client");
+  impl_->FailAll("client closed");
+}
+
+// ------------------------------------------------------------ BlockingClient
+
+struct BlockingClient::Impl {
+  asio::io_context io;
+  std::unique_ptr<AsyncClient> client;
+  bool connected = false;
+
+  // Runs the private io_context until `done` or the deadline.
+  bool RunUntil(const bool& done, std::chrono::milliseconds timeout) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!done) {
+      auto left = deadline - std::chrono::steady_clock::now();
+      if (left <= std::chrono::steady_clock::duration::zero()) return false;
+      io.restart();
+      io.run_one_for(left);
+    }
+    return true;
+  }
+};
+
+BlockingClient::BlockingClient() : impl_(std::make_unique<Impl>()) {}
+BlockingClient::~BlockingClient() { Close(); }
+
+Status BlockingClient::Connect(const HostPort& addr, std::chrono::milliseconds timeout) {
+  Close();
+  impl_->client = std::make_unique<AsyncClient>(impl_->io);
+  bool done = false;
+  Status result = Status::Unavailable("connect to " + addr.ToString() + ": timed out");
+  impl_->client->Connect(addr, [&](Status s) {
+    result = std::move(s);
+    done = true;
+  });
+  if (!impl_->RunUntil(done, timeout)) {
+    Close();
+    return Status::Unavailable("connect to " + addr.ToString() + ": timed out");
+  }
+  impl_->connected = result.ok();
+  return result;
+}
+
+StatusOr<ClientResponse> BlockingClient::Call(ClientRequest req, std::chrono::milliseconds timeout) {
+  if (!impl_->connected) return Status::Unavailable("not connected");
+  bool done = false;
+  StatusOr<ClientResponse> result = Status::Timeout("request timed out");
+  impl_->client->Send(std::move(req), [&](StatusOr<ClientResponse> r) {
+    result = std::move(r);
+    done = true;
+  });
+  if (!impl_->RunUntil(done, timeout)) {
+    Close();  // the late answer must not be taken for the next request's
+    return Status::Timeout("no answer within " + std::to_string(timeout.count()) + " ms");
+  }
+  if (!result.ok()) impl_->connected = false;
+  return result;
+}
+
+bool BlockingClient::connected() const { return impl_->connected; }
+
+void BlockingClient::Close() {
+  if (impl_->client) {
+    impl_->client->Close();
+    impl_->io.restart();
+    impl_->io.poll();
+    impl_->client.reset();
+  }
+  impl_->connected = false;
+}
+
+}  // namespace ts::rpc

@@ -1,0 +1,113 @@
+// The key-value application: command semantics, the log digest, decree
+// encoding (including hostile bytes) and semver parsing.
+#include "node/kv_store.h"
+
+#include <gtest/gtest.h>
+
+#include "node/decree.h"
+#include "node/version.h"
+
+namespace ts::node {
+namespace {
+
+Decree Make(DecreeType type, KvCommand c) {
+  Decree d;
+  d.header.type = static_cast<uint16_t>(type);
+  d.header.model_version = 1;
+  d.payload = EncodeKvCommand(c);
+  return d;
+}
+
+TEST(KvStore, Apply_PutThenGetThenDelete) {
+  KvStore kv;
+  EXPECT_EQ(kv.Apply(Make(DecreeType::kKvPut, {"k", "v1", "", false})).code, KvResult::Code::kOk);
+  EXPECT_EQ(kv.Get("k"), "v1");
+  EXPECT_EQ(kv.Apply(Make(DecreeType::kKvDelete, {"k", "", "", false})).code, KvResult::Code::kOk);
+  EXPECT_FALSE(kv.Get("k").has_value());
+  EXPECT_EQ(kv.Apply(Make(DecreeType::kKvDelete, {"k", "", "", false})).code, KvResult::Code::kNotFound);
+}
+
+TEST(KvStore, Apply_CasSucceedsOnlyOnTheExpectedValue) {
+  KvStore kv;
+  EXPECT_EQ(kv.Apply(Make(DecreeType::kKvCas, {"k", "a", "", true})).code, KvResult::Code::kOk);
+  KvResult absent_again = kv.Apply(Make(DecreeType::kKvCas, {"k", "b", "", true}));
+  EXPECT_EQ(absent_again.code, KvResult::Code::kCompareFailed);
+  EXPECT_TRUE(absent_again.found);
+  EXPECT_EQ(absent_again.value, "a");
+  KvResult wrong = kv.Apply(Make(DecreeType::kKvCas, {"k", "b", "zzz", false}));
+  EXPECT_EQ(wrong.code, KvResult::Code::kCompareFailed);
+  EXPECT_EQ(kv.Get("k"), "a");
+  EXPECT_EQ(kv.Apply(Make(DecreeType::kKvCas, {"k", "b", "a", false})).code, KvResult::Code::kOk);
+  EXPECT_EQ(kv.Get("k"), "b");
+  KvResult missing = kv.Apply(Make(DecreeType::kKvCas, {"other", "x", "a", false}));
+  EXPECT_EQ(missing.code, KvResult::Code::kCompareFailed);
+  EXPECT_FALSE(missing.found);
+}
+
+TEST(KvStore, Apply_UnknownTypeOrGarbagePayloadIsUndecodableAndChangesNothing) {
+  KvStore kv;
+  Decree d = Make(DecreeType::kKvPut, {"k", "v", "", false});
+  d.header.type = 999;
+  EXPECT_EQ(kv.Apply(d).code, KvResult::Code::kUndecodable);
+  d = Make(DecreeType::kKvPut, {"k", "v", "", false});
+  d.payload = "\xff\xff\xff\xff\xff\xff\xff\x7f";
+  EXPECT_EQ(kv.Apply(d).code, KvResult::Code::kUndecodable);
+  EXPECT_EQ(kv.size(), 0u);
+}
+
+TEST(LogDigest, Add_SameLogSameDigestAnyDifferenceChangesIt) {
+  LogDigest a, b, c, d;
+  for (LogDigest* x : {&a, &b}) {
+    x->Add(1, "one");
+    x->Add(2, "two");
+  }
+  c.Add(1, "one");
+  c.Add(2, "twO");
+  d.Add(1, "one");
+  d.Add(3, "two");
+  EXPECT_EQ(a.Hex(), b.Hex());
+  EXPECT_NE(a.Hex(), c.Hex());
+  EXPECT_NE(a.Hex(), d.Hex());
+  EXPECT_EQ(a.Hex().size(), 16u);
+}
+
+TEST(Decree, EncodeDecode_RoundTripsHeaderTagAndPayload) {
+  Decree d = Make(DecreeType::kKvCas, {"key", "val", "exp", false});
+  d.header.min_reader_version = "1.2.3";
+  d.tag = RequestTag{3, 42, 0xABCDEF};
+  Decree back;
+  ASSERT_TRUE(DecodeDecree(EncodeDecree(d), &back).ok());
+  EXPECT_EQ(back.header.type, d.header.type);
+  EXPECT_EQ(back.header.min_reader_version, "1.2.3");
+  EXPECT_EQ(back.tag, d.tag);
+  EXPECT_EQ(back.payload, d.payload);
+}
+
+TEST(Decree, Decode_RejectsEveryTruncationOfAValidDecree) {
+  std::string bytes = EncodeDecree(Make(DecreeType::kKvPut, {"key", "value", "", false}));
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    Decree out;
+    EXPECT_FALSE(DecodeDecree(std::string_view(bytes).substr(0, n), &out).ok()) << "prefix " << n;
+  }
+}
+
+TEST(DecreeHeader, EffectiveModelVersion_AbsentMeansOne) {
+  DecreeHeader h;
+  EXPECT_EQ(h.EffectiveModelVersion(), 1);
+  h.model_version = 2;
+  EXPECT_EQ(h.EffectiveModelVersion(), 2);
+}
+
+TEST(Semver, Parse_AcceptsXYZOnly) {
+  auto v = Semver::Parse("1.20.3");
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->minor, 20u);
+  EXPECT_EQ(v->ToString(), "1.20.3");
+  EXPECT_LT(*Semver::Parse("1.9.9"), *Semver::Parse("1.10.0"));
+  for (const char* bad : {"", "1", "1.2", "1.2.3.4", "1.2.x", "a.b.c", "1..3", " 1.2.3", "1.2.3-rc1", "-1.2.3"}) {
+    EXPECT_FALSE(IsSemver(bad)) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace ts::node

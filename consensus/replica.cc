@@ -390,6 +390,11 @@ void Replica::Send(NodeId to, MessageBody body) {
   ready_.messages.push_back(Message{config_.id, to, std::move(body)});
 }
 
+void Replica::SendEarly(NodeId to, MessageBody body) {
+  assert(role_ == Role::kLeader);
+  ready_.early_messages.push_back(Message{config_.id, to, std::move(body)});
+}
+
 uint64_t Replica::MemberBit(NodeId id) const {
   if (id == kNoNode || id > kMaxNodeId) return 0;
   return IsMember(id) ? (uint64_t{1} << id) : 0;

@@ -6,11 +6,12 @@
 // Driver contract, in this order, once per loop iteration:
 //   1. Tick(now_ms) and any number of Step(msg) / Propose(value) calls.
 //   2. ready = TakeReady().
-//   3. Persist ready.promised, ready.entries and ready.chosen_upto in ONE
-//      synced write. A failed write is fatal: stop the process.
-//   4. Persisted(ready.token).
-//   5. Send ready.messages (only now: replies must not precede durability).
-//   6. Apply ready.committed in slot order.
+//   3. Send ready.early_messages (they depend on nothing in this batch).
+//   4. Persist ready.promised, ready.entries and ready.chosen_upto in ONE
+//      write, synced if NeedsSync(). A failed write is fatal: stop.
+//   5. Persisted(ready.token).
+//   6. Send ready.messages (only now: replies must not precede durability).
+//   7. Apply ready.committed in slot order.
 // Persisted() can itself produce new output (a leader counts its own accept
 // once durable), so the driver loops while HasReady().
 #pragma once
@@ -71,11 +72,17 @@ struct Ready {
   std::vector<Entry> entries;      // accepted entries to persist (overwrite by slot)
   std::optional<Slot> chosen_upto; // persist if set
   std::vector<Message> messages;   // send after persisting
+  // A leader's Accepts and heartbeats: its promise of this ballot became
+  // durable before it could lead, and its own acceptance is counted only
+  // after Persisted, so these may leave before the write (the leader's and
+  // the followers' fsyncs then overlap).
+  std::vector<Message> early_messages;
   std::vector<Entry> committed;    // apply in order after persisting
 
   bool NeedsSync() const { return promised.has_value() || !entries.empty(); }
   bool Empty() const {
-    return !promised && entries.empty() && !chosen_upto && messages.empty() && committed.empty();
+    return !promised && entries.empty() && !chosen_upto && messages.empty() && early_messages.empty() &&
+           committed.empty();
   }
 };
 
@@ -188,6 +195,7 @@ class Replica {
   std::vector<Entry> EntriesFrom(Slot from, size_t max_bytes, bool* done, Slot* next) const;
   std::vector<Entry> ChosenFrom(Slot from, size_t max_bytes) const;
   void Send(NodeId to, MessageBody body);
+  void SendEarly(NodeId to, MessageBody body);
   uint64_t MemberBit(NodeId id) const;
   bool IsMember(NodeId id) const;
   bool IsQuorum(uint64_t mask) const;

@@ -136,7 +136,7 @@ void Replica::FlushAccepts() {
     std::vector<Entry> run(pending_accept_.begin() + static_cast<std::ptrdiff_t>(begin),
                            pending_accept_.begin() + static_cast<std::ptrdiff_t>(end));
     for (auto& [peer, progress] : peers_) {
-      Send(peer, Accept{leader_ballot_, run, chosen_upto_});
+      SendEarly(peer, Accept{leader_ballot_, run, chosen_upto_});
     }
     begin = end;
   }
@@ -195,7 +195,7 @@ void Replica::Retransmit() {
       run.push_back(it->second.entry);
     }
     p.last_progress_ms = now_ms_;
-    if (!run.empty()) Send(peer, Accept{leader_ballot_, std::move(run), chosen_upto_});
+    if (!run.empty()) SendEarly(peer, Accept{leader_ballot_, std::move(run), chosen_upto_});
   }
 }
 
@@ -216,7 +216,7 @@ void Replica::SendHeartbeats() {
   last_heard_ms_ = now_ms_;  // as an acceptor we, too, refuse rivals during our lease
   next_heartbeat_ms_ = now_ms_ + config_.heartbeat_ms;
   for (auto& [peer, p] : peers_) {
-    Send(peer, Heartbeat{leader_ballot_, heartbeat_seq_, chosen_upto_, config_.software_version});
+    SendEarly(peer, Heartbeat{leader_ballot_, heartbeat_seq_, chosen_upto_, config_.software_version});
   }
   if (IsQuorum(self_bit_)) lease_until_ms_ = now_ms_ + config_.lease_ms - config_.drift_ms;  // single node
   Retransmit();

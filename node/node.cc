@@ -155,6 +155,7 @@ void Node::OnPeerMessage(consensus::Message&& m) {
 void Node::Flush() {
   while (replica_->HasReady()) {
     consensus::Ready r = replica_->TakeReady();
+    for (const consensus::Message& m : r.early_messages) transport_->Send(m);
     if (r.NeedsSync() || r.chosen_upto) {
       Status s = store_->Persist(r);
       if (!s.ok()) {

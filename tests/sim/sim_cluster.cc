@@ -120,6 +120,7 @@ void SimCluster::Pump(NodeId id) {
   Node& n = nodes_.at(id);
   while (n.replica && n.replica->HasReady()) {
     consensus::Ready r = n.replica->TakeReady();
+    for (Message& m : r.early_messages) Enqueue(std::move(m));
     n.disk.Persist(r);
     n.replica->Persisted(r.token);
     for (Message& m : r.messages) Enqueue(std::move(m));

@@ -162,6 +162,7 @@ ReplicaStatus Replica::GetStatus() const {
   s.applied_upto = applied_upto_;
   s.last_slot = LastSlot();
   if (role_ == Role::kLeader && lease_until_ms_ > now_ms_) s.lease_left_ms = static_cast<int64_t>(lease_until_ms_ - now_ms_);
+  s.leader_ready = role_ == Role::kLeader && chosen_upto_ >= recovered_upto_;
   return s;
 }
 

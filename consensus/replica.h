@@ -98,6 +98,9 @@ struct ReplicaStatus {
   Slot applied_upto = 0;
   Slot last_slot = 0;
   int64_t lease_left_ms = 0; // leader only; 0 when no valid lease
+  // Leader only: every slot phase 1 recovered is chosen, so the log holds
+  // everything any earlier leader may have had chosen.
+  bool leader_ready = false;
 };
 
 class Replica {

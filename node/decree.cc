@@ -10,13 +10,53 @@ const char* DecreeTypeName(uint16_t type) {
     case DecreeType::kKvPut: return "put";
     case DecreeType::kKvDelete: return "delete";
     case DecreeType::kKvCas: return "cas";
+    case DecreeType::kVersionMarker: return "version-marker";
+    case DecreeType::kDowngrade: return "downgrade";
   }
   return nullptr;
+}
+
+std::string DescribeDecree(const Decree& d) {
+  const char* name = DecreeTypeName(d.header.type);
+  std::string model = d.header.model_version > 1 ? " (model " + std::to_string(d.header.model_version) + ")" : "";
+  switch (static_cast<DecreeType>(d.header.type)) {
+    case DecreeType::kKvPut:
+    case DecreeType::kKvDelete:
+    case DecreeType::kKvCas: {
+      if (d.header.EffectiveModelVersion() == 1) {
+        KvCommand c;
+        if (DecodeKvCommand(d.payload, &c).ok()) return std::string(name) + " " + c.key;
+      } else {
+        KvBatch b;
+        if (DecodeKvBatch(d.payload, &b).ok() && !b.ops.empty()) {
+          return std::string(name) + " " + b.ops[0].command.key + model;
+        }
+      }
+      return std::string(name) + model;
+    }
+    case DecreeType::kVersionMarker: {
+      VersionMarker m;
+      return DecodeVersionMarker(d.payload, &m).ok() ? "version " + m.version : "version ?";
+    }
+    case DecreeType::kDowngrade: {
+      Downgrade g;
+      if (!DecodeDowngrade(d.payload, &g).ok()) return "downgrade ?";
+      if (g.cancel) return "cancel downgrade";
+      return "downgrade to " + g.target + " (" + std::to_string(g.rewrites.size()) + " restated)";
+    }
+  }
+  return "";
 }
 
 std::string EncodeDecree(const Decree& d) { return rpc::EncodeBounded(d); }
 Status DecodeDecree(std::string_view bytes, Decree* out) { return rpc::DecodeBounded(bytes, out); }
 std::string EncodeKvCommand(const KvCommand& c) { return rpc::EncodeBounded(c); }
 Status DecodeKvCommand(std::string_view bytes, KvCommand* out) { return rpc::DecodeBounded(bytes, out); }
+std::string EncodeKvBatch(const KvBatch& b) { return rpc::EncodeBounded(b); }
+Status DecodeKvBatch(std::string_view bytes, KvBatch* out) { return rpc::DecodeBounded(bytes, out); }
+std::string EncodeVersionMarker(const VersionMarker& m) { return rpc::EncodeBounded(m); }
+Status DecodeVersionMarker(std::string_view bytes, VersionMarker* out) { return rpc::DecodeBounded(bytes, out); }
+std::string EncodeDowngrade(const Downgrade& d) { return rpc::EncodeBounded(d); }
+Status DecodeDowngrade(std::string_view bytes, Downgrade* out) { return rpc::DecodeBounded(bytes, out); }
 
 }  // namespace ts::node

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "consensus/status.h"
 
@@ -17,6 +18,8 @@ enum class DecreeType : uint16_t {
   kKvPut = 1,
   kKvDelete = 2,
   kKvCas = 3,
+  kVersionMarker = 100,  // the latest software version running the log
+  kDowngrade = 101,      // explicit downgrade (or its cancellation)
 };
 
 const char* DecreeTypeName(uint16_t type);
@@ -62,9 +65,61 @@ struct KvCommand {
   void serialize(A& ar) { ar(key, value, expected, expected_absent); }
 };
 
+// Key-value model version 2 (read by software >= 1.1.0): a command is a list
+// of operations applied atomically. A v1 reader cannot parse it. A v2 decree
+// with one operation can be restated in v1 (what a downgrade does).
+struct KvOp {
+  uint16_t type = 0;  // a DecreeType of the key-value family
+  KvCommand command;
+
+  template <class A>
+  void serialize(A& ar) { ar(type, command); }
+};
+
+struct KvBatch {
+  std::vector<KvOp> ops;
+
+  template <class A>
+  void serialize(A& ar) { ar(ops); }
+};
+
+struct VersionMarker {
+  std::string version;
+
+  template <class A>
+  void serialize(A& ar) { ar(version); }
+};
+
+// A decree restated in a format the downgrade target reads.
+struct Rewrite {
+  uint64_t slot = 0;
+  std::string decree;
+
+  template <class A>
+  void serialize(A& ar) { ar(slot, decree); }
+};
+
+struct Downgrade {
+  std::string target;  // semver; empty with cancel
+  bool cancel = false;
+  std::vector<Rewrite> rewrites;  // for every decree the target cannot read
+
+  template <class A>
+  void serialize(A& ar) { ar(target, cancel, rewrites); }
+};
+
+// One line for `tsctl log`: "put k1", "version 1.1.0", "downgrade to 1.0.0".
+std::string DescribeDecree(const Decree& d);
+
 std::string EncodeDecree(const Decree& d);
 Status DecodeDecree(std::string_view bytes, Decree* out);
 std::string EncodeKvCommand(const KvCommand& c);
 Status DecodeKvCommand(std::string_view bytes, KvCommand* out);
+std::string EncodeKvBatch(const KvBatch& b);
+Status DecodeKvBatch(std::string_view bytes, KvBatch* out);
+std::string EncodeVersionMarker(const VersionMarker& m);
+Status DecodeVersionMarker(std::string_view bytes, VersionMarker* out);
+std::string EncodeDowngrade(const Downgrade& d);
+Status DecodeDowngrade(std::string_view bytes, Downgrade* out);
 
 }  // namespace ts::node

@@ -5,37 +5,76 @@
 
 namespace ts::node {
 
-KvResult KvStore::Apply(const Decree& d) {
+namespace {
+
+bool IsKvType(uint16_t t) {
+  return t == static_cast<uint16_t>(DecreeType::kKvPut) || t == static_cast<uint16_t>(DecreeType::kKvDelete) ||
+         t == static_cast<uint16_t>(DecreeType::kKvCas);
+}
+
+KvResult Undecodable() {
   KvResult r;
-  KvCommand c;
-  if (!DecodeKvCommand(d.payload, &c).ok()) {
-    r.code = KvResult::Code::kUndecodable;
-    return r;
-  }
-  auto it = map_.find(c.key);
-  switch (static_cast<DecreeType>(d.header.type)) {
+  r.code = KvResult::Code::kUndecodable;
+  return r;
+}
+
+}  // namespace
+
+// Checks one operation against the store as `overlay` has changed it so far
+// and records its effect in `overlay`; nothing touches map_ here.
+KvResult KvStore::Stage(uint16_t type, KvCommand& c, Overlay* overlay) const {
+  KvResult r;
+  std::optional<std::string> current;
+  if (auto o = overlay->find(c.key); o != overlay->end()) current = o->second;
+  else if (auto it = map_.find(c.key); it != map_.end()) current = it->second;
+  switch (static_cast<DecreeType>(type)) {
     case DecreeType::kKvPut:
-      map_[c.key] = std::move(c.value);
+      (*overlay)[c.key] = std::move(c.value);
       break;
     case DecreeType::kKvDelete:
-      if (it == map_.end()) r.code = KvResult::Code::kNotFound;
-      else map_.erase(it);
+      if (!current) r.code = KvResult::Code::kNotFound;
+      else (*overlay)[c.key] = std::nullopt;
       break;
-    case DecreeType::kKvCas: {
-      bool matches = c.expected_absent ? it == map_.end() : (it != map_.end() && it->second == c.expected);
-      if (!matches) {
+    case DecreeType::kKvCas:
+      if (c.expected_absent ? current.has_value() : (!current || *current != c.expected)) {
         r.code = KvResult::Code::kCompareFailed;
-        r.found = it != map_.end();
-        if (r.found) r.value = it->second;
+        r.found = current.has_value();
+        if (current) r.value = *current;
         break;
       }
-      map_[c.key] = std::move(c.value);
+      (*overlay)[c.key] = std::move(c.value);
       break;
-    }
     default:
       r.code = KvResult::Code::kUndecodable;
   }
   return r;
+}
+
+KvResult KvStore::Apply(const Decree& d) {
+  Overlay overlay;
+  KvResult result;
+  if (d.header.EffectiveModelVersion() == 1) {
+    KvCommand c;
+    if (!IsKvType(d.header.type) || !DecodeKvCommand(d.payload, &c).ok()) return Undecodable();
+    result = Stage(d.header.type, c, &overlay);
+  } else if (d.header.EffectiveModelVersion() == 2) {
+    // All operations or none: the first that fails decides the answer.
+    KvBatch b;
+    if (!DecodeKvBatch(d.payload, &b).ok() || b.ops.empty()) return Undecodable();
+    for (KvOp& op : b.ops) {
+      if (!IsKvType(op.type)) return Undecodable();
+      result = Stage(op.type, op.command, &overlay);
+      if (result.code != KvResult::Code::kOk) break;
+    }
+  } else {
+    return Undecodable();
+  }
+  if (result.code != KvResult::Code::kOk) return result;
+  for (auto& [key, value] : overlay) {
+    if (value) map_[key] = std::move(*value);
+    else map_.erase(key);
+  }
+  return result;
 }
 
 std::optional<std::string> KvStore::Get(const std::string& key) const {

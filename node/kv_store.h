@@ -22,12 +22,16 @@ struct KvResult {
 
 class KvStore {
  public:
-  // Applies one chosen decree (already header-decoded) in slot order.
+  // Applies one chosen key-value decree (model 1: one command; model 2: a
+  // batch applied atomically) in slot order. A failed compare or a missing
+  // key changes nothing; an undecodable payload changes nothing.
   KvResult Apply(const Decree& d);
   std::optional<std::string> Get(const std::string& key) const;
   size_t size() const { return map_.size(); }
 
  private:
+  using Overlay = std::map<std::string, std::optional<std::string>>;
+  KvResult Stage(uint16_t type, KvCommand& c, Overlay* overlay) const;
   std::map<std::string, std::string> map_;
 };
 

@@ -13,7 +13,10 @@ using consensus::Entry;
 using consensus::Role;
 
 Node::Node(NodeOptions options)
-    : options_(std::move(options)), signals_(io_, SIGINT, SIGTERM), start_(std::chrono::steady_clock::now()) {}
+    : options_(std::move(options)),
+      signals_(io_, SIGINT, SIGTERM),
+      start_(std::chrono::steady_clock::now()),
+      versions_(Semver::Parse(options_.software_version).value_or(Semver{})) {}
 
 Node::~Node() = default;
 
@@ -39,7 +42,7 @@ Status Node::Start() {
     for (const Entry& e : *entries) Apply(e);
     from = to + 1;
   }
-  if (applied_slot_ != chosen) {
+  if (applied_slot_ != chosen && !stuck_at_) {
     return Status::Corruption("chosen log has a gap: replayed up to slot " + std::to_string(applied_slot_) +
                               " of " + std::to_string(chosen));
   }
@@ -66,7 +69,7 @@ Status Node::Start() {
   topt.cluster_id = options_.cluster_id;
   topt.self = options_.id;
   topt.software_version = options_.software_version;
-  topt.format_versions = {1};
+  topt.format_versions = {1, MaxModelRead(versions_.self(), static_cast<uint16_t>(DecreeType::kKvPut))};
   topt.client_addr = options_.client_addr.ToString();
   topt.listen = options_.members.at(options_.id);
   for (const auto& [id, addr] : options_.members) {
@@ -118,6 +121,9 @@ void Node::Run() {
     io_.run_one_for(tick);
     io_.poll();  // every handler that is ready now: one batch, one fsync
     replica_->Tick(NowMs());
+    Flush();
+    UpdateEligibility();
+    MaybeProposeMarker();
     Flush();
     ServeReads();
     ExpireWrites();
@@ -190,25 +196,51 @@ void Node::LogRoleChange() {
 }
 
 void Node::Apply(const Entry& e) {
-  applied_slot_ = e.slot;
   digest_.Add(e.slot, e.value);
-  auto pending = pending_writes_.find(e.slot);
-  Decree d;
-  bool decoded = !e.IsNoop() && DecodeDecree(e.value, &d).ok();
-  KvResult result;
-  if (decoded) {
-    result = kv_.Apply(d);
-  } else if (!e.IsNoop()) {
-    ++undecodable_decrees_;
-    spdlog::error("slot {}: decree cannot be decoded ({} bytes); recorded, not applied", e.slot, e.value.size());
+  if (stuck_at_) {
+    // Keep recording; resume only if a downgrade decree restates what we
+    // could not read (DESIGN.md s.4: never crash on an unreadable decree).
+    Decree d;
+    Downgrade g;
+    if (DecodeDecree(e.value, &d).ok() && d.header.type == static_cast<uint16_t>(DecreeType::kDowngrade) &&
+        versions_.CanRead(d) && DecodeDowngrade(d.payload, &g).ok() && TryResumeWithRewrites(e.slot, g)) {
+      ApplyDecree(e.slot, e.value, false);
+    }
+    return;
   }
+  if (!ApplyDecree(e.slot, e.value, false)) {
+    stuck_at_ = e.slot;
+    spdlog::error("slot {}: decree needs a newer reader than {}; recording it, applying no further decrees, "
+                  "and not leading", e.slot, versions_.self().ToString());
+    ReplyToWrite(e.slot, nullptr, KvResult{});
+  }
+}
+
+bool Node::ApplyDecree(consensus::Slot slot, const std::string& bytes, bool replay_only) {
+  if (bytes.empty()) {  // a no-op filling a hole
+    applied_slot_ = slot;
+    if (!replay_only) ReplyToWrite(slot, nullptr, KvResult{});
+    return true;
+  }
+  Decree d;
+  if (!DecodeDecree(bytes, &d).ok() || !versions_.CanRead(d)) return false;
+  versions_.Observe(d);
+  KvResult result;
+  if (MaxModelRead(versions_.self(), d.header.type) > 0 && d.header.type < 100) result = kv_.Apply(d);
+  applied_slot_ = slot;
+  if (!replay_only) ReplyToWrite(slot, &d, result);
+  return true;
+}
+
+void Node::ReplyToWrite(consensus::Slot slot, const Decree* d, const KvResult& result) {
+  auto pending = pending_writes_.find(slot);
   if (pending == pending_writes_.end()) return;
   PendingWrite w = std::move(pending->second);
   pending_writes_.erase(pending);
   rpc::ClientResponse r;
   r.id = w.request_id;
-  r.slot = e.slot;
-  if (!decoded || !(d.tag == w.tag)) {
+  r.slot = slot;
+  if (d == nullptr || !(d->tag == w.tag)) {
     // Another leader filled this slot: our decree was not chosen here and,
     // having lost its slot, never will be.
     r.code = rpc::ClientCode::kUnavailable;

@@ -21,6 +21,7 @@
 #include "consensus/replica.h"
 #include "node/decree.h"
 #include "node/kv_store.h"
+#include "node/version_state.h"
 #include "rpc/client_protocol.h"
 #include "rpc/transport.h"
 #include "storage/log_store.h"
@@ -80,6 +81,15 @@ class Node {
   void HandleWrite(rpc::ClientRequest&& req, rpc::ClientServer::Responder respond);
   void Flush();
   void Apply(const consensus::Entry& e);
+  // Applies one readable decree; false if this node cannot read it.
+  bool ApplyDecree(consensus::Slot slot, const std::string& bytes, bool replay_only);
+  void ReplyToWrite(consensus::Slot slot, const Decree* d, const KvResult& result);
+  // node_versions.cc: the version rules of spec/003_*.
+  void UpdateEligibility();
+  void MaybeProposeMarker();
+  bool TryResumeWithRewrites(consensus::Slot downgrade_slot, const Downgrade& g);
+  void HandleDowngrade(rpc::ClientRequest&& req, rpc::ClientServer::Responder respond);
+  StatusOr<std::vector<Rewrite>> RewritesFor(const Semver& target) const;
   void ServeReads();
   void ExpireWrites();
   void LogRoleChange();
@@ -99,9 +109,12 @@ class Node {
   bool stopping_ = false;
 
   KvStore kv_;
-  LogDigest digest_;
-  consensus::Slot applied_slot_ = 0;
-  uint64_t undecodable_decrees_ = 0;
+  LogDigest digest_;                  // over every chosen decree, read or not
+  consensus::Slot applied_slot_ = 0;  // last decree applied to the state
+  std::optional<consensus::Slot> stuck_at_;  // first decree we could not read
+  VersionState versions_;
+  Eligibility eligibility_;
+  consensus::Ballot marker_checked_;  // leadership whose marker duty is done
 
   uint64_t epoch_ = 0;
   uint64_t next_seq_ = 0;

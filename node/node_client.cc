@@ -59,6 +59,10 @@ void Node::OnClientRequest(ClientRequest&& req, rpc::ClientServer::Responder res
       return;
     case ClientOp::kGet:
       break;
+    case ClientOp::kDowngrade:
+    case ClientOp::kDowngradeCancel:
+      HandleDowngrade(std::move(req), std::move(respond));
+      return;
     case ClientOp::kPut:
     case ClientOp::kCas:
     case ClientOp::kDelete:
@@ -97,14 +101,26 @@ void Node::HandleWrite(ClientRequest&& req, rpc::ClientServer::Responder respond
     respond(Error(req.id, ClientCode::kBusy, "too many requests in flight"));
     return;
   }
+  consensus::ReplicaStatus rs = replica_->GetStatus();
+  if (rs.role == consensus::Role::kLeader && (!rs.leader_ready || marker_checked_ != rs.promised)) {
+    // A new leader first recovers the log and writes its version marker.
+    respond(Error(req.id, ClientCode::kUnavailable, "leader is recovering the log; retry"));
+    return;
+  }
+  auto type = static_cast<uint16_t>(req.op == ClientOp::kPut      ? DecreeType::kKvPut
+                                    : req.op == ClientOp::kDelete ? DecreeType::kKvDelete
+                                                                  : DecreeType::kKvCas);
   Decree d;
-  d.header.type = static_cast<uint16_t>(req.op == ClientOp::kPut      ? DecreeType::kKvPut
-                                        : req.op == ClientOp::kDelete ? DecreeType::kKvDelete
-                                                                      : DecreeType::kKvCas);
-  d.header.model_version = 1;
+  d.header = versions_.HeaderFor(type);
   d.tag = RequestTag{options_.id, ++next_seq_, epoch_};
   KvCommand c{std::move(req.key), std::move(req.value), std::move(req.expected), req.expected_absent};
-  d.payload = EncodeKvCommand(c);
+  if (d.header.model_version == 2) {
+    KvBatch b;
+    b.ops.push_back(KvOp{type, std::move(c)});
+    d.payload = EncodeKvBatch(b);
+  } else {
+    d.payload = EncodeKvCommand(c);
+  }
   auto slot = replica_->Propose(EncodeDecree(d));
   if (!slot.ok()) {
     if (slot.status().code() == Status::Code::kNotLeader) respond(Redirect(req, "this node does not lead"));
@@ -159,6 +175,12 @@ rpc::NodeStatus Node::BuildStatus() const {
   st.cluster_id = options_.cluster_id;
   st.log_digest = digest_.Hex();
   st.keys = kv_.size();
+  if (versions_.latest_marker()) st.latest_marker = versions_.latest_marker()->ToString();
+  if (versions_.downgrade_to()) st.downgrade_to = versions_.downgrade_to()->ToString();
+  st.kv_write_model = versions_.WriteModel(static_cast<uint16_t>(DecreeType::kKvPut));
+  st.eligible = eligibility_.eligible;
+  st.ineligible_reason = eligibility_.reason;
+  st.stuck_at_slot = stuck_at_.value_or(0);
   uint64_t now = NowMs();
   for (const auto& [id, view] : peers_) {
     rpc::PeerStatus p;
@@ -193,8 +215,7 @@ ClientResponse Node::BuildLog(const ClientRequest& req) const {
     } else {
       const char* name = DecreeTypeName(d.header.type);
       row.type = name ? name : "unknown(" + std::to_string(d.header.type) + ")";
-      KvCommand c;
-      if (name && DecodeKvCommand(d.payload, &c).ok()) row.summary = row.type + " " + c.key;
+      row.summary = DescribeDecree(d);
     }
     r.log.push_back(std::move(row));
   }

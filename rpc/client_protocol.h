@@ -18,6 +18,8 @@ enum class ClientOp : uint8_t {
   kDelete = 4,  // key
   kStatus = 5,  // this node's status; never redirected
   kLog = 6,     // from_slot, limit: decree rows of the chosen log; never redirected
+  kDowngrade = 7,        // value: target semver; writes a downgrade decree
+  kDowngradeCancel = 8,  // ends the downgrade in force
 };
 
 enum class ClientCode : uint8_t {
@@ -73,11 +75,19 @@ struct NodeStatus {
   std::string log_digest;      // hex digest of applied decrees 1..applied_slot
   uint64_t keys = 0;           // entries in the key-value store
   std::vector<PeerStatus> peers;
+  // Versions (spec/003_*): what the log says and what this node makes of it.
+  std::string latest_marker;       // empty if no marker yet
+  std::string downgrade_to;        // empty if no downgrade in force
+  uint32_t kv_write_model = 1;     // key-value model version a leader writes now
+  bool eligible = false;           // may lead by the version rules
+  std::string ineligible_reason;
+  uint64_t stuck_at_slot = 0;      // first decree this node cannot decode (0: none)
 
   template <class A>
   void serialize(A& ar) {
     ar(id, role, ballot, leader, leader_client_addr, chosen_slot, applied_slot, last_slot, lease_left_ms,
-       software_version, cluster_id, log_digest, keys, peers);
+       software_version, cluster_id, log_digest, keys, peers, latest_marker, downgrade_to, kv_write_model, eligible,
+       ineligible_reason, stuck_at_slot);
   }
 };
 

@@ -1,0 +1,81 @@
+// VersionState; see version_state.h.
+#include "node/version_state.h"
+
+#include <algorithm>
+
+namespace ts::node {
+
+namespace {
+
+bool IsKvType(uint16_t t) {
+  return t == static_cast<uint16_t>(DecreeType::kKvPut) || t == static_cast<uint16_t>(DecreeType::kKvDelete) ||
+         t == static_cast<uint16_t>(DecreeType::kKvCas);
+}
+
+}  // namespace
+
+uint16_t MaxModelRead(const Semver& v, uint16_t type) {
+  if (IsKvType(type)) return v >= kKvModel2Since ? 2 : 1;
+  if (type == static_cast<uint16_t>(DecreeType::kVersionMarker) || type == static_cast<uint16_t>(DecreeType::kDowngrade)) {
+    return 1;
+  }
+  return 0;  // a type this software does not know
+}
+
+bool VersionState::CanRead(const Decree& d) const {
+  if (!d.header.min_reader_version.empty()) {
+    auto need = Semver::Parse(d.header.min_reader_version);
+    if (!need || *need > self_) return false;
+  }
+  return d.header.EffectiveModelVersion() <= MaxModelRead(self_, d.header.type);
+}
+
+void VersionState::Observe(const Decree& d) {
+  if (!d.header.min_reader_version.empty()) {
+    if (auto need = Semver::Parse(d.header.min_reader_version)) {
+      if (!newest_reader_needed_ || *need > *newest_reader_needed_) newest_reader_needed_ = *need;
+    }
+  }
+  if (d.header.type == static_cast<uint16_t>(DecreeType::kVersionMarker)) {
+    VersionMarker m;
+    if (DecodeVersionMarker(d.payload, &m).ok()) {
+      if (auto v = Semver::Parse(m.version)) latest_marker_ = *v;
+    }
+  } else if (d.header.type == static_cast<uint16_t>(DecreeType::kDowngrade)) {
+    Downgrade g;
+    if (DecodeDowngrade(d.payload, &g).ok()) {
+      if (g.cancel) downgrade_to_.reset();
+      else if (auto v = Semver::Parse(g.target)) downgrade_to_ = *v;
+    }
+  }
+}
+
+uint16_t VersionState::WriteModel(uint16_t type) const {
+  uint16_t model = 1;
+  if (IsKvType(type) && self_ >= kKvModel2Since && latest_marker_ && *latest_marker_ >= kKvModel2Since) model = 2;
+  if (downgrade_to_) model = std::min(model, MaxModelRead(*downgrade_to_, type));
+  return std::max<uint16_t>(model, 1);
+}
+
+DecreeHeader VersionState::HeaderFor(uint16_t type) const {
+  DecreeHeader h;
+  h.type = type;
+  h.model_version = WriteModel(type);
+  if (IsKvType(type) && h.model_version == 2) h.min_reader_version = kKvModel2Since.ToString();
+  return h;
+}
+
+std::optional<std::string> RewriteFor(const Semver& target, const Decree& d) {
+  if (d.header.EffectiveModelVersion() <= MaxModelRead(target, d.header.type)) return EncodeDecree(d);
+  if (!IsKvType(d.header.type) || d.header.EffectiveModelVersion() != 2) return std::nullopt;
+  KvBatch b;
+  if (!DecodeKvBatch(d.payload, &b).ok() || b.ops.size() != 1 || !IsKvType(b.ops[0].type)) return std::nullopt;
+  Decree v1;
+  v1.header.type = b.ops[0].type;
+  v1.header.model_version = 1;
+  v1.tag = d.tag;
+  v1.payload = EncodeKvCommand(b.ops[0].command);
+  return EncodeDecree(v1);
+}
+
+}  // namespace ts::node

@@ -1,0 +1,61 @@
+// VersionState: what the chosen log says about software versions, for one
+// node of a given version. Fed every decree the node applies, in slot order;
+// pure (no I/O, no clock), so tsnode and the simulator share it.
+//
+// Formats (spec/001_*): each decree type has model versions; a software
+// version reads a set of them. Key-value model 2 arrives with 1.1.0. A node
+// that reads model N+1 still writes N until the marker of a version that
+// reads N+1 is in the log, then writes N+1; while a downgrade is in force it
+// writes only what the target reads.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "node/decree.h"
+#include "node/version.h"
+#include "node/version_rules.h"
+
+namespace ts::node {
+
+inline constexpr Semver kKvModel2Since{1, 1, 0};
+
+// The highest model version of decree `type` that software `v` reads.
+uint16_t MaxModelRead(const Semver& v, uint16_t type);
+
+class VersionState {
+ public:
+  explicit VersionState(Semver self) : self_(self) {}
+
+  // Whether this node can decode `d` completely: its header's minimum reader
+  // is not newer than us and we know its model version.
+  bool CanRead(const Decree& d) const;
+
+  // Records what a chosen, readable decree says: markers, downgrades and the
+  // newest reader any decree needs.
+  void Observe(const Decree& d);
+
+  // The model version to write for `type` now (as leader).
+  uint16_t WriteModel(uint16_t type) const;
+  // The header a new decree of `type` gets now.
+  DecreeHeader HeaderFor(uint16_t type) const;
+
+  const Semver& self() const { return self_; }
+  const std::optional<Semver>& latest_marker() const { return latest_marker_; }
+  const std::optional<Semver>& downgrade_to() const { return downgrade_to_; }
+  const std::optional<Semver>& newest_reader_needed() const { return newest_reader_needed_; }
+
+ private:
+  Semver self_;
+  std::optional<Semver> latest_marker_;
+  std::optional<Semver> downgrade_to_;
+  std::optional<Semver> newest_reader_needed_;
+};
+
+// Restates a decree so that `target` can read it, if possible: a key-value
+// model-2 batch of one operation becomes a model-1 command. nullopt when it
+// cannot be restated (then a downgrade to `target` must be refused).
+std::optional<std::string> RewriteFor(const Semver& target, const Decree& d);
+
+}  // namespace ts::node

@@ -1,0 +1,112 @@
+// VersionState: which formats a node reads and writes as markers and
+// downgrades reach the log, and restating decrees for a downgrade target.
+#include "node/version_state.h"
+
+#include <gtest/gtest.h>
+
+#include "node/kv_store.h"
+
+namespace ts::node {
+namespace {
+
+const Semver kA{1, 0, 0};
+const Semver kB{1, 1, 0};
+
+Decree Marker(const Semver& v) {
+  Decree d;
+  d.header.type = static_cast<uint16_t>(DecreeType::kVersionMarker);
+  d.payload = EncodeVersionMarker(VersionMarker{v.ToString()});
+  return d;
+}
+
+Decree DowngradeTo(const Semver& v, bool cancel = false) {
+  Decree d;
+  d.header.type = static_cast<uint16_t>(DecreeType::kDowngrade);
+  Downgrade g;
+  g.target = cancel ? "" : v.ToString();
+  g.cancel = cancel;
+  d.payload = EncodeDowngrade(g);
+  return d;
+}
+
+Decree PutV2(const std::string& key, const std::string& value, size_t ops = 1) {
+  Decree d;
+  d.header.type = static_cast<uint16_t>(DecreeType::kKvPut);
+  d.header.model_version = 2;
+  d.header.min_reader_version = kKvModel2Since.ToString();
+  KvBatch b;
+  for (size_t i = 0; i < ops; ++i) b.ops.push_back(KvOp{d.header.type, KvCommand{key, value, "", false}});
+  d.payload = EncodeKvBatch(b);
+  return d;
+}
+
+TEST(VersionState, WriteModel_NewReaderWritesOldFormatUntilItsMarker) {
+  VersionState b(kB);
+  b.Observe(Marker(kA));
+  EXPECT_EQ(b.WriteModel(static_cast<uint16_t>(DecreeType::kKvPut)), 1);
+  EXPECT_TRUE(b.HeaderFor(static_cast<uint16_t>(DecreeType::kKvPut)).min_reader_version.empty());
+  b.Observe(Marker(kB));
+  EXPECT_EQ(b.WriteModel(static_cast<uint16_t>(DecreeType::kKvPut)), 2);
+  EXPECT_EQ(b.HeaderFor(static_cast<uint16_t>(DecreeType::kKvPut)).min_reader_version, "1.1.0");
+  // A downgrade to A: only what A reads is written.
+  b.Observe(DowngradeTo(kA));
+  EXPECT_EQ(b.WriteModel(static_cast<uint16_t>(DecreeType::kKvPut)), 1);
+  b.Observe(DowngradeTo(kA, /*cancel=*/true));
+  EXPECT_FALSE(b.downgrade_to().has_value());
+  EXPECT_EQ(b.WriteModel(static_cast<uint16_t>(DecreeType::kKvPut)), 2);
+}
+
+TEST(VersionState, CanRead_OldVersionCannotReadModelTwoOrUnknownTypes) {
+  VersionState a(kA);
+  VersionState b(kB);
+  EXPECT_FALSE(a.CanRead(PutV2("k", "v")));
+  EXPECT_TRUE(b.CanRead(PutV2("k", "v")));
+  Decree unknown;
+  unknown.header.type = 77;
+  EXPECT_FALSE(a.CanRead(unknown));
+  Decree future = Marker(kB);
+  future.header.min_reader_version = "9.0.0";
+  EXPECT_FALSE(b.CanRead(future));
+  EXPECT_TRUE(a.CanRead(Marker(kB)));  // markers stay readable by every version
+}
+
+TEST(VersionState, Observe_TracksLatestMarkerAndNewestReader) {
+  VersionState a(kA);
+  a.Observe(Marker(kA));
+  a.Observe(Marker(kB));
+  ASSERT_TRUE(a.latest_marker().has_value());
+  EXPECT_EQ(*a.latest_marker(), kB);
+  VersionState b(kB);
+  b.Observe(PutV2("k", "v"));
+  ASSERT_TRUE(b.newest_reader_needed().has_value());
+  EXPECT_EQ(*b.newest_reader_needed(), kKvModel2Since);
+}
+
+TEST(VersionState, RewriteFor_RestatesSingleOperationsOnly) {
+  auto single = RewriteFor(kA, PutV2("k", "v"));
+  ASSERT_TRUE(single.has_value());
+  Decree restated;
+  ASSERT_TRUE(DecodeDecree(*single, &restated).ok());
+  EXPECT_TRUE(VersionState(kA).CanRead(restated));
+  KvCommand c;
+  ASSERT_TRUE(DecodeKvCommand(restated.payload, &c).ok());
+  EXPECT_EQ(c.key, "k");
+  EXPECT_EQ(c.value, "v");
+  EXPECT_FALSE(RewriteFor(kA, PutV2("k", "v", 2)).has_value());  // an atomic batch has no v1 form
+}
+
+TEST(KvStoreModel2, Apply_BatchIsAllOrNothing) {
+  KvStore kv;
+  Decree d = PutV2("a", "1");
+  ASSERT_EQ(kv.Apply(d).code, KvResult::Code::kOk);
+  KvBatch b;
+  b.ops.push_back(KvOp{static_cast<uint16_t>(DecreeType::kKvPut), KvCommand{"b", "2", "", false}});
+  b.ops.push_back(KvOp{static_cast<uint16_t>(DecreeType::kKvCas), KvCommand{"a", "x", "wrong", false}});
+  d.payload = EncodeKvBatch(b);
+  EXPECT_EQ(kv.Apply(d).code, KvResult::Code::kCompareFailed);
+  EXPECT_FALSE(kv.Get("b").has_value());  // the put before the failed compare did not happen
+  EXPECT_EQ(kv.Get("a"), "1");
+}
+
+}  // namespace
+}  // namespace ts::node

@@ -183,7 +183,7 @@ void Replica::HandlePrepare(NodeId from, const Prepare& m) {
     return;
   }
   if (m.ballot > promised_) {
-    if (LeaseRefuses(from)) {
+    if (LeaseRefuses(from) || (refused_candidates_ & MemberBit(from))) {
       reply.lease_refusal = true;
       reply.promised = promised_;
       Send(from, std::move(reply));

@@ -133,6 +133,12 @@ class Replica {
   // its next lease renewal.
   void SetEligible(bool eligible);
 
+  // Members whose Prepares this acceptor refuses (bit i = node i): the
+  // driver's version rules say its log already bars them from leading.
+  // Any chosen decree sits on a majority, so if every acceptor that holds a
+  // barring decree refuses, no barred candidate can complete phase 1.
+  void SetRefusedCandidates(uint64_t mask) { refused_candidates_ = mask; }
+
   // Linearizable read support: if this node is the leader with a valid lease
   // and has committed an entry of its own ballot, returns the slot a read
   // must wait to have applied; otherwise NotLeader/Unavailable.
@@ -213,6 +219,7 @@ class Replica {
   uint64_t now_ms_ = 0;
   bool started_ = false;
   bool eligible_ = true;
+  uint64_t refused_candidates_ = 0;
 
   // Acceptor state; durable once the Ready carrying it is persisted.
   Ballot promised_;

@@ -61,6 +61,7 @@ Status Node::Start() {
   cfg.software_version = options_.software_version;
   if (Status s = cfg.Validate(); !s.ok()) return s;
 
+  for (const Entry& e : boot->unchosen) versions_.ObserveRecorded(e.value);
   std::random_device rd;
   epoch_ = (uint64_t{rd()} << 32) ^ rd();
   replica_ = std::make_unique<consensus::Replica>(cfg, std::move(*boot), store_.get(), epoch_);
@@ -162,6 +163,7 @@ void Node::Flush() {
   while (replica_->HasReady()) {
     consensus::Ready r = replica_->TakeReady();
     for (const consensus::Message& m : r.early_messages) transport_->Send(m);
+    for (const Entry& e : r.entries) versions_.ObserveRecorded(e.value);
     if (r.NeedsSync() || r.chosen_upto) {
       Status s = store_->Persist(r);
       if (!s.ok()) {

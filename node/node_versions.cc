@@ -15,13 +15,16 @@ using rpc::ClientResponse;
 void Node::UpdateEligibility() {
   EligibilityInput in;
   in.self = versions_.self();
-  in.latest_marker = versions_.latest_marker();
+  in.latest_marker = versions_.barring_marker();
   in.members[options_.id] = versions_.self();
+  uint64_t refused = 0;
   for (const auto& [id, view] : peers_) {
     // A member keeps the version last heard from it, also while it is down
     // or paused: a paused B node still counts for B.
     in.members[id] = view.software_version.empty() ? std::nullopt : Semver::Parse(view.software_version);
+    if (in.members[id] && versions_.Bars(*in.members[id])) refused |= uint64_t{1} << id;
   }
+  replica_->SetRefusedCandidates(refused);
   in.newest_reader_needed = versions_.newest_reader_needed();
   in.downgrade_to = versions_.downgrade_to();
   in.undecodable_seen = stuck_at_.has_value();

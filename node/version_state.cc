@@ -50,6 +50,29 @@ void VersionState::Observe(const Decree& d) {
   }
 }
 
+void VersionState::ObserveRecorded(std::string_view bytes) {
+  // The decree's first field is its type (u16, little-endian).
+  if (bytes.size() < 2) return;
+  uint16_t type = static_cast<uint16_t>(static_cast<uint8_t>(bytes[0]) | (static_cast<uint8_t>(bytes[1]) << 8));
+  if (type != static_cast<uint16_t>(DecreeType::kVersionMarker)) return;
+  Decree d;
+  VersionMarker m;
+  if (!DecodeDecree(bytes, &d).ok() || !DecodeVersionMarker(d.payload, &m).ok()) return;
+  auto v = Semver::Parse(m.version);
+  if (v && (!recorded_marker_ || *v > *recorded_marker_)) recorded_marker_ = *v;
+}
+
+std::optional<Semver> VersionState::barring_marker() const {
+  if (!recorded_marker_) return latest_marker_;
+  if (!latest_marker_) return recorded_marker_;
+  return std::max(*latest_marker_, *recorded_marker_);
+}
+
+bool VersionState::Bars(const Semver& v) const {
+  auto marker = barring_marker();
+  return marker && v < *marker && !(downgrade_to_ && *downgrade_to_ == v);
+}
+
 uint16_t VersionState::WriteModel(uint16_t type) const {
   uint16_t model = 1;
   if (IsKvType(type) && self_ >= kKvModel2Since && latest_marker_ && *latest_marker_ >= kKvModel2Since) model = 2;

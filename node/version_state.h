@@ -36,6 +36,17 @@ class VersionState {
   // newest reader any decree needs.
   void Observe(const Decree& d);
 
+  // Notes a decree this node has recorded (accepted, chosen or not). Only a
+  // version marker matters: once recorded, it bars older versions from
+  // leading even before this node learns it is chosen (it may be: a chosen
+  // decree is on a majority). Cheap: only markers are decoded.
+  void ObserveRecorded(std::string_view decree_bytes);
+  // The newest marker recorded or applied: what rule 1 compares against.
+  std::optional<Semver> barring_marker() const;
+  // Whether this node's log bars a member running `v` from leading (the
+  // acceptor-side half of rule 1; a downgrade to `v` lifts it).
+  bool Bars(const Semver& v) const;
+
   // The model version to write for `type` now (as leader).
   uint16_t WriteModel(uint16_t type) const;
   // The header a new decree of `type` gets now.
@@ -49,6 +60,7 @@ class VersionState {
  private:
   Semver self_;
   std::optional<Semver> latest_marker_;
+  std::optional<Semver> recorded_marker_;
   std::optional<Semver> downgrade_to_;
   std::optional<Semver> newest_reader_needed_;
 };

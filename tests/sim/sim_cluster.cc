@@ -121,6 +121,7 @@ void SimCluster::Pump(NodeId id) {
   while (n.replica && n.replica->HasReady()) {
     consensus::Ready r = n.replica->TakeReady();
     for (Message& m : r.early_messages) Enqueue(std::move(m));
+    if (on_ready_) on_ready_(id, r);
     n.disk.Persist(r);
     n.replica->Persisted(r.token);
     for (Message& m : r.messages) Enqueue(std::move(m));

@@ -77,6 +77,8 @@ class SimCluster {
   void Block(NodeId from, NodeId to, bool blocked);
   void Isolate(NodeId id, bool isolated);
   void SetFaults(NetworkFaults f) { faults_ = f; }
+  // Called with every Ready a node persists (the driver's view of it).
+  void SetReadyObserver(std::function<void(NodeId, const consensus::Ready&)> f) { on_ready_ = std::move(f); }
 
   consensus::Replica& replica(NodeId id) { return *nodes_.at(id).replica; }
   const std::vector<Entry>& applied(NodeId id) const { return nodes_.at(id).applied; }
@@ -123,6 +125,7 @@ class SimCluster {
   std::deque<InFlight> wire_;
   std::set<std::pair<NodeId, NodeId>> blocked_;
   NetworkFaults faults_;
+  std::function<void(NodeId, const consensus::Ready&)> on_ready_;
 };
 
 }  // namespace ts::sim

@@ -1,0 +1,122 @@
+// ts::node::Client: the blocking client library behind tsctl, tsbench's
+// leader discovery and the integration tests. It sends one request at a time
+// to the cluster, follows leader hints, and retries within a deadline.
+//
+// Retry rules (they keep a write from being applied twice by the client):
+//  - connect failure: the request was never sent; try the next endpoint.
+//  - kNotLeader: nothing was proposed; follow the hint (or, with no hint,
+//    try the next endpoint).
+//  - kUnavailable: the node has no leader, or says the write lost its slot
+//    and was not applied; retry after a short backoff. A kUnavailable whose
+//    message says the outcome is unknown (the node's own write timeout) is
+//    returned, not retried: see the note in client.cc.
+//  - kBusy: nothing was proposed; retry after a backoff.
+//  - a write whose connection times out or breaks after it was sent: the
+//    outcome is unknown; return Unavailable("outcome unknown: ...") rather
+//    than retrying. A read-only request is retried on another endpoint.
+// Every other answer (ok, compare failed, not found, bad request, internal)
+// is final and returned to the caller as a ClientResponse.
+//
+// Not thread-safe: one caller at a time, except the const status methods,
+// which open their own connections and may run concurrently with anything.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "consensus/status.h"
+#include "rpc/client_connection.h"
+#include "rpc/client_protocol.h"
+#include "rpc/transport.h"
+
+namespace ts::node {
+
+struct ClientOptions {
+  std::vector<rpc::HostPort> endpoints;             // at least one
+  std::chrono::milliseconds timeout{5000};          // overall deadline of one Call
+  std::chrono::milliseconds connect_timeout{1000};  // one connection attempt
+  // One attempt of a read-only request (get, status, log) before trying
+  // another node; writes always wait until the overall deadline.
+  std::chrono::milliseconds read_attempt_timeout{2000};
+  std::chrono::milliseconds backoff_min{10};
+  std::chrono::milliseconds backoff_max{200};
+};
+
+// Counters for tests and tools: how a client got its answers.
+struct ClientStats {
+  uint64_t calls = 0;
+  uint64_t attempts = 0;          // requests sent (a call may send several)
+  uint64_t redirects = 0;         // leader hints followed
+  uint64_t connect_failures = 0;
+  uint64_t backoffs = 0;
+};
+
+class Client {
+ public:
+  // `options.endpoints` must not be empty.
+  explicit Client(ClientOptions options);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // Sends `req` (its id is assigned by the connection) following the rules
+  // above, within options.timeout. Put, get, cas and delete go to the leader
+  // (the last known one first), as do other leader operations (downgrade);
+  // status and log are answered by the first node
+  // that answers, the last known leader first, and are never redirected.
+  // Returns the final ClientResponse, or:
+  //   Unavailable("cluster unreachable: ...") if no node could be reached,
+  //   Unavailable("no leader: ...") if nodes answered but none could serve it,
+  //   Unavailable("outcome unknown: ...") for a write whose answer was lost,
+  //   Busy(...) if the leader stayed overloaded until the deadline.
+  StatusOr<rpc::ClientResponse> Call(rpc::ClientRequest req);
+
+  // Asks one node for its status; never redirected, one attempt, bounded by
+  // options.timeout. Unavailable("H:P: reason") if it does not answer.
+  StatusOr<rpc::NodeStatus> StatusOf(const rpc::HostPort& endpoint) const;
+
+  // StatusOf for every endpoint, concurrently; result i is endpoint i's.
+  std::vector<StatusOr<rpc::NodeStatus>> StatusOfAll() const;
+
+  // Finds the leader's client endpoint from the statuses of every endpoint:
+  // the answering node that calls itself leader with the highest ballot,
+  // else the leader address the answering nodes report. Remembers it as the
+  // last leader. Unavailable if no node answers or none knows a leader.
+  StatusOr<rpc::HostPort> FindLeader();
+
+  // The leader that last gave a final answer (or FindLeader found), if any.
+  const std::optional<rpc::HostPort>& leader() const { return leader_; }
+  const ClientStats& stats() const { return stats_; }
+  const ClientOptions& options() const { return options_; }
+
+ private:
+  struct CachedConnection {
+    std::unique_ptr<rpc::BlockingClient> conn;
+    std::chrono::steady_clock::time_point last_used;
+  };
+
+  // Connection to `target`, reusing a cached one; connects if needed. For a
+  // write, a connection idle for a while is replaced first: an idle
+  // connection to a node that restarted would fail only after the write was
+  // sent, and a write that fails after sending has an unknown outcome.
+  StatusOr<rpc::BlockingClient*> ConnectionTo(const rpc::HostPort& target, std::chrono::milliseconds timeout,
+                                              bool for_write);
+  void DropConnection(const rpc::HostPort& target);
+
+  ClientOptions options_;
+  std::optional<rpc::HostPort> leader_;
+  std::map<std::string, CachedConnection> connections_;  // by "host:port"
+  ClientStats stats_;
+};
+
+// True for the operations that must reach the leader: all but status and log.
+bool IsLeaderOp(rpc::ClientOp op);
+// True for the operations that write a decree: leader operations but get.
+bool IsWriteOp(rpc::ClientOp op);
+
+}  // namespace ts::node

@@ -1,0 +1,306 @@
+// tsctl: flags, commands and exit codes; see tsctl_cli.h. Every failure path
+// ends in Fail(), which writes the one stderr line (and the JSON object).
+#include "node/tsctl_cli.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cassert>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "node/client.h"
+#include "node/endpoints.h"
+#include "node/tsctl_format.h"
+
+#ifndef TS_CLIENT_VERSION_STRING
+#define TS_CLIENT_VERSION_STRING "unknown"
+#endif
+
+namespace ts::node {
+
+namespace {
+
+using rpc::ClientCode;
+using rpc::ClientOp;
+
+constexpr int64_t kTimeoutMsMax = 3'600'000;
+constexpr uint32_t kLogLimitMax = 1000;  // the node's own cap per request
+
+struct Args {
+  std::string endpoints;
+  bool json = false;
+  int64_t timeout_ms = 5000;
+  std::string key;
+  std::string value;
+  std::vector<std::string> cas_args;  // KEY EXPECTED NEW, or KEY NEW with --absent
+  bool absent = false;
+  bool peers = false;
+  uint64_t from = 1;
+  uint32_t limit = 100;
+};
+
+constexpr const char* kFooter =
+    "Endpoints: --endpoints, else $TSCTL_ENDPOINTS (same syntax), else the file .cluster/endpoints in the\n"
+    "current directory (one host:port per line, '#' comments), as written by cluster-scripts/local-cluster.sh.\n"
+    "Requests follow the leader's address when a follower answers; a write whose answer is lost is reported\n"
+    "as 'outcome unknown', never retried. A value starting with '-' goes after '--': tsctl put k -- -1.\n"
+    "Global options may come before or after the command (tsctl get KEY --json).\n"
+    "Exit codes: 0 ok; 1 not found or compare failed; 2 bad arguments or bad request;\n"
+    "3 cluster unreachable, no leader, busy or outcome unknown; 4 internal error on a node.\n"
+    "On failure exactly one line is written to stderr (with --json, also {\"ok\":false,\"error\":...} on stdout).";
+
+// CLI11 would describe cas's 2-or-3 positionals as "ARGS(2x)"; say what the
+// two forms are instead.
+class TsctlFormatter : public CLI::Formatter {
+ public:
+  std::string make_usage(const CLI::App* app, std::string name) const override {
+    if (app->get_name() != "cas") return CLI::Formatter::make_usage(app, std::move(name));
+    return "Usage: " + name + " [OPTIONS] KEY EXPECTED NEW\n       " + name + " [OPTIONS] --absent KEY NEW\n";
+  }
+  std::string make_option_opts(const CLI::Option* opt) const override {
+    if (opt->get_name() == "ARGS") return " KEY [EXPECTED] NEW REQUIRED";
+    return CLI::Formatter::make_option_opts(opt);
+  }
+};
+
+std::unique_ptr<CLI::App> BuildApp(Args* a) {
+  auto app = std::make_unique<CLI::App>(
+      "tsctl: command-line client of a tracking-station cluster (Multi-Paxos replicated key-value log)", "tsctl");
+  // Global flags are accepted after the command too: tsctl get k --json.
+  app->fallthrough();
+  app->formatter(std::make_shared<TsctlFormatter>());
+  app->set_version_flag("--version", std::string(TS_CLIENT_VERSION_STRING), "Print tsctl's version and exit");
+  app->add_option("--endpoints", a->endpoints, "Client endpoints of the cluster: host:port,host:port,...");
+  app->add_flag("--json", a->json, "Print one JSON object per command instead of text");
+  app->add_option("--timeout-ms", a->timeout_ms, "Overall deadline of each command, retries included")
+      ->check(CLI::Range(int64_t{1}, kTimeoutMsMax))
+      ->capture_default_str();
+  app->require_subcommand(1);
+  app->footer(kFooter);
+
+  CLI::App* status = app->add_subcommand(
+      "status", "Ask every endpoint for its status and print one row per node (unreachable nodes included); "
+                "exit 0 if at least one node answered");
+  status->add_flag("--peers", a->peers, "Also print each node's view of the other members (connection, version)");
+
+  CLI::App* put = app->add_subcommand("put", "put KEY VALUE: store VALUE under KEY; prints the slot it was chosen in");
+  put->add_option("KEY", a->key, "Key (1 or more bytes)")->required();
+  put->add_option("VALUE", a->value, "Value (may be empty: \"\")")->required();
+
+  CLI::App* get = app->add_subcommand(
+      "get", "get KEY: print the value of KEY (linearizable read on the leader); exit 1 if absent");
+  get->add_option("KEY", a->key, "Key")->required();
+
+  CLI::App* cas = app->add_subcommand(
+      "cas", "cas KEY EXPECTED NEW | cas --absent KEY NEW: set KEY to NEW if its value is EXPECTED (or, with "
+             "--absent, if KEY does not exist); prints the slot; exit 1 if the comparison fails");
+  cas->add_flag("--absent", a->absent, "Require KEY to be absent instead of comparing with EXPECTED");
+  cas->add_option("ARGS", a->cas_args, "KEY EXPECTED NEW, or KEY NEW with --absent")
+      ->expected(2, 3)
+        ->required();
+
+  CLI::App* del = app->add_subcommand("delete", "delete KEY: remove KEY; prints the slot; exit 1 if absent");
+  del->add_option("KEY", a->key, "Key")->required();
+
+  CLI::App* log = app->add_subcommand(
+      "log", "Print chosen decrees of the replicated log (asked of the leader, else any node): slot, type, size, "
+             "summary");
+  log->add_option("--from", a->from, "First slot to print")->check(CLI::PositiveNumber)->capture_default_str();
+  log->add_option("--limit", a->limit, "Most rows to print (1..1000)")
+      ->check(CLI::Range(uint32_t{1}, kLogLimitMax))
+      ->capture_default_str();
+  return app;
+}
+
+// One command's run: the parsed arguments and where output goes.
+class Command {
+ public:
+  Command(const Args& args, std::ostream& out, std::ostream& err) : args_(args), out_(out), err_(err) {}
+
+  int Run(const std::string& name) {
+    auto endpoints = ResolveEndpoints(args_.endpoints);
+    if (!endpoints.ok()) return Fail(kExitUsage, endpoints.status().message());
+    ClientOptions o;
+    o.endpoints = std::move(*endpoints);
+    o.timeout = std::chrono::milliseconds(args_.timeout_ms);
+    o.connect_timeout = std::min(o.timeout, o.connect_timeout);
+    o.read_attempt_timeout = std::min(o.timeout, o.read_attempt_timeout);
+    client_ = std::make_unique<Client>(std::move(o));
+    if (name == "status") return ShowStatus();
+    if (name == "put") return Put();
+    if (name == "get") return Get();
+    if (name == "cas") return Cas();
+    if (name == "delete") return Delete();
+    if (name == "log") return Log();
+    return Fail(kExitUsage, "unknown command " + name);
+  }
+
+ private:
+  int Fail(int code, const std::string& message, nlohmann::json extra = nlohmann::json::object()) {
+    assert(code != kExitOk);
+    std::string line = OneLine(message);
+    if (args_.json) {
+      extra["ok"] = false;
+      extra["error"] = line;
+      out_ << DumpJson(extra) << '\n';
+    }
+    err_ << line << '\n';
+    return code;
+  }
+
+  int FailStatus(const ts::Status& s) {
+    int code = s.code() == ts::Status::Code::kInvalidArgument ? kExitUsage : kExitUnavailable;
+    return Fail(code, s.message());
+  }
+
+  // Maps the answers every write/read command shares; kOk is handled by the caller.
+  int FailResponse(const rpc::ClientResponse& r) {
+    switch (r.code) {
+      case ClientCode::kNotFound: return Fail(kExitFailed, "not found: " + Printable(args_.key), {{"found", false}});
+      case ClientCode::kBadRequest: return Fail(kExitUsage, "bad request: " + r.message);
+      case ClientCode::kCompareFailed: return Fail(kExitFailed, "compare failed: " + r.message);
+      default: return Fail(kExitError, std::string(rpc::ClientCodeName(r.code)) + ": " + r.message);
+    }
+  }
+
+  void Print(const nlohmann::json& j, const std::string& text) {
+    if (args_.json) out_ << DumpJson(j) << '\n';
+    else out_ << text << '\n';
+  }
+
+  StatusOr<rpc::ClientResponse> Send(ClientOp op) {
+    rpc::ClientRequest req;
+    req.op = op;
+    req.key = args_.key;
+    req.value = args_.value;
+    return client_->Call(std::move(req));
+  }
+
+  int WriteResult(const char* op, const StatusOr<rpc::ClientResponse>& r) {
+    if (!r.ok()) return FailStatus(r.status());
+    if (r->code != ClientCode::kOk) return FailResponse(*r);
+    Print({{"ok", true}, {"op", op}, {"key", args_.key}, {"slot", r->slot}}, "slot " + std::to_string(r->slot));
+    return kExitOk;
+  }
+
+  int ShowStatus() {
+    std::vector<StatusOr<rpc::NodeStatus>> all = client_->StatusOfAll();
+    const auto& endpoints = client_->options().endpoints;
+    size_t answered = 0;
+    for (const auto& s : all) answered += s.ok() ? 1 : 0;
+    if (args_.json) {
+      out_ << DumpJson(StatusJson(endpoints, all)) << '\n';
+    } else {
+      out_ << FormatStatusTable(endpoints, all, args_.peers);
+    }
+    if (answered == 0) {
+      // The table (or JSON) already shows each reason; stderr gets the summary.
+      err_ << "cluster unreachable: none of " << endpoints.size() << " endpoints answered ("
+           << OneLine(all.front().status().message()) << (endpoints.size() > 1 ? "; ..." : "") << ")\n";
+      return kExitUnavailable;
+    }
+    return kExitOk;
+  }
+
+  int Put() { return WriteResult("put", Send(ClientOp::kPut)); }
+
+  int Delete() { return WriteResult("delete", Send(ClientOp::kDelete)); }
+
+  int Get() {
+    auto r = Send(ClientOp::kGet);
+    if (!r.ok()) return FailStatus(r.status());
+    if (r->code != ClientCode::kOk) return FailResponse(*r);
+    Print({{"ok", true}, {"op", "get"}, {"key", args_.key}, {"found", true}, {"value", r->value},
+           {"applied_slot", r->slot}},
+          r->value);
+    return kExitOk;
+  }
+
+  int Cas() {
+    const auto& v = args_.cas_args;
+    rpc::ClientRequest req;
+    req.op = ClientOp::kCas;
+    if (args_.absent) {
+      if (v.size() != 2) return Fail(kExitUsage, "bad arguments: cas --absent takes KEY NEW; see tsctl cas --help");
+      req.key = v[0];
+      req.expected_absent = true;
+      req.value = v[1];
+    } else {
+      if (v.size() != 3) {
+        return Fail(kExitUsage, "bad arguments: cas takes KEY EXPECTED NEW (or --absent KEY NEW); see tsctl cas --help");
+      }
+      req.key = v[0];
+      req.expected = v[1];
+      req.value = v[2];
+    }
+    auto r = client_->Call(req);
+    if (!r.ok()) return FailStatus(r.status());
+    if (r->code == ClientCode::kCompareFailed) {
+      std::string why = r->found ? "current value is \"" + Printable(r->value) + "\""
+                                 : "key " + Printable(req.key) + " does not exist";
+      nlohmann::json extra = {{"op", "cas"}, {"key", req.key}, {"found", r->found}};
+      if (r->found) extra["current_value"] = r->value;
+      return Fail(kExitFailed, "compare failed: " + why, std::move(extra));
+    }
+    if (r->code != ClientCode::kOk) return FailResponse(*r);
+    Print({{"ok", true}, {"op", "cas"}, {"key", req.key}, {"slot", r->slot}}, "slot " + std::to_string(r->slot));
+    return kExitOk;
+  }
+
+  int Log() {
+    // The leader's chosen log is the longest; any node's is a prefix of it.
+    (void)client_->FindLeader();
+    rpc::ClientRequest req;
+    req.op = ClientOp::kLog;
+    req.from_slot = args_.from;
+    req.limit = args_.limit;
+    auto r = client_->Call(std::move(req));
+    if (!r.ok()) return FailStatus(r.status());
+    if (r->code != ClientCode::kOk) return FailResponse(*r);
+    if (args_.json) out_ << DumpJson(LogJson(args_.from, r->log)) << '\n';
+    else out_ << FormatLogTable(r->log);
+    return kExitOk;
+  }
+
+  Args args_;
+  std::ostream& out_;
+  std::ostream& err_;
+  std::unique_ptr<Client> client_;
+};
+
+}  // namespace
+
+int RunTsctl(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  Args args;
+  std::unique_ptr<CLI::App> app = BuildApp(&args);
+  try {
+    app->parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // Help and version are successes and print to `out`; every other parse
+    // error is one line, not CLI11's two.
+    if (e.get_name() == "CallForHelp" && app->get_subcommands().empty()) {
+      // The top-level help is the whole manual: every command's arguments too.
+      out << app->help("", CLI::AppFormatMode::All);
+      return kExitOk;
+    }
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app->exit(e, out, err);
+    std::vector<std::string> extra = app->remaining();
+    if (app->get_subcommands().empty() && !extra.empty() && extra.front().rfind("-", 0) != 0) {
+      // CLI11 would say only "A subcommand is required".
+      err << "bad arguments: unknown command '" << OneLine(extra.front())
+          << "' (commands: status, put, get, cas, delete, log); see tsctl --help\n";
+      return kExitUsage;
+    }
+    err << "bad arguments: " << OneLine(e.what()) << "; see tsctl --help\n";
+    return kExitUsage;
+  }
+  std::vector<CLI::App*> commands = app->get_subcommands();
+  assert(commands.size() == 1);
+  Command command(args, out, err);
+  return command.Run(commands.front()->get_name());
+}
+
+}  // namespace ts::node

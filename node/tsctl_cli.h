@@ -1,0 +1,24 @@
+// tsctl's command line as a function, so tests can run it in-process:
+// flag parsing (CLI11), endpoint resolution, the commands and their output.
+// tsctl_main.cc only forwards argv here.
+#pragma once
+
+#include <ostream>
+
+namespace ts::node {
+
+// Exit codes of tsctl; --help lists them.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailed = 1;       // the cluster answered no: not found, compare failed
+inline constexpr int kExitUsage = 2;        // bad arguments, or a request the node calls malformed
+inline constexpr int kExitUnavailable = 3;  // cluster unreachable, no leader, outcome unknown, busy
+inline constexpr int kExitError = 4;        // internal error reported by a node
+
+// Runs tsctl with `argv[0..argc)`. Results go to `out`; on failure exactly one
+// line goes to `err` and the return value is non-zero. With --json every
+// command also prints one JSON object on `out`, failures included ({"ok":
+// false, "error": ...}), except argument errors, which happen before the
+// output format is known. --help prints to `out` and returns 0.
+int RunTsctl(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
+
+}  // namespace ts::node

@@ -1,0 +1,205 @@
+// tsctl output formatting; see tsctl_format.h.
+#include "node/tsctl_format.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstdio>
+#include <map>
+#include <utility>
+
+namespace ts::node {
+
+namespace {
+
+// Column-aligned text table; the last column is not padded.
+class Table {
+ public:
+  explicit Table(std::vector<std::string> header) : width_(header.size(), 0) { Add(std::move(header)); }
+
+  void Add(std::vector<std::string> row) {
+    assert(row.size() <= width_.size());
+    for (size_t i = 0; i < row.size(); ++i) width_[i] = std::max(width_[i], row[i].size());
+    rows_.push_back(std::move(row));
+  }
+  // A row that is one free-text cell after the first column (does not widen).
+  void AddNote(std::string first, std::string note) {
+    width_[0] = std::max(width_[0], first.size());
+    notes_.emplace(rows_.size(), std::make_pair(std::move(first), std::move(note)));
+    rows_.emplace_back();
+  }
+  void AddIndented(std::string line) {
+    notes_.emplace(rows_.size(), std::make_pair(std::string(), std::move(line)));
+    rows_.emplace_back();
+  }
+
+  std::string Render() const {
+    std::string out;
+    for (size_t r = 0; r < rows_.size(); ++r) {
+      auto note = notes_.find(r);
+      if (note != notes_.end()) {
+        if (note->second.first.empty()) {
+          out += "  " + note->second.second;
+        } else {
+          out += Pad(note->second.first, width_[0]) + "  " + note->second.second;
+        }
+        out += '\n';
+        continue;
+      }
+      const auto& row = rows_[r];
+      std::string line;
+      for (size_t i = 0; i < row.size(); ++i) {
+        line += i + 1 == row.size() ? row[i] : Pad(row[i], width_[i]) + "  ";
+      }
+      while (!line.empty() && line.back() == ' ') line.pop_back();
+      out += line + '\n';
+    }
+    return out;
+  }
+
+ private:
+  static std::string Pad(const std::string& s, size_t width) {
+    return s.size() >= width ? s : s + std::string(width - s.size(), ' ');
+  }
+  std::vector<size_t> width_;
+  std::vector<std::vector<std::string>> rows_;
+  std::map<size_t, std::pair<std::string, std::string>> notes_;
+};
+
+std::string Dash(uint64_t v) { return v == 0 ? "-" : std::to_string(v); }
+
+}  // namespace
+
+std::string Printable(std::string_view bytes, size_t bytes_max) {
+  std::string out;
+  size_t n = std::min(bytes.size(), bytes_max);
+  out.reserve(n + 16);
+  for (size_t i = 0; i < n; ++i) {
+    unsigned char c = static_cast<unsigned char>(bytes[i]);
+    switch (c) {
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      case '\\': out += "\\\\"; break;
+      case '"': out += "\\\""; break;
+      default:
+        if (c < 0x20 || c >= 0x7f) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\x%02x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  if (bytes.size() > n) out += "...(" + std::to_string(bytes.size()) + " bytes)";
+  return out;
+}
+
+std::string OneLine(std::string_view message) {
+  std::string out(message);
+  for (char& c : out) {
+    if (static_cast<unsigned char>(c) < 0x20) c = ' ';
+  }
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+std::string FormatStatusTable(const std::vector<rpc::HostPort>& endpoints,
+                              const std::vector<StatusOr<rpc::NodeStatus>>& statuses, bool show_peers) {
+  assert(endpoints.size() == statuses.size());
+  Table t({"ENDPOINT", "ID", "ROLE", "BALLOT", "CHOSEN", "APPLIED", "LEADER", "LEASE_MS", "VERSION", "DIGEST"});
+  for (size_t i = 0; i < endpoints.size(); ++i) {
+    if (!statuses[i].ok()) {
+      t.AddNote(endpoints[i].ToString(), "unreachable: " + OneLine(statuses[i].status().message()));
+      continue;
+    }
+    const rpc::NodeStatus& s = *statuses[i];
+    // A digest prefix is enough to compare nodes by eye; JSON has it whole.
+    std::string digest = s.log_digest.substr(0, 16);
+    t.Add({endpoints[i].ToString(), std::to_string(s.id), s.role, consensus::ToString(s.ballot),
+           std::to_string(s.chosen_slot), std::to_string(s.applied_slot), Dash(s.leader),
+           std::to_string(s.lease_left_ms), s.software_version.empty() ? "-" : s.software_version,
+           digest.empty() ? "-" : digest});
+    if (!show_peers) continue;
+    for (const rpc::PeerStatus& p : s.peers) {
+      std::string heard = p.last_heard_ms_ago < 0 ? "never heard" : "heard " + std::to_string(p.last_heard_ms_ago) + " ms ago";
+      t.AddIndented("node " + std::to_string(s.id) + " sees node " + std::to_string(p.id) + " (" + p.peer_addr +
+                    "): " + (p.connected ? "connected" : "not connected") + ", version " +
+                    (p.software_version.empty() ? "unknown" : p.software_version) + ", " + heard);
+    }
+  }
+  return t.Render();
+}
+
+nlohmann::json StatusJson(const std::vector<rpc::HostPort>& endpoints,
+                          const std::vector<StatusOr<rpc::NodeStatus>>& statuses) {
+  assert(endpoints.size() == statuses.size());
+  nlohmann::json nodes = nlohmann::json::array();
+  size_t answered = 0;
+  for (size_t i = 0; i < endpoints.size(); ++i) {
+    nlohmann::json n;
+    n["endpoint"] = endpoints[i].ToString();
+    if (!statuses[i].ok()) {
+      n["reachable"] = false;
+      n["error"] = OneLine(statuses[i].status().message());
+      nodes.push_back(std::move(n));
+      continue;
+    }
+    ++answered;
+    const rpc::NodeStatus& s = *statuses[i];
+    n["reachable"] = true;
+    n["id"] = s.id;
+    n["role"] = s.role;
+    n["ballot"] = consensus::ToString(s.ballot);
+    n["leader"] = s.leader;
+    n["leader_client_addr"] = s.leader_client_addr;
+    n["chosen_slot"] = s.chosen_slot;
+    n["applied_slot"] = s.applied_slot;
+    n["last_slot"] = s.last_slot;
+    n["lease_left_ms"] = s.lease_left_ms;
+    n["version"] = s.software_version;
+    n["cluster_id"] = s.cluster_id;
+    n["log_digest"] = s.log_digest;
+    n["keys"] = s.keys;
+    n["latest_marker"] = s.latest_marker;
+    n["downgrade_to"] = s.downgrade_to;
+    n["kv_write_model"] = s.kv_write_model;
+    n["eligible"] = s.eligible;
+    n["ineligible_reason"] = s.ineligible_reason;
+    n["stuck_at_slot"] = s.stuck_at_slot;
+    nlohmann::json peers = nlohmann::json::array();
+    for (const rpc::PeerStatus& p : s.peers) {
+      peers.push_back({{"id", p.id},
+                       {"peer_addr", p.peer_addr},
+                       {"connected", p.connected},
+                       {"version", p.software_version},
+                       {"last_heard_ms_ago", p.last_heard_ms_ago}});
+    }
+    n["peers"] = std::move(peers);
+    nodes.push_back(std::move(n));
+  }
+  return {{"ok", answered > 0}, {"answered", answered}, {"endpoints", endpoints.size()}, {"nodes", std::move(nodes)}};
+}
+
+std::string FormatLogTable(const std::vector<rpc::LogRow>& rows) {
+  Table t({"SLOT", "TYPE", "SIZE", "SUMMARY"});
+  for (const rpc::LogRow& r : rows) {
+    t.Add({std::to_string(r.slot), Printable(r.type, 40), std::to_string(r.size_bytes), Printable(r.summary, 120)});
+  }
+  return t.Render();
+}
+
+nlohmann::json LogJson(uint64_t from_slot, const std::vector<rpc::LogRow>& rows) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const rpc::LogRow& r : rows) {
+    out.push_back({{"slot", r.slot}, {"type", r.type}, {"size_bytes", r.size_bytes}, {"summary", r.summary}});
+  }
+  uint64_t next = rows.empty() ? from_slot : rows.back().slot + 1;
+  return {{"ok", true}, {"from", from_slot}, {"next_from", next}, {"rows", std::move(out)}};
+}
+
+std::string DumpJson(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace ts::node

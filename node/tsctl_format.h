@@ -1,0 +1,46 @@
+// Output formatting of tsctl: the status and log tables, their JSON forms,
+// and the one-line rendering of arbitrary keys and values in messages.
+// Pure functions, so tests can check the text without a cluster.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "consensus/status.h"
+#include "rpc/client_protocol.h"
+#include "rpc/transport.h"
+
+namespace ts::node {
+
+// Renders bytes on one line: backslash, quote and control or non-ASCII bytes
+// escaped (\n, \t, \xNN); more than `bytes_max` bytes are cut with a
+// "...(N bytes)" suffix. Never contains a newline.
+std::string Printable(std::string_view bytes, size_t bytes_max = 200);
+
+// Makes an error message safe for the one-line stderr contract: newlines and
+// other control characters become spaces.
+std::string OneLine(std::string_view message);
+
+// `tsctl status` table: a header and one row per endpoint, in the order
+// given; an endpoint whose status is an error is a row "unreachable: reason".
+// `statuses[i]` belongs to `endpoints[i]`. With `show_peers`, each answering
+// node is followed by its view of the other members.
+std::string FormatStatusTable(const std::vector<rpc::HostPort>& endpoints,
+                              const std::vector<StatusOr<rpc::NodeStatus>>& statuses, bool show_peers);
+
+// The same as one JSON object: {"nodes": [...], "answered": N, "endpoints": N}.
+nlohmann::json StatusJson(const std::vector<rpc::HostPort>& endpoints,
+                          const std::vector<StatusOr<rpc::NodeStatus>>& statuses);
+
+// `tsctl log` table: SLOT TYPE SIZE SUMMARY, one row per decree.
+std::string FormatLogTable(const std::vector<rpc::LogRow>& rows);
+nlohmann::json LogJson(uint64_t from_slot, const std::vector<rpc::LogRow>& rows);
+
+// Serialises JSON on one line; invalid UTF-8 in keys or values is replaced
+// rather than thrown on (values are arbitrary bytes).
+std::string DumpJson(const nlohmann::json& j);
+
+}  // namespace ts::node

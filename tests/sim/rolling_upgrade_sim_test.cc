@@ -1,0 +1,207 @@
+// The rolling upgrade of spec/003_*, walked deterministically with the real
+// core and the node's version code: the four stages on 3 and 5 nodes, a tie,
+// an unreadable decree, and explicit downgrade. Each test loops over seeds.
+#include <gtest/gtest.h>
+
+#include "tests/sim/versioned_cluster.h"
+
+namespace ts::sim {
+namespace {
+
+using node::Decree;
+using node::DecreeType;
+using node::Semver;
+
+const Semver kA{1, 0, 0};
+const Semver kB{1, 1, 0};
+const Semver kC{1, 2, 0};
+
+bool IsMarker(const Decree& d, const Semver& v) {
+  node::VersionMarker m;
+  return d.header.type == static_cast<uint16_t>(DecreeType::kVersionMarker) &&
+         node::DecodeVersionMarker(d.payload, &m).ok() && m.version == v.ToString();
+}
+
+size_t CountMarkers(const std::vector<Decree>& log, const Semver& v) {
+  size_t n = 0;
+  for (const Decree& d : log) n += IsMarker(d, v);
+  return n;
+}
+
+// Runs `ms` and fails if any node of `version` leads meanwhile.
+void ExpectNeverLeads(VersionedCluster& vc, const Semver& version, uint64_t ms, uint64_t seed) {
+  for (uint64_t i = 0; i < ms; ++i) {
+    vc.Run(1);
+    auto l = vc.Leader();
+    ASSERT_FALSE(l && vc.VersionOf(*l) == version) << "version " << version.ToString() << " led, seed " << seed;
+  }
+}
+
+bool LeaderRuns(VersionedCluster& vc, const Semver& v) {
+  auto l = vc.Leader();
+  return l && vc.VersionOf(*l) == v && vc.cluster().HasStableLeader();
+}
+
+void WalkFourStages(size_t n, uint64_t seed) {
+  VersionedCluster vc(std::vector<Semver>(n, kA), seed);
+  ASSERT_TRUE(vc.Put("k0", "a")) << "seed " << seed;
+  size_t minority = (n - 1) / 2;
+  // Stage 1: fewer than n/2 nodes run B. The leader stays on A; B records.
+  for (NodeId id = 1; id <= minority; ++id) vc.Upgrade(id, kB);
+  ASSERT_TRUE(vc.Put("k1", "a")) << "seed " << seed;
+  ExpectNeverLeads(vc, kB, 1500, seed);
+  ASSERT_TRUE(LeaderRuns(vc, kA)) << "seed " << seed;
+  EXPECT_EQ(CountMarkers(vc.Log(), kB), 0u);
+  for (NodeId id = 1; id <= minority; ++id) EXPECT_FALSE(vc.Stuck(id)) << "B reads A's decrees";
+  // Stage 2: B becomes the majority; leadership passes to B, whose first
+  // decree is its marker.
+  size_t before = vc.first_proposals().size();
+  vc.Upgrade(minority + 1, kB);
+  ASSERT_TRUE(vc.RunUntil([&] { return LeaderRuns(vc, kB); }, 5000)) << "seed " << seed;
+  ASSERT_TRUE(vc.Put("k2", "b")) << "seed " << seed;
+  ASSERT_GT(vc.first_proposals().size(), before);
+  for (size_t i = before; i < vc.first_proposals().size(); ++i) {
+    EXPECT_TRUE(IsMarker(vc.first_proposals()[i], kB) || CountMarkers(vc.Log(), kB) == 1)
+        << "a B leadership began with something other than B's marker, seed " << seed;
+  }
+  ASSERT_EQ(CountMarkers(vc.Log(), kB), 1u) << "seed " << seed;
+  // With the marker applied, B writes its own format (model 2) from now on.
+  ASSERT_TRUE(vc.Put("k2", "b")) << "seed " << seed;
+  EXPECT_EQ(vc.Log().back().header.model_version, 2) << "seed " << seed;
+  // Stage 3: A nodes record but never lead, even when every B node but one
+  // is paused (B has then only a minority of live nodes).
+  for (NodeId id = n; id > minority + 1; --id) EXPECT_EQ(vc.VersionOf(id), kA);
+  ExpectNeverLeads(vc, kA, 1000, seed);
+  for (NodeId id = 1; id <= minority; ++id) vc.Pause(id, true);
+  ExpectNeverLeads(vc, kA, 2000, seed);
+  for (NodeId id = minority + 2; id <= n; ++id) EXPECT_TRUE(vc.Stuck(id)) << "A meets B's model-2 decrees";
+  for (NodeId id = 1; id <= minority; ++id) vc.Pause(id, false);
+  // Stage 4: all run B.
+  for (NodeId id = minority + 2; id <= n; ++id) vc.Upgrade(id, kB);
+  ASSERT_TRUE(vc.Put("k3", "b")) << "seed " << seed;
+  vc.Run(500);
+  for (NodeId id = 1; id <= n; ++id) {
+    EXPECT_FALSE(vc.Stuck(id)) << "node " << id << " seed " << seed;
+    EXPECT_EQ(vc.value(id, "k2"), "b") << "node " << id << " seed " << seed;
+  }
+  EXPECT_EQ(CountMarkers(vc.Log(), kB), 1u) << "exactly one marker per version, seed " << seed;
+  EXPECT_EQ(CountMarkers(vc.Log(), kA), 1u) << "seed " << seed;
+  EXPECT_EQ(vc.cluster().CheckAgreement(), "");
+}
+
+TEST(RollingUpgradeSim, FourStages_ThreeNodes) {
+  for (uint64_t seed = 1; seed <= 10; ++seed) WalkFourStages(3, seed);
+}
+
+TEST(RollingUpgradeSim, FourStages_FiveNodes) {
+  for (uint64_t seed = 1; seed <= 10; ++seed) WalkFourStages(5, seed);
+}
+
+TEST(RollingUpgradeSim, Tie_EachTiedVersionMayLeadTheOtherNever) {
+  // 5 members: two A, two B, one C; a fresh log has no marker.
+  std::set<std::string> first_leaders;
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    VersionedCluster vc({kA, kA, kB, kB, kC}, seed);
+    ASSERT_TRUE(vc.RunUntil([&] { return vc.cluster().HasStableLeader(); }, 5000)) << "seed " << seed;
+    first_leaders.insert(vc.VersionOf(*vc.Leader()).ToString());
+    ExpectNeverLeads(vc, kC, 500, seed);
+    EXPECT_TRUE(vc.Eligible(1) || vc.state(1).latest_marker() == kB);
+    EXPECT_FALSE(vc.Eligible(5)) << "C is not among the most common versions";
+  }
+  EXPECT_TRUE(first_leaders.count("1.0.0")) << "A never led first in 40 seeds";
+  EXPECT_TRUE(first_leaders.count("1.1.0")) << "B never led first in 40 seeds";
+  EXPECT_FALSE(first_leaders.count("1.2.0"));
+}
+
+TEST(RollingUpgradeSim, UnreadableDecree_RecorderKeepsGoingAndIsNeverElected) {
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    VersionedCluster vc({kB, kB, kB}, seed);
+    ASSERT_TRUE(vc.Put("x", "1"));  // model 2, after B's marker
+    vc.Upgrade(3, kA);              // an old binary on node 3: cannot read it
+    ASSERT_TRUE(vc.Put("y", "2"));
+    vc.Run(300);
+    EXPECT_TRUE(vc.Stuck(3));
+    EXPECT_FALSE(vc.Eligible(3));
+    // It keeps recording: its log is as long as the others'.
+    EXPECT_EQ(vc.cluster().applied(3).size(), vc.cluster().applied(1).size());
+    // Even with node 1 paused, node 3 is never elected (node 2 leads).
+    vc.Pause(1, true);
+    ExpectNeverLeads(vc, kA, 2000, seed);
+    ASSERT_TRUE(vc.Leader().has_value()) << "seed " << seed;
+    EXPECT_EQ(*vc.Leader(), 2u);
+  }
+}
+
+TEST(RollingUpgradeSim, Downgrade_WithoutTheDecreeANeverLeadsWithItAReadsEverything) {
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    VersionedCluster vc({kA, kA, kA}, seed);
+    ASSERT_TRUE(vc.Put("before", "a"));
+    vc.Upgrade(1, kB);
+    vc.Upgrade(2, kB);
+    ASSERT_TRUE(vc.RunUntil([&] { return LeaderRuns(vc, kB); }, 5000));
+    ASSERT_TRUE(vc.Put("during", "b"));  // model 2: node 3 (A) gets stuck
+    // Roll node 1 back to A without a downgrade decree: A is barred by B's
+    // marker and B is no longer the most common version, so nobody may lead
+    // (downgrades are explicit only). A must not lead meanwhile.
+    vc.Upgrade(1, kA);
+    ExpectNeverLeads(vc, kA, 2000, seed);
+    // Put node 1 back on B; B leads again and writes the downgrade,
+    // restating "during" for A.
+    vc.Upgrade(1, kB);
+    ASSERT_TRUE(vc.RunUntil([&] { return LeaderRuns(vc, kB); }, 5000)) << "seed " << seed;
+    ASSERT_EQ(vc.Downgrade(kA), "") << "seed " << seed;
+    vc.Upgrade(1, kA);
+    ASSERT_TRUE(vc.Put("after", "a1"));  // written in a format A reads
+    vc.Upgrade(2, kA);
+    ASSERT_TRUE(vc.RunUntil([&] { return LeaderRuns(vc, kA); }, 5000)) << "seed " << seed;
+    ASSERT_TRUE(vc.Put("last", "a2"));
+    vc.Run(300);
+    for (NodeId id = 1; id <= 3; ++id) {
+      EXPECT_FALSE(vc.Stuck(id)) << "node " << id << " seed " << seed;
+      EXPECT_EQ(vc.value(id, "during"), "b") << "node " << id << " read B's write through the rewrite";
+      EXPECT_EQ(vc.value(id, "after"), "a1");
+      EXPECT_EQ(vc.value(id, "last"), "a2");
+    }
+  }
+}
+
+TEST(RollingUpgradeSim, StaleNode_CannotLeadPastAMarkerItNeverSaw) {
+  // Node 3 (A) is cut off while B's marker is written, so its own log says
+  // nothing of B. After node 1 is rolled back to A without a downgrade, A is
+  // the most common version in node 3's view: only the acceptors' refusal
+  // (their logs hold B's marker) keeps it from leading.
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    VersionedCluster vc({kA, kA, kA}, seed);
+    ASSERT_TRUE(vc.Put("k", "a"));
+    vc.Pause(3, true);
+    vc.Upgrade(1, kB);
+    vc.Upgrade(2, kB);
+    ASSERT_TRUE(vc.RunUntil([&] { return LeaderRuns(vc, kB); }, 5000)) << "seed " << seed;
+    ASSERT_TRUE(vc.Put("k", "b"));
+    ASSERT_FALSE(vc.state(3).barring_marker() == kB);
+    vc.Upgrade(1, kA);
+    vc.Pause(3, false);
+    ExpectNeverLeads(vc, kA, 3000, seed);
+  }
+}
+
+TEST(RollingUpgradeSim, Downgrade_RefusedWhenADecreeCannotBeRestated) {
+  VersionedCluster vc({kB, kB, kB}, 3);
+  ASSERT_TRUE(vc.Put("k", "v"));
+  // Hand-write a two-operation batch (no model-1 form) through the leader.
+  NodeId l = *vc.Leader();
+  Decree d;
+  d.header = vc.state(l).HeaderFor(static_cast<uint16_t>(DecreeType::kKvPut));
+  ASSERT_EQ(d.header.model_version, 2);
+  node::KvBatch b;
+  b.ops.push_back(node::KvOp{d.header.type, node::KvCommand{"a", "1", "", false}});
+  b.ops.push_back(node::KvOp{d.header.type, node::KvCommand{"b", "2", "", false}});
+  d.payload = node::EncodeKvBatch(b);
+  ASSERT_TRUE(vc.cluster().replica(l).Propose(node::EncodeDecree(d)).ok());
+  vc.Run(300);
+  std::string refusal = vc.Downgrade(kA);
+  EXPECT_NE(refusal.find("cannot be rewritten"), std::string::npos) << refusal;
+}
+
+}  // namespace
+}  // namespace ts::sim

@@ -5,6 +5,7 @@
 // after healing the cluster commits again within heal_limit_ms.
 #include "tests/sim/simulation.h"
 
+#include <algorithm>
 #include <map>
 #include <random>
 #include <vector>
@@ -149,7 +150,6 @@ class Run {
       for (NodeId b : c_.members()) c_.Block(a, b, false);
     for (auto& [id, at] : restart_at_) c_.Restart(id);
     restart_at_.clear();
-    uint64_t healed_at = c_.now_ms();
     if (!c_.Commit("final-" + std::to_string(o_.seed), o_.heal_limit_ms)) {
       std::string state;
       for (NodeId id : c_.members()) {
@@ -162,17 +162,24 @@ class Run {
       Fail("no commit within " + std::to_string(o_.heal_limit_ms) + "ms after faults healed" + state);
       return;
     }
-    (void)healed_at;
-    NodeId l = *c_.Leader();
-    // Everyone catches up, then every acknowledged decree must be there.
+    // Everyone catches up to the longest log, then every acknowledged decree
+    // must be there.
+    auto longest = [&] {
+      size_t n = 0;
+      for (NodeId id : c_.members()) n = std::max(n, c_.applied(id).size());
+      return n;
+    };
     c_.RunUntil(
         [&] {
           for (NodeId id : c_.members())
-            if (c_.applied(id).size() < c_.applied(l).size()) return false;
+            if (c_.applied(id).size() < longest()) return false;
           return true;
         },
         o_.heal_limit_ms);
     Fail(c_.CheckAgreement());
+    NodeId l = c_.members()[0];
+    for (NodeId id : c_.members())
+      if (c_.applied(id).size() > c_.applied(l).size()) l = id;
     const auto& log = c_.applied(l);
     for (const auto& [slot, value] : acked_) {
       if (log.size() < slot || log[slot - 1].value != value) {

@@ -1,0 +1,251 @@
+// ProcessCluster; see cluster_harness.h.
+#include "tests/integration/cluster_harness.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#ifndef TS_TSNODE_PATH
+#error "TS_TSNODE_PATH must name the tsnode binary"
+#endif
+
+namespace ts::integration {
+
+double TimingScale() {
+  const char* s = std::getenv("TS_TEST_TIMING_SCALE");
+  double v = s ? std::atof(s) : 1.0;
+  return v >= 1.0 ? v : 1.0;
+}
+
+std::chrono::milliseconds Scaled(std::chrono::milliseconds ms) {
+  return std::chrono::milliseconds(static_cast<int64_t>(static_cast<double>(ms.count()) * TimingScale()));
+}
+
+bool WaitFor(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + Scaled(timeout);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polling interval, not a wait for an outcome
+  }
+  return pred();
+}
+
+std::vector<uint16_t> FreePorts(size_t n) {
+  std::vector<int> fds;
+  std::vector<uint16_t> ports;
+  for (size_t i = 0; i < n; ++i) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = 0;
+    socklen_t len = sizeof a;
+    if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+        getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+      throw std::runtime_error("cannot pick a free port");
+    }
+    fds.push_back(fd);
+    ports.push_back(ntohs(a.sin_port));
+  }
+  for (int fd : fds) close(fd);
+  return ports;
+}
+
+ProcessCluster::ProcessCluster(size_t n, std::vector<std::string> extra_args) : extra_args_(std::move(extra_args)) {
+  char tmpl[] = "/tmp/ts-it-XXXXXX";
+  if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
+  dir_ = tmpl;
+  std::vector<uint16_t> ports = FreePorts(2 * n);
+  std::string peers;
+  for (size_t i = 0; i < n; ++i) {
+    peers += (i ? "," : "") + std::to_string(i + 1) + "=127.0.0.1:" + std::to_string(ports[i]);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    NodeProc p;
+    p.id = static_cast<consensus::NodeId>(i + 1);
+    p.peer = rpc::HostPort{"127.0.0.1", ports[i]};
+    p.client = rpc::HostPort{"127.0.0.1", ports[n + i]};
+    p.data_dir = dir_ + "/node" + std::to_string(i + 1);
+    p.log_path = dir_ + "/node" + std::to_string(i + 1) + ".log";
+    auto ms = [](int v) { return std::to_string(Scaled(std::chrono::milliseconds(v)).count()); };
+    p.args = {"--id",           std::to_string(p.id), "--peers",      peers,
+              "--client-addr",  p.client.ToString(), "--data-dir",   p.data_dir,
+              "--cluster-id",   "it",                "--heartbeat-ms", ms(20),
+              "--lease-ms",     ms(100),             "--drift-ms",   ms(15),
+              "--election-jitter-ms", ms(50)};
+    nodes_.push_back(std::move(p));
+  }
+  for (size_t i = 0; i < n; ++i) Start(i);
+}
+
+ProcessCluster::~ProcessCluster() {
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (nodes_[i].pid > 0) Kill(i);
+  }
+  if (!std::getenv("TS_KEEP_LOGS")) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  } else {
+    std::fprintf(stderr, "integration logs kept in %s\n", dir_.c_str());
+  }
+}
+
+void ProcessCluster::Start(size_t i, std::vector<std::string> extra_args) {
+  NodeProc& p = nodes_[i];
+  std::vector<std::string> args = p.args;
+  args.insert(args.end(), extra_args_.begin(), extra_args_.end());
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
+  pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error("fork failed");
+  if (pid == 0) {
+    int fd = open(p.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd >= 0) {
+      dup2(fd, 1);
+      dup2(fd, 2);
+    }
+    std::vector<char*> argv;
+    std::string bin = TS_TSNODE_PATH;
+    argv.push_back(bin.data());
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(bin.c_str(), argv.data());
+    _exit(127);
+  }
+  p.pid = pid;
+  p.paused = false;
+}
+
+void ProcessCluster::Kill(size_t i) {
+  NodeProc& p = nodes_[i];
+  if (p.pid <= 0) return;
+  kill(p.pid, SIGKILL);
+  waitpid(p.pid, nullptr, 0);
+  p.pid = -1;
+}
+
+void ProcessCluster::Stop(size_t i) {
+  NodeProc& p = nodes_[i];
+  if (p.pid <= 0) return;
+  if (p.paused) kill(p.pid, SIGCONT);
+  kill(p.pid, SIGTERM);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (waitpid(p.pid, nullptr, WNOHANG) == p.pid) {
+      p.pid = -1;
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  Kill(i);
+}
+
+void ProcessCluster::Restart(size_t i, std::vector<std::string> extra_args) {
+  Stop(i);
+  Start(i, std::move(extra_args));
+}
+
+void ProcessCluster::Pause(size_t i) {
+  kill(nodes_[i].pid, SIGSTOP);
+  nodes_[i].paused = true;
+}
+
+void ProcessCluster::Resume(size_t i) {
+  kill(nodes_[i].pid, SIGCONT);
+  nodes_[i].paused = false;
+}
+
+bool ProcessCluster::Alive(size_t i) const {
+  const NodeProc& p = nodes_[i];
+  return p.pid > 0 && waitpid(p.pid, nullptr, WNOHANG) == 0;
+}
+
+std::vector<rpc::HostPort> ProcessCluster::endpoints() const {
+  std::vector<rpc::HostPort> out;
+  for (const NodeProc& p : nodes_) out.push_back(p.client);
+  return out;
+}
+
+std::optional<rpc::NodeStatus> ProcessCluster::StatusOf(size_t i) const {
+  rpc::BlockingClient c;
+  if (!c.Connect(nodes_[i].client, std::chrono::milliseconds(300)).ok()) return std::nullopt;
+  rpc::ClientRequest req;
+  req.op = rpc::ClientOp::kStatus;
+  auto r = c.Call(req, std::chrono::milliseconds(500));
+  if (!r.ok()) return std::nullopt;
+  return r->status;
+}
+
+std::optional<size_t> ProcessCluster::LeaderIndex() const {
+  std::optional<size_t> leader;
+  std::vector<rpc::NodeStatus> answers;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (nodes_[i].pid <= 0 || nodes_[i].paused) continue;
+    auto s = StatusOf(i);
+    if (!s) continue;
+    if (s->role == "leader" && s->lease_left_ms > 0) {
+      if (leader) return std::nullopt;
+      leader = i;
+    }
+    answers.push_back(*s);
+  }
+  if (!leader) return std::nullopt;
+  for (const auto& s : answers) {
+    if (s.leader != nodes_[*leader].id) return std::nullopt;
+  }
+  return leader;
+}
+
+bool ProcessCluster::WaitForLeader(std::chrono::milliseconds timeout) const {
+  return WaitFor([&] { return LeaderIndex().has_value(); }, timeout);
+}
+
+bool ProcessCluster::WaitForConvergence(std::chrono::milliseconds timeout) const {
+  return WaitFor(
+      [&] {
+        std::optional<rpc::NodeStatus> first;
+        for (size_t i = 0; i < nodes_.size(); ++i) {
+          if (nodes_[i].pid <= 0) continue;
+          auto s = StatusOf(i);
+          if (!s) return false;
+          if (!first) first = s;
+          else if (s->applied_slot != first->applied_slot || s->log_digest != first->log_digest) return false;
+        }
+        return first.has_value() && first->applied_slot == first->chosen_slot;
+      },
+      timeout);
+}
+
+node::ClientOptions ProcessCluster::ClientOptionsFor(std::chrono::milliseconds timeout) const {
+  node::ClientOptions o;
+  o.endpoints = endpoints();
+  o.timeout = Scaled(timeout);
+  return o;
+}
+
+std::string ProcessCluster::LogTail(size_t i, size_t lines) const {
+  std::ifstream in(nodes_[i].log_path);
+  std::vector<std::string> all;
+  for (std::string line; std::getline(in, line);) all.push_back(line);
+  std::ostringstream out;
+  for (size_t k = all.size() > lines ? all.size() - lines : 0; k < all.size(); ++k) out << all[k] << "\n";
+  return out.str();
+}
+
+void ProcessCluster::DumpLogs() const {
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    std::fprintf(stderr, "----- node %zu log (tail) -----\n%s", i + 1, LogTail(i).c_str());
+  }
+}
+
+}  // namespace ts::integration

@@ -59,7 +59,7 @@ struct PeerTransportOptions {
   size_t frame_bytes_max = kDefaultFrameBytesMax;
   size_t queue_bytes_max = 64 << 20;               // per peer
   uint64_t backoff_min_ms = 20;
-  uint64_t backoff_max_ms = 1000;
+  uint64_t backoff_max_ms = 250;
 };
 
 class PeerTransport {

@@ -76,7 +76,10 @@ Status Node::Start() {
   for (const auto& [id, addr] : options_.members) {
     if (id != options_.id) {
       topt.peers[id] = addr;
-      peers_[id];
+      // The version view survives restarts: a member not heard since is
+      // counted with the version it last announced, like a paused one.
+      auto v = store_->GetMeta("version/" + std::to_string(id));
+      peers_[id].software_version = v.ok() ? *v : "";
     }
   }
   topt.frame_bytes_max = options_.frame_bytes_max;
@@ -86,7 +89,7 @@ Status Node::Start() {
         auto it = peers_.find(h.node_id);
         if (it == peers_.end()) return;
         it->second.client_addr = h.client_addr;
-        it->second.software_version = h.software_version;
+        RememberVersion(h.node_id, h.software_version);
         it->second.last_heard_ms = NowMs();
         it->second.heard = true;
         spdlog::info("peer {} connected: version {}, client port {}", h.node_id, h.software_version, h.client_addr);
@@ -154,9 +157,25 @@ void Node::OnPeerMessage(consensus::Message&& m) {
   if (it != peers_.end()) {
     it->second.last_heard_ms = NowMs();
     it->second.heard = true;
-    if (version != nullptr && !version->empty()) it->second.software_version = *version;
+    if (version != nullptr && !version->empty() && *version != it->second.software_version) {
+      RememberVersion(m.from, *version);
+    }
   }
   replica_->Step(m);
+}
+
+void Node::RememberVersion(consensus::NodeId id, const std::string& version) {
+  PeerView& view = peers_.at(id);
+  if (view.software_version == version) return;
+  if (!view.software_version.empty()) {
+    spdlog::info("peer {} now runs version {} (was {})", id, version, view.software_version);
+  }
+  view.software_version = version;
+  if (Status s = store_->PutMeta("version/" + std::to_string(id), version); !s.ok()) {
+    spdlog::critical("storage write failed, stopping the node: {}", s.ToString());
+    spdlog::shutdown();
+    std::abort();
+  }
 }
 
 void Node::Flush() {

@@ -80,6 +80,7 @@ class Node {
   void OnClientRequest(rpc::ClientRequest&& req, rpc::ClientServer::Responder respond);
   void HandleWrite(rpc::ClientRequest&& req, rpc::ClientServer::Responder respond);
   void Flush();
+  void RememberVersion(consensus::NodeId id, const std::string& version);
   void Apply(const consensus::Entry& e);
   // Applies one readable decree; false if this node cannot read it.
   bool ApplyDecree(consensus::Slot slot, const std::string& bytes, bool replay_only);

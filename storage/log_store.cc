@@ -193,6 +193,22 @@ Status LogStore::CheckIdentity(const NodeIdentity& id) {
   return Status::Ok();
 }
 
+Status LogStore::PutMeta(const std::string& name, const std::string& value) {
+  rocksdb::WriteOptions wo;
+  wo.sync = options_.sync;
+  return FromRocks(db_->Put(wo, "x/" + name, Seal(value)), "write " + name);
+}
+
+StatusOr<std::string> LogStore::GetMeta(const std::string& name) const {
+  std::string v;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), "x/" + name, &v);
+  if (s.IsNotFound()) return Status::NotFound(name);
+  if (!s.ok()) return FromRocks(s, "read " + name);
+  auto body = Unseal(v, name);
+  if (!body.ok()) return body.status();
+  return std::string(*body);
+}
+
 StatusOr<consensus::Bootstrap> LogStore::LoadBootstrap() const {
   consensus::Bootstrap b;
   std::string v;

@@ -60,6 +60,11 @@ class LogStore : public consensus::LogReader {
 
   consensus::Slot chosen_upto() const { return chosen_upto_; }
 
+  // Small node-level metadata outside the log (e.g. the last version heard
+  // from each member), synced. GetMeta: NotFound if never written.
+  Status PutMeta(const std::string& name, const std::string& value);
+  StatusOr<std::string> GetMeta(const std::string& name) const;
+
  private:
   LogStore(std::unique_ptr<rocksdb::DB> db, StoreOptions options);
   std::unique_ptr<rocksdb::DB> db_;

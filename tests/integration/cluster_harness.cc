@@ -62,7 +62,9 @@ std::vector<uint16_t> FreePorts(size_t n) {
   return ports;
 }
 
-ProcessCluster::ProcessCluster(size_t n, std::vector<std::string> extra_args) : extra_args_(std::move(extra_args)) {
+ProcessCluster::ProcessCluster(size_t n, std::vector<std::string> extra_args,
+                               std::vector<std::vector<std::string>> per_node_args, bool start_now)
+    : extra_args_(std::move(extra_args)) {
   char tmpl[] = "/tmp/ts-it-XXXXXX";
   if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
   dir_ = tmpl;
@@ -84,9 +86,25 @@ ProcessCluster::ProcessCluster(size_t n, std::vector<std::string> extra_args) : 
               "--cluster-id",   "it",                "--heartbeat-ms", ms(20),
               "--lease-ms",     ms(100),             "--drift-ms",   ms(15),
               "--election-jitter-ms", ms(50)};
+    if (i < per_node_args.size()) p.args.insert(p.args.end(), per_node_args[i].begin(), per_node_args[i].end());
     nodes_.push_back(std::move(p));
   }
-  for (size_t i = 0; i < n; ++i) Start(i);
+  if (start_now) {
+    for (size_t i = 0; i < n; ++i) Start(i);
+  }
+}
+
+void ProcessCluster::RestartAs(size_t i, const std::string& version) {
+  std::vector<std::string>& a = nodes_[i].args;
+  for (size_t k = 0; k + 1 < a.size(); ++k) {
+    if (a[k] == "--software-version") {
+      a.erase(a.begin() + static_cast<std::ptrdiff_t>(k), a.begin() + static_cast<std::ptrdiff_t>(k) + 2);
+      break;
+    }
+  }
+  a.push_back("--software-version");
+  a.push_back(version);
+  Restart(i);
 }
 
 ProcessCluster::~ProcessCluster() {

@@ -32,7 +32,11 @@ bool WaitFor(const std::function<bool()>& pred, std::chrono::milliseconds timeou
 
 class ProcessCluster {
  public:
-  explicit ProcessCluster(size_t n, std::vector<std::string> extra_args = {});
+  // Starts `n` nodes with the common flags plus `extra_args`. per_node_args[i]
+  // (if given) is added to node i's flags for good, e.g. its software
+  // version. With start_now false no node is started yet (see Start).
+  explicit ProcessCluster(size_t n, std::vector<std::string> extra_args = {},
+                          std::vector<std::vector<std::string>> per_node_args = {}, bool start_now = true);
   ~ProcessCluster();
   ProcessCluster(const ProcessCluster&) = delete;
   ProcessCluster& operator=(const ProcessCluster&) = delete;
@@ -42,6 +46,8 @@ class ProcessCluster {
   void Kill(size_t i);    // SIGKILL and reap
   void Stop(size_t i);    // SIGTERM, wait (SIGKILL after 10 s)
   void Restart(size_t i, std::vector<std::string> extra_args = {});
+  // Restarts node i announcing `version` from now on (its flags change).
+  void RestartAs(size_t i, const std::string& version);
   void Pause(size_t i);   // SIGSTOP
   void Resume(size_t i);  // SIGCONT
   bool Alive(size_t i) const;

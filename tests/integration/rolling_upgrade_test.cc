@@ -1,0 +1,250 @@
+// The rolling upgrade of spec/003_* with real tsnode processes, one binary
+// playing versions A (1.0.0), B (1.1.0) and C (1.2.0) through
+// --software-version: the four stages on 3 and 5 nodes, a tie, a node that
+// cannot read the log, and explicit downgrade.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "tests/integration/cluster_harness.h"
+
+namespace ts::integration {
+namespace {
+
+using namespace std::chrono_literals;
+using rpc::ClientCode;
+using rpc::ClientOp;
+using rpc::ClientRequest;
+
+const std::string kA = "1.0.0";
+const std::string kB = "1.1.0";
+const std::string kC = "1.2.0";
+
+class RollingUpgradeTest : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    if (HasFailure() && cluster_) cluster_->DumpLogs();
+  }
+
+  bool Write(const std::string& k, const std::string& v, std::chrono::milliseconds timeout = 10000ms) {
+    node::Client c(cluster_->ClientOptionsFor(timeout));
+    ClientRequest r;
+    r.op = ClientOp::kPut;
+    r.key = k;
+    r.value = v;
+    auto resp = c.Call(r);
+    return resp.ok() && resp->code == ClientCode::kOk;
+  }
+
+  std::string LeaderVersion() {
+    auto l = cluster_->LeaderIndex();
+    if (!l) return "";
+    auto s = cluster_->StatusOf(*l);
+    return s ? s->software_version : "";
+  }
+
+  // Polls for `ms`: no node announcing `version` may lead meanwhile.
+  void ExpectNeverLeads(const std::string& version, std::chrono::milliseconds ms) {
+    auto end = std::chrono::steady_clock::now() + Scaled(ms);
+    while (std::chrono::steady_clock::now() < end) {
+      for (size_t i = 0; i < cluster_->size(); ++i) {
+        if (!cluster_->Alive(i)) continue;
+        auto s = cluster_->StatusOf(i);
+        ASSERT_FALSE(s && s->role == "leader" && s->software_version == version)
+            << "node " << i + 1 << " (version " << version << ") leads";
+      }
+    }
+  }
+
+  std::vector<rpc::LogRow> Log() {
+    node::Client c(cluster_->ClientOptionsFor());
+    std::vector<rpc::LogRow> rows;
+    for (uint64_t from = 1;;) {
+      ClientRequest r;
+      r.op = ClientOp::kLog;
+      r.from_slot = from;
+      r.limit = 1000;
+      auto resp = c.Call(r);
+      if (!resp.ok() || resp->log.empty()) break;
+      rows.insert(rows.end(), resp->log.begin(), resp->log.end());
+      from = resp->log.back().slot + 1;
+    }
+    return rows;
+  }
+
+  void WalkFourStages(size_t n) {
+    cluster_ = std::make_unique<ProcessCluster>(n);
+    ASSERT_TRUE(cluster_->WaitForLeader(10s));
+    ASSERT_TRUE(Write("k0", "a"));
+    size_t minority = (n - 1) / 2;
+    // Stage 1: B is a minority; A keeps leading, also across a leader crash.
+    for (size_t i = 0; i < minority; ++i) cluster_->RestartAs(i, kB);
+    ASSERT_TRUE(Write("k1", "a"));
+    ASSERT_EQ(LeaderVersion(), kA);
+    size_t a_leader = *cluster_->LeaderIndex();
+    cluster_->Kill(a_leader);
+    ASSERT_TRUE(cluster_->WaitForLeader(10s));
+    EXPECT_EQ(LeaderVersion(), kA) << "a B node took over while B was a minority";
+    cluster_->Start(a_leader);
+    ASSERT_TRUE(Write("k1b", "a"));
+    // Stage 2: B becomes the majority; leadership passes to B, which writes
+    // its marker once and then its own format.
+    cluster_->RestartAs(minority, kB);
+    ASSERT_TRUE(WaitFor([&] { return LeaderVersion() == kB; }, 15s)) << "leadership did not pass to B";
+    ASSERT_TRUE(Write("k2", "b"));
+    ASSERT_TRUE(Write("k2b", "b"));
+    auto rows = Log();
+    size_t markers_b = 0, marker_at = 0;
+    for (const auto& r : rows) {
+      if (r.summary == "version " + kB) {
+        ++markers_b;
+        marker_at = r.slot;
+      }
+    }
+    ASSERT_EQ(markers_b, 1u) << "exactly one marker per version";
+    for (const auto& r : rows) {
+      if (r.summary.find("(model 2)") != std::string::npos) {
+        EXPECT_GT(r.slot, marker_at) << "B's format before its marker";
+      }
+    }
+    // Stage 3: A nodes keep recording but never lead, also with every B node
+    // but one paused.
+    for (size_t i = 0; i < minority; ++i) cluster_->Pause(i);
+    ASSERT_TRUE(Write("k3", "b", 15000ms));
+    ExpectNeverLeads(kA, 1500ms);
+    auto lead = cluster_->StatusOf(*cluster_->LeaderIndex());
+    ASSERT_TRUE(lead.has_value());
+    for (size_t i = minority + 1; i < n; ++i) {
+      ASSERT_TRUE(WaitFor([&] {
+        auto s = cluster_->StatusOf(i);
+        return s && s->chosen_slot >= lead->chosen_slot && !s->eligible;
+      }, 5s)) << "A node " << i + 1 << " does not record B's decrees";
+    }
+    for (size_t i = 0; i < minority; ++i) cluster_->Resume(i);
+    // Stage 4: all run B; every node reads everything.
+    for (size_t i = minority + 1; i < n; ++i) cluster_->RestartAs(i, kB);
+    ASSERT_TRUE(Write("k4", "b"));
+    ASSERT_TRUE(cluster_->WaitForConvergence(15s));
+    for (size_t i = 0; i < n; ++i) {
+      auto s = cluster_->StatusOf(i);
+      ASSERT_TRUE(s.has_value());
+      EXPECT_EQ(s->stuck_at_slot, 0u) << "node " << i + 1;
+      EXPECT_EQ(s->latest_marker, kB);
+    }
+  }
+
+  std::unique_ptr<ProcessCluster> cluster_;
+};
+
+TEST_F(RollingUpgradeTest, FourStages_ThreeNodes) { WalkFourStages(3); }
+TEST_F(RollingUpgradeTest, FourStages_FiveNodes) { WalkFourStages(5); }
+
+TEST_F(RollingUpgradeTest, Tie_EachTiedVersionMayLeadTheOtherNever) {
+  // Members: A, A, B, B, C. Only A, A and C start: A leads (tied with B once
+  // B is heard). Then a fresh cluster where B, B and C start first: B leads.
+  std::vector<std::vector<std::string>> versions = {
+      {"--software-version", kA}, {"--software-version", kA}, {"--software-version", kB},
+      {"--software-version", kB}, {"--software-version", kC}};
+  for (const auto& [first, later, expect] : {std::tuple{std::vector<size_t>{0, 1, 4}, std::vector<size_t>{2, 3}, kA},
+                                            std::tuple{std::vector<size_t>{2, 3, 4}, std::vector<size_t>{0, 1}, kB}}) {
+    cluster_ = std::make_unique<ProcessCluster>(5, std::vector<std::string>{}, versions, /*start_now=*/false);
+    for (size_t i : first) cluster_->Start(i);
+    ASSERT_TRUE(cluster_->WaitForLeader(10s));
+    EXPECT_EQ(LeaderVersion(), expect);
+    for (size_t i : later) cluster_->Start(i);
+    ASSERT_TRUE(Write("tie", "x"));
+    ASSERT_TRUE(WaitFor([&] {
+      auto s = cluster_->StatusOf(4);
+      return s && !s->eligible && s->ineligible_reason.find("most common") != std::string::npos;
+    }, 5s)) << "C must be ineligible: not among the most common versions";
+    ExpectNeverLeads(kC, 1000ms);
+    // Kill leaders twice: C still never takes over.
+    for (int round = 0; round < 2; ++round) {
+      auto l = cluster_->LeaderIndex();
+      ASSERT_TRUE(l.has_value());
+      cluster_->Kill(*l);
+      ASSERT_TRUE(cluster_->WaitForLeader(10s));
+      EXPECT_NE(LeaderVersion(), kC);
+      cluster_->Start(*l);
+    }
+  }
+}
+
+TEST_F(RollingUpgradeTest, UnreadableDecree_NodeKeepsRecordingAndIsNeverElected) {
+  cluster_ = std::make_unique<ProcessCluster>(3, std::vector<std::string>{},
+                                              std::vector<std::vector<std::string>>(3, {"--software-version", kB}));
+  ASSERT_TRUE(cluster_->WaitForLeader(10s));
+  ASSERT_TRUE(Write("x", "1"));
+  ASSERT_TRUE(Write("y", "2"));  // model 2 now that B's marker is applied
+  cluster_->RestartAs(2, kA);    // an old binary on node 3
+  ASSERT_TRUE(WaitFor([&] {
+    auto s = cluster_->StatusOf(2);
+    return s && s->stuck_at_slot > 0 && !s->eligible;
+  }, 10s)) << "node 3 should be stuck at an unreadable decree";
+  ASSERT_TRUE(Write("z", "3"));
+  // With node 1 paused, node 3 must still never lead: node 2 does.
+  size_t paused = cluster_->LeaderIndex() == 2 ? 1 : 0;
+  cluster_->Pause(paused);
+  ASSERT_TRUE(Write("w", "4", 15000ms));
+  ExpectNeverLeads(kA, 2000ms);
+  EXPECT_TRUE(cluster_->Alive(2));
+  auto s3 = cluster_->StatusOf(2);
+  auto leader = cluster_->StatusOf(*cluster_->LeaderIndex());
+  ASSERT_TRUE(s3 && leader);
+  EXPECT_GE(s3->chosen_slot + 1, leader->chosen_slot) << "the stuck node keeps recording";
+  cluster_->Resume(paused);
+}
+
+TEST_F(RollingUpgradeTest, Downgrade_WithoutItANeverLeadsWithItAReadsEverything) {
+  cluster_ = std::make_unique<ProcessCluster>(3, std::vector<std::string>{},
+                                              std::vector<std::vector<std::string>>(3, {"--software-version", kB}));
+  ASSERT_TRUE(cluster_->WaitForLeader(10s));
+  ASSERT_TRUE(Write("before", "b0"));
+  ASSERT_TRUE(Write("during", "b1"));  // model 2
+  cluster_->RestartAs(2, kA);
+  // Without a downgrade decree the A node never leads, even with node 1 paused.
+  size_t paused = cluster_->LeaderIndex() == 1 ? 0 : 1;
+  if (cluster_->LeaderIndex() == 0) paused = 0;
+  cluster_->Pause(paused);
+  ASSERT_TRUE(Write("still-b", "b2", 15000ms));
+  ExpectNeverLeads(kA, 1500ms);
+  cluster_->Resume(paused);
+  // The downgrade: refused for a version that is not older, accepted for A.
+  node::Client c(cluster_->ClientOptionsFor(10000ms));
+  ClientRequest bad;
+  bad.op = ClientOp::kDowngrade;
+  bad.value = kC;
+  auto refused = c.Call(bad);
+  ASSERT_TRUE(refused.ok());
+  EXPECT_EQ(refused->code, ClientCode::kBadRequest) << refused->message;
+  ClientRequest down;
+  down.op = ClientOp::kDowngrade;
+  down.value = kA;
+  auto ok = c.Call(down);
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  ASSERT_EQ(ok->code, ClientCode::kOk) << ok->message;
+  ASSERT_TRUE(WaitFor([&] {
+    auto s = cluster_->StatusOf(2);
+    return s && s->stuck_at_slot == 0 && s->applied_slot == s->chosen_slot && s->downgrade_to == kA;
+  }, 10s)) << "the A node did not resume after the downgrade";
+  ASSERT_TRUE(Write("after", "a1"));
+  // Roll the B nodes back to A: A leads and reads everything.
+  cluster_->RestartAs(0, kA);
+  cluster_->RestartAs(1, kA);
+  ASSERT_TRUE(WaitFor([&] { return LeaderVersion() == kA; }, 15s));
+  ASSERT_TRUE(Write("last", "a2"));
+  ASSERT_TRUE(cluster_->WaitForConvergence(15s));
+  node::Client reader(cluster_->ClientOptionsFor());
+  for (auto [k, v] : {std::pair{"before", "b0"}, std::pair{"during", "b1"}, std::pair{"still-b", "b2"},
+                      std::pair{"after", "a1"}, std::pair{"last", "a2"}}) {
+    ClientRequest g;
+    g.op = ClientOp::kGet;
+    g.key = k;
+    auto r = reader.Call(g);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->value, v) << k;
+  }
+}
+
+}  // namespace
+}  // namespace ts::integration

@@ -14,7 +14,11 @@ exclude="long|fuzz"
 ctest_extra=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    --sanitize) setup_args+=(--sanitize); build_dir="${BUILD_DIR:-build-asan}" ;;
+    --sanitize)
+      setup_args+=(--sanitize); build_dir="${BUILD_DIR:-build-asan}"
+      # Sanitized processes run several times slower: longer timings and
+      # deadlines in the multi-process tests (the proofs stay the same).
+      export TS_TEST_TIMING_SCALE="${TS_TEST_TIMING_SCALE:-3}" ;;
     --long) exclude="fuzz"; export TS_SIM_SEEDS="${TS_SIM_SEEDS:-20000}" ;;
     --fuzz) exclude="long" ;;
     --) shift; ctest_extra=("$@"); break ;;

@@ -16,10 +16,10 @@
 namespace ts::node {
 
 using Clock = std::chrono::steady_clock;
-using std::chrono::milliseconds;
 using rpc::ClientCode;
 using rpc::ClientOp;
 using rpc::HostPort;
+using std::chrono::milliseconds;
 
 namespace {
 
@@ -33,9 +33,8 @@ constexpr size_t kConnectionsMax = 16;
 // before the write is sent rather than after.
 constexpr milliseconds kWriteIdleReuseMax{1000};
 
-milliseconds Left(Clock::time_point deadline) {
-  return std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
-}
+// Time left, rounded up: a deadline 0.4 ms away still allows a 1 ms wait.
+milliseconds Left(Clock::time_point deadline) { return std::chrono::ceil<milliseconds>(deadline - Clock::now()); }
 
 bool SaysOutcomeUnknown(const std::string& message) {
   return message.find("outcome") != std::string::npos && message.find("unknown") != std::string::npos;
@@ -129,8 +128,8 @@ StatusOr<rpc::ClientResponse> Client::Call(rpc::ClientRequest req) {
 
   ErrorList unreachable;  // endpoints that could not be reached, and why
   bool any_answer = false;
-  Status last = Status::Unavailable("deadline of " + std::to_string(options_.timeout.count()) +
-                                    " ms passed before any attempt");
+  Status last =
+      Status::Unavailable("deadline of " + std::to_string(options_.timeout.count()) + " ms passed before any attempt");
   std::optional<HostPort> next;  // a hint to follow or a node to retry, before the round goes on
   size_t cursor = 0;
   size_t hops = 0;  // hints followed since the last backoff
@@ -146,6 +145,17 @@ StatusOr<rpc::ClientResponse> Client::Call(rpc::ClientRequest req) {
   auto forget_leader = [&](const HostPort& target) {
     if (leader_ && Same(*leader_, target)) leader_.reset();
   };
+  // Queues a leader address a node gave us, unless it is unusable.
+  auto follow = [&](const std::string& hint_text, const HostPort& target) {
+    if (hint_text.empty()) return;  // no hint: the round goes on; its end backs off
+    auto hint = rpc::ParseHostPort(hint_text);
+    if (!hint.ok() || Same(*hint, target)) return;
+    ++stats_.redirects;
+    // Hints that chase each other mean the nodes disagree mid-election.
+    if (++hops > order.size()) back_off();
+    next = *hint;
+  };
+  std::optional<HostPort> says_it_leads;  // confirmed by a status probe in this call
 
   while (Left(deadline).count() > 0) {
     HostPort target;
@@ -170,6 +180,40 @@ StatusOr<rpc::ClientResponse> Client::Call(rpc::ClientRequest req) {
       forget_leader(target);
       continue;
     }
+    if (write && !(leader_ && Same(*leader_, target)) && !(says_it_leads && Same(*says_it_leads, target))) {
+      // A write is sent only to a node known to lead: once sent, a silent
+      // node (paused, partitioned) leaves its outcome unknown, so a follower
+      // that hangs must not get it. Asking for status first costs one round
+      // trip and is safe to time out and retry elsewhere.
+      milliseconds probe_timeout = std::min(Left(deadline), options_.read_attempt_timeout);
+      if (probe_timeout.count() <= 0) break;
+      ++stats_.probes;
+      rpc::ClientRequest probe;
+      probe.op = ClientOp::kStatus;
+      auto p = (*conn)->Call(std::move(probe), probe_timeout);
+      if (!p.ok()) {
+        DropConnection(target);
+        unreachable.Set(target, p.status().message());
+        last = p.status();
+        continue;
+      }
+      any_answer = true;
+      unreachable.Erase(target);
+      if (p->code == ClientCode::kOk && p->status.role == "leader") {
+        says_it_leads = target;
+      } else if (p->code == ClientCode::kOk) {
+        const std::string& hint = p->status.leader_client_addr;
+        last = Status::Unavailable(target.ToString() + " is " +
+                                   (p->status.role.empty() ? "not the leader" : p->status.role) +
+                                   (hint.empty() ? " and knows no leader" : "; leader is " + hint));
+        follow(hint, target);
+        continue;
+      } else {
+        last = Status::Unavailable(target.ToString() + ": " + p->message);
+        follow(p->leader_hint, target);
+        continue;
+      }
+    }
     milliseconds attempt = write ? Left(deadline) : std::min(Left(deadline), options_.read_attempt_timeout);
     if (attempt.count() <= 0) break;
     ++stats_.attempts;
@@ -193,20 +237,12 @@ StatusOr<rpc::ClientResponse> Client::Call(rpc::ClientRequest req) {
       case ClientCode::kNotLeader:
       case ClientCode::kUnavailable: {
         forget_leader(target);
+        if (says_it_leads && Same(*says_it_leads, target)) says_it_leads.reset();
         if (resp.code == ClientCode::kUnavailable && write && SaysOutcomeUnknown(resp.message)) {
           return Status::Unavailable("outcome unknown: " + target.ToString() + ": " + resp.message);
         }
         last = Status::Unavailable(target.ToString() + ": " + resp.message);
-        if (!resp.leader_hint.empty()) {
-          auto hint = rpc::ParseHostPort(resp.leader_hint);
-          if (hint.ok() && !Same(*hint, target)) {
-            ++stats_.redirects;
-            // Hints that chase each other mean the nodes disagree mid-election.
-            if (++hops > order.size()) back_off();
-            next = *hint;
-          }
-        }
-        // No usable hint: go on with the round; its end backs off.
+        follow(resp.leader_hint, target);
         continue;
       }
       case ClientCode::kBusy:
@@ -225,9 +261,15 @@ StatusOr<rpc::ClientResponse> Client::Call(rpc::ClientRequest req) {
 }
 
 StatusOr<rpc::NodeStatus> Client::StatusOf(const HostPort& endpoint) const {
-  const Clock::time_point deadline = Clock::now() + options_.timeout;
+  return StatusWithin(endpoint, options_.timeout);
+}
+
+std::vector<StatusOr<rpc::NodeStatus>> Client::StatusOfAll() const { return StatusOfAllWithin(options_.timeout); }
+
+StatusOr<rpc::NodeStatus> Client::StatusWithin(const HostPort& endpoint, milliseconds timeout) const {
+  const Clock::time_point deadline = Clock::now() + timeout;
   rpc::BlockingClient conn;
-  Status s = conn.Connect(endpoint, std::min(options_.connect_timeout, options_.timeout));
+  Status s = conn.Connect(endpoint, std::min(options_.connect_timeout, timeout));
   if (!s.ok()) return s;
   milliseconds left = Left(deadline);
   if (left.count() <= 0) return Status::Unavailable(endpoint.ToString() + ": no time left after connecting");
@@ -244,13 +286,14 @@ StatusOr<rpc::NodeStatus> Client::StatusOf(const HostPort& endpoint) const {
   return std::move(r->status);
 }
 
-std::vector<StatusOr<rpc::NodeStatus>> Client::StatusOfAll() const {
+std::vector<StatusOr<rpc::NodeStatus>> Client::StatusOfAllWithin(milliseconds timeout) const {
   // One thread per endpoint: a paused node must not delay the others' rows.
   std::vector<std::optional<StatusOr<rpc::NodeStatus>>> slots(options_.endpoints.size());
   std::vector<std::thread> threads;
   threads.reserve(options_.endpoints.size());
   for (size_t i = 0; i < options_.endpoints.size(); ++i) {
-    threads.emplace_back([this, i, &slots] { slots[i].emplace(StatusOf(options_.endpoints[i])); });
+    threads.emplace_back(
+        [this, i, timeout, &slots] { slots[i].emplace(StatusWithin(options_.endpoints[i], timeout)); });
   }
   for (std::thread& t : threads) t.join();
   std::vector<StatusOr<rpc::NodeStatus>> out;
@@ -263,7 +306,9 @@ std::vector<StatusOr<rpc::NodeStatus>> Client::StatusOfAll() const {
 }
 
 StatusOr<HostPort> Client::FindLeader() {
-  std::vector<StatusOr<rpc::NodeStatus>> all = StatusOfAll();
+  // A silent node cannot lead anyone; do not wait the whole deadline for it.
+  std::vector<StatusOr<rpc::NodeStatus>> all =
+      StatusOfAllWithin(std::min(options_.timeout, options_.read_attempt_timeout));
   assert(all.size() == options_.endpoints.size());
   ErrorList unreachable;
   const rpc::NodeStatus* best_leader = nullptr;  // a node that says it leads

@@ -14,6 +14,10 @@
 //  - a write whose connection times out or breaks after it was sent: the
 //    outcome is unknown; return Unavailable("outcome unknown: ...") rather
 //    than retrying. A read-only request is retried on another endpoint.
+//  - so that a hung follower (paused, partitioned) cannot strand a write,
+//    a write goes only to the remembered leader or to a node that has just
+//    said, in answer to a status probe, that it leads. A probe is read-only
+//    and retried elsewhere when it times out.
 // Every other answer (ok, compare failed, not found, bad request, internal)
 // is final and returned to the caller as a ClientResponse.
 //
@@ -42,7 +46,7 @@ struct ClientOptions {
   std::chrono::milliseconds connect_timeout{1000};  // one connection attempt
   // One attempt of a read-only request (get, status, log) before trying
   // another node; writes always wait until the overall deadline.
-  std::chrono::milliseconds read_attempt_timeout{2000};
+  std::chrono::milliseconds read_attempt_timeout{1000};
   std::chrono::milliseconds backoff_min{10};
   std::chrono::milliseconds backoff_max{200};
 };
@@ -50,10 +54,11 @@ struct ClientOptions {
 // Counters for tests and tools: how a client got its answers.
 struct ClientStats {
   uint64_t calls = 0;
-  uint64_t attempts = 0;          // requests sent (a call may send several)
-  uint64_t redirects = 0;         // leader hints followed
+  uint64_t attempts = 0;   // requests sent (a call may send several)
+  uint64_t redirects = 0;  // leader hints followed
   uint64_t connect_failures = 0;
   uint64_t backoffs = 0;
+  uint64_t probes = 0;  // status probes before a write to an unconfirmed node
 };
 
 class Client {
@@ -65,10 +70,10 @@ class Client {
   Client& operator=(const Client&) = delete;
 
   // Sends `req` (its id is assigned by the connection) following the rules
-  // above, within options.timeout. Put, get, cas and delete go to the leader
-  // (the last known one first), as do other leader operations (downgrade);
-  // status and log are answered by the first node
-  // that answers, the last known leader first, and are never redirected.
+  // above, within options.timeout. Put, get, cas, delete and any other
+  // leader operation go to the leader, the last known one first; status and
+  // log are answered by the first node that answers (the last known leader
+  // first) and are never redirected.
   // Returns the final ClientResponse, or:
   //   Unavailable("cluster unreachable: ...") if no node could be reached,
   //   Unavailable("no leader: ...") if nodes answered but none could serve it,
@@ -83,7 +88,8 @@ class Client {
   // StatusOf for every endpoint, concurrently; result i is endpoint i's.
   std::vector<StatusOr<rpc::NodeStatus>> StatusOfAll() const;
 
-  // Finds the leader's client endpoint from the statuses of every endpoint:
+  // Finds the leader's client endpoint from the statuses of every endpoint
+  // (each given options.read_attempt_timeout to answer):
   // the answering node that calls itself leader with the highest ballot,
   // else the leader address the answering nodes report. Remembers it as the
   // last leader. Unavailable if no node answers or none knows a leader.
@@ -107,6 +113,8 @@ class Client {
   StatusOr<rpc::BlockingClient*> ConnectionTo(const rpc::HostPort& target, std::chrono::milliseconds timeout,
                                               bool for_write);
   void DropConnection(const rpc::HostPort& target);
+  StatusOr<rpc::NodeStatus> StatusWithin(const rpc::HostPort& endpoint, std::chrono::milliseconds timeout) const;
+  std::vector<StatusOr<rpc::NodeStatus>> StatusOfAllWithin(std::chrono::milliseconds timeout) const;
 
   ClientOptions options_;
   std::optional<rpc::HostPort> leader_;

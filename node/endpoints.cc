@@ -47,7 +47,8 @@ StatusOr<std::vector<rpc::HostPort>> ParseEndpointList(std::string_view text, st
   size_t pos = 0;
   while (true) {
     size_t comma = text.find(',', pos);
-    std::string_view item = Trim(text.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos));
+    std::string_view item =
+        Trim(text.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos));
     if (item.empty()) {
       return Status::InvalidArgument(where + ": empty item in endpoint list '" + std::string(text) + "'");
     }

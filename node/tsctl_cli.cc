@@ -3,13 +3,11 @@
 #include "node/tsctl_cli.h"
 
 #include <CLI/CLI.hpp>
-
 #include <cassert>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "node/client.h"
 #include "node/endpoints.h"
@@ -81,33 +79,34 @@ std::unique_ptr<CLI::App> BuildApp(Args* a) {
   app->require_subcommand(1);
   app->footer(kFooter);
 
-  CLI::App* status = app->add_subcommand(
-      "status", "Ask every endpoint for its status and print one row per node (unreachable nodes included); "
-                "exit 0 if at least one node answered");
+  CLI::App* status =
+      app->add_subcommand("status",
+                          "Ask every endpoint for its status and print one row per node (unreachable nodes included); "
+                          "exit 0 if at least one node answered");
   status->add_flag("--peers", a->peers, "Also print each node's view of the other members (connection, version)");
 
   CLI::App* put = app->add_subcommand("put", "put KEY VALUE: store VALUE under KEY; prints the slot it was chosen in");
   put->add_option("KEY", a->key, "Key (1 or more bytes)")->required();
   put->add_option("VALUE", a->value, "Value (may be empty: \"\")")->required();
 
-  CLI::App* get = app->add_subcommand(
-      "get", "get KEY: print the value of KEY (linearizable read on the leader); exit 1 if absent");
+  CLI::App* get =
+      app->add_subcommand("get", "get KEY: print the value of KEY (linearizable read on the leader); exit 1 if absent");
   get->add_option("KEY", a->key, "Key")->required();
 
   CLI::App* cas = app->add_subcommand(
-      "cas", "cas KEY EXPECTED NEW | cas --absent KEY NEW: set KEY to NEW if its value is EXPECTED (or, with "
-             "--absent, if KEY does not exist); prints the slot; exit 1 if the comparison fails");
+      "cas",
+      "cas KEY EXPECTED NEW | cas --absent KEY NEW: set KEY to NEW if its value is EXPECTED (or, with "
+      "--absent, if KEY does not exist); prints the slot; exit 1 if the comparison fails");
   cas->add_flag("--absent", a->absent, "Require KEY to be absent instead of comparing with EXPECTED");
-  cas->add_option("ARGS", a->cas_args, "KEY EXPECTED NEW, or KEY NEW with --absent")
-      ->expected(2, 3)
-        ->required();
+  cas->add_option("ARGS", a->cas_args, "KEY EXPECTED NEW, or KEY NEW with --absent")->expected(2, 3)->required();
 
   CLI::App* del = app->add_subcommand("delete", "delete KEY: remove KEY; prints the slot; exit 1 if absent");
   del->add_option("KEY", a->key, "Key")->required();
 
   CLI::App* log = app->add_subcommand(
-      "log", "Print chosen decrees of the replicated log (asked of the leader, else any node): slot, type, size, "
-             "summary");
+      "log",
+      "Print chosen decrees of the replicated log (asked of the leader, else any node): slot, type, size, "
+      "summary");
   log->add_option("--from", a->from, "First slot to print")->check(CLI::PositiveNumber)->capture_default_str();
   log->add_option("--limit", a->limit, "Most rows to print (1..1000)")
       ->check(CLI::Range(uint32_t{1}, kLogLimitMax))
@@ -121,6 +120,13 @@ class Command {
   Command(const Args& args, std::ostream& out, std::ostream& err) : args_(args), out_(out), err_(err) {}
 
   int Run(const std::string& name) {
+    // Argument errors first: they need no endpoints.
+    if (name == "cas" && args_.cas_args.size() != (args_.absent ? 2u : 3u)) {
+      return Fail(kExitUsage,
+                  args_.absent
+                      ? "bad arguments: cas --absent takes KEY NEW; see tsctl cas --help"
+                      : "bad arguments: cas takes KEY EXPECTED NEW (or --absent KEY NEW); see tsctl cas --help");
+    }
     auto endpoints = ResolveEndpoints(args_.endpoints);
     if (!endpoints.ok()) return Fail(kExitUsage, endpoints.status().message());
     ClientOptions o;
@@ -159,16 +165,22 @@ class Command {
   // Maps the answers every write/read command shares; kOk is handled by the caller.
   int FailResponse(const rpc::ClientResponse& r) {
     switch (r.code) {
-      case ClientCode::kNotFound: return Fail(kExitFailed, "not found: " + Printable(args_.key), {{"found", false}});
-      case ClientCode::kBadRequest: return Fail(kExitUsage, "bad request: " + r.message);
-      case ClientCode::kCompareFailed: return Fail(kExitFailed, "compare failed: " + r.message);
-      default: return Fail(kExitError, std::string(rpc::ClientCodeName(r.code)) + ": " + r.message);
+      case ClientCode::kNotFound:
+        return Fail(kExitFailed, "not found: " + Printable(args_.key), {{"found", false}});
+      case ClientCode::kBadRequest:
+        return Fail(kExitUsage, "bad request: " + r.message);
+      case ClientCode::kCompareFailed:
+        return Fail(kExitFailed, "compare failed: " + r.message);
+      default:
+        return Fail(kExitError, std::string(rpc::ClientCodeName(r.code)) + ": " + r.message);
     }
   }
 
   void Print(const nlohmann::json& j, const std::string& text) {
-    if (args_.json) out_ << DumpJson(j) << '\n';
-    else out_ << text << '\n';
+    if (args_.json)
+      out_ << DumpJson(j) << '\n';
+    else
+      out_ << text << '\n';
   }
 
   StatusOr<rpc::ClientResponse> Send(ClientOp op) {
@@ -213,7 +225,11 @@ class Command {
     auto r = Send(ClientOp::kGet);
     if (!r.ok()) return FailStatus(r.status());
     if (r->code != ClientCode::kOk) return FailResponse(*r);
-    Print({{"ok", true}, {"op", "get"}, {"key", args_.key}, {"found", true}, {"value", r->value},
+    Print({{"ok", true},
+           {"op", "get"},
+           {"key", args_.key},
+           {"found", true},
+           {"value", r->value},
            {"applied_slot", r->slot}},
           r->value);
     return kExitOk;
@@ -223,15 +239,12 @@ class Command {
     const auto& v = args_.cas_args;
     rpc::ClientRequest req;
     req.op = ClientOp::kCas;
+    assert(v.size() == (args_.absent ? 2u : 3u));  // checked in Run
     if (args_.absent) {
-      if (v.size() != 2) return Fail(kExitUsage, "bad arguments: cas --absent takes KEY NEW; see tsctl cas --help");
       req.key = v[0];
       req.expected_absent = true;
       req.value = v[1];
     } else {
-      if (v.size() != 3) {
-        return Fail(kExitUsage, "bad arguments: cas takes KEY EXPECTED NEW (or --absent KEY NEW); see tsctl cas --help");
-      }
       req.key = v[0];
       req.expected = v[1];
       req.value = v[2];
@@ -260,8 +273,10 @@ class Command {
     auto r = client_->Call(std::move(req));
     if (!r.ok()) return FailStatus(r.status());
     if (r->code != ClientCode::kOk) return FailResponse(*r);
-    if (args_.json) out_ << DumpJson(LogJson(args_.from, r->log)) << '\n';
-    else out_ << FormatLogTable(r->log);
+    if (args_.json)
+      out_ << DumpJson(LogJson(args_.from, r->log)) << '\n';
+    else
+      out_ << FormatLogTable(r->log);
     return kExitOk;
   }
 

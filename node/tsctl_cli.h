@@ -17,8 +17,9 @@ inline constexpr int kExitError = 4;        // internal error reported by a node
 // Runs tsctl with `argv[0..argc)`. Results go to `out`; on failure exactly one
 // line goes to `err` and the return value is non-zero. With --json every
 // command also prints one JSON object on `out`, failures included ({"ok":
-// false, "error": ...}), except argument errors, which happen before the
-// output format is known. --help prints to `out` and returns 0.
+// false, "error": ...}), except for errors found while parsing the command
+// line, before the output format is known. --help prints to `out` and
+// returns 0.
 int RunTsctl(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
 
 }  // namespace ts::node

@@ -76,11 +76,21 @@ std::string Printable(std::string_view bytes, size_t bytes_max) {
   for (size_t i = 0; i < n; ++i) {
     unsigned char c = static_cast<unsigned char>(bytes[i]);
     switch (c) {
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      case '\\': out += "\\\\"; break;
-      case '"': out += "\\\""; break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '"':
+        out += "\\\"";
+        break;
       default:
         if (c < 0x20 || c >= 0x7f) {
           char buf[8];
@@ -122,7 +132,8 @@ std::string FormatStatusTable(const std::vector<rpc::HostPort>& endpoints,
            digest.empty() ? "-" : digest});
     if (!show_peers) continue;
     for (const rpc::PeerStatus& p : s.peers) {
-      std::string heard = p.last_heard_ms_ago < 0 ? "never heard" : "heard " + std::to_string(p.last_heard_ms_ago) + " ms ago";
+      std::string heard =
+          p.last_heard_ms_ago < 0 ? "never heard" : "heard " + std::to_string(p.last_heard_ms_ago) + " ms ago";
       t.AddIndented("node " + std::to_string(s.id) + " sees node " + std::to_string(p.id) + " (" + p.peer_addr +
                     "): " + (p.connected ? "connected" : "not connected") + ", version " +
                     (p.software_version.empty() ? "unknown" : p.software_version) + ", " + heard);

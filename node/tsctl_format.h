@@ -3,11 +3,10 @@
 // Pure functions, so tests can check the text without a cluster.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "consensus/status.h"
 #include "rpc/client_protocol.h"

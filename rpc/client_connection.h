@@ -26,7 +26,8 @@ class BlockingClient {
   // Unavailable("connect to H:P: reason") on failure or timeout.
   Status Connect(const HostPort& addr, std::chrono::milliseconds timeout);
   // Sends req (its id is assigned here) and waits for the matching response.
-  // Timeout or connection loss: Unavailable; the connection is then closed.
+  // Timeout: Timeout (the connection is then closed, so a late answer cannot
+  // be taken for the next request); connection loss: Unavailable.
   StatusOr<ClientResponse> Call(ClientRequest req, std::chrono::milliseconds timeout);
   bool connected() const;
   void Close();

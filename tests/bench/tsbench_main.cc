@@ -1,0 +1,469 @@
+// tsbench: a closed-loop load generator over the client protocol. It finds
+// the leader (status of every endpoint), opens N AsyncClient connections to
+// it, keeps M requests in flight in total, and reports throughput and latency
+// percentiles of what completed inside the measurement window (after the
+// warm-up). A kNotLeader answer moves that connection to the hinted leader.
+// Never pass/fail on time (DESIGN.md section 8): the figures are for README.
+#include <CLI/CLI.hpp>
+#include <asio.hpp>
+#include <atomic>
+#include <cassert>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "node/client.h"
+#include "node/endpoints.h"
+#include "rpc/client_connection.h"
+#include "tests/bench/latency_histogram.h"
+
+namespace ts::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using rpc::ClientCode;
+using rpc::ClientOp;
+using rpc::HostPort;
+using std::chrono::milliseconds;
+
+constexpr milliseconds kReconnectDelay{100};  // after a failed connect or a lost connection
+constexpr milliseconds kErrorRetryDelay{10};  // before re-issuing after unavailable/busy
+constexpr milliseconds kDrainMax{5000};       // wait this long for answers after the window
+
+struct BenchOptions {
+  std::string endpoints;
+  uint32_t connections = 1;
+  uint32_t in_flight = 1;
+  uint32_t key_size = 16;
+  uint32_t value_size = 100;
+  double duration_s = 10;
+  double warmup_s = 1;
+  uint64_t keys = 100000;
+  std::string op = "put";
+  uint32_t threads = 1;
+  uint64_t seed = 1;
+  int64_t timeout_ms = 5000;
+  bool json = false;
+};
+
+struct Counters {
+  uint64_t ops = 0;
+  uint64_t errors = 0;
+  uint64_t redirects = 0;
+  uint64_t not_found = 0;  // gets of absent keys: answered, so counted as ops
+  uint64_t connect_failures = 0;
+  std::string first_error;
+  LatencyHistogram latency;
+
+  void Error(const std::string& what) {
+    ++errors;
+    if (first_error.empty()) first_error = what;
+  }
+  void Merge(const Counters& o) {
+    ops += o.ops;
+    errors += o.errors;
+    redirects += o.redirects;
+    not_found += o.not_found;
+    connect_failures += o.connect_failures;
+    if (first_error.empty()) first_error = o.first_error;
+    latency.Merge(o.latency);
+  }
+};
+
+// Key i of the keyspace, exactly key_size bytes: "k000...0<i>".
+std::string KeyOf(uint64_t i, uint32_t key_size) {
+  std::string digits = std::to_string(i);
+  assert(digits.size() <= key_size);
+  std::string key(key_size - digits.size(), '0');
+  if (!key.empty()) key[0] = 'k';
+  return key + digits;
+}
+
+// One io_context thread with its share of the connections.
+class Worker {
+ public:
+  Worker(const BenchOptions& o, std::vector<HostPort> endpoints, uint64_t seed, Clock::time_point window_start,
+         Clock::time_point window_end)
+      : o_(o),
+        endpoints_(std::move(endpoints)),
+        rng_(seed),
+        window_start_(window_start),
+        window_end_(window_end),
+        end_timer_(io_),
+        drain_timer_(io_) {
+    std::uniform_int_distribution<int> printable(33, 126);
+    value_.resize(o_.value_size);
+    for (char& ch : value_) ch = static_cast<char>(printable(rng_));
+  }
+
+  void AddConnection(const HostPort& target, uint32_t slots) {
+    auto c = std::make_unique<Conn>();
+    c->target = target;
+    c->parked = slots;
+    c->retry_timer = std::make_unique<asio::steady_timer>(io_);
+    conns_.push_back(std::move(c));
+  }
+
+  void Run() {
+    for (auto& c : conns_) Connect(*c);
+    end_timer_.expires_at(window_end_);
+    end_timer_.async_wait([this](std::error_code ec) {
+      if (!ec) CheckDone();
+    });
+    drain_timer_.expires_at(window_end_ + kDrainMax);
+    drain_timer_.async_wait([this](std::error_code ec) {
+      if (!ec) Finish();
+    });
+    io_.run();
+    assert(finished_);
+  }
+
+  const Counters& counters() const { return counters_; }
+
+ private:
+  struct Conn {
+    HostPort target;
+    std::unique_ptr<rpc::AsyncClient> client;
+    uint64_t generation = 0;  // bumped whenever the connection is replaced
+    bool ready = false;
+    uint32_t parked = 0;       // request slots waiting for a connection
+    uint32_t outstanding = 0;  // sent, not answered
+    size_t next_endpoint = 0;  // where to go after a failed connect
+    std::unique_ptr<asio::steady_timer> retry_timer;
+  };
+
+  void Connect(Conn& c) {
+    assert(!c.ready);
+    c.client = std::make_unique<rpc::AsyncClient>(io_);
+    uint64_t gen = c.generation;
+    c.client->Connect(c.target, [this, &c, gen](Status s) { OnConnected(c, gen, std::move(s)); });
+  }
+
+  void OnConnected(Conn& c, uint64_t gen, Status s) {
+    if (finished_ || gen != c.generation) return;
+    if (!s.ok()) {
+      ++counters_.connect_failures;
+      if (counters_.first_error.empty()) counters_.first_error = s.message();
+      // The leader may be gone: walk the endpoints; a follower's kNotLeader
+      // will bring the connection back to the new leader.
+      HostPort next = endpoints_[c.next_endpoint++ % endpoints_.size()];
+      Retarget(c, next, kReconnectDelay);
+      return;
+    }
+    c.ready = true;
+    while (c.parked > 0 && Clock::now() < window_end_) {
+      --c.parked;
+      Issue(c);
+      if (!c.ready) break;  // the connection failed under us; the rest stay parked
+    }
+    CheckDone();
+  }
+
+  // Replaces c's connection by one to `target` after `delay`. Requests still
+  // on the old connection come back through OnResponse with an old
+  // generation and are re-issued on the new one.
+  void Retarget(Conn& c, const HostPort& target, milliseconds delay) {
+    ++c.generation;
+    c.ready = false;
+    if (c.client) {
+      retired_.push_back(std::move(c.client));
+      retired_.back()->Close();
+    }
+    c.target = target;
+    if (delay.count() == 0) {
+      Connect(c);
+      return;
+    }
+    uint64_t gen = c.generation;
+    c.retry_timer->expires_after(delay);
+    c.retry_timer->async_wait([this, &c, gen](std::error_code ec) {
+      if (!ec && !finished_ && gen == c.generation) Connect(c);
+    });
+  }
+
+  void Issue(Conn& c) {
+    assert(c.ready && c.client);
+    rpc::ClientRequest req;
+    bool get = o_.op == "get" || (o_.op == "mixed" && (rng_() & 1) != 0);
+    req.op = get ? ClientOp::kGet : ClientOp::kPut;
+    req.key = KeyOf(std::uniform_int_distribution<uint64_t>(0, o_.keys - 1)(rng_), o_.key_size);
+    if (!get) req.value = value_;
+    ++c.outstanding;
+    ++outstanding_;
+    uint64_t gen = c.generation;
+    Clock::time_point start = Clock::now();
+    c.client->Send(std::move(req), [this, &c, gen, start, get](StatusOr<rpc::ClientResponse> r) {
+      if (!r.ok()) {
+        // Failures may be reported from inside Send or Close; handle them
+        // from the event loop so Issue never recurses into itself.
+        asio::post(io_, [this, &c, gen, start, get, s = r.status()] { OnResponse(c, gen, start, get, s); });
+        return;
+      }
+      OnResponse(c, gen, start, get, std::move(r));
+    });
+  }
+
+  void OnResponse(Conn& c, uint64_t gen, Clock::time_point start, bool get, StatusOr<rpc::ClientResponse> r) {
+    if (finished_) return;
+    assert(c.outstanding > 0 && outstanding_ > 0);
+    --c.outstanding;
+    --outstanding_;
+    Clock::time_point now = Clock::now();
+    if (gen != c.generation) {
+      ReturnSlot(c);  // from a connection we left; re-issue on the new one
+      return;
+    }
+    const bool counted = now >= window_start_ && now <= window_end_;
+    if (!r.ok()) {
+      if (counted) counters_.Error(r.status().message());
+      Retarget(c, c.target, kReconnectDelay);
+      ReturnSlot(c);
+      return;
+    }
+    const rpc::ClientResponse& resp = *r;
+    bool success = resp.code == ClientCode::kOk || (get && resp.code == ClientCode::kNotFound);
+    if (success) {
+      if (counted) {
+        ++counters_.ops;
+        if (resp.code == ClientCode::kNotFound) ++counters_.not_found;
+        counters_.latency.Record(static_cast<uint64_t>(std::chrono::nanoseconds(now - start).count()));
+      }
+      ReturnSlot(c);
+      return;
+    }
+    if (resp.code == ClientCode::kNotLeader) {
+      ++counters_.redirects;
+      auto hint = rpc::ParseHostPort(resp.leader_hint);
+      if (hint.ok() && hint->ToString() != c.target.ToString()) {
+        Retarget(c, *hint, milliseconds(0));
+        ReturnSlot(c);
+        return;
+      }
+    }
+    if (counted) counters_.Error(std::string(rpc::ClientCodeName(resp.code)) + ": " + resp.message);
+    ReturnSlotAfter(c, kErrorRetryDelay);  // no leader yet, or overloaded: do not spin
+  }
+
+  void ReturnSlot(Conn& c) {
+    if (Clock::now() >= window_end_) {
+      CheckDone();
+      return;
+    }
+    if (!c.ready) {
+      ++c.parked;
+      return;
+    }
+    Issue(c);
+  }
+
+  void ReturnSlotAfter(Conn& c, milliseconds delay) {
+    auto timer = std::make_shared<asio::steady_timer>(io_, delay);
+    ++delayed_;
+    timer->async_wait([this, &c, timer](std::error_code) {
+      --delayed_;
+      if (!finished_) ReturnSlot(c);
+    });
+  }
+
+  void CheckDone() {
+    if (!finished_ && Clock::now() >= window_end_ && outstanding_ == 0 && delayed_ == 0) Finish();
+  }
+
+  // Stops everything so io_.run() returns: answers still missing after the
+  // drain period are abandoned (they are outside the window anyway).
+  void Finish() {
+    if (finished_) return;
+    finished_ = true;
+    end_timer_.cancel();
+    drain_timer_.cancel();
+    for (auto& c : conns_) {
+      c->retry_timer->cancel();
+      if (c->client) {
+        retired_.push_back(std::move(c->client));
+        retired_.back()->Close();
+      }
+    }
+  }
+
+  const BenchOptions& o_;
+  std::vector<HostPort> endpoints_;
+  std::mt19937_64 rng_;
+  const Clock::time_point window_start_;
+  const Clock::time_point window_end_;
+  std::string value_;
+  asio::io_context io_;
+  asio::steady_timer end_timer_;
+  asio::steady_timer drain_timer_;
+  std::vector<std::unique_ptr<Conn>> conns_;
+  std::vector<std::unique_ptr<rpc::AsyncClient>> retired_;  // closed; kept until the loop is done with them
+  uint64_t outstanding_ = 0;
+  uint64_t delayed_ = 0;
+  bool finished_ = false;
+  Counters counters_;
+};
+
+double Ms(uint64_t ns) { return static_cast<double>(ns) / 1e6; }
+
+// Rounds to 3 decimals for JSON, as the text output shows them.
+double Round3(double v) { return static_cast<double>(std::llround(v * 1000.0)) / 1000.0; }
+
+int Run(const BenchOptions& o) {
+  auto endpoints = node::ResolveEndpoints(o.endpoints);
+  if (!endpoints.ok()) {
+    std::cerr << endpoints.status().message() << '\n';
+    return 2;
+  }
+  node::ClientOptions co;
+  co.endpoints = *endpoints;
+  co.timeout = milliseconds(o.timeout_ms);
+  co.connect_timeout = std::min(co.timeout, co.connect_timeout);
+  node::Client client(co);
+  auto leader = client.FindLeader();
+  if (!leader.ok()) {
+    std::cerr << "cannot find the leader: " << leader.status().message() << '\n';
+    return 3;
+  }
+
+  const Clock::time_point t0 = Clock::now();
+  const auto window_start = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.warmup_s));
+  const auto window_end =
+      window_start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.duration_s));
+  std::vector<std::unique_ptr<Worker>> workers;
+  for (uint32_t t = 0; t < o.threads; ++t) {
+    workers.push_back(std::make_unique<Worker>(o, *endpoints, o.seed * 1000003 + t, window_start, window_end));
+  }
+  for (uint32_t i = 0; i < o.connections; ++i) {
+    uint32_t slots = o.in_flight / o.connections + (i < o.in_flight % o.connections ? 1 : 0);
+    workers[i % o.threads]->AddConnection(*leader, slots);
+  }
+  std::vector<std::thread> threads;
+  for (auto& w : workers) threads.emplace_back([&w] { w->Run(); });
+  for (auto& t : threads) t.join();
+
+  Counters total;
+  for (auto& w : workers) total.Merge(w->counters());
+  const LatencyHistogram& h = total.latency;
+  const double ops_per_sec = static_cast<double>(total.ops) / o.duration_s;
+  if (o.json) {
+    nlohmann::json j = {{"op", o.op},
+                        {"leader", leader->ToString()},
+                        {"connections", o.connections},
+                        {"in_flight", o.in_flight},
+                        {"threads", o.threads},
+                        {"key_size", o.key_size},
+                        {"value_size", o.value_size},
+                        {"keys", o.keys},
+                        {"duration_s", o.duration_s},
+                        {"warmup_s", o.warmup_s},
+                        {"ops", total.ops},
+                        {"ops_per_sec", Round3(ops_per_sec)},
+                        {"p50_ms", Round3(Ms(h.PercentileNs(50)))},
+                        {"p99_ms", Round3(Ms(h.PercentileNs(99)))},
+                        {"p999_ms", Round3(Ms(h.PercentileNs(99.9)))},
+                        {"max_ms", Round3(Ms(h.max_ns()))},
+                        {"mean_ms", Round3(h.mean_ns() / 1e6)},
+                        {"errors", total.errors},
+                        {"redirects", total.redirects},
+                        {"not_found", total.not_found},
+                        {"connect_failures", total.connect_failures},
+                        {"first_error", total.first_error}};
+    std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+  } else {
+    std::printf(
+        "tsbench %s: leader %s, %u connections, %u in flight, %u thread(s), keys %u B, values %u B, "
+        "keyspace %llu, %.1f s after %.1f s warm-up\n",
+        o.op.c_str(), leader->ToString().c_str(), o.connections, o.in_flight, o.threads, o.key_size, o.value_size,
+        static_cast<unsigned long long>(o.keys), o.duration_s, o.warmup_s);
+    std::printf("ops %llu  ops/s %.1f  errors %llu  redirects %llu  connect failures %llu\n",
+                static_cast<unsigned long long>(total.ops), ops_per_sec, static_cast<unsigned long long>(total.errors),
+                static_cast<unsigned long long>(total.redirects),
+                static_cast<unsigned long long>(total.connect_failures));
+    std::printf("latency ms  p50 %.3f  p99 %.3f  p999 %.3f  max %.3f  mean %.3f\n", Ms(h.PercentileNs(50)),
+                Ms(h.PercentileNs(99)), Ms(h.PercentileNs(99.9)), Ms(h.max_ns()), h.mean_ns() / 1e6);
+    if (!total.first_error.empty()) std::printf("first error: %s\n", total.first_error.c_str());
+  }
+  if (total.ops == 0) {
+    std::cerr << "no request succeeded in the window" << (total.first_error.empty() ? "" : ": " + total.first_error)
+              << '\n';
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace ts::bench
+
+int main(int argc, char** argv) {
+  ts::bench::BenchOptions o;
+  CLI::App app{
+      "tsbench: closed-loop load generator for a tracking-station cluster (puts/gets over the client "
+      "protocol, to the leader); prints throughput and latency percentiles",
+      "tsbench"};
+  app.add_option("--endpoints", o.endpoints,
+                 "Client endpoints host:port,...; else $TSCTL_ENDPOINTS, else ./.cluster/endpoints");
+  app.add_option("--connections", o.connections, "Connections to the leader")
+      ->check(CLI::Range(1u, 10000u))
+      ->capture_default_str();
+  app.add_option("--in-flight", o.in_flight, "Requests in flight in total, spread evenly over the connections")
+      ->check(CLI::Range(1u, 1000000u))
+      ->capture_default_str();
+  app.add_option("--key-size", o.key_size, "Key size (bytes)")->check(CLI::Range(1u, 65536u))->capture_default_str();
+  app.add_option("--value-size", o.value_size, "Value size (bytes) of puts")
+      ->check(CLI::Range(0u, 1u << 20))
+      ->capture_default_str();
+  app.add_option("--duration", o.duration_s, "Measured seconds (after the warm-up)")
+      ->check(CLI::Range(0.001, 86400.0))
+      ->capture_default_str();
+  app.add_option("--warmup", o.warmup_s, "Seconds of load before measuring (not counted)")
+      ->check(CLI::Range(0.0, 3600.0))
+      ->capture_default_str();
+  app.add_option("--keys", o.keys, "Keyspace: keys are drawn uniformly from this many")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40))
+      ->capture_default_str();
+  app.add_option("--op", o.op, "put, get (absent keys count as answered), or mixed (half each)")
+      ->check(CLI::IsMember({"put", "get", "mixed"}))
+      ->capture_default_str();
+  app.add_option("--threads", o.threads, "io_context threads; connections are spread over them")
+      ->check(CLI::Range(1u, 256u))
+      ->capture_default_str();
+  app.add_option("--seed", o.seed, "Seed of the key and value choice")->capture_default_str();
+  app.add_option("--timeout-ms", o.timeout_ms, "Deadline of the leader discovery")
+      ->check(CLI::Range(int64_t{1}, int64_t{3600000}))
+      ->capture_default_str();
+  app.add_flag("--json", o.json, "Print one JSON object (ops_per_sec, p50_ms, p99_ms, p999_ms, errors, parameters)");
+  app.footer(
+      "Only requests that complete inside the measured window count; answers still missing 5 s after it "
+      "are abandoned.\nExit codes: 0 ran and some requests succeeded; 1 none succeeded; 2 bad arguments; "
+      "3 no leader found.");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::string what = e.what();
+    for (char& ch : what)
+      if (ch == '\n') ch = ' ';
+    std::cerr << "bad arguments: " << what << "; see tsbench --help\n";
+    return 2;
+  }
+  if (o.in_flight < o.connections) {
+    std::cerr << "bad arguments: --in-flight (" << o.in_flight << ") must be at least --connections (" << o.connections
+              << ")\n";
+    return 2;
+  }
+  if (o.threads > o.connections) {
+    std::cerr << "bad arguments: --threads (" << o.threads << ") must not exceed --connections (" << o.connections
+              << ")\n";
+    return 2;
+  }
+  if (std::to_string(o.keys - 1).size() > o.key_size) {
+    std::cerr << "bad arguments: --key-size " << o.key_size << " cannot hold " << o.keys << " distinct keys\n";
+    return 2;
+  }
+  return ts::bench::Run(o);
+}

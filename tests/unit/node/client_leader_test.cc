@@ -1,0 +1,403 @@
+// Client against fake nodes on loopback: it follows leader hints, skips
+// unreachable nodes, remembers the leader, and never retries a write whose
+// outcome is unknown.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+
+#include "node/client.h"
+#include "tests/unit/node/client_fake_node.h"
+
+namespace ts::node {
+namespace {
+
+using namespace std::chrono_literals;
+using rpc::ClientCode;
+using rpc::ClientOp;
+using rpc::ClientRequest;
+using testing::ClosedPort;
+using testing::Code;
+using testing::FakeNode;
+using testing::Following;
+using testing::Leading;
+using testing::Ok;
+
+ClientRequest Put(std::string key, std::string value) {
+  ClientRequest r;
+  r.op = ClientOp::kPut;
+  r.key = std::move(key);
+  r.value = std::move(value);
+  return r;
+}
+
+ClientRequest Get(std::string key) {
+  ClientRequest r;
+  r.op = ClientOp::kGet;
+  r.key = std::move(key);
+  return r;
+}
+
+ClientOptions Options(std::vector<rpc::HostPort> endpoints, std::chrono::milliseconds timeout = 3000ms) {
+  ClientOptions o;
+  o.endpoints = std::move(endpoints);
+  o.timeout = timeout;
+  return o;
+}
+
+TEST(Client, Call_followsTheFollowersHintToTheLeader) {
+  FakeNode leader(Leading([](const ClientRequest&) { return Ok(42); }));
+  FakeNode follower(Following([&] { return leader.addr().ToString(); }));
+  Client client(Options({follower.addr()}));
+
+  auto r = client.Call(Put("k", "v"));
+
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->code, ClientCode::kOk);
+  EXPECT_EQ(r->slot, 42u);
+  ASSERT_TRUE(client.leader().has_value());
+  EXPECT_EQ(client.leader()->ToString(), leader.addr().ToString());
+  EXPECT_EQ(client.stats().redirects, 1u);
+  EXPECT_EQ(follower.count(ClientOp::kPut), 0u) << "a write must not be sent to a node that says it follows";
+  ASSERT_EQ(leader.count(ClientOp::kPut), 1u);
+  EXPECT_EQ(leader.requests().back().key, "k");
+  EXPECT_EQ(leader.requests().back().value, "v");
+}
+
+TEST(Client, Call_readFollowsNotLeaderHint) {
+  FakeNode leader(Leading([](const ClientRequest&) {
+    rpc::ClientResponse r = Ok(8);
+    r.found = true;
+    r.value = "v";
+    return r;
+  }));
+  FakeNode follower(Following([&] { return leader.addr().ToString(); }));
+  Client client(Options({follower.addr()}));
+
+  auto r = client.Call(Get("k"));
+
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->value, "v");
+  EXPECT_EQ(follower.count(ClientOp::kGet), 1u) << "reads need no probe: the follower redirects";
+  EXPECT_EQ(leader.count(ClientOp::kGet), 1u);
+  EXPECT_EQ(client.leader()->ToString(), leader.addr().ToString());
+}
+
+TEST(Client, Call_remembersTheLeaderForTheNextCall) {
+  FakeNode leader(Leading([](const ClientRequest&) { return Ok(7); }));
+  FakeNode follower(Following([&] { return leader.addr().ToString(); }));
+  Client client(Options({follower.addr(), leader.addr()}));
+
+  ASSERT_TRUE(client.Call(Put("a", "1")).ok());
+  ASSERT_TRUE(client.Call(Get("a")).ok());
+  ASSERT_TRUE(client.Call(Put("b", "2")).ok());
+
+  EXPECT_EQ(follower.request_count(), 1u) << "only the first call should have asked the follower";
+  EXPECT_EQ(leader.count(ClientOp::kPut), 2u);
+  EXPECT_EQ(leader.count(ClientOp::kGet), 1u);
+  EXPECT_EQ(leader.count(ClientOp::kStatus), 1u) << "the remembered leader needs no probe";
+}
+
+TEST(Client, Call_leaderThatSteppedDownRedirectsTheNextWrite) {
+  std::atomic<bool> deposed{false};
+  FakeNode second(Leading([](const ClientRequest&) { return Ok(20); }, 2));
+  FakeNode first([&](const ClientRequest& r) -> std::optional<rpc::ClientResponse> {
+    if (!deposed) return Leading([](const ClientRequest&) { return Ok(10); })(r);
+    return Following([&] { return second.addr().ToString(); })(r);
+  });
+  Client client(Options({first.addr(), second.addr()}));
+  ASSERT_EQ(client.Call(Put("a", "1"))->slot, 10u);
+
+  deposed = true;
+  auto r = client.Call(Put("b", "2"));
+
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->slot, 20u);
+  EXPECT_EQ(first.count(ClientOp::kPut), 2u) << "the remembered leader gets the write and answers not-leader";
+  EXPECT_EQ(second.count(ClientOp::kPut), 1u);
+  EXPECT_EQ(client.leader()->ToString(), second.addr().ToString());
+}
+
+TEST(Client, Call_skipsAnUnreachableFirstEndpoint) {
+  FakeNode leader(Leading([](const ClientRequest&) { return Ok(3); }));
+  rpc::HostPort dead{"127.0.0.1", ClosedPort()};
+  Client client(Options({dead, leader.addr()}));
+
+  auto r = client.Call(Put("k", "v"));
+
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->slot, 3u);
+  EXPECT_EQ(client.leader()->ToString(), leader.addr().ToString());
+  EXPECT_GE(client.stats().connect_failures, 1u);
+}
+
+TEST(Client, Call_writeSkipsAHungNodeThatIsNotKnownToLead) {
+  FakeNode hung([](const ClientRequest&) { return std::optional<rpc::ClientResponse>(); });  // paused
+  FakeNode leader(Leading([](const ClientRequest&) { return Ok(4); }));
+  ClientOptions o = Options({hung.addr(), leader.addr()});
+  o.read_attempt_timeout = 200ms;
+  Client client(o);
+
+  auto r = client.Call(Put("k", "v"));
+
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->slot, 4u);
+  EXPECT_EQ(hung.count(ClientOp::kPut), 0u) << "the write must not be stranded on a silent node";
+  EXPECT_EQ(hung.count(ClientOp::kStatus), 1u);
+  EXPECT_EQ(leader.count(ClientOp::kPut), 1u);
+}
+
+TEST(Client, Call_hintToAnUnreachableNodeFallsBackToTheOtherEndpoints) {
+  rpc::HostPort dead{"127.0.0.1", ClosedPort()};
+  std::atomic<int> asked{0};
+  // The follower points at a dead leader first, then at the new one.
+  FakeNode new_leader(Leading([](const ClientRequest&) { return Ok(9); }));
+  FakeNode follower(Following([&] { return (asked++ == 0 ? dead : new_leader.addr()).ToString(); }));
+  Client client(Options({follower.addr()}));
+
+  auto r = client.Call(Put("k", "v"));
+
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->slot, 9u);
+  EXPECT_EQ(follower.count(ClientOp::kStatus), 2u);
+  EXPECT_EQ(follower.count(ClientOp::kPut), 0u);
+}
+
+TEST(Client, Call_retriesUntilAnElectionEnds) {
+  std::atomic<int> probes{0};
+  FakeNode node([&](const ClientRequest& r) -> std::optional<rpc::ClientResponse> {
+    if (r.op != ClientOp::kStatus) return Ok(11);
+    rpc::ClientResponse resp;
+    resp.status.role = probes++ < 2 ? "candidate" : "leader";
+    return resp;
+  });
+  Client client(Options({node.addr()}));
+
+  auto r = client.Call(Put("k", "v"));
+
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->slot, 11u);
+  EXPECT_EQ(node.count(ClientOp::kStatus), 3u);
+  EXPECT_EQ(node.count(ClientOp::kPut), 1u);
+  EXPECT_GE(client.stats().backoffs, 2u);
+}
+
+TEST(Client, Call_writeThatLostItsSlotIsRetried) {
+  std::atomic<int> puts{0};
+  FakeNode node(Leading([&](const ClientRequest&) {
+    if (puts++ == 0) {
+      return Code(ClientCode::kUnavailable, "leadership changed before the write was chosen; it was not applied");
+    }
+    return Ok(12);
+  }));
+  Client client(Options({node.addr()}));
+
+  auto r = client.Call(Put("k", "v"));
+
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->slot, 12u);
+  EXPECT_EQ(node.count(ClientOp::kPut), 2u);
+}
+
+TEST(Client, Call_writeThatTimesOutIsOutcomeUnknownAndNotRetried) {
+  FakeNode hung(Leading([](const ClientRequest&) { return std::optional<rpc::ClientResponse>(); }));
+  FakeNode other(Leading([](const ClientRequest&) { return Ok(1); }));
+  Client client(Options({hung.addr(), other.addr()}, 300ms));
+
+  auto start = std::chrono::steady_clock::now();
+  auto r = client.Call(Put("k", "v"));
+  auto took = std::chrono::steady_clock::now() - start;
+
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Status::Code::kUnavailable);
+  EXPECT_NE(r.status().message().find("outcome unknown"), std::string::npos) << r.status().message();
+  EXPECT_EQ(hung.count(ClientOp::kPut), 1u);
+  EXPECT_EQ(other.request_count(), 0u) << "a write whose outcome is unknown must not be sent again";
+  EXPECT_LT(took, 2000ms);
+}
+
+TEST(Client, Call_nodeSaysOutcomeUnknownSoTheWriteIsNotRetried) {
+  FakeNode node(Leading([](const ClientRequest&) {
+    return Code(ClientCode::kUnavailable, "timed out waiting for the write to be chosen; outcome unknown");
+  }));
+  Client client(Options({node.addr()}));
+
+  auto r = client.Call(Put("k", "v"));
+
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("outcome unknown"), std::string::npos) << r.status().message();
+  EXPECT_EQ(node.count(ClientOp::kPut), 1u);
+}
+
+TEST(Client, Call_readThatTimesOutIsRetriedOnAnotherNode) {
+  FakeNode hung([](const ClientRequest&) { return std::optional<rpc::ClientResponse>(); });
+  FakeNode leader([](const ClientRequest&) {
+    rpc::ClientResponse r = Ok(5);
+    r.found = true;
+    r.value = "v";
+    return r;
+  });
+  ClientOptions o = Options({hung.addr(), leader.addr()});
+  o.read_attempt_timeout = 200ms;
+  Client client(o);
+
+  auto r = client.Call(Get("k"));
+
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->value, "v");
+  EXPECT_EQ(hung.request_count(), 1u);
+  EXPECT_EQ(leader.request_count(), 1u);
+}
+
+TEST(Client, Call_busyLeaderIsRetriedAfterABackoff) {
+  std::atomic<int> calls{0};
+  FakeNode node(Leading([&](const ClientRequest&) {
+    if (calls++ == 0) return Code(ClientCode::kBusy, "too many requests in flight");
+    return Ok(2);
+  }));
+  Client client(Options({node.addr()}));
+
+  auto r = client.Call(Put("k", "v"));
+
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(node.count(ClientOp::kPut), 2u);
+  EXPECT_EQ(node.count(ClientOp::kStatus), 1u) << "a node that said it leads is not probed again";
+}
+
+TEST(Client, Call_finalAnswersAreReturnedAsResponses) {
+  FakeNode node(Leading([](const ClientRequest& r) {
+    if (r.op == ClientOp::kGet) return Code(ClientCode::kNotFound, "key not found");
+    rpc::ClientResponse resp = Code(ClientCode::kCompareFailed, "compare failed: current value differs");
+    resp.found = true;
+    resp.value = "current";
+    return resp;
+  }));
+  Client client(Options({node.addr()}));
+
+  auto get = client.Call(Get("k"));
+  ClientRequest cas;
+  cas.op = ClientOp::kCas;
+  cas.key = "k";
+  cas.expected = "old";
+  cas.value = "new";
+  auto cas_result = client.Call(cas);
+
+  ASSERT_TRUE(get.ok());
+  EXPECT_EQ(get->code, ClientCode::kNotFound);
+  ASSERT_TRUE(cas_result.ok());
+  EXPECT_EQ(cas_result->code, ClientCode::kCompareFailed);
+  EXPECT_EQ(cas_result->value, "current");
+  EXPECT_EQ(node.count(ClientOp::kGet), 1u) << "final answers are never retried";
+  EXPECT_EQ(node.count(ClientOp::kCas), 1u);
+}
+
+TEST(Client, Call_allEndpointsUnreachableNamesEachOneWithinTheDeadline) {
+  rpc::HostPort a{"127.0.0.1", ClosedPort()};
+  rpc::HostPort b{"127.0.0.1", ClosedPort()};
+  Client client(Options({a, b}, 400ms));
+
+  auto start = std::chrono::steady_clock::now();
+  auto r = client.Call(Put("k", "v"));
+  auto took = std::chrono::steady_clock::now() - start;
+
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Status::Code::kUnavailable);
+  const std::string& m = r.status().message();
+  EXPECT_EQ(m.rfind("cluster unreachable", 0), 0u) << m;
+  EXPECT_NE(m.find(a.ToString()), std::string::npos) << m;
+  EXPECT_NE(m.find(b.ToString()), std::string::npos) << m;
+  EXPECT_GE(took, 400ms);
+  EXPECT_LT(took, 2000ms);
+}
+
+TEST(Client, Call_nodesWithoutLeaderReportNoLeader) {
+  FakeNode node([](const ClientRequest&) { return Code(ClientCode::kUnavailable, "no leader: election under way"); });
+  // A read goes straight to the node; it keeps saying there is no leader.
+  Client client(Options({node.addr()}, 300ms));
+
+  auto r = client.Call(Get("k"));
+
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message().rfind("no leader", 0), 0u) << r.status().message();
+  EXPECT_GE(node.request_count(), 2u) << "should have retried until the deadline";
+}
+
+TEST(Client, Call_writeWithNoLeaderAnywhereReportsNoLeaderAndIsNeverSent) {
+  FakeNode a(Following([] { return std::string(); }));
+  FakeNode b(Following([] { return std::string(); }));
+  Client client(Options({a.addr(), b.addr()}, 300ms));
+
+  auto r = client.Call(Put("k", "v"));
+
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message().rfind("no leader", 0), 0u) << r.status().message();
+  EXPECT_NE(r.status().message().find("knows no leader"), std::string::npos) << r.status().message();
+  EXPECT_EQ(a.count(ClientOp::kPut) + b.count(ClientOp::kPut), 0u);
+  EXPECT_GE(a.count(ClientOp::kStatus), 2u) << "should have asked again until the deadline";
+}
+
+TEST(Client, StatusOf_asksExactlyThatNodeAndIsNeverRedirected) {
+  FakeNode node([](const ClientRequest& r) {
+    if (r.op != ClientOp::kStatus) return Code(ClientCode::kBadRequest, "unexpected");
+    rpc::ClientResponse resp;
+    resp.status.id = 2;
+    resp.status.role = "follower";
+    resp.status.leader = 1;
+    resp.status.leader_client_addr = "127.0.0.1:1";
+    return resp;
+  });
+  Client client(Options({node.addr()}));
+
+  auto s = client.StatusOf(node.addr());
+
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->id, 2u);
+  EXPECT_EQ(s->role, "follower");
+  EXPECT_EQ(node.request_count(), 1u);
+}
+
+TEST(Client, FindLeader_picksTheNodeThatLeadsAndSkipsUnreachableOnes) {
+  auto status_of = [](consensus::NodeId id, const char* role, uint64_t round) {
+    return [=](const ClientRequest&) {
+      rpc::ClientResponse r;
+      r.status.id = id;
+      r.status.role = role;
+      r.status.ballot = consensus::Ballot{round, id};
+      return r;
+    };
+  };
+  FakeNode stale(status_of(1, "leader", 1));  // deposed, has not heard yet
+  FakeNode current(status_of(2, "leader", 2));
+  FakeNode follower(status_of(3, "follower", 2));
+  FakeNode hung([](const ClientRequest&) { return std::optional<rpc::ClientResponse>(); });  // paused
+  rpc::HostPort dead{"127.0.0.1", ClosedPort()};
+  ClientOptions o = Options({dead, hung.addr(), stale.addr(), follower.addr(), current.addr()}, 3000ms);
+  o.read_attempt_timeout = 200ms;
+  Client client(o);
+
+  auto start = std::chrono::steady_clock::now();
+  auto leader = client.FindLeader();
+  auto took = std::chrono::steady_clock::now() - start;
+
+  EXPECT_LT(took, 1500ms) << "a silent node must not hold discovery for the whole deadline";
+  ASSERT_TRUE(leader.ok()) << leader.status().ToString();
+  EXPECT_EQ(leader->ToString(), current.addr().ToString());
+  EXPECT_EQ(client.leader()->ToString(), current.addr().ToString());
+}
+
+TEST(Client, FindLeader_noLeaderAnywhereIsUnavailable) {
+  FakeNode follower([](const ClientRequest&) {
+    rpc::ClientResponse r;
+    r.status.role = "candidate";
+    return r;
+  });
+  Client client(Options({follower.addr()}));
+
+  auto leader = client.FindLeader();
+
+  ASSERT_FALSE(leader.ok());
+  EXPECT_EQ(leader.status().message().rfind("no leader", 0), 0u) << leader.status().message();
+}
+
+}  // namespace
+}  // namespace ts::node

@@ -1,17 +1,21 @@
-// LogStore on RocksDB; see log_store.h.
-//
-// Keys:   "m/cluster", "m/node", "m/promised", "m/chosen"   metadata
-//         "e/" + big-endian u64 slot                        accepted entries
-// Values: format byte (1) | CRC-32C (u32 LE) of what follows | fields (LE).
+// LogStore on RocksDB; see log_store.h. The key layout and the record
+// envelope (format byte, CRC-32C, fixed little-endian fields) are in
+// record.h. Every RocksDB error becomes a Status here: nothing throws past
+// this file.
 #include "storage/log_store.h"
 
 #include <rocksdb/db.h>
+#include <rocksdb/iterator.h>
 #include <rocksdb/options.h>
+#include <rocksdb/slice.h>
 #include <rocksdb/write_batch.h>
 
-#include <cstring>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <optional>
 
-#include "consensus/crc32c.h"
+#include "storage/record.h"
 
 namespace ts::storage {
 namespace {
@@ -20,174 +24,137 @@ using consensus::Ballot;
 using consensus::Entry;
 using consensus::Slot;
 
-constexpr uint8_t kFormat = 1;
-constexpr size_t kHeaderBytes = 5;  // format + crc
-const char kClusterKey[] = "m/cluster";
-const char kNodeKey[] = "m/node";
-const char kPromisedKey[] = "m/promised";
-const char kChosenKey[] = "m/chosen";
+// A batch buffer that once held more than this is dropped after use rather
+// than kept: one catch-up burst should not pin its memory for good.
+constexpr size_t kBatchKeepBytesMax = 8 << 20;
 
-void PutU32(std::string* out, uint32_t v) {
-  for (int i = 0; i < 4; ++i) out->push_back(static_cast<char>(v >> (8 * i)));
-}
-void PutU64(std::string* out, uint64_t v) {
-  for (int i = 0; i < 8; ++i) out->push_back(static_cast<char>(v >> (8 * i)));
-}
-uint32_t GetU32(const char* p) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= uint32_t{static_cast<uint8_t>(p[i])} << (8 * i);
-  return v;
-}
-uint64_t GetU64(const char* p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v |= uint64_t{static_cast<uint8_t>(p[i])} << (8 * i);
-  return v;
+std::string_view View(const rocksdb::Slice& s) { return {s.data(), s.size()}; }
+
+Status IoError(const std::string& what, const rocksdb::Status& s) { return Status::IoError(what + ": " + s.ToString()); }
+
+// Reads the record at `key`: nullopt if absent, else the raw bytes.
+StatusOr<std::optional<std::string>> GetRaw(rocksdb::DB* db, const rocksdb::Slice& key) {
+  std::string v;
+  rocksdb::Status s = db->Get(rocksdb::ReadOptions(), key, &v);
+  if (s.IsNotFound()) return std::optional<std::string>();
+  if (s.IsCorruption()) return Status::Corruption("read " + record::DescribeKey(View(key)) + ": " + s.ToString());
+  if (!s.ok()) return IoError("read " + record::DescribeKey(View(key)), s);
+  return std::optional<std::string>(std::move(v));
 }
 
-// Wraps `body` in the record header.
-std::string Seal(std::string_view body) {
-  std::string out;
-  out.reserve(kHeaderBytes + body.size());
-  out.push_back(static_cast<char>(kFormat));
-  PutU32(&out, Crc32c(body));
-  out.append(body);
-  return out;
-}
-
-// Checks the header and returns the body, or Corruption naming `what`.
-StatusOr<std::string_view> Unseal(std::string_view bytes, const std::string& what) {
-  if (bytes.size() < kHeaderBytes) return Status::Corruption(what + ": record of " + std::to_string(bytes.size()) + " bytes is too short");
-  if (static_cast<uint8_t>(bytes[0]) != kFormat)
-    return Status::Corruption(what + ": unknown record format " + std::to_string(static_cast<uint8_t>(bytes[0])));
-  std::string_view body = bytes.substr(kHeaderBytes);
-  if (Crc32c(body) != GetU32(bytes.data() + 1)) return Status::Corruption(what + ": checksum mismatch");
-  return body;
-}
-
-std::string EntryKey(Slot slot) {
-  std::string k = "e/";
-  for (int i = 7; i >= 0; --i) k.push_back(static_cast<char>(slot >> (8 * i)));
-  return k;
-}
-
-Slot SlotOfKey(const rocksdb::Slice& key) {
-  Slot s = 0;
-  for (size_t i = 2; i < 10; ++i) s = (s << 8) | static_cast<uint8_t>(key[i]);
-  return s;
-}
-
-bool IsEntryKey(const rocksdb::Slice& key) { return key.size() == 10 && key[0] == 'e' && key[1] == '/'; }
-
-std::string EncodeU64Record(uint64_t v) {
-  std::string body;
-  PutU64(&body, v);
-  return Seal(body);
-}
-
-StatusOr<uint64_t> DecodeU64Record(std::string_view bytes, const std::string& what) {
-  auto body = Unseal(bytes, what);
-  if (!body.ok()) return body.status();
-  if (body->size() != 8) return Status::Corruption(what + ": expected 8 bytes, found " + std::to_string(body->size()));
-  return GetU64(body->data());
-}
-
-Status FromRocks(const rocksdb::Status& s, const std::string& what) {
-  if (s.ok()) return Status::Ok();
-  if (s.IsCorruption()) return Status::Corruption(what + ": " + s.ToString());
-  return Status::IoError(what + ": " + s.ToString());
+// Visits the entries with from <= slot <= to in slot order until `visit`
+// returns false. A malformed key or record in the range, or a failed read,
+// is returned as an error: the scan never skips what it cannot decode.
+template <typename Visit>
+Status ScanEntries(rocksdb::DB* db, Slot from, Slot to, Visit&& visit) {
+  if (from > to) return Status::Ok();
+  char first[record::kEntryKeyBytes];
+  char end[record::kEntryKeyBytes];
+  record::EntryKeyInto(from, first);
+  rocksdb::Slice end_slice(record::kEntryEnd, 2);
+  if (to != std::numeric_limits<Slot>::max()) {
+    record::EntryKeyInto(to + 1, end);
+    end_slice = rocksdb::Slice(end, sizeof end);
+  }
+  rocksdb::ReadOptions ro;
+  // The bound lets RocksDB stop at `to` instead of reading the next block.
+  ro.iterate_upper_bound = &end_slice;
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(ro));
+  for (it->Seek(rocksdb::Slice(first, sizeof first)); it->Valid(); it->Next()) {
+    std::string_view key = View(it->key());
+    if (!record::IsEntryKey(key)) {
+      return Status::Corruption("malformed " + record::DescribeKey(key) + " among the entries");
+    }
+    auto e = record::DecodeEntry(record::SlotOfKey(key), View(it->value()));
+    if (!e.ok()) return e.status();
+    if (!visit(std::move(*e))) break;
+  }
+  rocksdb::Status s = it->status();
+  if (s.IsCorruption()) return Status::Corruption("scan entries from slot " + std::to_string(from) + ": " + s.ToString());
+  if (!s.ok()) return IoError("scan entries from slot " + std::to_string(from), s);
+  return Status::Ok();
 }
 
 }  // namespace
 
-std::string EncodeBallotRecord(const Ballot& b) {
-  std::string body;
-  PutU64(&body, b.round);
-  PutU32(&body, b.node);
-  return Seal(body);
-}
+LogStore::LogStore(std::string dir, std::unique_ptr<rocksdb::DB> db, StoreOptions options)
+    : dir_(std::move(dir)), db_(std::move(db)), options_(options), batch_(std::make_unique<rocksdb::WriteBatch>()) {}
 
-StatusOr<Ballot> DecodeBallotRecord(std::string_view bytes) {
-  auto body = Unseal(bytes, "promised ballot");
-  if (!body.ok()) return body.status();
-  if (body->size() != 12) return Status::Corruption("promised ballot: expected 12 bytes, found " + std::to_string(body->size()));
-  return Ballot{GetU64(body->data()), GetU32(body->data() + 8)};
-}
-
-std::string EncodeEntryRecord(const Entry& e) {
-  std::string body;
-  body.reserve(12 + e.value.size());
-  PutU64(&body, e.ballot.round);
-  PutU32(&body, e.ballot.node);
-  body.append(e.value);
-  return Seal(body);
-}
-
-StatusOr<Entry> DecodeEntryRecord(Slot slot, std::string_view bytes) {
-  auto body = Unseal(bytes, "entry at slot " + std::to_string(slot));
-  if (!body.ok()) return body.status();
-  if (body->size() < 12) return Status::Corruption("entry at slot " + std::to_string(slot) + ": truncated ballot");
-  Entry e;
-  e.slot = slot;
-  e.ballot = Ballot{GetU64(body->data()), GetU32(body->data() + 8)};
-  e.value.assign(body->substr(12));
-  return e;
-}
-
-LogStore::LogStore(std::unique_ptr<rocksdb::DB> db, StoreOptions options) : db_(std::move(db)), options_(options) {}
 LogStore::~LogStore() = default;
 
 StatusOr<std::unique_ptr<LogStore>> LogStore::Open(const std::string& dir, StoreOptions options) {
   rocksdb::Options o;
   o.create_if_missing = true;
+  // Fail on any inconsistency RocksDB detects (the default, stated because
+  // it matters: a storage error must stop the node, not be worked around).
   o.paranoid_checks = true;
-  // The log is write-heavy and read mostly at start: a larger memtable means
-  // fewer flushes; entries are small, so default compression costs more CPU
-  // than it saves on a 2-core machine.
+  // A crash can tear the WAL's tail only after the last synced write (the
+  // unsynced chosen marks): point-in-time recovery drops exactly that tail
+  // and keeps every acknowledged batch.
+  o.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;
+  // Write-heavy and read mostly at start or for catch-up: a large memtable
+  // means fewer, larger flushes and less write amplification; three of them
+  // let writes continue while one flushes.
   o.write_buffer_size = 64 << 20;
+  o.max_write_buffer_number = 3;
+  // Decrees are small and the machine has 2 cores shared with the event
+  // loop: compression would cost more CPU than the disk it saves.
   o.compression = rocksdb::kNoCompression;
   o.max_background_jobs = 2;
+  // RocksDB's own info log lives in the data dir; keep it from growing.
+  o.keep_log_file_num = 4;
+  o.max_log_file_size = 8 << 20;
+
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(o, dir, &raw);
   if (!s.ok()) {
+    // RocksDB reports a held LOCK file as an IOError mentioning the lock;
+    // say plainly what it means for an operator.
     if (s.IsIOError() && s.ToString().find("lock") != std::string::npos) {
-      return Status::IoError("data dir " + dir + " is in use by another process: " + s.ToString());
+      return Status::IoError("data dir " + dir + " is in use (another tsnode holds its lock): " + s.ToString());
     }
-    return FromRocks(s, "open " + dir);
+    if (s.IsCorruption()) return Status::Corruption("open data dir " + dir + ": " + s.ToString());
+    return IoError("open data dir " + dir, s);
   }
-  std::unique_ptr<LogStore> store(new LogStore(std::unique_ptr<rocksdb::DB>(raw), options));
-  std::string v;
-  s = store->db_->Get(rocksdb::ReadOptions(), kChosenKey, &v);
-  if (s.ok()) {
-    auto c = DecodeU64Record(v, "chosen watermark");
+  std::unique_ptr<LogStore> store(new LogStore(dir, std::unique_ptr<rocksdb::DB>(raw), options));
+  auto chosen = GetRaw(store->db_.get(), record::kChosenKey);
+  if (!chosen.ok()) return chosen.status();
+  if (chosen->has_value()) {
+    auto c = record::DecodeU64(**chosen, "chosen watermark (key m/chosen)");
     if (!c.ok()) return c.status();
     store->chosen_upto_ = *c;
-  } else if (!s.IsNotFound()) {
-    return FromRocks(s, "read chosen watermark");
   }
   return store;
 }
 
 Status LogStore::CheckIdentity(const NodeIdentity& id) {
-  std::string cluster, node;
-  rocksdb::Status sc = db_->Get(rocksdb::ReadOptions(), kClusterKey, &cluster);
-  rocksdb::Status sn = db_->Get(rocksdb::ReadOptions(), kNodeKey, &node);
-  if (sc.IsNotFound() && sn.IsNotFound()) {
+  auto cluster = GetRaw(db_.get(), record::kClusterKey);
+  if (!cluster.ok()) return cluster.status();
+  auto node = GetRaw(db_.get(), record::kNodeKey);
+  if (!node.ok()) return node.status();
+  if (!cluster->has_value() && !node->has_value()) {
+    // A fresh store: record who owns it, durably, before anything else.
     rocksdb::WriteBatch b;
-    b.Put(kClusterKey, Seal(id.cluster_id));
-    b.Put(kNodeKey, EncodeU64Record(id.node_id));
+    rocksdb::Status s = b.Put(record::kClusterKey, record::EncodeString(id.cluster_id));
+    if (s.ok()) s = b.Put(record::kNodeKey, record::EncodeU64(id.node_id));
     rocksdb::WriteOptions wo;
     wo.sync = true;
-    return FromRocks(db_->Write(wo, &b), "record identity");
+    if (s.ok()) s = db_->Write(wo, &b);
+    if (!s.ok()) return IoError("record identity in " + dir_, s);
+    return Status::Ok();
   }
-  if (!sc.ok()) return FromRocks(sc, "read cluster id");
-  if (!sn.ok()) return FromRocks(sn, "read node id");
-  auto stored_cluster = Unseal(cluster, "cluster id");
+  // Both are written in one batch, so one without the other is damage.
+  if (!cluster->has_value() || !node->has_value()) {
+    return Status::Corruption("data dir " + dir_ + " records a " + (cluster->has_value() ? "cluster id" : "node id") +
+                              " but no " + (cluster->has_value() ? "node id" : "cluster id"));
+  }
+  auto stored_cluster = record::DecodeString(**cluster, "cluster id (key m/cluster)");
   if (!stored_cluster.ok()) return stored_cluster.status();
-  auto stored_node = DecodeU64Record(node, "node id");
+  auto stored_node = record::DecodeU64(**node, "node id (key m/node)");
   if (!stored_node.ok()) return stored_node.status();
   if (*stored_cluster != id.cluster_id || *stored_node != id.node_id) {
-    return Status::InvalidArgument("data dir belongs to cluster '" + std::string(*stored_cluster) + "' node " +
-                                   std::to_string(*stored_node) + ", but this node was started as cluster '" +
+    return Status::InvalidArgument("data dir " + dir_ + " belongs to cluster '" + std::string(*stored_cluster) +
+                                   "' node " + std::to_string(*stored_node) + ", but this node was started as cluster '" +
                                    id.cluster_id + "' node " + std::to_string(id.node_id));
   }
   return Status::Ok();
@@ -196,83 +163,112 @@ Status LogStore::CheckIdentity(const NodeIdentity& id) {
 Status LogStore::PutMeta(const std::string& name, const std::string& value) {
   rocksdb::WriteOptions wo;
   wo.sync = options_.sync;
-  return FromRocks(db_->Put(wo, "x/" + name, Seal(value)), "write " + name);
+  rocksdb::Status s = db_->Put(wo, record::kMetaPrefix + name, record::EncodeString(value));
+  if (!s.ok()) return IoError("write metadata '" + name + "'", s);
+  return Status::Ok();
 }
 
 StatusOr<std::string> LogStore::GetMeta(const std::string& name) const {
-  std::string v;
-  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), "x/" + name, &v);
-  if (s.IsNotFound()) return Status::NotFound(name);
-  if (!s.ok()) return FromRocks(s, "read " + name);
-  auto body = Unseal(v, name);
+  auto raw = GetRaw(db_.get(), record::kMetaPrefix + name);
+  if (!raw.ok()) return raw.status();
+  if (!raw->has_value()) return Status::NotFound("metadata '" + name + "'");
+  auto body = record::DecodeString(**raw, "metadata '" + name + "'");
   if (!body.ok()) return body.status();
   return std::string(*body);
 }
 
 StatusOr<consensus::Bootstrap> LogStore::LoadBootstrap() const {
   consensus::Bootstrap b;
-  std::string v;
-  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), kPromisedKey, &v);
-  if (s.ok()) {
-    auto p = DecodeBallotRecord(v);
+  auto promised = GetRaw(db_.get(), record::kPromisedKey);
+  if (!promised.ok()) return promised.status();
+  if (promised->has_value()) {
+    auto p = DecodeBallotRecord(**promised);
     if (!p.ok()) return p.status();
     b.promised = *p;
-  } else if (!s.IsNotFound()) {
-    return FromRocks(s, "read promised ballot");
   }
   b.chosen_upto = chosen_upto_;
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
-  for (it->Seek(EntryKey(chosen_upto_ + 1)); it->Valid() && IsEntryKey(it->key()); it->Next()) {
-    auto e = DecodeEntryRecord(SlotOfKey(it->key()), std::string_view(it->value().data(), it->value().size()));
-    if (!e.ok()) return e.status();
-    b.unchosen.push_back(std::move(*e));
-  }
-  if (!it->status().ok()) return FromRocks(it->status(), "scan entries");
+  if (chosen_upto_ == std::numeric_limits<Slot>::max()) return b;  // nothing can lie above it
+  Status s = ScanEntries(db_.get(), chosen_upto_ + 1, std::numeric_limits<Slot>::max(), [&b](Entry&& e) {
+    b.unchosen.push_back(std::move(e));
+    return true;
+  });
+  if (!s.ok()) return s;
   return b;
 }
 
 Status LogStore::Persist(const consensus::Ready& ready) {
   if (!ready.promised && ready.entries.empty() && !ready.chosen_upto) return Status::Ok();
-  rocksdb::WriteBatch batch;
-  if (ready.promised) batch.Put(kPromisedKey, EncodeBallotRecord(*ready.promised));
-  for (const Entry& e : ready.entries) batch.Put(EntryKey(e.slot), EncodeEntryRecord(e));
-  if (ready.chosen_upto) batch.Put(kChosenKey, EncodeU64Record(*ready.chosen_upto));
-  rocksdb::WriteOptions wo;
-  // Only a promise or an acceptance must be on disk before the replies that
-  // depend on it; a chosen mark alone is re-learned if a crash loses it.
-  wo.sync = options_.sync && ready.NeedsSync();
-  Status s = FromRocks(db_->Write(wo, &batch), "persist batch");
-  if (s.ok() && ready.chosen_upto) chosen_upto_ = *ready.chosen_upto;
-  return s;
+  // Drop a buffer a burst made huge; otherwise reuse its capacity.
+  if (batch_->Data().capacity() > kBatchKeepBytesMax) batch_ = std::make_unique<rocksdb::WriteBatch>();
+  batch_->Clear();
+  rocksdb::Status s;
+  if (ready.promised) {
+    char rec[record::kBallotRecordBytes];
+    record::EncodeBallotTo(*ready.promised, rec);
+    s = batch_->Put(record::kPromisedKey, rocksdb::Slice(rec, sizeof rec));
+  }
+  // Each entry goes in as key + (head, value) parts: the value is copied
+  // once, into the batch, and nothing is allocated per entry.
+  char key[record::kEntryKeyBytes];
+  char head[record::kEntryHeadBytes];
+  const rocksdb::Slice key_slice(key, sizeof key);
+  rocksdb::Slice value_parts[2] = {rocksdb::Slice(head, sizeof head), rocksdb::Slice()};
+  for (size_t i = 0; s.ok() && i < ready.entries.size(); ++i) {
+    const Entry& e = ready.entries[i];
+    record::EntryKeyInto(e.slot, key);
+    record::EncodeEntryHeadTo(e, head);
+    value_parts[1] = rocksdb::Slice(e.value);
+    s = batch_->Put(rocksdb::SliceParts(&key_slice, 1), rocksdb::SliceParts(value_parts, 2));
+  }
+  if (s.ok() && ready.chosen_upto) {
+    char rec[record::kU64RecordBytes];
+    record::EncodeU64To(*ready.chosen_upto, rec);
+    s = batch_->Put(record::kChosenKey, rocksdb::Slice(rec, sizeof rec));
+  }
+  if (s.ok()) {
+    rocksdb::WriteOptions wo;
+    // Only a promise or an acceptance must be on disk before the replies
+    // that depend on it (Ready::NeedsSync); a chosen mark alone is re-learned
+    // if a crash loses it, and the next synced batch makes it durable too.
+    wo.sync = options_.sync && ready.NeedsSync();
+    s = db_->Write(wo, batch_.get());
+  }
+  if (!s.ok()) {
+    return IoError("persist batch (" + std::to_string(ready.entries.size()) + " entries) in " + dir_, s);
+  }
+  if (ready.chosen_upto) chosen_upto_ = *ready.chosen_upto;
+  return Status::Ok();
 }
 
 StatusOr<std::vector<Entry>> LogStore::ReadRange(Slot from, Slot to) const {
   std::vector<Entry> out;
-  if (from > to) return out;
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
-  for (it->Seek(EntryKey(from)); it->Valid() && IsEntryKey(it->key()); it->Next()) {
-    Slot slot = SlotOfKey(it->key());
-    if (slot > to) break;
-    auto e = DecodeEntryRecord(slot, std::string_view(it->value().data(), it->value().size()));
-    if (!e.ok()) return e.status();
-    out.push_back(std::move(*e));
-  }
-  if (!it->status().ok()) return FromRocks(it->status(), "scan entries");
+  Status s = ScanEntries(db_.get(), from, to, [&out](Entry&& e) {
+    out.push_back(std::move(e));
+    return true;
+  });
+  if (!s.ok()) return s;
   return out;
 }
 
 std::vector<Entry> LogStore::ReadChosen(Slot from, size_t max_bytes) const {
   std::vector<Entry> out;
   size_t bytes = 0;
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
-  for (it->Seek(EntryKey(from)); it->Valid() && IsEntryKey(it->key()); it->Next()) {
-    Slot slot = SlotOfKey(it->key());
-    if (slot > chosen_upto_) break;
-    auto e = DecodeEntryRecord(slot, std::string_view(it->value().data(), it->value().size()));
-    if (!e.ok()) break;  // a corrupt record is not served; the node's own replay reports it
-    bytes += consensus::EntryBytes(*e);
-    if (bytes > max_bytes && !out.empty()) break;
-    out.push_back(std::move(*e));
+  // Every entry costs at least this much, so once it no longer fits the
+  // scan stops without reading (and decoding) one record too many.
+  const size_t min_entry_bytes = consensus::EntryBytes(Entry{});
+  Status s = ScanEntries(db_.get(), from, chosen_upto_, [&](Entry&& e) {
+    bytes += consensus::EntryBytes(e);
+    if (bytes > max_bytes && !out.empty()) return false;
+    out.push_back(std::move(e));
+    return bytes <= max_bytes && max_bytes - bytes >= min_entry_bytes;
+  });
+  if (!s.ok()) {
+    // LogReader has no error path; serving a short log would leave the
+    // lagging replica asking forever. A storage error stops the node.
+    std::fprintf(stderr, "storage error reading the chosen log in %s, stopping the node: %s\n", dir_.c_str(),
+                 s.ToString().c_str());
+    std::fflush(stderr);
+    std::abort();
   }
   return out;
 }

@@ -9,6 +9,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "consensus/replica.h"
@@ -17,6 +18,7 @@
 
 namespace rocksdb {
 class DB;
+class WriteBatch;
 }
 
 namespace ts::storage {
@@ -49,6 +51,9 @@ class LogStore : public consensus::LogReader {
   // Writes ready.promised, ready.entries and ready.chosen_upto (whichever are
   // set) in one WriteBatch, synced unless options.sync is false. Returns
   // IoError on failure: the caller must stop the node (never retry an fsync).
+  // A Ready with none of the three set writes nothing. A batch holding only
+  // chosen_upto is not synced (Ready::NeedsSync: it is re-learned if lost).
+  // One caller at a time (the event loop): the batch buffer is reused.
   Status Persist(const consensus::Ready& ready);
 
   // Entries in [from, to] (inclusive), in slot order; missing slots are
@@ -56,6 +61,9 @@ class LogStore : public consensus::LogReader {
   StatusOr<std::vector<consensus::Entry>> ReadRange(consensus::Slot from, consensus::Slot to) const;
 
   // consensus::LogReader: chosen entries from `from`, up to max_bytes.
+  // The interface has no error path, so a corrupt record or a failed read
+  // here stops the process (DESIGN.md s.3: a storage error stops the node)
+  // with the reason on stderr, rather than serving a silently short log.
   std::vector<consensus::Entry> ReadChosen(consensus::Slot from, size_t max_bytes) const override;
 
   consensus::Slot chosen_upto() const { return chosen_upto_; }
@@ -66,10 +74,15 @@ class LogStore : public consensus::LogReader {
   StatusOr<std::string> GetMeta(const std::string& name) const;
 
  private:
-  LogStore(std::unique_ptr<rocksdb::DB> db, StoreOptions options);
+  LogStore(std::string dir, std::unique_ptr<rocksdb::DB> db, StoreOptions options);
+  std::string dir_;
   std::unique_ptr<rocksdb::DB> db_;
   StoreOptions options_;
   consensus::Slot chosen_upto_ = 0;
+  // Reused by every Persist so the hot path allocates only when a batch is
+  // larger than any before it.
+  std::unique_ptr<rocksdb::WriteBatch> batch_;
+  std::string record_buf_;
 };
 
 // Record codecs, exposed for tests and the fuzzer: decoding never trusts its

@@ -38,6 +38,8 @@ struct Args {
   bool peers = false;
   uint64_t from = 1;
   uint32_t limit = 100;
+  std::string downgrade_to;
+  bool downgrade_cancel = false;
 };
 
 constexpr const char* kFooter =
@@ -111,6 +113,14 @@ std::unique_ptr<CLI::App> BuildApp(Args* a) {
   log->add_option("--limit", a->limit, "Most rows to print (1..1000)")
       ->check(CLI::Range(uint32_t{1}, kLogLimitMax))
       ->capture_default_str();
+  CLI::App* down = app->add_subcommand(
+      "downgrade",
+      "downgrade --to X.Y.Z | downgrade --cancel: let nodes of an older version lead again (the leader restates "
+      "decrees X.Y.Z cannot read, or refuses with the reason), or end the downgrade in force");
+  auto* to = down->add_option("--to", a->downgrade_to, "Target version X.Y.Z, older than the latest marker");
+  auto* cancel = down->add_flag("--cancel", a->downgrade_cancel, "End the downgrade in force");
+  to->excludes(cancel);
+  down->require_option(1);
   return app;
 }
 
@@ -141,6 +151,7 @@ class Command {
     if (name == "cas") return Cas();
     if (name == "delete") return Delete();
     if (name == "log") return Log();
+    if (name == "downgrade") return DowngradeCmd();
     return Fail(kExitUsage, "unknown command " + name);
   }
 
@@ -218,6 +229,20 @@ class Command {
   }
 
   int Put() { return WriteResult("put", Send(ClientOp::kPut)); }
+
+  int DowngradeCmd() {
+    rpc::ClientRequest req;
+    req.op = args_.downgrade_cancel ? ClientOp::kDowngradeCancel : ClientOp::kDowngrade;
+    req.value = args_.downgrade_to;
+    auto r = client_->Call(std::move(req));
+    if (!r.ok()) return FailStatus(r.status());
+    if (r->code != ClientCode::kOk) return FailResponse(*r);
+    std::string what = args_.downgrade_cancel ? "downgrade cancelled" : "downgrade to " + args_.downgrade_to;
+    Print({{"ok", true}, {"op", "downgrade"}, {"target", args_.downgrade_to}, {"cancel", args_.downgrade_cancel},
+           {"slot", r->slot}},
+          what + " in slot " + std::to_string(r->slot));
+    return kExitOk;
+  }
 
   int Delete() { return WriteResult("delete", Send(ClientOp::kDelete)); }
 

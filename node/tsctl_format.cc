@@ -117,7 +117,8 @@ std::string OneLine(std::string_view message) {
 std::string FormatStatusTable(const std::vector<rpc::HostPort>& endpoints,
                               const std::vector<StatusOr<rpc::NodeStatus>>& statuses, bool show_peers) {
   assert(endpoints.size() == statuses.size());
-  Table t({"ENDPOINT", "ID", "ROLE", "BALLOT", "CHOSEN", "APPLIED", "LEADER", "LEASE_MS", "VERSION", "DIGEST"});
+  Table t({"ENDPOINT", "ID", "ROLE", "BALLOT", "CHOSEN", "APPLIED", "LEADER", "LEASE_MS", "VERSION", "MARKER", "KV_FMT",
+           "DIGEST"});
   for (size_t i = 0; i < endpoints.size(); ++i) {
     if (!statuses[i].ok()) {
       t.AddNote(endpoints[i].ToString(), "unreachable: " + OneLine(statuses[i].status().message()));
@@ -129,7 +130,17 @@ std::string FormatStatusTable(const std::vector<rpc::HostPort>& endpoints,
     t.Add({endpoints[i].ToString(), std::to_string(s.id), s.role, consensus::ToString(s.ballot),
            std::to_string(s.chosen_slot), std::to_string(s.applied_slot), Dash(s.leader),
            std::to_string(s.lease_left_ms), s.software_version.empty() ? "-" : s.software_version,
+           s.latest_marker.empty() ? "-" : s.latest_marker, std::to_string(s.kv_write_model),
            digest.empty() ? "-" : digest});
+    // What the version rules say, when it matters (spec/003_*).
+    if (!s.downgrade_to.empty()) t.AddIndented("node " + std::to_string(s.id) + ": downgrade to " + s.downgrade_to + " in force");
+    if (s.stuck_at_slot != 0) {
+      t.AddIndented("node " + std::to_string(s.id) + ": cannot read the decree in slot " + std::to_string(s.stuck_at_slot) +
+                    "; recording, not applying");
+    }
+    if (!s.eligible && !s.ineligible_reason.empty()) {
+      t.AddIndented("node " + std::to_string(s.id) + ": may not lead: " + OneLine(s.ineligible_reason));
+    }
     if (!show_peers) continue;
     for (const rpc::PeerStatus& p : s.peers) {
       std::string heard =

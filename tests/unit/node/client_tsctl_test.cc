@@ -67,6 +67,8 @@ TEST(Tsctl, RunTsctl_argumentErrorsAreOneLineAndExitTwo) {
       {"log", "--limit", "5000"},              // above the node's cap
       {"log", "--from", "0"},                  // slots start at 1
       {"status", "--bogus"},                   // unknown flag
+      {"downgrade"},                           // neither --to nor --cancel
+      {"downgrade", "--to", "1.0.0", "--cancel"},  // both
   };
   for (const auto& args : bad) {
     std::string joined;

@@ -147,7 +147,9 @@ void Replica::SetEligible(bool eligible) {
 
 StatusOr<Slot> Replica::ReadIndex() const {
   if (role_ != Role::kLeader) return Status::NotLeader("not the leader");
+#if !defined(TS_PLANTED_BUG) || TS_PLANTED_BUG != 2  // negative control: reads without a lease
   if (now_ms_ >= lease_until_ms_) return Status::Unavailable("leader lease not held");
+#endif
   if (chosen_upto_ < recovered_upto_) return Status::Unavailable("leader still recovering the log");
   return chosen_upto_;
 }
@@ -388,6 +390,14 @@ void Replica::ResetElectionDeadline() {
 }
 
 void Replica::Send(NodeId to, MessageBody body) {
+#if defined(TS_PLANTED_BUG) && TS_PLANTED_BUG == 1
+  // Negative control: acceptor replies leave before the state they promise
+  // is durable. tests/sim/negative_control_test must catch it.
+  if (std::holds_alternative<Promise>(body) || std::holds_alternative<Accepted>(body)) {
+    ready_.early_messages.push_back(Message{config_.id, to, std::move(body)});
+    return;
+  }
+#endif
   ready_.messages.push_back(Message{config_.id, to, std::move(body)});
 }
 

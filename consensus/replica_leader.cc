@@ -32,7 +32,12 @@ void Replica::Campaign() {
 
 void Replica::HandlePromise(NodeId from, const Promise& m) {
   max_round_seen_ = std::max(max_round_seen_, m.promised.round);
+#if defined(TS_PLANTED_BUG) && TS_PLANTED_BUG == 3
+  // Negative control: a promise made to an earlier ballot is counted.
+  if (role_ != Role::kCandidate || !phase1_ || m.ballot.node != config_.id) return;
+#else
   if (role_ != Role::kCandidate || !phase1_ || m.ballot != phase1_->ballot) return;  // stale
+#endif
   if (!m.ok) {
     // A higher ballot ends this campaign. A lease refusal does not: other
     // acceptors may still promise, and the election timer retries otherwise.

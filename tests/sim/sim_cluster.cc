@@ -112,6 +112,7 @@ void SimCluster::Enqueue(Message m) {
   int copies = (faults_.duplicate > 0 && u(rng_) < faults_.duplicate) ? 2 : 1;
   for (int i = 0; i < copies; ++i) {
     uint64_t delay = faults_.delay_min_ms + Random(faults_.delay_max_ms - faults_.delay_min_ms + 1);
+    if (faults_.straggle > 0 && u(rng_) < faults_.straggle) delay += 100 + Random(301);
     wire_.push_back(InFlight{now_ms_ + delay, order_++, m});
   }
 }
@@ -121,6 +122,10 @@ void SimCluster::Pump(NodeId id) {
   while (n.replica && n.replica->HasReady()) {
     consensus::Ready r = n.replica->TakeReady();
     for (Message& m : r.early_messages) Enqueue(std::move(m));
+    if (crash_at_next_write_.erase(id) && (r.NeedsSync() || r.chosen_upto)) {
+      n.replica.reset();  // the write never happened
+      return;
+    }
     if (on_ready_) on_ready_(id, r);
     n.disk.Persist(r);
     n.replica->Persisted(r.token);

@@ -47,6 +47,7 @@ struct NetworkFaults {
   double duplicate = 0;  // probability it is delivered twice
   uint64_t delay_min_ms = 0;
   uint64_t delay_max_ms = 0;  // uniform delay; > min also reorders
+  double straggle = 0;        // probability of an extra 100-400 ms delay
 };
 
 class SimCluster {
@@ -72,6 +73,10 @@ class SimCluster {
   // Loses everything not persisted, and (lose_unsynced) unsynced writes too.
   void Crash(NodeId id, bool lose_unsynced = false);
   void Restart(NodeId id);  // rebuilds from its disk
+  // Crashes `id` at its next write: after it sent what may leave before the
+  // write (Ready::early_messages), before the write reaches its disk.
+  void CrashAtNextWrite(NodeId id) { crash_at_next_write_.insert(id); }
+  void ClearPendingCrashes() { crash_at_next_write_.clear(); }
   bool IsUp(NodeId id) const { return nodes_.at(id).replica != nullptr; }
   // Cuts (or restores) the link from -> to; both directions with Isolate.
   void Block(NodeId from, NodeId to, bool blocked);
@@ -126,6 +131,7 @@ class SimCluster {
   std::set<std::pair<NodeId, NodeId>> blocked_;
   NetworkFaults faults_;
   std::function<void(NodeId, const consensus::Ready&)> on_ready_;
+  std::set<NodeId> crash_at_next_write_;
 };
 
 }  // namespace ts::sim

@@ -24,8 +24,15 @@ struct Outstanding {
 class Run {
  public:
   explicit Run(const SimOptions& o)
-      : o_(o), rng_(o.seed), nodes_(o.nodes ? o.nodes : (rng_() % 2 ? 5 : 3)), c_(nodes_, rng_()) {
+      : o_(o), rng_(o.seed), nodes_(o.nodes ? o.nodes : (rng_() % 2 ? 5 : 3)), c_(nodes_, rng_(), ConfigFor(rng_)) {
     c_.SetClockDrift(20000);  // 2%: within what lease 100 ms / drift 10 ms tolerates
+  }
+
+  // Half the seeds use a short election jitter, so candidates duel.
+  static consensus::Config ConfigFor(std::mt19937_64& rng) {
+    consensus::Config c = SimCluster::DefaultConfig();
+    if (rng() % 2) c.election_jitter_ms = 5;
+    return c;
   }
 
   SimResult Go() {
@@ -37,8 +44,16 @@ class Run {
         InjectFault();
         next_fault = c_.now_ms() + 100 + rng_() % 700;
       }
+      if (crash_leader_ && c_.now_ms() >= crash_leader_at_) {
+        if (c_.IsUp(crash_leader_)) {
+          c_.Crash(crash_leader_, rng_() % 2 == 0);
+          restart_at_[crash_leader_] = c_.now_ms() + 500 + rng_() % 1500;  // after the others are back
+        }
+        crash_leader_ = 0;
+      }
       RestartDue();
       if (rng_() % 4 == 0) ProposeOne();
+      if (rng_() % 8 == 0) CheckRead();
       Step();
       if (c_.now_ms() >= next_check) {
         Fail(c_.CheckAgreement());
@@ -95,10 +110,23 @@ class Run {
   void InjectFault() {
     ++r_.faults;
     NodeId victim = c_.members()[rng_() % nodes_];
-    switch (rng_() % 7) {
-      case 0:  // crash, restart later; may lose unsynced writes
-        if (c_.IsUp(victim)) {
-          c_.Crash(victim, rng_() % 2 == 0);
+    switch (rng_() % 8) {
+      case 7: {  // power loss: followers die inside their next write, the leader a moment later
+        auto l = c_.Leader();
+        if (!l) break;
+        for (NodeId id : c_.members()) {
+          if (id == *l || !c_.IsUp(id) || restart_at_.count(id)) continue;
+          c_.CrashAtNextWrite(id);
+          restart_at_[id] = c_.now_ms() + 50 + rng_() % 200;
+        }
+        crash_leader_at_ = c_.now_ms() + 1 + rng_() % 10;
+        crash_leader_ = *l;
+        break;
+      }
+      case 0:  // crash (now, losing unsynced writes or not, or in its next write), restart later
+        if (c_.IsUp(victim) && !restart_at_.count(victim)) {
+          if (rng_() % 3 == 0) c_.CrashAtNextWrite(victim);
+          else c_.Crash(victim, rng_() % 2 == 0);
           restart_at_[victim] = c_.now_ms() + 50 + rng_() % 1000;
         }
         break;
@@ -124,7 +152,7 @@ class Run {
         break;
       }
       case 4:
-        c_.SetFaults(NetworkFaults{(rng_() % 20) / 100.0, (rng_() % 10) / 100.0, 0, rng_() % 20});
+        c_.SetFaults(NetworkFaults{(rng_() % 20) / 100.0, (rng_() % 30) / 100.0, 0, rng_() % 50, (rng_() % 5) / 100.0});
         break;
       default:  // heal the network
         for (NodeId a : c_.members())
@@ -133,9 +161,24 @@ class Run {
     }
   }
 
+  // A lease read: whoever claims to lead and answers ReadIndex must have
+  // every decree acknowledged so far (linearizable reads).
+  void CheckRead() {
+    for (NodeId id : c_.members()) {
+      if (!c_.IsUp(id)) continue;
+      auto index = c_.replica(id).ReadIndex();
+      if (!index.ok() || acked_.empty()) continue;
+      if (*index < acked_.rbegin()->first) {
+        Fail("stale read: node " + std::to_string(id) + " would serve reads at slot " + std::to_string(*index) +
+             " but slot " + std::to_string(acked_.rbegin()->first) + " was acknowledged");
+      }
+    }
+  }
+
   void RestartDue() {
     for (auto it = restart_at_.begin(); it != restart_at_.end();) {
-      if (c_.now_ms() < it->second) {
+      // Still up: its crash-at-next-write has not struck yet.
+      if (c_.IsUp(it->first) || c_.now_ms() < it->second) {
         ++it;
         continue;
       }
@@ -146,9 +189,12 @@ class Run {
 
   void Heal() {
     c_.SetFaults(NetworkFaults{});
+    c_.ClearPendingCrashes();
     for (NodeId a : c_.members())
       for (NodeId b : c_.members()) c_.Block(a, b, false);
-    for (auto& [id, at] : restart_at_) c_.Restart(id);
+    for (auto& [id, at] : restart_at_) {
+      if (!c_.IsUp(id)) c_.Restart(id);
+    }
     restart_at_.clear();
     if (!c_.Commit("final-" + std::to_string(o_.seed), o_.heal_limit_ms)) {
       std::string state;
@@ -203,6 +249,8 @@ class Run {
   std::vector<Outstanding> outstanding_;
   std::map<Slot, std::string> acked_;
   std::map<NodeId, uint64_t> restart_at_;
+  NodeId crash_leader_ = 0;
+  uint64_t crash_leader_at_ = 0;
 };
 
 }  // namespace

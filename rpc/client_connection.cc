@@ -18,7 +18,10 @@ StatusOr<tcp::endpoint> ResolveClient(asio::io_context& io, const HostPort& hp) 
   if (!ec) return tcp::endpoint(addr, hp.port);
   tcp::resolver resolver(io);
   auto results = resolver.resolve(hp.host, std::to_string(hp.port), ec);
-  if (ec || results.empty()) return Status::Unavailable("cannot resolve " + hp.ToString());
+  if (ec || results.empty()) {
+    return Status::Unavailable("connect to " + hp.ToString() + ": cannot resolve " + hp.host +
+                               (ec ? ": " + ec.message() : std::string()));
+  }
   return results.begin()->endpoint();
 }
 
@@ -26,17 +29,27 @@ StatusOr<tcp::endpoint> ResolveClient(asio::io_context& io, const HostPort& hp) 
 
 // ------------------------------------------------------------ AsyncClient
 
-struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
+struct AsyncClient::Impl {
   Impl(asio::io_context& io, size_t frame_bytes_max) : io(io), frame_bytes_max(frame_bytes_max) {}
 
+  // Every pending callback runs once with Unavailable; callbacks may call
+  // back into the client, so the map is emptied first.
   void FailAll(const std::string& why) {
     auto pending = std::move(callbacks);
     callbacks.clear();
     for (auto& [id, cb] : pending) cb(Status::Unavailable(why));
   }
 
+  void CloseConnection(const std::string& why) {
+    std::error_code ec;
+    if (connecting) connecting->close(ec);
+    connecting.reset();
+    if (auto c = std::move(conn)) c->Close(why);
+  }
+
   asio::io_context& io;
   size_t frame_bytes_max;
+  std::shared_ptr<tcp::socket> connecting;
   std::shared_ptr<Connection> conn;
   std::map<uint64_t, Callback> callbacks;
   uint64_t next_id = 1;
@@ -50,6 +63,8 @@ AsyncClient::AsyncClient(asio::io_context& io, size_t frame_bytes_max)
 AsyncClient::~AsyncClient() { Close(); }
 
 void AsyncClient::Connect(const HostPort& addr, std::function<void(Status)> done) {
+  impl_->CloseConnection("reconnecting");
+  impl_->FailAll("connection to " + impl_->addr + " replaced");
   impl_->addr = addr.ToString();
   auto ep = ResolveClient(impl_->io, addr);
   if (!ep.ok()) {
@@ -57,30 +72,43 @@ void AsyncClient::Connect(const HostPort& addr, std::function<void(Status)> done
     return;
   }
   auto sock = std::make_shared<tcp::socket>(impl_->io);
+  impl_->connecting = sock;
   std::weak_ptr<Impl> weak = impl_;
   sock->async_connect(*ep, [weak, sock, done = std::move(done)](const std::error_code& ec) {
     auto impl = weak.lock();
-    if (!impl) return;
+    if (!impl || impl->connecting != sock) return;  // client gone, closed or reconnecting
+    impl->connecting.reset();
     if (ec) {
       done(Status::Unavailable("connect to " + impl->addr + ": " + ec.message()));
       return;
     }
-    impl->conn = std::make_shared<Connection>(std::move(*sock), impl->frame_bytes_max, 256 << 20, &impl->metrics);
+    // The client may queue as much as it likes (it chose how many requests
+    // to keep in flight); only a dead server stops it, and that fails them.
+    impl->conn = std::make_shared<Connection>(std::move(*sock), "server", impl->frame_bytes_max, size_t{1} << 30,
+                                              &impl->metrics);
+    Connection* conn = impl->conn.get();
     impl->conn->Start(
         [weak](FrameType type, std::string_view payload) {
           auto impl = weak.lock();
-          if (!impl || type != FrameType::kClientResponse) return false;
+          if (!impl) return Status::Ok();
+          if (type != FrameType::kClientResponse) {
+            return Status::InvalidArgument("unexpected frame type " + std::to_string(static_cast<int>(type)) +
+                                           " from a server");
+          }
           ClientResponse resp;
-          if (!DecodeClientResponse(payload, &resp).ok()) return false;
+          if (Status s = DecodeClientResponse(payload, &resp); !s.ok()) return s;
           auto it = impl->callbacks.find(resp.id);
-          if (it == impl->callbacks.end()) return true;  // answer to a request we gave up on
+          if (it == impl->callbacks.end()) return Status::Ok();  // answer to a request already failed
           Callback cb = std::move(it->second);
           impl->callbacks.erase(it);
           cb(std::move(resp));
-          return true;
+          return Status::Ok();
         },
-        [weak](const std::string& reason) {
-          if (auto impl = weak.lock()) impl->FailAll("connection to " + impl->addr + " lost: " + reason);
+        [weak, conn](const std::string& reason) {
+          auto impl = weak.lock();
+          if (!impl) return;
+          if (impl->conn.get() == conn) impl->conn.reset();
+          impl->FailAll("connection to " + impl->addr + " lost: " + reason);
         });
     done(Status::Ok());
   });
@@ -92,17 +120,21 @@ void AsyncClient::Send(ClientRequest req, Callback cb) {
     return;
   }
   req.id = impl_->next_id++;
-  impl_->callbacks.emplace(req.id, std::move(cb));
-  if (!impl_->conn->SendFrame(FrameType::kClientRequest, EncodeClientRequest(req))) {
-    auto it = impl_->callbacks.find(req.id);
-    Callback failed = std::move(it->second);
-    impl_->callbacks.erase(it);
-    failed(Status::Busy("client send queue full"));
+  std::string payload = EncodeClientRequest(req);
+  if (payload.size() > impl_->frame_bytes_max) {
+    cb(Status::InvalidArgument("request of " + std::to_string(payload.size()) + " bytes exceeds the frame cap of " +
+                               std::to_string(impl_->frame_bytes_max)));
+    return;
   }
+  if (!impl_->conn->SendFrame(FrameType::kClientRequest, payload)) {
+    cb(Status::Busy("client send queue full"));
+    return;
+  }
+  impl_->callbacks.emplace(req.id, std::move(cb));
 }
 
 void AsyncClient::Close() {
-  if (impl_->conn) impl_->conn->Close("closed by client");
+  impl_->CloseConnection("closed by client");
   impl_->FailAll("client closed");
 }
 
@@ -158,7 +190,8 @@ StatusOr<ClientResponse> BlockingClient::Call(ClientRequest req, std::chrono::mi
     Close();  // the late answer must not be taken for the next request's
     return Status::Timeout("no answer within " + std::to_string(timeout.count()) + " ms");
   }
-  if (!result.ok()) impl_->connected = false;
+  // Unavailable means the connection is gone (a refused request leaves it up).
+  if (!result.ok() && result.status().code() == Status::Code::kUnavailable) impl_->connected = false;
   return result;
 }
 

@@ -42,11 +42,16 @@ class AsyncClient {
   using Callback = std::function<void(StatusOr<ClientResponse>)>;
   AsyncClient(asio::io_context& io, size_t frame_bytes_max = kDefaultFrameBytesMax);
   ~AsyncClient();
-  // Connects; `done` gets Ok or Unavailable.
+  // Connects (dropping any previous connection, whose pending callbacks get
+  // Unavailable); `done` gets Ok or Unavailable, and is not called if the
+  // client is closed, reconnected or destroyed first.
   void Connect(const HostPort& addr, std::function<void(Status)> done);
   // Sends req (id assigned here); `cb` runs once with the response or with
-  // Unavailable if the connection fails first.
+  // Unavailable if the connection fails first (or is not up: then at once,
+  // inside Send). Also at once: InvalidArgument if the request is over the
+  // frame cap, Busy if 1 GiB of requests is already queued.
   void Send(ClientRequest req, Callback cb);
+  // Closes the connection; every pending callback gets Unavailable.
   void Close();
 
  private:

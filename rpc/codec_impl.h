@@ -1,9 +1,20 @@
-// The bounded Cereal archives behind rpc/codec.h. Integers are fixed-width
-// little-endian; a length (Cereal's SizeTag) is a u32 that must not exceed
-// the bytes left in the buffer, checked BEFORE Cereal resizes a string or
-// vector (each element costs at least one byte, so this bound is sound).
-// Bools must be 0 or 1. Errors throw cereal::Exception inside the decoder,
-// which DecodeBounded turns into a Status; nothing escapes it.
+// The bounded Cereal archives behind rpc/codec.h (included by it; not meant
+// to be included on its own).
+//
+// Layout: integers are fixed-width little-endian, packed byte by byte (the
+// host's layout never leaks onto the wire); floating point is its IEEE 754
+// bits as an integer of the same width; bool is one byte, 0 or 1; enums are
+// their underlying integer (callers validate the value); a length (Cereal's
+// SizeTag: strings, vectors, maps) is a u32; a variant is its i32 index, then
+// the alternative.
+//
+// Hostile input (DESIGN.md s.7): every length is checked against the bytes
+// left in the buffer BEFORE Cereal resizes anything (each element costs at
+// least one byte, so size <= bytes left is a sound bound). Vectors of
+// non-byte elements also grow element by element as bytes are consumed, so
+// a lying length cannot make the decoder allocate sizeof(T) times the
+// payload up front. Errors throw cereal::Exception inside the decoder, and
+// DecodeBounded turns every exception into a Status: nothing escapes it.
 #pragma once
 
 #include <cereal/cereal.hpp>
@@ -12,17 +23,25 @@
 #include <cereal/types/variant.hpp>
 #include <cereal/types/vector.hpp>
 
+#include <algorithm>
+#include <bit>
+#include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 #include "consensus/status.h"
 
 namespace ts::rpc {
 
+// Appends to a caller's string. Encoding cannot fail for any value the
+// protocol produces (frames are capped far below 4 GiB).
 class BoundedOutputArchive : public cereal::OutputArchive<BoundedOutputArchive, cereal::AllowEmptyClassElision> {
  public:
   explicit BoundedOutputArchive(std::string* out)
@@ -33,12 +52,17 @@ class BoundedOutputArchive : public cereal::OutputArchive<BoundedOutputArchive, 
   std::string* out_;
 };
 
+// Reads from [data, data + size) only; never past it, never from a stream.
 class BoundedInputArchive : public cereal::InputArchive<BoundedInputArchive, cereal::AllowEmptyClassElision> {
  public:
   BoundedInputArchive(const char* data, size_t size)
       : cereal::InputArchive<BoundedInputArchive, cereal::AllowEmptyClassElision>(this), p_(data), left_(size) {}
+  // Throws cereal::Exception if fewer than `size` bytes are left.
   void LoadBytes(void* dst, size_t size) {
-    if (size > left_) throw cereal::Exception("truncated: need " + std::to_string(size) + " bytes, " + std::to_string(left_) + " left");
+    if (size > left_) {
+      throw cereal::Exception("truncated: need " + std::to_string(size) + " bytes, " + std::to_string(left_) +
+                              " left");
+    }
     if (size > 0) std::memcpy(dst, p_, size);
     p_ += size;
     left_ -= size;
@@ -50,36 +74,59 @@ class BoundedInputArchive : public cereal::InputArchive<BoundedInputArchive, cer
   size_t left_;
 };
 
+namespace codec_detail {
+
+// Unsigned integer of the same width as arithmetic type T.
+template <class T>
+using UintOf = std::conditional_t<
+    sizeof(T) == 1, uint8_t,
+    std::conditional_t<sizeof(T) == 2, uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>>;
+
+// BinaryData (raw byte runs) is supported for byte-sized elements only, so
+// that Cereal serializes vectors of wider integers element by element in the
+// explicit little-endian layout instead of memcpy'ing host words.
+template <class T>
+constexpr bool IsByteRun() {
+  using U = std::remove_cv_t<std::remove_pointer_t<T>>;
+  return std::is_void_v<U> || std::is_same_v<U, char> || std::is_same_v<U, signed char> ||
+         std::is_same_v<U, unsigned char> || std::is_same_v<U, std::byte>;
+}
+
+}  // namespace codec_detail
+
 template <class T>
 std::enable_if_t<std::is_arithmetic_v<T>> CEREAL_SAVE_FUNCTION_NAME(BoundedOutputArchive& ar, const T& t) {
-  static_assert(!std::is_floating_point_v<T> || sizeof(T) == 8 || sizeof(T) == 4);
-  unsigned char buf[sizeof(T)];
+  static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8, "unsupported width");
+  using U = codec_detail::UintOf<T>;
+  U u;
   if constexpr (std::is_same_v<T, bool>) {
-    buf[0] = t ? 1 : 0;
+    u = t ? 1 : 0;
   } else if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    U u = static_cast<U>(t);
-    for (size_t i = 0; i < sizeof(T); ++i) buf[i] = static_cast<unsigned char>(u >> (8 * i));
+    u = static_cast<U>(t);
   } else {
-    std::memcpy(buf, &t, sizeof(T));  // IEEE 754 on every supported (little-endian) host
+    u = std::bit_cast<U>(t);
   }
+  unsigned char buf[sizeof(T)];
+  for (size_t i = 0; i < sizeof(T); ++i) buf[i] = static_cast<unsigned char>(u >> (8 * i));
   ar.SaveBytes(buf, sizeof(T));
 }
 
 template <class T>
 std::enable_if_t<std::is_arithmetic_v<T>> CEREAL_LOAD_FUNCTION_NAME(BoundedInputArchive& ar, T& t) {
+  static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8, "unsupported width");
+  using U = codec_detail::UintOf<T>;
   unsigned char buf[sizeof(T)];
   ar.LoadBytes(buf, sizeof(T));
+  U u = 0;
+  for (size_t i = 0; i < sizeof(T); ++i) u = static_cast<U>(u | (static_cast<U>(buf[i]) << (8 * i)));
   if constexpr (std::is_same_v<T, bool>) {
-    if (buf[0] > 1) throw cereal::Exception("bool byte " + std::to_string(buf[0]) + " is neither 0 nor 1");
-    t = buf[0] == 1;
+    // Any other byte would make a bool whose load is undefined behaviour.
+    if (u > 1) throw cereal::Exception("bool byte " + std::to_string(u) + " is neither 0 nor 1");
+    t = (u == 1);
   } else if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    U u = 0;
-    for (size_t i = 0; i < sizeof(T); ++i) u |= static_cast<U>(U{buf[i]} << (8 * i));
     t = static_cast<T>(u);
   } else {
-    std::memcpy(&t, buf, sizeof(T));
+    t = std::bit_cast<T>(u);
   }
 }
 
@@ -94,27 +141,56 @@ void CEREAL_SERIALIZE_FUNCTION_NAME(BoundedInputArchive& ar, cereal::NameValuePa
 
 template <class T>
 void CEREAL_SAVE_FUNCTION_NAME(BoundedOutputArchive& ar, const cereal::SizeTag<T>& t) {
-  if (t.size > std::numeric_limits<uint32_t>::max()) throw cereal::Exception("length too large to encode");
-  uint32_t n = static_cast<uint32_t>(t.size);
-  ar(n);
+  if (t.size > std::numeric_limits<uint32_t>::max()) {
+    // Unreachable for protocol values (frames are capped at a few MiB); a
+    // silently truncated length would corrupt the stream, so stop instead.
+    std::fprintf(stderr, "rpc codec: a length of %llu does not fit the u32 wire field\n",
+                 static_cast<unsigned long long>(t.size));
+    std::abort();
+  }
+  ar(static_cast<uint32_t>(t.size));
 }
 template <class T>
 void CEREAL_LOAD_FUNCTION_NAME(BoundedInputArchive& ar, cereal::SizeTag<T>& t) {
   uint32_t n = 0;
   ar(n);
+  // The check that keeps a 16-byte payload from asking for 1 GiB: it runs
+  // before Cereal resizes the string or container this length is for.
   if (n > ar.left()) {
-    throw cereal::Exception("length " + std::to_string(n) + " exceeds the " + std::to_string(ar.left()) + " bytes left");
+    throw cereal::Exception("length " + std::to_string(n) + " exceeds the " + std::to_string(ar.left()) +
+                            " bytes left");
   }
   t.size = n;
 }
 
-template <class T>
+template <class T, std::enable_if_t<codec_detail::IsByteRun<T>(), int> = 0>
 void CEREAL_SAVE_FUNCTION_NAME(BoundedOutputArchive& ar, const cereal::BinaryData<T>& bd) {
   ar.SaveBytes(bd.data, static_cast<size_t>(bd.size));
 }
-template <class T>
+template <class T, std::enable_if_t<codec_detail::IsByteRun<T>(), int> = 0>
 void CEREAL_LOAD_FUNCTION_NAME(BoundedInputArchive& ar, cereal::BinaryData<T>& bd) {
   ar.LoadBytes(bd.data, static_cast<size_t>(bd.size));
+}
+
+// Vectors (bool excepted: Cereal's own bit-by-bit load is already bounded by
+// the size check). More specialized than Cereal's overloads, so it wins.
+template <class T, class A, std::enable_if_t<!std::is_same_v<T, bool>, int> = 0>
+void CEREAL_LOAD_FUNCTION_NAME(BoundedInputArchive& ar, std::vector<T, A>& v) {
+  cereal::size_type n = 0;
+  ar(cereal::make_size_tag(n));  // n <= bytes left, checked above
+  v.clear();
+  if constexpr (codec_detail::IsByteRun<T>() || (std::is_arithmetic_v<T> && sizeof(T) == 1)) {
+    v.resize(static_cast<size_t>(n));  // one byte each: at most the bytes left
+    ar.LoadBytes(v.data(), static_cast<size_t>(n));
+  } else {
+    // Grow only as elements actually decode: memory stays proportional to
+    // the bytes consumed, whatever n claims.
+    v.reserve(std::min<size_t>(static_cast<size_t>(n), 1024));
+    for (cereal::size_type i = 0; i < n; ++i) {
+      v.emplace_back();
+      ar(v.back());
+    }
+  }
 }
 
 template <class T>
@@ -129,15 +205,22 @@ std::string EncodeBounded(const T& value) {
 
 template <class T>
 Status DecodeBounded(std::string_view bytes, T* out) {
+  // Decode into a fresh value so *out is untouched on failure.
+  T value{};
   try {
     BoundedInputArchive ar(bytes.data(), bytes.size());
-    ar(*out);
-    if (ar.left() != 0) return Status::Corruption(std::to_string(ar.left()) + " trailing bytes after the message");
+    ar(value);
+    if (ar.left() != 0) {
+      return Status::Corruption(std::to_string(ar.left()) + " trailing bytes after a complete value");
+    }
   } catch (const std::exception& e) {
-    // cereal::Exception for malformed input; std::bad_alloc cannot happen
-    // past the size check, but no exception may cross this edge.
+    // cereal::Exception for malformed input (truncation, a length past the
+    // end, a bad bool or variant index). Nothing may cross this edge.
     return Status::Corruption(std::string("malformed payload: ") + e.what());
+  } catch (...) {
+    return Status::Corruption("malformed payload");
   }
+  *out = std::move(value);
   return Status::Ok();
 }
 

@@ -1,21 +1,27 @@
-// Connection: one framed TCP stream on an io_context thread, shared by the
-// peer transport, the client server and the async client.
+// Connection (private to rpc/): one framed TCP stream on an io_context
+// thread, shared by the peer transport, the client server and the async
+// client.
 //
 // Reading: 16-byte header -> ParseFrameHeader (the length cap is checked
-// before the payload buffer grows) -> payload -> CRC check -> OnFrame. Any
-// failure closes the connection with a reason and counts a bad frame.
-// Writing: frames are appended to one pending buffer; a single async_write
-// carries everything queued since the last one, so a burst of small messages
-// costs one system call. Past queue_bytes_max, SendFrame refuses (returns
-// false) and the caller decides: drop (peers) or close (clients).
+// before the payload buffer grows) -> payload -> CRC check -> OnFrame. A
+// malformed, truncated or unexpected frame closes the connection with a
+// one-line warning and counts in metrics->bad_frames; nothing else is harmed.
+// Writing: frames are appended to one pending buffer and the write is started
+// from a posted handler, so every frame queued by the current handler (a
+// burst of small Accept/Accepted messages, many responses) leaves in a single
+// async_write: one system call. Past queue_bytes_max (pending plus in
+// flight), SendFrame refuses and the caller decides: drop (peers) or close
+// (clients).
 #pragma once
 
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include <asio.hpp>
 
+#include "consensus/status.h"
 #include "rpc/frame.h"
 #include "rpc/transport.h"
 
@@ -23,37 +29,53 @@ namespace ts::rpc {
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  // Return false from OnFrame to close the connection (a protocol error).
-  using OnFrame = std::function<bool(FrameType type, std::string_view payload)>;
+  // A non-OK status closes the connection as a bad frame (counted, logged
+  // with the status message). To close for another reason (a refusal), call
+  // Close() or CloseAfterWrites() and return OK.
+  using OnFrame = std::function<Status(FrameType type, std::string_view payload)>;
+  // Runs once, when the connection closes for any reason (also from Close()).
   using OnClose = std::function<void(const std::string& reason)>;
 
-  Connection(asio::ip::tcp::socket socket, size_t frame_bytes_max, size_t queue_bytes_max, TransportMetrics* metrics);
+  // `what` names the connection in log lines ("peer", "client", "server").
+  // `metrics` must outlive every handler of this connection, or be null.
+  Connection(asio::ip::tcp::socket socket, std::string what, size_t frame_bytes_max, size_t queue_bytes_max,
+             TransportMetrics* metrics);
 
+  // Starts reading. Call once, on the io_context thread.
   void Start(OnFrame on_frame, OnClose on_close);
+  // Queues one frame. False if closed, closing, or the queue cap is reached.
   bool SendFrame(FrameType type, std::string_view payload);
-  // Closes once everything queued so far is written (refusals, last words).
+  // Stops reading and closes once everything queued so far is written
+  // (a refusal's last words).
   void CloseAfterWrites(const std::string& reason);
+  // Closes now; queued frames are discarded. Idempotent.
   void Close(const std::string& reason);
   bool open() const { return open_; }
-  std::string remote() const { return remote_; }
+  const std::string& remote() const { return remote_; }
+  size_t queued_bytes() const { return pending_.size() + writing_.size(); }
 
  private:
   void ReadHeader();
   void ReadPayload(const FrameHeader& h);
+  void BadFrame(const std::string& reason);
+  void ScheduleWrite();
   void WriteMore();
 
   asio::ip::tcp::socket socket_;
+  std::string what_;
   size_t frame_bytes_max_;
   size_t queue_bytes_max_;
   TransportMetrics* metrics_;
+  TransportMetrics own_metrics_;  // used when the caller passes none
   OnFrame on_frame_;
   OnClose on_close_;
   std::string remote_;
   char header_[kFrameHeaderBytes];
   std::string payload_;
-  std::string pending_;
-  std::string writing_;
+  std::string pending_;  // frames queued since the last write started
+  std::string writing_;  // the frames the write in flight carries
   bool write_in_flight_ = false;
+  bool write_scheduled_ = false;
   bool close_after_writes_ = false;
   std::string close_reason_;
   bool open_ = true;

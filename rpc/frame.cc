@@ -1,13 +1,16 @@
 // Frame encoding and checks; see frame.h.
 #include "rpc/frame.h"
 
+#include <cassert>
+#include <limits>
+
 #include "consensus/crc32c.h"
 
 namespace ts::rpc {
 namespace {
 
-void PutU32(std::string* out, uint32_t v) {
-  for (int i = 0; i < 4; ++i) out->push_back(static_cast<char>(v >> (8 * i)));
+void PutU32(char* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<char>(v >> (8 * i));
 }
 uint32_t GetU32(const char* p) {
   uint32_t v = 0;
@@ -18,14 +21,20 @@ uint32_t GetU32(const char* p) {
 }  // namespace
 
 void AppendFrame(FrameType type, std::string_view payload, std::string* out) {
-  out->reserve(out->size() + kFrameHeaderBytes + payload.size());
-  PutU32(out, kFrameMagic);
-  out->push_back(static_cast<char>(kWireVersion));
-  out->push_back(static_cast<char>(type));
-  out->push_back(0);
-  out->push_back(0);
-  PutU32(out, static_cast<uint32_t>(payload.size()));
-  PutU32(out, Crc32c(payload));
+  // Callers cap payloads far below 4 GiB (frame_bytes_max); a silently
+  // truncated length would desynchronize the stream.
+  assert(payload.size() <= std::numeric_limits<uint32_t>::max());
+  char header[kFrameHeaderBytes];
+  PutU32(header, kFrameMagic);
+  header[4] = static_cast<char>(kWireVersion);
+  header[5] = static_cast<char>(type);
+  header[6] = 0;  // reserved
+  header[7] = 0;
+  PutU32(header + 8, static_cast<uint32_t>(payload.size()));
+  PutU32(header + 12, Crc32c(payload));
+  // Plain appends: the string grows geometrically when many frames are
+  // coalesced into one write buffer.
+  out->append(header, kFrameHeaderBytes);
   out->append(payload);
 }
 

@@ -1,9 +1,17 @@
 // PeerTransport and ClientServer; see transport.h.
+//
+// Lifetime: asynchronous handlers may run after their owner is destroyed
+// (an io_context outlives a transport in tests, and Stop() only cancels).
+// Every handler that reaches the owner first checks a weak "life" token the
+// owner's Impl holds; once it has expired the handler does nothing.
 #include "rpc/transport.h"
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cassert>
 #include <charconv>
+#include <unordered_map>
 
 #include "rpc/codec.h"
 #include "rpc/connection.h"
@@ -23,10 +31,20 @@ StatusOr<HostPort> ParseHostPort(std::string_view text) {
   if (ec != std::errc() || end != p.data() + p.size() || port == 0 || port > 65535) {
     return Status::InvalidArgument("'" + std::string(text) + "' has a bad port");
   }
-  return HostPort{std::string(text.substr(0, colon)), static_cast<uint16_t>(port)};
+  std::string_view host = text.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);  // [v6]
+  if (host.empty()) return Status::InvalidArgument("'" + std::string(text) + "' has no host");
+  return HostPort{std::string(host), static_cast<uint16_t>(port)};
 }
 
 namespace {
+
+// An outgoing link must be connected and acknowledged within this, or it is
+// closed and redialled (a peer that accepted but never answers).
+constexpr auto kHandshakeTimeout = std::chrono::milliseconds(2000);
+
+using Life = std::shared_ptr<char>;
+using LifeRef = std::weak_ptr<char>;
 
 StatusOr<tcp::endpoint> Resolve(asio::io_context& io, const HostPort& hp) {
   std::error_code ec;
@@ -46,8 +64,18 @@ Status Listen(asio::io_context& io, tcp::acceptor& acceptor, const HostPort& hp)
   if (!ec) acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
   if (!ec) acceptor.bind(*ep, ec);
   if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) return Status::IoError("cannot listen on " + hp.ToString() + ": " + ec.message());
+  if (ec) {
+    std::error_code ignored;
+    acceptor.close(ignored);
+    return Status::IoError("cannot listen on " + hp.ToString() + ": " + ec.message());
+  }
   return Status::Ok();
+}
+
+uint16_t BoundPort(const tcp::acceptor& acceptor) {
+  std::error_code ec;
+  auto ep = acceptor.local_endpoint(ec);
+  return ec ? 0 : ep.port();
 }
 
 }  // namespace
@@ -55,145 +83,219 @@ Status Listen(asio::io_context& io, tcp::acceptor& acceptor, const HostPort& hp)
 // ------------------------------------------------------------ PeerTransport
 
 struct PeerTransport::Impl {
+  // One configured member: our dialled link to it, and fault-injection state.
   struct Link {
+    explicit Link(asio::io_context& io) : retry(io), deadline(io) {}
     HostPort addr;
-    std::shared_ptr<Connection> out;  // our dialled connection
-    bool ready = false;               // handshake acknowledged
-    asio::steady_timer retry;
+    std::shared_ptr<tcp::socket> connecting;  // dial in progress
+    std::shared_ptr<Connection> out;          // dialled connection
+    bool ready = false;                       // our handshake was acknowledged
+    asio::steady_timer retry;                 // backoff before the next dial
+    asio::steady_timer deadline;              // connect + handshake must finish by then
     uint64_t backoff_ms = 0;
     bool blocked_out = false;
     bool blocked_in = false;
-    explicit Link(asio::io_context& io) : retry(io) {}
+    bool refusal_logged = false;  // since the link was last up
+  };
+
+  // A connection a peer dialled to us. `peer` is kNoNode until its
+  // Handshake is accepted; the handshake must come first and in time.
+  struct Inbound {
+    explicit Inbound(asio::io_context& io) : deadline(io) {}
+    std::shared_ptr<Connection> conn;
+    consensus::NodeId peer = consensus::kNoNode;
+    asio::steady_timer deadline;
   };
 
   Impl(asio::io_context& io, PeerTransportOptions o, OnMessage m, OnHandshake h)
       : io(io), opts(std::move(o)), on_message(std::move(m)), on_handshake(std::move(h)), acceptor(io) {}
 
   void Accept() {
-    acceptor.async_accept([this](const std::error_code& ec, tcp::socket sock) {
-      if (stopped) return;
-      if (!ec) Inbound(std::move(sock));
+    acceptor.async_accept([this, life = LifeRef(life)](const std::error_code& ec, tcp::socket sock) {
+      if (life.expired() || stopped) return;
+      if (!ec) AddInbound(std::move(sock));
       Accept();
     });
   }
 
-  // An inbound link: the first frame must be a valid Handshake; then only
-  // peer messages from the node it named.
-  void Inbound(tcp::socket sock) {
-    auto conn = std::make_shared<Connection>(std::move(sock), opts.frame_bytes_max, opts.queue_bytes_max, &metrics);
-    inbound.insert(conn);
-    std::weak_ptr<Connection> weak = conn;
-    auto peer = std::make_shared<consensus::NodeId>(consensus::kNoNode);
-    conn->Start(
-        [this, weak, peer](FrameType type, std::string_view payload) {
-          auto c = weak.lock();
-          if (!c) return false;
-          if (*peer == consensus::kNoNode) return OnInboundHandshake(c, type, payload, peer.get());
-          if (type != FrameType::kPeerMessage) return false;
-          consensus::Message m;
-          if (Status s = DecodeMessage(payload, &m); !s.ok()) {
-            spdlog::warn("peer {} ({}): undecodable message: {}", *peer, c->remote(), s.message());
-            return false;
-          }
-          if (m.from != *peer || m.to != opts.self) {
-            ++metrics.dropped_frames;
-            return true;
-          }
-          auto it = links.find(*peer);
-          if (it != links.end() && it->second->blocked_in) return true;
-          on_message(std::move(m));
-          return true;
-        },
-        [this, weak](const std::string& reason) {
-          if (auto c = weak.lock()) {
-            if (reason.rfind("bad frame", 0) == 0 || reason == "protocol error") {
-              spdlog::warn("closed peer connection from {}: {}", c->remote(), reason);
-            }
-            inbound.erase(c);
-          }
-        });
+  void AddInbound(tcp::socket sock) {
+    auto state = std::make_unique<Inbound>(io);
+    Inbound* in = state.get();
+    in->conn = std::make_shared<Connection>(std::move(sock), "peer", opts.frame_bytes_max, opts.queue_bytes_max,
+                                            &metrics);
+    Connection* key = in->conn.get();
+    inbound.emplace(key, std::move(state));
+    in->deadline.expires_after(kHandshakeTimeout);
+    in->deadline.async_wait([this, key, life = LifeRef(life)](const std::error_code& ec) {
+      if (ec || life.expired()) return;
+      auto it = inbound.find(key);
+      if (it != inbound.end() && it->second->peer == consensus::kNoNode) {
+        spdlog::warn("peer connection {}: no handshake within {} ms; closing it", key->remote(),
+                     kHandshakeTimeout.count());
+        it->second->conn->Close("no handshake");
+      }
+    });
+    in->conn->Start([this, in](FrameType type, std::string_view payload) { return OnInboundFrame(in, type, payload); },
+                    [this, key](const std::string&) {
+                      // Runs inside Close(); the Connection stays alive
+                      // through its own handlers' references.
+                      inbound.erase(key);
+                    });
   }
 
-  bool OnInboundHandshake(const std::shared_ptr<Connection>& c, FrameType type, std::string_view payload,
-                          consensus::NodeId* peer) {
-    Handshake h;
-    if (type != FrameType::kHandshake || !DecodeHandshake(payload, &h).ok()) {
-      spdlog::warn("peer connection from {}: first frame is not a valid handshake", c->remote());
-      return false;
+  Status OnInboundFrame(Inbound* in, FrameType type, std::string_view payload) {
+    if (in->peer == consensus::kNoNode) return OnInboundHandshake(in, type, payload);
+    if (type != FrameType::kPeerMessage) {
+      return Status::InvalidArgument("unexpected frame type " + std::to_string(static_cast<int>(type)) +
+                                     " after the handshake");
     }
+    consensus::Message m;
+    if (Status s = DecodeMessage(payload, &m); !s.ok()) return s;
+    if (m.from != in->peer || m.to != opts.self) {
+      // A well-formed frame on the wrong link: drop it, keep the link.
+      ++metrics.dropped_frames;
+      spdlog::debug("peer {}: dropped a message from {} to {}", in->peer, m.from, m.to);
+      return Status::Ok();
+    }
+    auto it = links.find(in->peer);
+    if (it != links.end() && it->second->blocked_in) {
+      ++metrics.dropped_frames;
+      return Status::Ok();
+    }
+    on_message(std::move(m));
+    return Status::Ok();
+  }
+
+  Status OnInboundHandshake(Inbound* in, FrameType type, std::string_view payload) {
+    if (type != FrameType::kHandshake) {
+      return Status::InvalidArgument("first frame is type " + std::to_string(static_cast<int>(type)) +
+                                     ", not a handshake");
+    }
+    Handshake h;
+    if (Status s = DecodeHandshake(payload, &h); !s.ok()) return s;
     HandshakeAck ack;
     ack.node_id = opts.self;
     ack.software_version = opts.software_version;
     if (h.cluster_id != opts.cluster_id) {
-      ack.reason = "cluster id mismatch: expected '" + opts.cluster_id + "', got '" + h.cluster_id + "'";
-    } else if (h.node_id == opts.self || !links.count(h.node_id)) {
+      ack.reason = "cluster id mismatch: expected " + opts.cluster_id + ", got " + h.cluster_id;
+    } else if (h.node_id == opts.self || links.count(h.node_id) == 0) {
       ack.reason = "node " + std::to_string(h.node_id) + " is not a member of this cluster";
     }
+    in->deadline.cancel();
     if (!ack.reason.empty()) {
       ++metrics.handshakes_refused;
-      spdlog::warn("refused peer {} from {}: {}", h.node_id, c->remote(), ack.reason);
-      c->SendFrame(FrameType::kHandshakeAck, EncodeHandshakeAck(ack));
-      c->CloseAfterWrites("handshake refused");
-      return true;
+      // A misconfigured peer redials every backoff_max_ms: say it once, then
+      // now and then.
+      uint64_t n = ++refusals_by_node[h.node_id];
+      if (n == 1 || n % 100 == 0) {
+        spdlog::warn("refused peer {} from {} ({} times): {}", h.node_id, in->conn->remote(), n, ack.reason);
+      }
+      in->conn->SendFrame(FrameType::kHandshakeAck, EncodeHandshakeAck(ack));
+      in->conn->CloseAfterWrites("handshake refused");
+      return Status::Ok();
     }
     ack.ok = true;
-    *peer = h.node_id;
-    c->SendFrame(FrameType::kHandshakeAck, EncodeHandshakeAck(ack));
-    on_handshake(h);
-    return true;
+    in->peer = h.node_id;
+    in->conn->SendFrame(FrameType::kHandshakeAck, EncodeHandshakeAck(ack));
+    if (on_handshake) on_handshake(h);
+    return Status::Ok();
   }
 
   void Dial(consensus::NodeId id) {
+    if (stopped) return;
     Link& l = *links.at(id);
+    assert(!l.out && !l.connecting);
     auto ep = Resolve(io, l.addr);
     if (!ep.ok()) {
+      spdlog::debug("peer {}: {}", id, ep.status().message());
       Redial(id);
       return;
     }
     auto sock = std::make_shared<tcp::socket>(io);
-    sock->async_connect(*ep, [this, id, sock](const std::error_code& ec) {
-      if (stopped) return;
+    l.connecting = sock;
+    l.deadline.expires_after(kHandshakeTimeout);
+    l.deadline.async_wait([this, id, life = LifeRef(life)](const std::error_code& ec) {
+      if (ec || life.expired() || stopped) return;
+      Link& l = *links.at(id);
+      std::error_code ignored;
+      if (l.connecting) {
+        l.connecting->close(ignored);  // its handler sees operation_aborted and redials
+      } else if (l.out && !l.ready) {
+        l.out->Close("handshake timed out");
+      }
+    });
+    sock->async_connect(*ep, [this, id, sock, life = LifeRef(life)](const std::error_code& ec) {
+      if (life.expired() || stopped) return;
+      Link& l = *links.at(id);
+      if (l.connecting != sock) return;  // superseded
+      l.connecting.reset();
       if (ec) {
+        l.deadline.cancel();
         Redial(id);
         return;
       }
-      Link& l = *links.at(id);
-      l.out = std::make_shared<Connection>(std::move(*sock), opts.frame_bytes_max, opts.queue_bytes_max, &metrics);
-      std::weak_ptr<Connection> weak = l.out;
-      l.out->Start(
-          [this, id, weak](FrameType type, std::string_view payload) {
-            Link& l = *links.at(id);
-            if (l.ready || type != FrameType::kHandshakeAck) return false;  // nothing else flows this way
-            HandshakeAck ack;
-            if (!DecodeHandshakeAck(payload, &ack).ok()) return false;
-            if (!ack.ok) {
-              spdlog::error("peer {} at {} refused us: {}", id, l.addr.ToString(), ack.reason);
-              return false;
-            }
-            if (ack.node_id != id) {
-              spdlog::error("peer at {} says it is node {}, expected node {}", l.addr.ToString(), ack.node_id, id);
-              return false;
-            }
-            l.ready = true;
-            l.backoff_ms = 0;
-            return true;
-          },
-          [this, id, weak](const std::string&) {
-            if (stopped) return;
-            Link& l = *links.at(id);
-            if (l.out != weak.lock()) return;
-            l.out.reset();
-            l.ready = false;
-            Redial(id);
-          });
-      Handshake h;
-      h.cluster_id = opts.cluster_id;
-      h.node_id = opts.self;
-      h.software_version = opts.software_version;
-      h.client_addr = opts.client_addr;
-      h.format_versions = opts.format_versions;
-      l.out->SendFrame(FrameType::kHandshake, EncodeHandshake(h));
+      Connected(id, std::move(*sock));
     });
+  }
+
+  void Connected(consensus::NodeId id, tcp::socket sock) {
+    Link& l = *links.at(id);
+    l.out = std::make_shared<Connection>(std::move(sock), "peer", opts.frame_bytes_max, opts.queue_bytes_max,
+                                         &metrics);
+    Connection* conn = l.out.get();
+    l.out->Start(
+        [this, id, conn](FrameType type, std::string_view payload) { return OnAck(id, conn, type, payload); },
+        [this, id, conn](const std::string& reason) {
+          if (stopped) return;
+          Link& l = *links.at(id);
+          if (l.out.get() != conn) return;
+          if (l.ready) spdlog::info("link to peer {} at {} is down: {}", id, l.addr.ToString(), reason);
+          l.out.reset();
+          l.ready = false;
+          l.deadline.cancel();
+          Redial(id);
+        });
+    Handshake h;
+    h.cluster_id = opts.cluster_id;
+    h.node_id = opts.self;
+    h.software_version = opts.software_version;
+    h.client_addr = opts.client_addr;
+    h.format_versions = opts.format_versions;
+    l.out->SendFrame(FrameType::kHandshake, EncodeHandshake(h));
+  }
+
+  // Only a HandshakeAck ever flows back on a link we dialled.
+  Status OnAck(consensus::NodeId id, Connection* conn, FrameType type, std::string_view payload) {
+    Link& l = *links.at(id);
+    if (l.ready || type != FrameType::kHandshakeAck) {
+      return Status::InvalidArgument("unexpected frame type " + std::to_string(static_cast<int>(type)) +
+                                     " on an outgoing peer link");
+    }
+    HandshakeAck ack;
+    if (Status s = DecodeHandshakeAck(payload, &ack); !s.ok()) return s;
+    if (!ack.ok) {
+      // A refusal is configuration, not a bad frame: say it loudly, retry
+      // with growing backoff (the operator may fix the other side).
+      if (!l.refusal_logged) {
+        spdlog::error("peer {} at {} refused our handshake: {} (retrying every {} ms)", id, l.addr.ToString(),
+                      ack.reason, opts.backoff_max_ms);
+      }
+      l.refusal_logged = true;
+      conn->Close("refused: " + ack.reason);
+      return Status::Ok();
+    }
+    if (ack.node_id != id) {
+      spdlog::error("peer at {} says it is node {}, but node {} is configured there", l.addr.ToString(),
+                    ack.node_id, id);
+      conn->Close("wrong node id");
+      return Status::Ok();
+    }
+    l.ready = true;
+    l.refusal_logged = false;
+    l.backoff_ms = 0;
+    l.deadline.cancel();
+    spdlog::info("link to peer {} at {} is up (version {})", id, l.addr.ToString(), ack.software_version);
+    return Status::Ok();
   }
 
   void Redial(consensus::NodeId id) {
@@ -201,9 +303,34 @@ struct PeerTransport::Impl {
     Link& l = *links.at(id);
     l.backoff_ms = l.backoff_ms == 0 ? opts.backoff_min_ms : std::min(opts.backoff_max_ms, l.backoff_ms * 2);
     l.retry.expires_after(std::chrono::milliseconds(l.backoff_ms));
-    l.retry.async_wait([this, id](const std::error_code& ec) {
-      if (!ec && !stopped) Dial(id);
+    l.retry.async_wait([this, id, life = LifeRef(life)](const std::error_code& ec) {
+      if (ec || life.expired() || stopped) return;
+      Dial(id);
     });
+  }
+
+  void Stop() {
+    if (stopped) return;
+    stopped = true;
+    std::error_code ec;
+    acceptor.close(ec);
+    for (auto& [id, l] : links) {
+      l->retry.cancel();
+      l->deadline.cancel();
+      if (l->connecting) l->connecting->close(ec);
+      l->connecting.reset();
+      if (l->out) l->out->Close("transport stopped");
+      l->out.reset();
+      l->ready = false;
+    }
+    // Close() erases from `inbound`: close copies.
+    std::vector<std::shared_ptr<Connection>> conns;
+    for (auto& [key, in] : inbound) {
+      in->deadline.cancel();
+      conns.push_back(in->conn);
+    }
+    for (const auto& c : conns) c->Close("transport stopped");
+    inbound.clear();
   }
 
   asio::io_context& io;
@@ -212,49 +339,54 @@ struct PeerTransport::Impl {
   OnHandshake on_handshake;
   tcp::acceptor acceptor;
   std::map<consensus::NodeId, std::unique_ptr<Link>> links;
-  std::set<std::shared_ptr<Connection>> inbound;
+  std::unordered_map<Connection*, std::unique_ptr<Inbound>> inbound;
+  std::map<consensus::NodeId, uint64_t> refusals_by_node;
   TransportMetrics metrics;
+  bool started = false;
   bool stopped = false;
+  Life life = std::make_shared<char>();
 };
 
 PeerTransport::PeerTransport(asio::io_context& io, PeerTransportOptions options, OnMessage on_message,
                              OnHandshake on_handshake)
     : impl_(std::make_unique<Impl>(io, std::move(options), std::move(on_message), std::move(on_handshake))) {
+  assert(impl_->opts.backoff_min_ms > 0 && impl_->opts.backoff_min_ms <= impl_->opts.backoff_max_ms);
   for (const auto& [id, addr] : impl_->opts.peers) {
+    if (id == impl_->opts.self) continue;  // never dial ourselves
     auto l = std::make_unique<Impl::Link>(io);
     l->addr = addr;
     impl_->links.emplace(id, std::move(l));
   }
 }
 
-PeerTransport::~PeerTransport() { Stop(); }
+PeerTransport::~PeerTransport() { impl_->Stop(); }
 
 Status PeerTransport::Start() {
+  if (impl_->started || impl_->stopped) return Status::InvalidArgument("PeerTransport::Start called twice");
   if (Status s = Listen(impl_->io, impl_->acceptor, impl_->opts.listen); !s.ok()) return s;
+  impl_->started = true;
   impl_->Accept();
   for (const auto& [id, l] : impl_->links) impl_->Dial(id);
   return Status::Ok();
 }
 
-void PeerTransport::Stop() {
-  if (impl_->stopped) return;
-  impl_->stopped = true;
-  std::error_code ec;
-  impl_->acceptor.close(ec);
-  for (auto& [id, l] : impl_->links) {
-    l->retry.cancel();
-    if (l->out) l->out->Close("transport stopped");
-  }
-  auto inbound = impl_->inbound;
-  for (const auto& c : inbound) c->Close("transport stopped");
-}
+void PeerTransport::Stop() { impl_->Stop(); }
 
 void PeerTransport::Send(const consensus::Message& m) {
   auto it = impl_->links.find(m.to);
-  if (it == impl_->links.end() || !it->second->ready || it->second->blocked_out ||
-      !it->second->out->SendFrame(FrameType::kPeerMessage, EncodeMessage(m))) {
+  if (it == impl_->links.end() || !it->second->ready || it->second->blocked_out) {
     ++impl_->metrics.dropped_frames;
+    return;
   }
+  std::string payload = EncodeMessage(m);
+  if (payload.size() > impl_->opts.frame_bytes_max) {
+    // The receiver would refuse it and close the link: a bug upstream.
+    spdlog::error("dropped a {} of {} bytes to peer {}: over the frame cap of {}", consensus::MessageName(m.body),
+                  payload.size(), m.to, impl_->opts.frame_bytes_max);
+    ++impl_->metrics.dropped_frames;
+    return;
+  }
+  if (!it->second->out->SendFrame(FrameType::kPeerMessage, payload)) ++impl_->metrics.dropped_frames;
 }
 
 bool PeerTransport::Connected(consensus::NodeId peer) const {
@@ -264,11 +396,7 @@ bool PeerTransport::Connected(consensus::NodeId peer) const {
 
 const TransportMetrics& PeerTransport::metrics() const { return impl_->metrics; }
 
-uint16_t PeerTransport::bound_port() const {
-  std::error_code ec;
-  auto ep = impl_->acceptor.local_endpoint(ec);
-  return ec ? 0 : ep.port();
-}
+uint16_t PeerTransport::bound_port() const { return BoundPort(impl_->acceptor); }
 
 void PeerTransport::SetBlocked(consensus::NodeId peer, bool blocked_out, bool blocked_in) {
   auto it = impl_->links.find(peer);
@@ -281,84 +409,103 @@ void PeerTransport::SetBlocked(consensus::NodeId peer, bool blocked_out, bool bl
 
 struct ClientServer::Impl {
   Impl(asio::io_context& io, HostPort listen, size_t frame_bytes_max, OnRequest on_request)
-      : io(io), listen(std::move(listen)), frame_bytes_max(frame_bytes_max), on_request(std::move(on_request)), acceptor(io) {}
+      : io(io),
+        listen(std::move(listen)),
+        frame_bytes_max(frame_bytes_max),
+        // A client that stops reading may leave this much queued before it
+        // is cut off; always room for a few maximal responses.
+        queue_bytes_max(std::max<size_t>(16 << 20, 4 * frame_bytes_max)),
+        on_request(std::move(on_request)),
+        acceptor(io) {}
 
   void Accept() {
-    acceptor.async_accept([this](const std::error_code& ec, tcp::socket sock) {
-      if (stopped) return;
+    acceptor.async_accept([this, life = LifeRef(life)](const std::error_code& ec, tcp::socket sock) {
+      if (life.expired() || stopped) return;
       if (!ec) Serve(std::move(sock));
       Accept();
     });
   }
 
   void Serve(tcp::socket sock) {
-    // A client that stops reading may queue at most this much before it is cut off.
-    auto conn = std::make_shared<Connection>(std::move(sock), frame_bytes_max, 64 << 20, &metrics);
-    conns.insert(conn);
+    auto conn = std::make_shared<Connection>(std::move(sock), "client", frame_bytes_max, queue_bytes_max, &metrics);
+    conns.emplace(conn.get(), conn);
     std::weak_ptr<Connection> weak = conn;
+    Connection* key = conn.get();
+    size_t cap = frame_bytes_max;
     conn->Start(
-        [this, weak](FrameType type, std::string_view payload) {
-          if (type != FrameType::kClientRequest) return false;
-          ClientRequest req;
-          if (Status s = DecodeClientRequest(payload, &req); !s.ok()) {
-            if (auto c = weak.lock()) spdlog::warn("client {}: bad request: {}", c->remote(), s.message());
-            return false;
+        [this, weak, cap](FrameType type, std::string_view payload) {
+          if (type != FrameType::kClientRequest) {
+            return Status::InvalidArgument("unexpected frame type " + std::to_string(static_cast<int>(type)) +
+                                           " on the client port");
           }
-          on_request(std::move(req), [weak](ClientResponse&& resp) {
+          ClientRequest req;
+          if (Status s = DecodeClientRequest(payload, &req); !s.ok()) return s;
+          // The responder holds only a weak reference: answering a closed
+          // connection (or after the server is gone) is a no-op.
+          on_request(std::move(req), [weak, cap](ClientResponse&& resp) {
             auto c = weak.lock();
             if (!c || !c->open()) return;
-            if (!c->SendFrame(FrameType::kClientResponse, EncodeClientResponse(resp))) {
+            std::string payload = EncodeClientResponse(resp);
+            if (payload.size() > cap) {
+              ClientResponse err;
+              err.id = resp.id;
+              err.code = ClientCode::kInternal;
+              err.message = "response of " + std::to_string(payload.size()) + " bytes exceeds the frame cap of " +
+                            std::to_string(cap);
+              payload = EncodeClientResponse(err);
+            }
+            if (!c->SendFrame(FrameType::kClientResponse, payload)) {
+              spdlog::warn("client connection {}: over {} bytes of responses unread; closing it", c->remote(),
+                           c->queued_bytes());
               c->Close("client is not reading its responses");
             }
           });
-          return true;
+          return Status::Ok();
         },
-        [this, weak](const std::string& reason) {
-          if (auto c = weak.lock()) {
-            if (reason.rfind("bad frame", 0) == 0 || reason == "protocol error") {
-              spdlog::warn("closed client connection from {}: {}", c->remote(), reason);
-            }
-            conns.erase(c);
-          }
-        });
+        [this, key](const std::string&) { conns.erase(key); });
+  }
+
+  void Stop() {
+    if (stopped) return;
+    stopped = true;
+    std::error_code ec;
+    acceptor.close(ec);
+    std::vector<std::shared_ptr<Connection>> open;
+    for (auto& [key, c] : conns) open.push_back(c);
+    for (const auto& c : open) c->Close("server stopped");
+    conns.clear();
   }
 
   asio::io_context& io;
   HostPort listen;
   size_t frame_bytes_max;
+  size_t queue_bytes_max;
   OnRequest on_request;
   tcp::acceptor acceptor;
-  std::set<std::shared_ptr<Connection>> conns;
+  std::unordered_map<Connection*, std::shared_ptr<Connection>> conns;
   TransportMetrics metrics;
+  bool started = false;
   bool stopped = false;
+  Life life = std::make_shared<char>();
 };
 
 ClientServer::ClientServer(asio::io_context& io, HostPort listen, size_t frame_bytes_max, OnRequest on_request)
     : impl_(std::make_unique<Impl>(io, std::move(listen), frame_bytes_max, std::move(on_request))) {}
 
-ClientServer::~ClientServer() { Stop(); }
+ClientServer::~ClientServer() { impl_->Stop(); }
 
 Status ClientServer::Start() {
+  if (impl_->started || impl_->stopped) return Status::InvalidArgument("ClientServer::Start called twice");
   if (Status s = Listen(impl_->io, impl_->acceptor, impl_->listen); !s.ok()) return s;
+  impl_->started = true;
   impl_->Accept();
   return Status::Ok();
 }
 
-void ClientServer::Stop() {
-  if (impl_->stopped) return;
-  impl_->stopped = true;
-  std::error_code ec;
-  impl_->acceptor.close(ec);
-  auto conns = impl_->conns;
-  for (const auto& c : conns) c->Close("server stopped");
-}
+void ClientServer::Stop() { impl_->Stop(); }
 
 const TransportMetrics& ClientServer::metrics() const { return impl_->metrics; }
 
-uint16_t ClientServer::bound_port() const {
-  std::error_code ec;
-  auto ep = impl_->acceptor.local_endpoint(ec);
-  return ec ? 0 : ep.port();
-}
+uint16_t ClientServer::bound_port() const { return BoundPort(impl_->acceptor); }
 
 }  // namespace ts::rpc

@@ -65,7 +65,9 @@ struct PeerTransportOptions {
 class PeerTransport {
  public:
   using OnMessage = std::function<void(consensus::Message&&)>;
-  // Called whenever a peer's handshake is accepted (inbound or outbound).
+  // Called whenever a peer's Handshake is accepted on a link it dialled to
+  // us (the only direction a full Handshake, with client_addr and format
+  // versions, arrives; our own dialled links get a HandshakeAck). May be null.
   using OnHandshake = std::function<void(const Handshake&)>;
 
   PeerTransport(asio::io_context& io, PeerTransportOptions options, OnMessage on_message,
@@ -73,7 +75,11 @@ class PeerTransport {
   ~PeerTransport();
 
   // Binds the listener and starts dialling. IoError if the port is taken.
+  // Members listed in options.peers under our own id are ignored.
   Status Start();
+  // Closes the listener and every link and cancels every timer, so the
+  // io_context runs out of work. Idempotent; the destructor calls it.
+  // Handlers still queued after Stop (or destruction) do nothing.
   void Stop();
 
   // Queues `m` for m.to. Never blocks.
@@ -97,9 +103,15 @@ class ClientServer {
   using Responder = std::function<void(ClientResponse&&)>;
   using OnRequest = std::function<void(ClientRequest&&, Responder)>;
 
+  // Each connection may hold max(16 MiB, 4 frames) of unread responses;
+  // past that the client is not reading and its connection is closed. A
+  // response over frame_bytes_max is replaced by a kInternal error.
   ClientServer(asio::io_context& io, HostPort listen, size_t frame_bytes_max, OnRequest on_request);
   ~ClientServer();
+  // Binds the listener (IoError if the port is taken) and starts accepting.
   Status Start();
+  // Closes the listener and every connection. Idempotent; the destructor
+  // calls it.
   void Stop();
   const TransportMetrics& metrics() const;
   uint16_t bound_port() const;  // the listening port (tests bind port 0)

@@ -1,33 +1,57 @@
 #!/usr/bin/env bash
 # Sets up (installing missing Debian packages), builds, and runs the test
-# suite with ctest.
+# suite with ctest. The last line says PASSED or FAILED with ctest's summary.
+#
 #   cluster-scripts/run-tests.sh [--sanitize] [--long] [--fuzz] [-- CTEST_ARGS...]
-# Default: every test except those labelled long or fuzz (about 10 minutes on
-# 2 cores). --sanitize builds and runs under ASan+UBSan in build-asan.
-# --long adds the long soaks (more simulation seeds, longer nemesis runs).
+#
+# Default: every test not labelled long or fuzz (unit, sim, integration).
+#   --sanitize   build and run under ASan+UBSan, in build-asan; integration
+#                timings and deadlines are lengthened (TS_TEST_TIMING_SCALE,
+#                default 3 there)
+#   --long       add the long tests (more simulation seeds: TS_SIM_SEEDS)
+#   --fuzz       add the fuzz tests
+#   -- ARGS      passed to ctest, e.g. -- -R integration -V
+# Environment: BUILD_DIR (default build) for the normal build, ASAN_BUILD_DIR
+# (default build-asan) for --sanitize.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 setup_args=()
 build_dir="${BUILD_DIR:-build}"
-exclude="long|fuzz"
+long=0
+fuzz=0
 ctest_extra=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    --sanitize)
-      setup_args+=(--sanitize); build_dir="${BUILD_DIR:-build-asan}"
-      # Sanitized processes run several times slower: longer timings and
-      # deadlines in the multi-process tests (the proofs stay the same).
-      export TS_TEST_TIMING_SCALE="${TS_TEST_TIMING_SCALE:-3}" ;;
-    --long) exclude="fuzz"; export TS_SIM_SEEDS="${TS_SIM_SEEDS:-20000}" ;;
-    --fuzz) exclude="long" ;;
+    --sanitize) setup_args+=(--sanitize); build_dir="${ASAN_BUILD_DIR:-build-asan}"
+                export TS_TEST_TIMING_SCALE="${TS_TEST_TIMING_SCALE:-3}" ;;
+    --long) long=1; export TS_SIM_SEEDS="${TS_SIM_SEEDS:-20000}" ;;
+    --fuzz) fuzz=1 ;;
     --) shift; ctest_extra=("$@"); break ;;
-    -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run-tests.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
 done
+exclude=()
+if [[ $long -eq 0 && $fuzz -eq 0 ]]; then exclude=(-LE "long|fuzz")
+elif [[ $long -eq 0 ]]; then exclude=(-LE long)
+elif [[ $fuzz -eq 0 ]]; then exclude=(-LE fuzz)
+fi
 
-BUILD_DIR="$build_dir" cluster-scripts/setup.sh "${setup_args[@]}"
-cd "$build_dir"
-ctest --output-on-failure -j2 -LE "$exclude" "${ctest_extra[@]}"
+rc=0
+cluster-scripts/setup.sh --build-dir "$build_dir" "${setup_args[@]}" || rc=$?
+if [[ $rc -ne 0 ]]; then
+  echo "run-tests.sh: FAILED in $build_dir: setup or build failed (exit $rc)"
+  exit "$rc"
+fi
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+(cd "$build_dir" && ctest --output-on-failure -j2 "${exclude[@]}" "${ctest_extra[@]}") 2>&1 | tee "$log" || rc=$?
+summary=$(grep -E 'tests passed|No tests were found' "$log" | tail -n 1 || true)
+if [[ $rc -eq 0 ]]; then
+  echo "run-tests.sh: PASSED in $build_dir: ${summary:-no ctest summary}"
+else
+  echo "run-tests.sh: FAILED in $build_dir: ${summary:-ctest exited with $rc}"
+fi
+exit "$rc"

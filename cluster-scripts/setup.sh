@@ -1,27 +1,42 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the build needs (only those missing; as root,
-# or through sudo) and builds the project.
+# Installs the Debian packages the build needs (only those missing: as root,
+# or through sudo; `apt-get update` runs only then) and builds the project
+# (RelWithDebInfo, one job per core). Safe to run again: with nothing missing
+# it installs nothing and the build is incremental.
+#
 #   cluster-scripts/setup.sh [--sanitize] [--no-build] [--build-dir DIR]
-# --sanitize builds into build-asan with AddressSanitizer + UBSan.
+#
+#   --sanitize        AddressSanitizer + UBSan build, in build-asan
+#   --no-build        install packages only
+#   --build-dir DIR   build here (default: $BUILD_DIR, else build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-build_dir="${BUILD_DIR:-build}"
+die() { echo "setup.sh: $*" >&2; exit 1; }
+
+build_dir=""
 sanitize=0
 do_build=1
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    --sanitize) sanitize=1; build_dir="${BUILD_DIR:-build-asan}" ;;
+    --sanitize) sanitize=1 ;;
     --no-build) do_build=0 ;;
-    --build-dir) build_dir="$2"; shift ;;
-    -h|--help) sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --build-dir) [[ $# -ge 2 && -n "$2" ]] || die "--build-dir needs a directory"; build_dir="$2"; shift ;;
+    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "setup.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
 done
+if [[ -z "$build_dir" ]]; then
+  if [[ $sanitize -eq 1 ]]; then build_dir=build-asan; else build_dir="${BUILD_DIR:-build}"; fi
+fi
 
-packages=(build-essential cmake g++ pkg-config python3 libasio-dev libcereal-dev librocksdb-dev libspdlog-dev
-          libfmt-dev libgtest-dev libgmock-dev libcli11-dev nlohmann-json3-dev)
+# Everything the build, the tests and the scripts use (python3: free ports
+# and JSON in the scripts). RocksDB's -dev package brings its compression
+# libraries.
+packages=(build-essential cmake g++ pkg-config python3 libasio-dev libcereal-dev librocksdb-dev
+          libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libcli11-dev nlohmann-json3-dev)
+command -v dpkg-query >/dev/null || die "no dpkg-query: this script supports Debian (12) only; install: ${packages[*]}"
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -30,19 +45,22 @@ if [[ ${#missing[@]} -gt 0 ]]; then
   echo "setup.sh: installing missing packages: ${missing[*]}"
   if [[ $(id -u) -eq 0 ]]; then
     apt_get=(apt-get)
-  elif command -v sudo >/dev/null 2>&1; then
-    apt_get=(sudo apt-get)
+  elif command -v sudo >/dev/null 2>&1 && { sudo -n true 2>/dev/null || [[ -t 0 ]]; }; then
+    apt_get=(sudo apt-get)  # asks for a password only on a terminal
   else
-    echo "setup.sh: packages missing (${missing[*]}) and not root; run as root or install sudo" >&2
-    exit 1
+    die "packages missing (${missing[*]}) and not root (nor passwordless sudo): run as root, or apt-get install them"
   fi
-  DEBIAN_FRONTEND=noninteractive "${apt_get[@]}" update -qq
-  DEBIAN_FRONTEND=noninteractive "${apt_get[@]}" install -y -qq --no-install-recommends "${missing[@]}"
+  export DEBIAN_FRONTEND=noninteractive
+  "${apt_get[@]}" update -qq
+  "${apt_get[@]}" install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "setup.sh: all ${#packages[@]} Debian packages present"
 fi
 
 [[ $do_build -eq 1 ]] || exit 0
+# TS_SANITIZE is always stated so a directory never keeps an older choice.
 cmake_args=(-S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo)
-[[ $sanitize -eq 1 ]] && cmake_args+=(-DTS_SANITIZE=ON)
+if [[ $sanitize -eq 1 ]]; then cmake_args+=(-DTS_SANITIZE=ON); else cmake_args+=(-DTS_SANITIZE=OFF); fi
 cmake "${cmake_args[@]}" >/dev/null
 cmake --build "$build_dir" -j"$(nproc)"
 echo "setup.sh: built into $build_dir"

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -65,6 +66,12 @@ std::vector<uint16_t> FreePorts(size_t n) {
 ProcessCluster::ProcessCluster(size_t n, std::vector<std::string> extra_args,
                                std::vector<std::vector<std::string>> per_node_args, bool start_now)
     : extra_args_(std::move(extra_args)) {
+  // TS_TSNODE_ARGS (e.g. "--log-level debug") adds flags to every node, to
+  // look into a failure.
+  if (const char* env = std::getenv("TS_TSNODE_ARGS")) {
+    std::istringstream words(env);
+    for (std::string w; words >> w;) extra_args_.push_back(w);
+  }
   char tmpl[] = "/tmp/ts-it-XXXXXX";
   if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
   dir_ = tmpl;
@@ -124,19 +131,29 @@ void ProcessCluster::Start(size_t i, std::vector<std::string> extra_args) {
   std::vector<std::string> args = p.args;
   args.insert(args.end(), extra_args_.begin(), extra_args_.end());
   args.insert(args.end(), extra_args.begin(), extra_args.end());
+  // Everything the child needs is prepared before fork: other threads (test
+  // clients) may hold the allocator's lock, so the child only makes syscalls.
+  std::string bin = TS_TSNODE_PATH;
+  std::vector<char*> argv;
+  argv.push_back(bin.data());
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) throw std::runtime_error("fork failed");
   if (pid == 0) {
+    // If the test process dies (crash, ctest timeout) the node dies with it
+    // instead of lingering on its ports.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
     int fd = open(p.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (fd >= 0) {
       dup2(fd, 1);
       dup2(fd, 2);
     }
-    std::vector<char*> argv;
-    std::string bin = TS_TSNODE_PATH;
-    argv.push_back(bin.data());
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
+    // The node must not inherit the test's sockets (a test's closed
+    // connection would stay open in the child).
+    close_range(3, ~0U, 0);
     execv(bin.c_str(), argv.data());
     _exit(127);
   }
@@ -218,14 +235,22 @@ std::optional<size_t> ProcessCluster::LeaderIndex() const {
     answers.push_back(*s);
   }
   if (!leader) return std::nullopt;
+  // A node that knows no leader yet (just restarted or resumed) does not
+  // disagree; one that names another node does.
   for (const auto& s : answers) {
-    if (s.leader != nodes_[*leader].id) return std::nullopt;
+    if (s.leader != consensus::kNoNode && s.leader != nodes_[*leader].id) return std::nullopt;
   }
   return leader;
 }
 
 bool ProcessCluster::WaitForLeader(std::chrono::milliseconds timeout) const {
-  return WaitFor([&] { return LeaderIndex().has_value(); }, timeout);
+  return WaitForLeaderIndex(timeout).has_value();
+}
+
+std::optional<size_t> ProcessCluster::WaitForLeaderIndex(std::chrono::milliseconds timeout) const {
+  std::optional<size_t> leader;
+  WaitFor([&] { return (leader = LeaderIndex()).has_value(); }, timeout);
+  return leader;
 }
 
 bool ProcessCluster::WaitForConvergence(std::chrono::milliseconds timeout) const {
@@ -242,6 +267,15 @@ bool ProcessCluster::WaitForConvergence(std::chrono::milliseconds timeout) const
         return first.has_value() && first->applied_slot == first->chosen_slot;
       },
       timeout);
+}
+
+std::optional<uint64_t> ProcessCluster::PeakVirtualBytes(size_t i) const {
+  if (nodes_[i].pid <= 0) return std::nullopt;
+  std::ifstream in("/proc/" + std::to_string(nodes_[i].pid) + "/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("VmPeak:", 0) == 0) return std::stoull(line.substr(7)) * 1024;  // "VmPeak:  123 kB"
+  }
+  return std::nullopt;
 }
 
 node::ClientOptions ProcessCluster::ClientOptionsFor(std::chrono::milliseconds timeout) const {

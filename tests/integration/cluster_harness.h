@@ -6,6 +6,11 @@
 // data (kept when TS_KEEP_LOGS is set); on a failed test the tail of every
 // node's log is printed.
 //
+// Nodes are started with PR_SET_PDEATHSIG: they die with the thread that
+// started them, so call Start/Restart from the test's main thread.
+//
+// TS_TSNODE_ARGS adds flags to every node (e.g. "--log-level debug").
+//
 // Timings: heartbeat 20 ms, lease 100 ms. TS_TEST_TIMING_SCALE (e.g. 3 under
 // sanitizers) multiplies them and every deadline.
 #pragma once
@@ -59,11 +64,21 @@ class ProcessCluster {
 
   // One node's status (never redirected); nullopt if it does not answer.
   std::optional<rpc::NodeStatus> StatusOf(size_t i) const;
-  // The index of the node that leads with a lease, if the answering nodes agree.
+  // The index of the one running node that leads with a lease, if no
+  // answering node names another leader (nodes that know none yet do not
+  // count against it). nullopt otherwise: callers must check, or wait with
+  // WaitForLeaderIndex, since leadership can change between two calls.
   std::optional<size_t> LeaderIndex() const;
   bool WaitForLeader(std::chrono::milliseconds timeout) const;
+  // Polls LeaderIndex until it has a value or `timeout` (scaled) passes.
+  std::optional<size_t> WaitForLeaderIndex(std::chrono::milliseconds timeout) const;
   // Waits until every live node has applied the same slot with the same digest.
   bool WaitForConvergence(std::chrono::milliseconds timeout) const;
+
+  // Node i's peak virtual memory (VmPeak, bytes) from /proc; nullopt if it
+  // is not running. Growth across hostile input shows an allocation sized by
+  // a length field that was not checked first, even one never touched.
+  std::optional<uint64_t> PeakVirtualBytes(size_t i) const;
 
   node::ClientOptions ClientOptionsFor(std::chrono::milliseconds timeout = std::chrono::milliseconds(5000)) const;
   std::string LogTail(size_t i, size_t lines = 30) const;

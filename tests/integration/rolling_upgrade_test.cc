@@ -81,7 +81,9 @@ class RollingUpgradeTest : public ::testing::Test {
     for (size_t i = 0; i < minority; ++i) cluster_->RestartAs(i, kB);
     ASSERT_TRUE(Write("k1", "a"));
     ASSERT_EQ(LeaderVersion(), kA);
-    size_t a_leader = *cluster_->LeaderIndex();
+    std::optional<size_t> a_leader_index = cluster_->WaitForLeaderIndex(10s);
+    ASSERT_TRUE(a_leader_index.has_value());
+    size_t a_leader = *a_leader_index;
     cluster_->Kill(a_leader);
     ASSERT_TRUE(cluster_->WaitForLeader(10s));
     EXPECT_EQ(LeaderVersion(), kA) << "a B node took over while B was a minority";
@@ -112,7 +114,9 @@ class RollingUpgradeTest : public ::testing::Test {
     for (size_t i = 0; i < minority; ++i) cluster_->Pause(i);
     ASSERT_TRUE(Write("k3", "b", 15000ms));
     ExpectNeverLeads(kA, 1500ms);
-    auto lead = cluster_->StatusOf(*cluster_->LeaderIndex());
+    std::optional<size_t> lead_index = cluster_->WaitForLeaderIndex(10s);
+    ASSERT_TRUE(lead_index.has_value());
+    auto lead = cluster_->StatusOf(*lead_index);
     ASSERT_TRUE(lead.has_value());
     for (size_t i = minority + 1; i < n; ++i) {
       ASSERT_TRUE(WaitFor([&] {
@@ -189,7 +193,9 @@ TEST_F(RollingUpgradeTest, UnreadableDecree_NodeKeepsRecordingAndIsNeverElected)
   ExpectNeverLeads(kA, 2000ms);
   EXPECT_TRUE(cluster_->Alive(2));
   auto s3 = cluster_->StatusOf(2);
-  auto leader = cluster_->StatusOf(*cluster_->LeaderIndex());
+  std::optional<size_t> leader_index = cluster_->WaitForLeaderIndex(10s);
+  ASSERT_TRUE(leader_index.has_value());
+  auto leader = cluster_->StatusOf(*leader_index);
   ASSERT_TRUE(s3 && leader);
   EXPECT_GE(s3->chosen_slot + 1, leader->chosen_slot) << "the stuck node keeps recording";
   cluster_->Resume(paused);

@@ -4,10 +4,11 @@
 # (RelWithDebInfo, one job per core). Safe to run again: with nothing missing
 # it installs nothing and the build is incremental.
 #
-#   cluster-scripts/setup.sh [--sanitize] [--no-build] [--build-dir DIR]
+#   cluster-scripts/setup.sh [--sanitize] [--no-build] [--fuzz] [--build-dir DIR]
 #
 #   --sanitize        AddressSanitizer + UBSan build, in build-asan
 #   --no-build        install packages only
+#   --fuzz            also install clang-14 and its runtime (cluster-scripts/fuzz.sh)
 #   --build-dir DIR   build here (default: $BUILD_DIR, else build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,13 +17,15 @@ die() { echo "setup.sh: $*" >&2; exit 1; }
 
 build_dir=""
 sanitize=0
+fuzz=0
 do_build=1
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --sanitize) sanitize=1 ;;
     --no-build) do_build=0 ;;
+    --fuzz) fuzz=1 ;;
     --build-dir) [[ $# -ge 2 && -n "$2" ]] || die "--build-dir needs a directory"; build_dir="$2"; shift ;;
-    -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "setup.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -36,6 +39,7 @@ fi
 # libraries.
 packages=(build-essential cmake g++ pkg-config python3 libasio-dev libcereal-dev librocksdb-dev
           libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libcli11-dev nlohmann-json3-dev)
+[[ $fuzz -eq 1 ]] && packages+=(clang-14 libclang-rt-14-dev)
 command -v dpkg-query >/dev/null || die "no dpkg-query: this script supports Debian (12) only; install: ${packages[*]}"
 missing=()
 for p in "${packages[@]}"; do

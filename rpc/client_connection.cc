@@ -10,22 +10,6 @@ namespace ts::rpc {
 
 using asio::ip::tcp;
 
-namespace {
-
-StatusOr<tcp::endpoint> ResolveClient(asio::io_context& io, const HostPort& hp) {
-  std::error_code ec;
-  auto addr = asio::ip::make_address(hp.host, ec);
-  if (!ec) return tcp::endpoint(addr, hp.port);
-  tcp::resolver resolver(io);
-  auto results = resolver.resolve(hp.host, std::to_string(hp.port), ec);
-  if (ec || results.empty()) {
-    return Status::Unavailable("connect to " + hp.ToString() + ": cannot resolve " + hp.host +
-                               (ec ? ": " + ec.message() : std::string()));
-  }
-  return results.begin()->endpoint();
-}
-
-}  // namespace
 
 // ------------------------------------------------------------ AsyncClient
 
@@ -66,9 +50,9 @@ void AsyncClient::Connect(const HostPort& addr, std::function<void(Status)> done
   impl_->CloseConnection("reconnecting");
   impl_->FailAll("connection to " + impl_->addr + " replaced");
   impl_->addr = addr.ToString();
-  auto ep = ResolveClient(impl_->io, addr);
+  auto ep = ResolveEndpoint(impl_->io, addr);
   if (!ep.ok()) {
-    done(ep.status());
+    done(Status::Unavailable("connect to " + addr.ToString() + ": " + ep.status().message()));
     return;
   }
   auto sock = std::make_shared<tcp::socket>(impl_->io);

@@ -6,6 +6,18 @@
 #include <cassert>
 
 namespace ts::rpc {
+
+StatusOr<asio::ip::tcp::endpoint> ResolveEndpoint(asio::io_context& io, const HostPort& hp) {
+  std::error_code ec;
+  auto addr = asio::ip::make_address(hp.host, ec);
+  if (!ec) return asio::ip::tcp::endpoint(addr, hp.port);
+  asio::ip::tcp::resolver resolver(io);
+  auto results = resolver.resolve(hp.host, std::to_string(hp.port), ec);
+  if (ec || results.empty()) {
+    return Status::Unavailable("cannot resolve " + hp.ToString() + (ec ? ": " + ec.message() : std::string()));
+  }
+  return results.begin()->endpoint();
+}
 namespace {
 
 // A write buffer that grew past this (a burst) is released once drained, so

@@ -27,6 +27,10 @@
 
 namespace ts::rpc {
 
+// host:port to a TCP endpoint: a literal address directly, else one
+// (blocking) resolver lookup. Unavailable("cannot resolve H:P: reason").
+StatusOr<asio::ip::tcp::endpoint> ResolveEndpoint(asio::io_context& io, const HostPort& hp);
+
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   // A non-OK status closes the connection as a bad frame (counted, logged

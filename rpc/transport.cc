@@ -46,18 +46,8 @@ constexpr auto kHandshakeTimeout = std::chrono::milliseconds(2000);
 using Life = std::shared_ptr<char>;
 using LifeRef = std::weak_ptr<char>;
 
-StatusOr<tcp::endpoint> Resolve(asio::io_context& io, const HostPort& hp) {
-  std::error_code ec;
-  auto addr = asio::ip::make_address(hp.host, ec);
-  if (!ec) return tcp::endpoint(addr, hp.port);
-  tcp::resolver resolver(io);
-  auto results = resolver.resolve(hp.host, std::to_string(hp.port), ec);
-  if (ec || results.empty()) return Status::Unavailable("cannot resolve " + hp.ToString() + ": " + ec.message());
-  return results.begin()->endpoint();
-}
-
 Status Listen(asio::io_context& io, tcp::acceptor& acceptor, const HostPort& hp) {
-  auto ep = Resolve(io, hp);
+  auto ep = ResolveEndpoint(io, hp);
   if (!ep.ok()) return ep.status();
   std::error_code ec;
   acceptor.open(ep->protocol(), ec);
@@ -205,7 +195,7 @@ struct PeerTransport::Impl {
     if (stopped) return;
     Link& l = *links.at(id);
     assert(!l.out && !l.connecting);
-    auto ep = Resolve(io, l.addr);
+    auto ep = ResolveEndpoint(io, l.addr);
     if (!ep.ok()) {
       spdlog::debug("peer {}: {}", id, ep.status().message());
       Redial(id);

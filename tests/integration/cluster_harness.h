@@ -15,6 +15,7 @@
 // sanitizers) multiplies them and every deadline.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -98,6 +99,16 @@ class ProcessCluster {
   std::string dir_;
   std::vector<NodeProc> nodes_;
   std::vector<std::string> extra_args_;
+};
+
+// Base fixture of the multi-process tests: owns the cluster and prints the
+// tail of every node's log when the test failed.
+class ClusterFixture : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    if (HasFailure() && cluster_) cluster_->DumpLogs();
+  }
+  std::unique_ptr<ProcessCluster> cluster_;
 };
 
 // Picks `n` distinct free loopback ports (bound together, then released).

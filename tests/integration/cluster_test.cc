@@ -30,13 +30,8 @@ using rpc::ClientCode;
 using rpc::ClientOp;
 using rpc::ClientRequest;
 
-class ClusterTest : public ::testing::Test {
- protected:
-  void TearDown() override {
-    if (HasFailure() && cluster_) cluster_->DumpLogs();
-  }
-  std::unique_ptr<ProcessCluster> cluster_;
-};
+class ClusterTest : public ClusterFixture {
+ protected:};
 
 ClientRequest Put(const std::string& k, const std::string& v) {
   ClientRequest r;

@@ -20,11 +20,8 @@ const std::string kA = "1.0.0";
 const std::string kB = "1.1.0";
 const std::string kC = "1.2.0";
 
-class RollingUpgradeTest : public ::testing::Test {
+class RollingUpgradeTest : public ClusterFixture {
  protected:
-  void TearDown() override {
-    if (HasFailure() && cluster_) cluster_->DumpLogs();
-  }
 
   bool Write(const std::string& k, const std::string& v, std::chrono::milliseconds timeout = 10000ms) {
     node::Client c(cluster_->ClientOptionsFor(timeout));
@@ -136,8 +133,6 @@ class RollingUpgradeTest : public ::testing::Test {
       EXPECT_EQ(s->latest_marker, kB);
     }
   }
-
-  std::unique_ptr<ProcessCluster> cluster_;
 };
 
 TEST_F(RollingUpgradeTest, FourStages_ThreeNodes) { WalkFourStages(3); }

@@ -182,6 +182,7 @@ void Node::Flush() {
   while (replica_->HasReady()) {
     consensus::Ready r = replica_->TakeReady();
     for (const consensus::Message& m : r.early_messages) transport_->Send(m);
+    if (!r.early_messages.empty()) transport_->FlushWrites();  // on the wire before the fsync
     for (const Entry& e : r.entries) versions_.ObserveRecorded(e.value);
     if (r.NeedsSync() || r.chosen_upto) {
       Status s = store_->Persist(r);

@@ -127,6 +127,10 @@ void Connection::ScheduleWrite() {
   });
 }
 
+void Connection::StartWriteNow() {
+  if (open_ && !write_in_flight_ && !pending_.empty()) WriteMore();
+}
+
 void Connection::WriteMore() {
   assert(!write_in_flight_);
   if (pending_.empty()) {

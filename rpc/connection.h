@@ -49,6 +49,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Start(OnFrame on_frame, OnClose on_close);
   // Queues one frame. False if closed, closing, or the queue cap is reached.
   bool SendFrame(FrameType type, std::string_view payload);
+  // Starts writing what is queued now instead of from the posted handler:
+  // for a caller about to block (a node before its fsync).
+  void StartWriteNow();
   // Stops reading and closes once everything queued so far is written
   // (a refusal's last words).
   void CloseAfterWrites(const std::string& reason);

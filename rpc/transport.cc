@@ -379,6 +379,12 @@ void PeerTransport::Send(const consensus::Message& m) {
   if (!it->second->out->SendFrame(FrameType::kPeerMessage, payload)) ++impl_->metrics.dropped_frames;
 }
 
+void PeerTransport::FlushWrites() {
+  for (auto& [id, l] : impl_->links) {
+    if (l->out) l->out->StartWriteNow();
+  }
+}
+
 bool PeerTransport::Connected(consensus::NodeId peer) const {
   auto it = impl_->links.find(peer);
   return it != impl_->links.end() && it->second->ready;

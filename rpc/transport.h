@@ -84,6 +84,11 @@ class PeerTransport {
 
   // Queues `m` for m.to. Never blocks.
   void Send(const consensus::Message& m);
+  // Starts writing everything queued so far, now (writes otherwise start
+  // from a posted handler so that one handler's frames share one write). A
+  // node calls it before it blocks on its disk, so that messages allowed to
+  // leave before the fsync do.
+  void FlushWrites();
 
   bool Connected(consensus::NodeId peer) const;  // outgoing link up
   const TransportMetrics& metrics() const;

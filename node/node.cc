@@ -88,10 +88,13 @@ Status Node::Start() {
       [this](const rpc::Handshake& h) {
         auto it = peers_.find(h.node_id);
         if (it == peers_.end()) return;
-        it->second.client_addr = h.client_addr;
-        RememberVersion(h.node_id, h.software_version);
         it->second.last_heard_ms = NowMs();
         it->second.heard = true;
+        RememberVersion(h.node_id, h.software_version);
+        // Only a peer's own handshake (on the link it dialled) carries its
+        // client address; an acknowledgement of ours carries the version only.
+        if (h.client_addr.empty()) return;
+        it->second.client_addr = h.client_addr;
         spdlog::info("peer {} connected: version {}, client port {}", h.node_id, h.software_version, h.client_addr);
       });
   if (Status s = transport_->Start(); !s.ok()) return s;

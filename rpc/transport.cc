@@ -285,6 +285,14 @@ struct PeerTransport::Impl {
     l.backoff_ms = 0;
     l.deadline.cancel();
     spdlog::info("link to peer {} at {} is up (version {})", id, l.addr.ToString(), ack.software_version);
+    // The acknowledgement names the peer's version too: report it, so a
+    // node's version view does not hang on the peer's own link to us.
+    if (on_handshake) {
+      Handshake h;
+      h.node_id = id;
+      h.software_version = ack.software_version;
+      on_handshake(h);
+    }
     return Status::Ok();
   }
 

@@ -66,8 +66,9 @@ class PeerTransport {
  public:
   using OnMessage = std::function<void(consensus::Message&&)>;
   // Called whenever a peer's Handshake is accepted on a link it dialled to
-  // us (the only direction a full Handshake, with client_addr and format
-  // versions, arrives; our own dialled links get a HandshakeAck). May be null.
+  // us (a full Handshake, with client_addr and format versions), and when a
+  // link we dialled is acknowledged (then only node_id and software_version
+  // are set: the HandshakeAck carries no more). May be null.
   using OnHandshake = std::function<void(const Handshake&)>;
 
   PeerTransport(asio::io_context& io, PeerTransportOptions options, OnMessage on_message,

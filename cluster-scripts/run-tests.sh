@@ -9,7 +9,8 @@
 #                timings and deadlines are lengthened (TS_TEST_TIMING_SCALE,
 #                default 3 there)
 #   --long       add the long tests (more simulation seeds: TS_SIM_SEEDS)
-#   --fuzz       add the fuzz tests
+#   --fuzz       then also run every libFuzzer target for FUZZ_SECONDS
+#                (default 30) through cluster-scripts/fuzz.sh (clang-14)
 #   -- ARGS      passed to ctest, e.g. -- -R integration -V
 # Environment: BUILD_DIR (default build) for the normal build, ASAN_BUILD_DIR
 # (default build-asan) for --sanitize.
@@ -49,6 +50,9 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 (cd "$build_dir" && ctest --output-on-failure -j2 "${exclude[@]}" "${ctest_extra[@]}") 2>&1 | tee "$log" || rc=$?
 summary=$(grep -E 'tests passed|No tests were found' "$log" | tail -n 1 || true)
+if [[ $fuzz -eq 1 ]]; then
+  cluster-scripts/fuzz.sh --seconds "${FUZZ_SECONDS:-30}" || rc=$?
+fi
 if [[ $rc -eq 0 ]]; then
   echo "run-tests.sh: PASSED in $build_dir: ${summary:-no ctest summary}"
 else

@@ -79,7 +79,7 @@ class ErrorList {
 // it is never retried after its answer is lost.
 bool IsLeaderOp(ClientOp op) { return op != ClientOp::kStatus && op != ClientOp::kLog; }
 
-bool IsWriteOp(ClientOp op) { return IsLeaderOp(op) && op != ClientOp::kGet; }
+bool IsWriteOp(ClientOp op) { return IsLeaderOp(op) && op != ClientOp::kGet && op != ClientOp::kDeployQuery; }
 
 Client::Client(ClientOptions options) : options_(std::move(options)) {
   assert(!options_.endpoints.empty());

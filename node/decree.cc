@@ -12,6 +12,9 @@ const char* DecreeTypeName(uint16_t type) {
     case DecreeType::kKvCas: return "cas";
     case DecreeType::kVersionMarker: return "version-marker";
     case DecreeType::kDowngrade: return "downgrade";
+    case DecreeType::kBlueGreen: return "bg";
+    case DecreeType::kScheduler: return "sched";
+    case DecreeType::kLrp: return "lrp";
   }
   return nullptr;
 }
@@ -44,6 +47,10 @@ std::string DescribeDecree(const Decree& d) {
       if (g.cancel) return "cancel downgrade";
       return "downgrade to " + g.target + " (" + std::to_string(g.rewrites.size()) + " restated)";
     }
+    case DecreeType::kBlueGreen:
+    case DecreeType::kScheduler:
+    case DecreeType::kLrp:
+      return "";  // described by node/deploy/ (Node::BuildLog)
   }
   return "";
 }

@@ -20,6 +20,10 @@ enum class DecreeType : uint16_t {
   kKvCas = 3,
   kVersionMarker = 100,  // the latest software version running the log
   kDowngrade = 101,      // explicit downgrade (or its cancellation)
+  // Deployment state machines (node/deploy/): payload is the command's JSON.
+  kBlueGreen = 200,      // spec/000_*
+  kScheduler = 201,      // spec/002_*: schedulers and game rooms
+  kLrp = 202,            // spec/004_*: desired LRPs
 };
 
 const char* DecreeTypeName(uint16_t type);

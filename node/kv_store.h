@@ -28,6 +28,11 @@ class KvStore {
   KvResult Apply(const Decree& d);
   std::optional<std::string> Get(const std::string& key) const;
   size_t size() const { return map_.size(); }
+  // Visits every key in order (for the state digest).
+  template <class F>
+  void ForEach(F&& f) const {
+    for (const auto& [k, v] : map_) f(k, v);
+  }
 
  private:
   using Overlay = std::map<std::string, std::optional<std::string>>;

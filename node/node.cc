@@ -131,6 +131,7 @@ void Node::Run() {
     Flush();
     UpdateEligibility();
     MaybeProposeMarker();
+    SuperviseCoordinator();
     Flush();
     ServeReads();
     ExpireWrites();
@@ -250,6 +251,11 @@ bool Node::ApplyDecree(consensus::Slot slot, const std::string& bytes, bool repl
   Decree d;
   if (!DecodeDecree(bytes, &d).ok() || !versions_.CanRead(d)) return false;
   versions_.Observe(d);
+  if (deploy::IsDeployDecree(d.header.type)) {
+    ApplyDeploy(slot, d, replay_only);
+    applied_slot_ = slot;
+    return true;
+  }
   KvResult result;
   if (MaxModelRead(versions_.self(), d.header.type) > 0 && d.header.type < 100) result = kv_.Apply(d);
   applied_slot_ = slot;
@@ -257,7 +263,8 @@ bool Node::ApplyDecree(consensus::Slot slot, const std::string& bytes, bool repl
   return true;
 }
 
-void Node::ReplyToWrite(consensus::Slot slot, const Decree* d, const KvResult& result) {
+void Node::ReplyToWrite(consensus::Slot slot, const Decree* d, const KvResult& result,
+                        const StatusOr<std::string>* deploy) {
   auto pending = pending_writes_.find(slot);
   if (pending == pending_writes_.end()) return;
   PendingWrite w = std::move(pending->second);
@@ -270,6 +277,14 @@ void Node::ReplyToWrite(consensus::Slot slot, const Decree* d, const KvResult& r
     // having lost its slot, never will be.
     r.code = rpc::ClientCode::kUnavailable;
     r.message = "leadership changed before the write was chosen; it was not applied";
+  } else if (deploy != nullptr) {
+    if (deploy->ok()) {
+      r.message = **deploy;
+    } else {
+      r.code = deploy->status().code() == Status::Code::kNotFound ? rpc::ClientCode::kNotFound
+                                                                  : rpc::ClientCode::kBadRequest;
+      r.message = deploy->status().message();
+    }
   } else if (result.code == KvResult::Code::kCompareFailed) {
     r.code = rpc::ClientCode::kCompareFailed;
     r.found = result.found;

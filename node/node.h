@@ -14,12 +14,15 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
+#include <set>
 #include <string>
 
 #include <asio.hpp>
 
 #include "consensus/replica.h"
 #include "node/decree.h"
+#include "node/deploy/deploy_state.h"
 #include "node/kv_store.h"
 #include "node/version_state.h"
 #include "rpc/client_protocol.h"
@@ -44,6 +47,9 @@ struct NodeOptions {
   size_t pending_requests_max = 65536;  // writes and reads waiting; Busy beyond
   size_t key_bytes_max = 4096;
   size_t value_bytes_max = 1 << 20;
+  bool fault_injection = false;  // accept ClientOp::kFault (tests and nemesis.sh only)
+  uint64_t health_period_ms = 1000;  // the coordinator's health-controller loop (spec/002_*)
+  size_t deploy_queue_max = 1024;    // deployment commands waiting for the coordinator; Busy beyond
 };
 
 class Node {
@@ -84,13 +90,23 @@ class Node {
   void Apply(const consensus::Entry& e);
   // Applies one readable decree; false if this node cannot read it.
   bool ApplyDecree(consensus::Slot slot, const std::string& bytes, bool replay_only);
-  void ReplyToWrite(consensus::Slot slot, const Decree* d, const KvResult& result);
+  // `deploy` is the outcome of a deployment decree (nullptr for others).
+  void ReplyToWrite(consensus::Slot slot, const Decree* d, const KvResult& result,
+                    const StatusOr<std::string>* deploy = nullptr);
+  // node_deploy.cc: the recovery supervisor and coordinator (issue 4).
+  void HandleDeploy(rpc::ClientRequest&& req, rpc::ClientServer::Responder respond);
+  void HandleDeployQuery(const rpc::ClientRequest& req, rpc::ClientServer::Responder respond);
+  void ApplyDeploy(consensus::Slot slot, const Decree& d, bool replay_only);
+  void SuperviseCoordinator();
+  void StopCoordinator(const std::string& why);
+  std::string StateDigest() const;
   // node_versions.cc: the version rules of spec/003_*.
   void UpdateEligibility();
   void MaybeProposeMarker();
   bool TryResumeWithRewrites(consensus::Slot downgrade_slot, const Downgrade& g);
   void HandleDowngrade(rpc::ClientRequest&& req, rpc::ClientServer::Responder respond);
   StatusOr<std::vector<Rewrite>> RewritesFor(const Semver& target) const;
+  void HandleFault(const rpc::ClientRequest& req, rpc::ClientServer::Responder respond);
   void ServeReads();
   void ExpireWrites();
   void LogRoleChange();
@@ -116,6 +132,23 @@ class Node {
   VersionState versions_;
   Eligibility eligibility_;
   consensus::Ballot marker_checked_;  // leadership whose marker duty is done
+
+  // Recovery coordinator (runs only while this node may: see SuperviseCoordinator).
+  struct PendingDeploy {
+    deploy::DeployCommand command;
+    rpc::ClientServer::Responder respond;
+    uint64_t request_id;
+    uint64_t deadline_ms;
+  };
+  deploy::DeployState deploy_;
+  bool rc_running_ = false;
+  std::deque<PendingDeploy> deploy_queue_;           // client commands, in arrival order
+  std::optional<consensus::Slot> deploy_inflight_;   // the one deployment decree not yet applied
+  uint64_t next_health_ms_ = 0;
+  std::set<std::string> sched_health_done_;  // schedulers decided in this health loop
+  // Proposes `c` as the in-flight deployment decree; `client` (may be null)
+  // is answered when it is applied. False if the replica refused it.
+  bool ProposeDeploy(const deploy::DeployCommand& c, PendingDeploy* client);
 
   uint64_t epoch_ = 0;
   uint64_t next_seq_ = 0;

@@ -3,6 +3,9 @@
 // client address. Status and log are answered by any node. See node.h.
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
+#include <set>
+
 #include "node/node.h"
 
 namespace ts::node {
@@ -62,6 +65,15 @@ void Node::OnClientRequest(ClientRequest&& req, rpc::ClientServer::Responder res
     case ClientOp::kDowngrade:
     case ClientOp::kDowngradeCancel:
       HandleDowngrade(std::move(req), std::move(respond));
+      return;
+    case ClientOp::kDeploy:
+      HandleDeploy(std::move(req), std::move(respond));
+      return;
+    case ClientOp::kDeployQuery:
+      HandleDeployQuery(req, std::move(respond));
+      return;
+    case ClientOp::kFault:
+      HandleFault(req, std::move(respond));
       return;
     case ClientOp::kPut:
     case ClientOp::kCas:
@@ -130,6 +142,40 @@ void Node::HandleWrite(ClientRequest&& req, rpc::ClientServer::Responder respond
   pending_writes_[*slot] = PendingWrite{d.tag, req.op, std::move(respond), req.id, NowMs() + options_.request_timeout_ms};
 }
 
+void Node::HandleFault(const ClientRequest& req, rpc::ClientServer::Responder respond) {
+  if (!options_.fault_injection) {
+    respond(Error(req.id, ClientCode::kBadRequest, "fault injection is off (start tsnode with --fault-injection)"));
+    return;
+  }
+  bool out = req.key == "block" || req.key == "block-out";
+  bool in = req.key == "block" || req.key == "block-in";
+  if (!out && !in) {
+    respond(Error(req.id, ClientCode::kBadRequest, "fault: key must be block, block-out or block-in"));
+    return;
+  }
+  std::set<consensus::NodeId> blocked;
+  size_t pos = 0;
+  while (pos < req.value.size()) {
+    size_t comma = req.value.find(',', pos);
+    std::string item = req.value.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    pos = comma == std::string::npos ? req.value.size() : comma + 1;
+    char* end = nullptr;
+    unsigned long id = std::strtoul(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || peers_.count(static_cast<consensus::NodeId>(id)) == 0) {
+      respond(Error(req.id, ClientCode::kBadRequest, "fault: '" + item + "' is not a peer id of this node"));
+      return;
+    }
+    blocked.insert(static_cast<consensus::NodeId>(id));
+  }
+  // The list replaces the previous one; "" heals every link.
+  for (const auto& [id, view] : peers_) transport_->SetBlocked(id, out && blocked.count(id) > 0, in && blocked.count(id) > 0);
+  spdlog::warn("fault injection: {} traffic with peers [{}]", req.key == "block" ? "dropping all" : "dropping " + req.key.substr(6),
+               req.value);
+  ClientResponse r;
+  r.id = req.id;
+  respond(std::move(r));
+}
+
 void Node::ServeReads() {
   if (pending_reads_.empty()) return;
   uint64_t now = NowMs();
@@ -181,6 +227,8 @@ rpc::NodeStatus Node::BuildStatus() const {
   st.eligible = eligibility_.eligible;
   st.ineligible_reason = eligibility_.reason;
   st.stuck_at_slot = stuck_at_.value_or(0);
+  st.state_digest = StateDigest();
+  st.coordinator = rc_running_;
   uint64_t now = NowMs();
   for (const auto& [id, view] : peers_) {
     rpc::PeerStatus p;
@@ -216,6 +264,10 @@ ClientResponse Node::BuildLog(const ClientRequest& req) const {
       const char* name = DecreeTypeName(d.header.type);
       row.type = name ? name : "unknown(" + std::to_string(d.header.type) + ")";
       row.summary = DescribeDecree(d);
+      if (deploy::IsDeployDecree(d.header.type)) {
+        auto cmd = deploy::ParseDecreeCommand(d.header.type, d.payload);
+        row.summary = cmd.ok() ? cmd->Describe() : "undecodable: " + cmd.status().message();
+      }
     }
     r.log.push_back(std::move(row));
   }

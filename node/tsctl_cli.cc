@@ -7,10 +7,12 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "node/client.h"
 #include "node/endpoints.h"
+#include "node/tsctl_deploy.h"
 #include "node/tsctl_format.h"
 
 #ifndef TS_CLIENT_VERSION_STRING
@@ -40,6 +42,8 @@ struct Args {
   uint32_t limit = 100;
   std::string downgrade_to;
   bool downgrade_cancel = false;
+  DeployArgs deploy;
+  std::string deploy_path;  // "sched create", ...; empty for the other commands
 };
 
 constexpr const char* kFooter =
@@ -121,6 +125,7 @@ std::unique_ptr<CLI::App> BuildApp(Args* a) {
   auto* cancel = down->add_flag("--cancel", a->downgrade_cancel, "End the downgrade in force");
   to->excludes(cancel);
   down->require_option(1);
+  AddDeployCommands(*app, &a->deploy);
   return app;
 }
 
@@ -137,6 +142,11 @@ class Command {
                       ? "bad arguments: cas --absent takes KEY NEW; see tsctl cas --help"
                       : "bad arguments: cas takes KEY EXPECTED NEW (or --absent KEY NEW); see tsctl cas --help");
     }
+    StatusOr<nlohmann::json> deploy_command = nlohmann::json();
+    if (!args_.deploy_path.empty() && !IsDeployQuery(args_.deploy_path)) {
+      deploy_command = BuildDeployCommand(args_.deploy_path, args_.deploy);
+      if (!deploy_command.ok()) return Fail(kExitUsage, "bad arguments: " + deploy_command.status().message());
+    }
     auto endpoints = ResolveEndpoints(args_.endpoints);
     if (!endpoints.ok()) return Fail(kExitUsage, endpoints.status().message());
     ClientOptions o;
@@ -152,6 +162,7 @@ class Command {
     if (name == "delete") return Delete();
     if (name == "log") return Log();
     if (name == "downgrade") return DowngradeCmd();
+    if (!args_.deploy_path.empty()) return Deploy(args_.deploy_path);
     return Fail(kExitUsage, "unknown command " + name);
   }
 
@@ -246,6 +257,53 @@ class Command {
 
   int Delete() { return WriteResult("delete", Send(ClientOp::kDelete)); }
 
+  // Deployment commands: writes go to the leader's coordinator; show and
+  // rollout status read the leader's applied state (any node's if there is
+  // no leader, which the answer's slot makes visible with --json).
+  int Deploy(const std::string& path) {
+    if (!IsDeployQuery(path)) {
+      rpc::ClientRequest req;
+      req.op = ClientOp::kDeploy;
+      req.value = BuildDeployCommand(path, args_.deploy)->dump();
+      auto r = client_->Call(std::move(req));
+      if (!r.ok()) return FailStatus(r.status());
+      if (r->code == ClientCode::kNotFound) return Fail(kExitFailed, "not found: " + r->message);
+      if (r->code != ClientCode::kOk) return FailResponse(*r);
+      Print({{"ok", true}, {"command", path}, {"slot", r->slot}, {"result", r->message}},
+            r->message + " (slot " + std::to_string(r->slot) + ")");
+      return kExitOk;
+    }
+    (void)client_->FindLeader();
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(args_.timeout_ms);
+    std::string last_line;
+    while (true) {
+      rpc::ClientRequest req;
+      req.op = ClientOp::kDeployQuery;
+      req.key = DeployQueryKey(path, args_.deploy);
+      auto r = client_->Call(std::move(req));
+      if (!r.ok()) return FailStatus(r.status());
+      if (r->code == ClientCode::kNotFound) return Fail(kExitFailed, "not found: " + r->message);
+      if (r->code != ClientCode::kOk) return FailResponse(*r);
+      nlohmann::json view = nlohmann::json::parse(r->value, nullptr, false);
+      if (view.is_discarded()) return Fail(kExitError, "node answered with malformed JSON");
+      if (path != "rollout status") {
+        if (args_.json) out_ << DumpJson({{"ok", true}, {"applied_slot", r->slot}, {"view", view}}) << '\n';
+        else out_ << FormatDeployView(path, view);
+        return kExitOk;
+      }
+      bool done = false;
+      std::string line = FormatRolloutStatus(view, &done);
+      if (args_.json) out_ << DumpJson({{"ok", true}, {"done", done}, {"status", line}, {"view", view}}) << '\n';
+      else if (line != last_line) out_ << line << '\n';
+      last_line = line;
+      if (done || !args_.deploy.watch) return kExitOk;
+      if (std::chrono::steady_clock::now() >= deadline) {
+        return Fail(kExitUnavailable, "rollout not complete within --timeout-ms");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));  // polling interval of --watch
+    }
+  }
+
   int Get() {
     auto r = Send(ClientOp::kGet);
     if (!r.ok()) return FailStatus(r.status());
@@ -331,7 +389,7 @@ int RunTsctl(int argc, const char* const* argv, std::ostream& out, std::ostream&
     if (app->get_subcommands().empty() && !extra.empty() && extra.front().rfind("-", 0) != 0) {
       // CLI11 would say only "A subcommand is required".
       err << "bad arguments: unknown command '" << OneLine(extra.front())
-          << "' (commands: status, put, get, cas, delete, log); see tsctl --help\n";
+          << "' (commands: status, put, get, cas, delete, log, downgrade, sched, rollout, bg, lrp, command); see tsctl --help\n";
       return kExitUsage;
     }
     err << "bad arguments: " << OneLine(e.what()) << "; see tsctl --help\n";
@@ -339,6 +397,7 @@ int RunTsctl(int argc, const char* const* argv, std::ostream& out, std::ostream&
   }
   std::vector<CLI::App*> commands = app->get_subcommands();
   assert(commands.size() == 1);
+  args.deploy_path = DeployCommandPath(*app);
   Command command(args, out, err);
   return command.Run(commands.front()->get_name());
 }

@@ -72,6 +72,12 @@ int main(int argc, char** argv) {
   app.add_option("--software-version", o.software_version,
                  "semver this node announces (default: the build's); lets one binary play two versions")
       ->capture_default_str();
+  app.add_option("--health-period-ms", o.health_period_ms,
+                 "period of the recovery coordinator's health-controller loop (game rooms, spec/002_*)")
+      ->check(CLI::Range(uint64_t{10}, uint64_t{3'600'000}))
+      ->capture_default_str();
+  app.add_flag("--fault-injection", o.fault_injection,
+               "accept fault-injection requests on the client port (drop traffic to/from peers); tests only");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
   app.set_version_flag("--version", std::string(ts::node::kSoftwareVersion));
   try {

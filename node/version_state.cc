@@ -16,8 +16,15 @@ bool IsKvType(uint16_t t) {
 
 uint16_t MaxModelRead(const Semver& v, uint16_t type) {
   if (IsKvType(type)) return v >= kKvModel2Since ? 2 : 1;
-  if (type == static_cast<uint16_t>(DecreeType::kVersionMarker) || type == static_cast<uint16_t>(DecreeType::kDowngrade)) {
-    return 1;
+  switch (static_cast<DecreeType>(type)) {
+    case DecreeType::kVersionMarker:
+    case DecreeType::kDowngrade:
+    case DecreeType::kBlueGreen:  // every deployment model is at version 1
+    case DecreeType::kScheduler:
+    case DecreeType::kLrp:
+      return 1;
+    default:
+      break;
   }
   return 0;  // a type this software does not know
 }

@@ -20,6 +20,11 @@ enum class ClientOp : uint8_t {
   kLog = 6,     // from_slot, limit: decree rows of the chosen log; never redirected
   kDowngrade = 7,        // value: target semver; writes a downgrade decree
   kDowngradeCancel = 8,  // ends the downgrade in force
+  kDeploy = 9,           // value: a deployment command as a JSON object (node/deploy/)
+  kDeployQuery = 10,     // key: "bg/NAME", "sched/NAME", "lrp/GUID" (NAME empty: all); value of the answer: JSON
+  kFault = 11,           // fault injection, only with tsnode --fault-injection: key "block", value:
+                         // comma-separated peer ids whose traffic this node drops both ways ("" heals);
+                         // key "block-out"/"block-in": one direction only
 };
 
 enum class ClientCode : uint8_t {
@@ -82,12 +87,14 @@ struct NodeStatus {
   bool eligible = false;           // may lead by the version rules
   std::string ineligible_reason;
   uint64_t stuck_at_slot = 0;      // first decree this node cannot decode (0: none)
+  std::string state_digest;        // hex digest of the applied state (key-value and deployments)
+  bool coordinator = false;        // the recovery coordinator runs on this node
 
   template <class A>
   void serialize(A& ar) {
     ar(id, role, ballot, leader, leader_client_addr, chosen_slot, applied_slot, last_slot, lease_left_ms,
        software_version, cluster_id, log_digest, keys, peers, latest_marker, downgrade_to, kv_write_model, eligible,
-       ineligible_reason, stuck_at_slot);
+       ineligible_reason, stuck_at_slot, state_digest, coordinator);
   }
 };
 

@@ -1,0 +1,60 @@
+// The simulated runtime executor behind `tsagent --simulate` (issue 4): it
+// carries out the coordinator's room decisions the way spec/002_*'s tables
+// assume, so a local cluster runs the whole health-controller loop.
+//
+// Each Step sees one scheduler as the cluster's applied state shows it and
+// returns the room_status command that reports what the executor did:
+//   - a pending room seen for the first time is created; on the next step it
+//     becomes ready, or occupied for a deterministic share of rooms (by a hash
+//     of the id: the same rooms on every run);
+//   - a terminating room is destroyed and reported gone;
+// and keeps a ledger that checks the state against what actually runs:
+//   - lost: a room the executor runs vanished from the state without being
+//     deleted, or the state says a room runs that the executor never created;
+//   - duplicated: a room id created twice.
+// Views older than one already acted on (a lagging node answered) are
+// ignored, so the ledger never goes backwards.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace ts::node {
+
+struct AgentCounters {
+  uint64_t created = 0;
+  uint64_t destroyed = 0;
+  uint64_t reported = 0;
+  uint64_t lost = 0;
+  uint64_t duplicated = 0;
+  uint64_t stale_views = 0;
+};
+
+class SimAgent {
+ public:
+  explicit SimAgent(uint32_t occupied_percent) : occupied_percent_(occupied_percent) {}
+
+  // `view`: the scheduler's JSON (tsctl sched show NAME --json's "view"),
+  // read at `applied_slot`. Returns the room_status command to send, if any.
+  std::optional<nlohmann::json> Step(const nlohmann::json& view, uint64_t applied_slot);
+
+  const AgentCounters& counters() const { return counters_; }
+  size_t running() const;
+  nlohmann::json Report() const;
+
+ private:
+  bool Occupies(const std::string& id) const;
+
+  uint32_t occupied_percent_;
+  std::map<std::string, uint64_t> last_slot_;                  // per scheduler
+  std::map<std::string, std::set<std::string>> rooms_;  // scheduler -> rooms it runs
+  std::set<std::string> ever_created_;
+  AgentCounters counters_;
+};
+
+}  // namespace ts::node

@@ -1,0 +1,121 @@
+// DeployState; see deploy_state.h.
+#include "node/deploy/deploy_state.h"
+
+#include "node/deploy/json_fields.h"
+
+namespace ts::node::deploy {
+
+namespace {
+
+struct KindInfo {
+  Kind kind;
+  const char* name;
+  DecreeType type;
+};
+constexpr KindInfo kKinds[] = {
+    {Kind::kScheduler, "sched", DecreeType::kScheduler},
+};
+
+const KindInfo& InfoOf(Kind k) {
+  for (const KindInfo& i : kKinds) {
+    if (i.kind == k) return i;
+  }
+  return kKinds[0];
+}
+
+StatusOr<DeployCommand> ParseAs(Kind kind, const nlohmann::json& j) {
+  DeployCommand c;
+  c.kind = kind;
+  switch (kind) {
+    case Kind::kScheduler: {
+      auto s = ParseSchedCommand(j);
+      if (!s.ok()) return s.status();
+      c.command = std::move(*s);
+      return c;
+    }
+  }
+  return Status::InvalidArgument("unknown command kind");
+}
+
+nlohmann::json ToJson(const DeployCommand& c) {
+  return std::visit([](const auto& cmd) { return SchedCommandToJson(cmd); }, c.command);
+}
+
+}  // namespace
+
+bool DeployCommand::Internal() const {
+  return std::visit([](const auto& cmd) { return cmd.Internal(); }, command);
+}
+
+DecreeType DeployCommand::decree_type() const { return InfoOf(kind).type; }
+
+std::string DeployCommand::Payload() const { return ToJson(*this).dump(); }
+
+std::string DeployCommand::Describe() const {
+  nlohmann::json j = ToJson(*this);
+  std::string target;
+  for (const char* key : {"scheduler", "deployment", "process_guid"}) {
+    if (j.contains(key)) target = j[key].get<std::string>();
+  }
+  std::string line = std::string(InfoOf(kind).name) + " " + j["op"].get<std::string>() + " " + target;
+  for (const char* key : {"version", "definition_id", "switch_to", "add", "change", "desired"}) {
+    if (j.contains(key) && !j[key].is_object()) line += std::string(" ") + key + "=" + j[key].dump();
+  }
+  if (j.contains("delete")) line += " delete=" + std::to_string(j["delete"].size());
+  return line;
+}
+
+bool IsDeployDecree(uint16_t decree_type) {
+  for (const KindInfo& i : kKinds) {
+    if (static_cast<uint16_t>(i.type) == decree_type) return true;
+  }
+  return false;
+}
+
+StatusOr<DeployCommand> ParseClientCommand(std::string_view json_text) {
+  auto j = ParseCommandJson(json_text);
+  if (!j.ok()) return j.status();
+  auto kind = j->find("kind");
+  if (kind == j->end() || !kind->is_string()) {
+    return Status::InvalidArgument("command needs \"kind\": \"bg\", \"sched\" or \"lrp\"");
+  }
+  for (const KindInfo& i : kKinds) {
+    if (kind->get<std::string>() == i.name) return ParseAs(i.kind, *j);
+  }
+  return Status::InvalidArgument("unknown command kind '" + kind->get<std::string>().substr(0, 32) +
+                                 "' (bg, sched, lrp)");
+}
+
+StatusOr<DeployCommand> ParseDecreeCommand(uint16_t decree_type, std::string_view payload) {
+  auto j = ParseCommandJson(payload);
+  if (!j.ok()) return j.status();
+  for (const KindInfo& i : kKinds) {
+    if (static_cast<uint16_t>(i.type) == decree_type) return ParseAs(i.kind, *j);
+  }
+  return Status::InvalidArgument("not a deployment decree type: " + std::to_string(decree_type));
+}
+
+Status DeployState::Check(const DeployCommand& c) const {
+  return std::visit([&](const auto& cmd) { return schedulers_.Check(cmd); }, c.command);
+}
+
+StatusOr<std::string> DeployState::Apply(const DeployCommand& c, uint64_t slot) {
+  return std::visit([&](const auto& cmd) { return schedulers_.Apply(cmd, slot); }, c.command);
+}
+
+StatusOr<nlohmann::json> DeployState::Query(const std::string& key) const {
+  size_t slash = key.find('/');
+  std::string kind = key.substr(0, slash);
+  std::string name = slash == std::string::npos ? "" : key.substr(slash + 1);
+  if (!name.empty() && !ValidName(name)) return Status::InvalidArgument("invalid name in query '" + key + "'");
+  if (kind == "sched") return schedulers_.View(name);
+  return Status::InvalidArgument("query must be sched/NAME, bg/NAME or lrp/GUID (NAME empty: all)");
+}
+
+std::string DeployState::SnapshotDump() const {
+  nlohmann::json j;
+  j["sched"] = schedulers_.Snapshot();
+  return j.dump();
+}
+
+}  // namespace ts::node::deploy

@@ -1,0 +1,62 @@
+// DeployState: every deployment state machine the recovery coordinator owns
+// (DESIGN.md section 5), behind one interface the node uses to validate a
+// command, apply a chosen decree, answer a query and digest the state.
+//
+// A command is a JSON object with "kind" ("bg": blue-green, spec/000_*;
+// "sched": schedulers and game rooms, spec/002_*; "lrp": desired LRPs,
+// spec/004_*) and "op". In the log each kind is its own decree type whose
+// header carries that model's version (spec/001_*: absent means 1; an
+// optional field added later needs no new version, since unknown fields are
+// ignored). The payload is the command's canonical JSON without "kind".
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include <nlohmann/json.hpp>
+
+#include "consensus/status.h"
+#include "node/decree.h"
+#include "node/deploy/schedulers.h"
+
+namespace ts::node::deploy {
+
+enum class Kind : uint8_t { kScheduler };
+
+struct DeployCommand {
+  Kind kind = Kind::kScheduler;
+  std::variant<SchedCommand> command;
+
+  bool Internal() const;      // written by the coordinator only
+  DecreeType decree_type() const;
+  std::string Payload() const;  // the decree payload: canonical JSON
+  std::string Describe() const;  // one line for logs and `tsctl log`
+};
+
+// From a client: JSON text with "kind".
+StatusOr<DeployCommand> ParseClientCommand(std::string_view json_text);
+// From the log: the decree's type and payload.
+StatusOr<DeployCommand> ParseDecreeCommand(uint16_t decree_type, std::string_view payload);
+bool IsDeployDecree(uint16_t decree_type);
+
+class DeployState {
+ public:
+  Status Check(const DeployCommand& c) const;
+  // Applies a chosen command in slot order; on error nothing changed and the
+  // status says why (the proposer answers its client with it). On success
+  // the string says what happened.
+  StatusOr<std::string> Apply(const DeployCommand& c, uint64_t slot);
+  // key: "sched/NAME" (NAME empty: all), "bg/NAME", "lrp/GUID".
+  StatusOr<nlohmann::json> Query(const std::string& key) const;
+  // Canonical dump of the whole state; equal on every node at equal slots.
+  std::string SnapshotDump() const;
+
+  const Schedulers& schedulers() const { return schedulers_; }
+
+ private:
+  Schedulers schedulers_;
+};
+
+}  // namespace ts::node::deploy

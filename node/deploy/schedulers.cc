@@ -1,0 +1,430 @@
+// Schedulers and rooms; see schedulers.h.
+#include "node/deploy/schedulers.h"
+
+#include <algorithm>
+#include <cassert>
+
+#include "node/deploy/json_fields.h"
+
+namespace ts::node::deploy {
+
+namespace {
+
+using Op = SchedCommand::Op;
+
+constexpr uint32_t kDesiredMax = 10000;
+constexpr uint32_t kAddLimitMax = 1000;
+constexpr size_t kRoomsPerCommandMax = 1000;
+
+struct OpName {
+  Op op;
+  const char* name;
+};
+constexpr OpName kOps[] = {{Op::kCreate, "create"}, {Op::kUpdate, "update"},           {Op::kScale, "scale"},
+                           {Op::kHealth, "health"}, {Op::kRoomStatus, "room_status"}};
+
+const char* NameOf(Op op) {
+  for (const OpName& o : kOps) {
+    if (o.op == op) return o.name;
+  }
+  return "?";
+}
+
+std::optional<RoomStatus> ParseStatus(const std::string& s) {
+  if (s == "pending") return RoomStatus::kPending;
+  if (s == "ready") return RoomStatus::kReady;
+  if (s == "occupied") return RoomStatus::kOccupied;
+  if (s == "terminating") return RoomStatus::kTerminating;
+  return std::nullopt;
+}
+
+std::string VersionName(uint32_t major, uint32_t minor) {
+  return "v" + std::to_string(major) + "." + std::to_string(minor);
+}
+
+// The next version of `s` as (major, minor): a major change starts
+// v<highest major + 1>.0; a minor one bumps the minor number of the active
+// major version. Names are built here only, so they always parse back.
+std::pair<uint32_t, uint32_t> NextVersion(const Scheduler& s, bool major) {
+  uint32_t top_major = 0;
+  for (const auto& [name, m] : s.versions) top_major = std::max(top_major, m);
+  if (major) return {top_major + 1, 0};
+  uint32_t active_major = s.ActiveMajor();
+  uint32_t minor = 0;
+  for (const auto& [name, m] : s.versions) {
+    if (m != active_major) continue;
+    minor = std::max(minor, static_cast<uint32_t>(std::stoul(name.substr(name.find('.') + 1))));
+  }
+  return {active_major, minor + 1};
+}
+
+void ApplyParams(const SchedCommand& c, SchedParams* p) {
+  if (c.desired) p->desired = *c.desired;
+  if (c.ready_target_percent) p->ready_target_percent = *c.ready_target_percent;
+  if (c.max_surge_percent) p->max_surge_percent = *c.max_surge_percent;
+  if (c.add_limit) p->add_limit = *c.add_limit;
+}
+
+Status ParseParams(const Fields& f, SchedCommand* c) {
+  if (Status s = f.OptUint("desired", 0, kDesiredMax, &c->desired); !s.ok()) return s;
+  if (Status s = f.OptUint("ready_target_percent", 0, 100, &c->ready_target_percent); !s.ok()) return s;
+  if (Status s = f.OptUint("max_surge_percent", 1, 100, &c->max_surge_percent); !s.ok()) return s;
+  return f.OptUint("add_limit", 1, kAddLimitMax, &c->add_limit);
+}
+
+Status ParseRoomList(const nlohmann::json& j, const char* key, std::vector<std::string>* out) {
+  auto it = j.find(key);
+  if (it == j.end()) return Status::Ok();
+  if (!it->is_array() || it->size() > kRoomsPerCommandMax) {
+    return Status::InvalidArgument(std::string("field '") + key + "' must be a list of at most " +
+                                   std::to_string(kRoomsPerCommandMax) + " room ids");
+  }
+  for (const nlohmann::json& id : *it) {
+    if (!id.is_string() || !ValidName(id.get<std::string>())) {
+      return Status::InvalidArgument(std::string("field '") + key + "' holds an invalid room id");
+    }
+    out->push_back(id.get<std::string>());
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+uint32_t SchedParams::DesiredReady() const {
+  return static_cast<uint32_t>((uint64_t{desired} * ready_target_percent + 99) / 100);
+}
+
+const char* RoomStatusName(RoomStatus s) {
+  switch (s) {
+    case RoomStatus::kPending: return "pending";
+    case RoomStatus::kReady: return "ready";
+    case RoomStatus::kOccupied: return "occupied";
+    case RoomStatus::kTerminating: return "terminating";
+  }
+  return "?";
+}
+
+StatusOr<SchedCommand> ParseSchedCommand(const nlohmann::json& j) {
+  if (!j.is_object()) return Status::InvalidArgument("scheduler command must be a JSON object");
+  Fields f(j);
+  SchedCommand c;
+  std::string op;
+  if (Status s = f.Name("op", &op); !s.ok()) return s;
+  bool known = false;
+  for (const OpName& o : kOps) {
+    if (op == o.name) {
+      c.op = o.op;
+      known = true;
+    }
+  }
+  if (!known) {
+    return Status::InvalidArgument("unknown scheduler op '" + op +
+                                   "' (create, update, scale, room_status; health is the coordinator's)");
+  }
+  if (Status s = f.Name("scheduler", &c.scheduler); !s.ok()) return s;
+  switch (c.op) {
+    case Op::kCreate:
+    case Op::kScale:
+    case Op::kUpdate:
+      if (Status s = ParseParams(f, &c); !s.ok()) return s;
+      if (c.op == Op::kCreate && !c.desired) return Status::InvalidArgument("create needs 'desired'");
+      if (c.op == Op::kUpdate) {
+        std::string change = "minor";
+        if (Status s = f.OptString("change", 16, &change); !s.ok()) return s;
+        if (change != "major" && change != "minor") {
+          return Status::InvalidArgument("field 'change' must be 'major' or 'minor'");
+        }
+        c.major = change == "major";
+      }
+      break;
+    case Op::kHealth: {
+      if (f.Has("switch_to")) {
+        if (Status s = f.Name("switch_to", &c.switch_to); !s.ok()) return s;
+      }
+      if (Status s = f.OptBool("validation_room", &c.validation_room); !s.ok()) return s;
+      std::optional<uint32_t> add;
+      if (Status s = f.OptUint("add", 0, kAddLimitMax, &add); !s.ok()) return s;
+      c.add = add.value_or(0);
+      if (Status s = ParseRoomList(j, "delete", &c.rooms); !s.ok()) return s;
+      break;
+    }
+    case Op::kRoomStatus: {
+      auto it = j.find("rooms");
+      if (it != j.end()) {
+        if (!it->is_object() || it->size() > kRoomsPerCommandMax) {
+          return Status::InvalidArgument("field 'rooms' must map at most 1000 room ids to ready or occupied");
+        }
+        for (const auto& [id, st] : it->items()) {
+          auto status = st.is_string() ? ParseStatus(st.get<std::string>()) : std::nullopt;
+          if (!ValidName(id) || !status || (*status != RoomStatus::kReady && *status != RoomStatus::kOccupied)) {
+            return Status::InvalidArgument("room_status: room '" + id.substr(0, 64) +
+                                           "' needs a valid id and the status ready or occupied");
+          }
+          c.statuses[id] = *status;
+        }
+      }
+      if (Status s = ParseRoomList(j, "gone", &c.gone); !s.ok()) return s;
+      if (c.statuses.empty() && c.gone.empty()) return Status::InvalidArgument("room_status reports no room");
+      break;
+    }
+  }
+  return c;
+}
+
+nlohmann::json SchedCommandToJson(const SchedCommand& c) {
+  nlohmann::json j;
+  j["op"] = NameOf(c.op);
+  j["scheduler"] = c.scheduler;
+  if (c.desired) j["desired"] = *c.desired;
+  if (c.ready_target_percent) j["ready_target_percent"] = *c.ready_target_percent;
+  if (c.max_surge_percent) j["max_surge_percent"] = *c.max_surge_percent;
+  if (c.add_limit) j["add_limit"] = *c.add_limit;
+  if (c.op == Op::kUpdate) j["change"] = c.major ? "major" : "minor";
+  if (!c.switch_to.empty()) j["switch_to"] = c.switch_to;
+  if (c.validation_room) j["validation_room"] = true;
+  if (c.add > 0) j["add"] = c.add;
+  if (!c.rooms.empty()) j["delete"] = c.rooms;
+  if (!c.statuses.empty()) {
+    nlohmann::json m = nlohmann::json::object();
+    for (const auto& [id, st] : c.statuses) m[id] = RoomStatusName(st);
+    j["rooms"] = m;
+  }
+  if (!c.gone.empty()) j["gone"] = c.gone;
+  return j;
+}
+
+const Scheduler* Schedulers::Find(const std::string& name) const {
+  auto it = schedulers_.find(name);
+  return it == schedulers_.end() ? nullptr : &it->second;
+}
+
+Status Schedulers::Check(const SchedCommand& c) const {
+  const Scheduler* s = Find(c.scheduler);
+  if (c.op == Op::kCreate) {
+    if (s != nullptr) return Status::InvalidArgument("scheduler " + c.scheduler + " already exists");
+    return Status::Ok();
+  }
+  if (s == nullptr) return Status::NotFound("unknown scheduler " + c.scheduler);
+  switch (c.op) {
+    case Op::kUpdate:
+      if (c.major && !s->validating.empty()) {
+        return Status::InvalidArgument("scheduler " + c.scheduler + ": major version " + s->validating +
+                                       " is still being validated");
+      }
+      return Status::Ok();
+    case Op::kHealth:
+      if (!c.switch_to.empty() && c.switch_to != s->validating) {
+        return Status::InvalidArgument("scheduler " + c.scheduler + ": " + c.switch_to + " is not being validated");
+      }
+      if (c.validation_room && s->validating.empty()) {
+        return Status::InvalidArgument("scheduler " + c.scheduler + ": no version is being validated");
+      }
+      for (const std::string& id : c.rooms) {
+        auto it = s->rooms.find(id);
+        if (it == s->rooms.end()) return Status::NotFound("scheduler " + c.scheduler + ": unknown room " + id);
+        if (it->second.status == RoomStatus::kTerminating) {
+          return Status::InvalidArgument("room " + id + " is already terminating");
+        }
+      }
+      return Status::Ok();
+    default:
+      return Status::Ok();  // create handled above; scale and room_status always apply
+  }
+}
+
+StatusOr<std::string> Schedulers::Apply(const SchedCommand& c, uint64_t slot) {
+  if (Status s = Check(c); !s.ok()) return s;
+  if (c.op == Op::kCreate) {
+    Scheduler s;
+    ApplyParams(c, &s.params);
+    s.active = VersionName(1, 0);
+    s.versions[s.active] = 1;
+    schedulers_[c.scheduler] = std::move(s);
+    return std::string("scheduler " + c.scheduler + " created at v1.0");
+  }
+  Scheduler& s = schedulers_.at(c.scheduler);
+  std::string result;
+  switch (c.op) {
+    case Op::kCreate:
+      break;
+    case Op::kScale:
+      ApplyParams(c, &s.params);
+      result = "scheduler " + c.scheduler + " scaled to " + std::to_string(s.params.desired) + " rooms";
+      break;
+    case Op::kUpdate: {
+      ApplyParams(c, &s.params);
+      auto [major, minor] = NextVersion(s, c.major);
+      std::string next = VersionName(major, minor);
+      s.versions[next] = major;
+      if (c.major) {
+        s.validating = next;
+        result = "scheduler " + c.scheduler + ": major version " + next + " created; validating it with one room";
+      } else {
+        s.active = next;
+        result = "scheduler " + c.scheduler + ": minor version " + next + " is active";
+      }
+      break;
+    }
+    case Op::kHealth:
+      result = ApplyHealth(c, slot, s);
+      break;
+    case Op::kRoomStatus: {
+      uint32_t applied = 0;
+      std::string skipped;
+      for (const auto& [id, st] : c.statuses) {
+        auto it = s.rooms.find(id);
+        if (it == s.rooms.end() || it->second.status == RoomStatus::kTerminating) {
+          skipped += (skipped.empty() ? "" : ", ") + id + (it == s.rooms.end() ? " unknown" : " terminating");
+          continue;
+        }
+        it->second.status = st;
+        ++applied;
+      }
+      for (const std::string& id : c.gone) {
+        if (s.rooms.erase(id) == 0) {
+          skipped += (skipped.empty() ? "" : ", ") + id + " unknown";
+          continue;
+        }
+        ++applied;
+      }
+      result = "applied " + std::to_string(applied) + " room reports";
+      if (!skipped.empty()) result += "; skipped " + skipped;
+      break;
+    }
+  }
+  AfterApply(s, slot);
+  return result;
+}
+
+std::string Schedulers::ApplyHealth(const SchedCommand& c, uint64_t slot, Scheduler& s) {
+  std::string result;
+  uint32_t next_room = 0;
+  auto add_room = [&](const std::string& version, bool validation) {
+    std::string id = c.scheduler + "-" + std::to_string(slot) + "-" + std::to_string(next_room++);
+    s.rooms[id] = RoomRecord{version, RoomStatus::kPending, validation};
+  };
+  if (!c.switch_to.empty()) {
+    std::string from = s.active;
+    bool major = s.versions.at(c.switch_to) != s.ActiveMajor();
+    s.active = c.switch_to;
+    s.validating.clear();
+    // The validation room has served its purpose.
+    for (auto& [id, room] : s.rooms) {
+      if (room.validation) room.status = RoomStatus::kTerminating;
+    }
+    if (major) {
+      RolloutRecord r;
+      r.from = from;
+      r.to = c.switch_to;
+      r.started_slot = slot;
+      r.ready_min = CountSchedulerRooms(s).ready;
+      r.desired_ready = s.params.DesiredReady();
+      s.rollout = r;
+    }
+    result = "switched to " + c.switch_to;
+  }
+  if (c.validation_room) {
+    add_room(s.validating, true);
+    result += std::string(result.empty() ? "" : "; ") + "validation room for " + s.validating;
+  }
+  for (uint32_t i = 0; i < c.add; ++i) add_room(s.active, false);
+  for (const std::string& id : c.rooms) s.rooms.at(id).status = RoomStatus::kTerminating;
+  if (s.rollout && s.rollout->finished_slot == 0) {
+    s.rollout->created += c.add;
+    s.rollout->deleted += static_cast<uint32_t>(c.rooms.size());
+  }
+  if (c.add > 0) result += std::string(result.empty() ? "" : "; ") + "added " + std::to_string(c.add) + " rooms";
+  if (!c.rooms.empty()) {
+    result += std::string(result.empty() ? "" : "; ") + "deleting " + std::to_string(c.rooms.size()) + " rooms";
+  }
+  return result.empty() ? "nothing to do" : result;
+}
+
+void Schedulers::AfterApply(Scheduler& s, uint64_t slot) {
+  if (!s.rollout || s.rollout->finished_slot != 0) return;
+  RolloutCounts c = CountSchedulerRooms(s);
+  s.rollout->ready_min = std::min(s.rollout->ready_min, c.ready);
+  s.rollout->desired_ready = std::min(s.rollout->desired_ready, s.params.DesiredReady());
+  if (c.old_rooms == 0) s.rollout->finished_slot = slot;
+}
+
+RolloutCounts CountSchedulerRooms(const Scheduler& s) {
+  RolloutCounts c;
+  for (const auto& [id, r] : s.rooms) {
+    if (r.status == RoomStatus::kTerminating || r.validation) continue;
+    ++c.total;
+    if (r.status == RoomStatus::kReady) ++c.ready;
+    if (r.status == RoomStatus::kOccupied) ++c.occupied;
+    if (s.IsOld(r)) ++c.old_rooms;
+    else ++c.new_rooms;
+  }
+  return c;
+}
+
+namespace {
+
+nlohmann::json SchedulerJson(const std::string& name, const Scheduler& s, bool with_rooms) {
+  RolloutCounts c = CountSchedulerRooms(s);
+  nlohmann::json j;
+  j["scheduler"] = name;
+  j["active_version"] = s.active;
+  j["validating"] = s.validating;
+  j["versions"] = nlohmann::json::object();
+  for (const auto& [v, major] : s.versions) j["versions"][v] = major;
+  j["desired"] = s.params.desired;
+  j["ready_target_percent"] = s.params.ready_target_percent;
+  j["desired_ready"] = s.params.DesiredReady();
+  j["max_surge_percent"] = s.params.max_surge_percent;
+  j["add_limit"] = s.params.add_limit;
+  uint32_t pending = 0, terminating = 0;
+  for (const auto& [id, r] : s.rooms) {
+    if (r.status == RoomStatus::kTerminating) ++terminating;
+    else if (r.status == RoomStatus::kPending && !r.validation) ++pending;
+  }
+  j["counts"] = {{"total", c.total},       {"ready", c.ready}, {"occupied", c.occupied}, {"pending", pending},
+                 {"terminating", terminating}, {"new", c.new_rooms}, {"old", c.old_rooms}};
+  if (s.rollout) {
+    const RolloutRecord& r = *s.rollout;
+    j["rollout"] = {{"from", r.from},
+                    {"to", r.to},
+                    {"started_slot", r.started_slot},
+                    {"finished_slot", r.finished_slot},
+                    {"done", r.finished_slot != 0},
+                    {"ready_min", r.ready_min},
+                    {"desired_ready", r.desired_ready},
+                    {"created", r.created},
+                    {"deleted", r.deleted}};
+  } else {
+    j["rollout"] = nullptr;
+  }
+  if (with_rooms) {
+    j["rooms"] = nlohmann::json::array();
+    for (const auto& [id, r] : s.rooms) {
+      nlohmann::json room = {{"id", id}, {"version", r.version}, {"status", RoomStatusName(r.status)}};
+      if (r.validation) room["validation"] = true;
+      j["rooms"].push_back(room);
+    }
+  }
+  return j;
+}
+
+}  // namespace
+
+StatusOr<nlohmann::json> Schedulers::View(const std::string& name) const {
+  if (name.empty()) {
+    nlohmann::json all = nlohmann::json::array();
+    for (const auto& [n, s] : schedulers_) all.push_back(SchedulerJson(n, s, false));
+    return all;
+  }
+  const Scheduler* s = Find(name);
+  if (s == nullptr) return Status::NotFound("unknown scheduler " + name);
+  return SchedulerJson(name, *s, true);
+}
+
+nlohmann::json Schedulers::Snapshot() const {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [n, s] : schedulers_) j[n] = SchedulerJson(n, s, true);
+  return j;
+}
+
+}  // namespace ts::node::deploy

@@ -1,0 +1,123 @@
+// Schedulers and their game rooms (spec/002_*): the replicated state the
+// recovery coordinator's health loop reads and writes. A scheduler has
+// versions ("v<major>.<minor>"), an active version, the autoscaler's desired
+// room count, a ready target, maxSurge and the add-rooms limit; each room has
+// a version and a status. Three kinds of command change it, all as decrees:
+//   - clients: create, update (a minor change switches at once; a major one
+//     is validated by one room first), scale;
+//   - the coordinator (internal, refused from clients): one "health" decree
+//     per health-controller loop and scheduler, holding that loop's whole
+//     decision (switch version, add rooms, delete rooms by id), so the
+//     decision is applied to exactly the state it was computed from;
+//   - the runtime executor (tsagent): room_status.
+// Apply is deterministic: room ids come from the slot of the decree that
+// created them, containers are ordered, and nothing reads a clock.
+//
+// While a rolling update is in progress (rooms of an older major version
+// remain), the state records the fewest ready rooms seen after any decree:
+// with maxUnavailable 0 it must never drop below desiredReady.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "consensus/status.h"
+#include "node/rollout.h"
+
+namespace ts::node::deploy {
+
+struct SchedParams {
+  uint32_t desired = 0;
+  uint32_t ready_target_percent = 50;
+  uint32_t max_surge_percent = 25;
+  uint32_t add_limit = 150;
+
+  uint32_t DesiredReady() const;  // ceil(readyTarget x desired)
+};
+
+struct SchedCommand {
+  enum class Op : uint8_t {
+    kCreate, kUpdate, kScale,  // clients
+    kHealth,                   // the coordinator only
+    kRoomStatus,               // the runtime executor
+  } op = Op::kCreate;
+  std::string scheduler;
+  // create/scale/update: the parameters given (absent ones keep their value).
+  std::optional<uint32_t> desired, ready_target_percent, max_surge_percent, add_limit;
+  bool major = false;         // update: a major change (validated, rolled out)
+  // health: applied in this order.
+  std::string switch_to;      // make this version active (its validation room is done)
+  bool validation_room = false;  // add one room of the version being validated
+  uint32_t add = 0;           // add rooms of the active version
+  std::vector<std::string> rooms;                 // delete these rooms, in order
+  std::map<std::string, RoomStatus> statuses;     // room_status: room -> new status
+  std::vector<std::string> gone;                  // room_status: rooms the executor removed
+
+  bool Internal() const { return op == Op::kHealth; }
+};
+
+// Parses the JSON form ({"op": "create", "scheduler": "rooms", ...}); checks
+// shape and bounds only. Unknown fields are ignored (spec/001_*).
+StatusOr<SchedCommand> ParseSchedCommand(const nlohmann::json& j);
+nlohmann::json SchedCommandToJson(const SchedCommand& c);
+
+struct RoomRecord {
+  std::string version;
+  RoomStatus status = RoomStatus::kPending;
+  bool validation = false;
+};
+
+struct RolloutRecord {
+  std::string from;           // the active version before the switch
+  std::string to;
+  uint64_t started_slot = 0;
+  uint64_t finished_slot = 0;  // 0 while in progress
+  uint32_t ready_min = 0;      // fewest ready rooms after any decree since the switch
+  uint32_t desired_ready = 0;  // at the switch (and the lowest since, if scaled)
+  uint32_t created = 0;
+  uint32_t deleted = 0;
+};
+
+struct Scheduler {
+  SchedParams params;
+  std::string active;                         // active version
+  std::map<std::string, uint32_t> versions;   // every version -> its major number
+  std::string validating;                     // major version awaiting its validation room; "" if none
+  std::map<std::string, RoomRecord> rooms;
+  std::optional<RolloutRecord> rollout;       // the latest rolling update
+
+  uint32_t ActiveMajor() const { return versions.at(active); }
+  bool IsOld(const RoomRecord& r) const { return versions.at(r.version) != ActiveMajor(); }
+};
+
+class Schedulers {
+ public:
+  Status Check(const SchedCommand& c) const;
+  // Check, then apply; `slot` names the rooms a health decree creates. A
+  // room_status command applies every room it can and skips the others
+  // (their reason is in the returned status's message, which is OK then).
+  StatusOr<std::string> Apply(const SchedCommand& c, uint64_t slot);
+
+  const std::map<std::string, Scheduler>& all() const { return schedulers_; }
+  const Scheduler* Find(const std::string& name) const;
+  StatusOr<nlohmann::json> View(const std::string& name) const;  // "" : every scheduler
+  nlohmann::json Snapshot() const;
+
+ private:
+  std::string ApplyHealth(const SchedCommand& c, uint64_t slot, Scheduler& s);
+  void AfterApply(Scheduler& s, uint64_t slot);
+  std::map<std::string, Scheduler> schedulers_;
+};
+
+// Room counts the tables of spec/002_* talk about (terminating rooms and the
+// validation room excluded); "new" means the active major version.
+RolloutCounts CountSchedulerRooms(const Scheduler& s);
+
+const char* RoomStatusName(RoomStatus s);
+
+}  // namespace ts::node::deploy

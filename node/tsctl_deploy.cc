@@ -1,0 +1,159 @@
+// tsctl's deployment commands; see tsctl_deploy.h.
+#include "node/tsctl_deploy.h"
+
+#include <sstream>
+
+namespace ts::node {
+
+namespace {
+
+void AddSchedParams(CLI::App* c, DeployArgs* a) {
+  c->add_option("--desired", a->desired, "Rooms the autoscaler wants (0..10000)");
+  c->add_option("--ready-target", a->ready_target, "Percent of desired rooms to keep ready (0..100; default 50)");
+  c->add_option("--max-surge", a->max_surge, "maxSurge, percent of desired (1..100; default 25)");
+  c->add_option("--add-limit", a->add_limit, "Rooms one add_rooms operation may create (1..1000; default 150)");
+}
+
+void PutParams(const DeployArgs& a, nlohmann::json& j) {
+  if (a.desired) j["desired"] = *a.desired;
+  if (a.ready_target) j["ready_target_percent"] = *a.ready_target;
+  if (a.max_surge) j["max_surge_percent"] = *a.max_surge;
+  if (a.add_limit) j["add_limit"] = *a.add_limit;
+}
+
+}  // namespace
+
+void AddDeployCommands(CLI::App& app, DeployArgs* a) {
+  CLI::App* sched = app.add_subcommand("sched", "Schedulers of game rooms (spec/002_*): create, update, scale, show");
+  sched->require_subcommand(1);
+  CLI::App* create = sched->add_subcommand("create", "create NAME --desired N: a scheduler at version v1.0");
+  create->add_option("NAME", a->name, "Scheduler name")->required();
+  AddSchedParams(create, a);
+  CLI::App* update = sched->add_subcommand(
+      "update",
+      "update NAME --major|--minor: a new version; a minor one is active at once, a major one is validated with "
+      "one room and then rolled out (maxSurge, maxUnavailable 0)");
+  update->add_option("NAME", a->name, "Scheduler name")->required();
+  auto* major = update->add_flag("--major", a->major, "A major change: validate, then replace every room");
+  auto* minor = update->add_flag("--minor", a->minor, "A minor change: switch the active version only");
+  major->excludes(minor);
+  update->require_option(1, 5);
+  AddSchedParams(update, a);
+  CLI::App* scale = sched->add_subcommand("scale", "scale NAME [--desired N ...]: change the scheduler's parameters");
+  scale->add_option("NAME", a->name, "Scheduler name")->required();
+  AddSchedParams(scale, a);
+  CLI::App* show = sched->add_subcommand("show", "show [NAME]: every scheduler, or one with its rooms");
+  show->add_option("NAME", a->name, "Scheduler name");
+
+  CLI::App* rollout = app.add_subcommand("rollout", "Rolling updates of game rooms");
+  rollout->require_subcommand(1);
+  CLI::App* rstatus = rollout->add_subcommand(
+      "status", "status SCHEDULER [--watch]: progress of the latest rolling update, like kubectl rollout status; "
+                "with --watch, wait until it completes (exit 3 at --timeout-ms)");
+  rstatus->add_option("SCHEDULER", a->name, "Scheduler name")->required();
+  rstatus->add_flag("--watch", a->watch, "Print progress until the rollout completes");
+
+  CLI::App* raw = app.add_subcommand(
+      "command", "command JSON: send one deployment command as JSON, e.g. "
+                 "'{\"kind\":\"sched\",\"op\":\"scale\",\"scheduler\":\"rooms\",\"desired\":50}'");
+  raw->add_option("JSON", a->raw, "The command: a JSON object with kind and op")->required();
+}
+
+std::string DeployCommandPath(const CLI::App& app) {
+  for (const CLI::App* c : app.get_subcommands()) {
+    const std::string& n = c->get_name();
+    if (n == "command") return n;
+    if (n != "sched" && n != "rollout" && n != "bg" && n != "lrp") return "";
+    for (const CLI::App* sub : c->get_subcommands()) return n + " " + sub->get_name();
+  }
+  return "";
+}
+
+bool IsDeployQuery(const std::string& path) {
+  return path.ends_with(" show") || path == "rollout status";
+}
+
+std::string DeployQueryKey(const std::string& path, const DeployArgs& a) {
+  std::string kind = path.substr(0, path.find(' '));
+  if (kind == "rollout") kind = "sched";
+  return kind + "/" + a.name;
+}
+
+StatusOr<nlohmann::json> BuildDeployCommand(const std::string& path, const DeployArgs& a) {
+  nlohmann::json j;
+  if (path == "command") {
+    j = nlohmann::json::parse(a.raw, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) return Status::InvalidArgument("command: JSON must be an object");
+    return j;
+  }
+  if (path.starts_with("sched ")) {
+    j["kind"] = "sched";
+    j["op"] = path.substr(6);
+    j["scheduler"] = a.name;
+    PutParams(a, j);
+    if (path == "sched create" && !a.desired) return Status::InvalidArgument("sched create needs --desired");
+    if (path == "sched update") j["change"] = a.major ? "major" : "minor";
+    return j;
+  }
+  return Status::InvalidArgument("unknown deployment command '" + path + "'");
+}
+
+std::string FormatRolloutStatus(const nlohmann::json& s, bool* done) {
+  std::ostringstream o;
+  const nlohmann::json& c = s["counts"];
+  if (!s.value("validating", std::string()).empty()) {
+    *done = false;
+    o << "Waiting for validation of " << s["validating"].get<std::string>() << " (one room must become ready)";
+    return o.str();
+  }
+  if (s["rollout"].is_null()) {
+    *done = true;
+    o << "scheduler " << s["scheduler"].get<std::string>() << " has had no rolling update; active version "
+      << s["active_version"].get<std::string>();
+    return o.str();
+  }
+  const nlohmann::json& r = s["rollout"];
+  *done = r["done"].get<bool>();
+  if (*done) {
+    o << "rollout to " << r["to"].get<std::string>() << " complete: " << c["new"] << " of " << s["desired"]
+      << " rooms on the new version (created " << r["created"] << ", deleted " << r["deleted"]
+      << ", fewest ready " << r["ready_min"] << " with desired ready " << r["desired_ready"] << ")";
+  } else {
+    o << "Waiting for rollout " << r["from"].get<std::string>() << " -> " << r["to"].get<std::string>() << " to finish: "
+      << c["new"] << " of " << s["desired"] << " rooms updated, " << c["old"] << " old left (ready " << c["ready"]
+      << ", occupied " << c["occupied"] << ", pending " << c["pending"] << ", desired ready " << s["desired_ready"]
+      << ", fewest ready so far " << r["ready_min"] << ")";
+  }
+  return o.str();
+}
+
+std::string FormatDeployView(const std::string& path, const nlohmann::json& view) {
+  std::ostringstream o;
+  if (path == "sched show") {
+    auto one = [&o](const nlohmann::json& s) {
+      const nlohmann::json& c = s["counts"];
+      o << "scheduler " << s["scheduler"].get<std::string>() << "  active " << s["active_version"].get<std::string>();
+      if (!s["validating"].get<std::string>().empty()) o << "  validating " << s["validating"].get<std::string>();
+      o << "\n  desired " << s["desired"] << "  desired ready " << s["desired_ready"] << " (" << s["ready_target_percent"]
+        << "%)  max surge " << s["max_surge_percent"] << "%  add limit " << s["add_limit"] << "\n  rooms " << c["total"]
+        << ": ready " << c["ready"] << ", occupied " << c["occupied"] << ", pending " << c["pending"]
+        << ", terminating " << c["terminating"] << "; new " << c["new"] << ", old " << c["old"] << "\n";
+      if (s.contains("rooms")) {
+        for (const nlohmann::json& r : s["rooms"]) {
+          o << "    " << r["id"].get<std::string>() << "  " << r["version"].get<std::string>() << "  "
+            << r["status"].get<std::string>() << (r.contains("validation") ? "  (validation)" : "") << "\n";
+        }
+      }
+    };
+    if (view.is_array()) {
+      if (view.empty()) o << "no schedulers\n";
+      for (const nlohmann::json& s : view) one(s);
+    } else {
+      one(view);
+    }
+    return o.str();
+  }
+  return view.dump(2) + "\n";
+}
+
+}  // namespace ts::node

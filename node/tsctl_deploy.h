@@ -1,0 +1,50 @@
+// tsctl's deployment commands (issue 4): their flags, the JSON command each
+// one sends (node/deploy/deploy_state.h describes the format), and the text
+// rendering of the state the nodes answer with. Pure functions apart from
+// the flags, so tests can check them without a cluster.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "consensus/status.h"
+
+namespace ts::node {
+
+struct DeployArgs {
+  std::string name;            // scheduler, deployment or process guid
+  std::string id;              // version or definition id
+  std::optional<uint32_t> desired, ready_target, max_surge, add_limit, history, instances, keep;
+  bool major = false, minor = false;
+  std::vector<std::string> clusters;   // bg register: CLUSTER=endpoint,...
+  std::vector<std::string> routes;     // bg register: CLUSTER=route,...
+  std::string definition_json;         // lrp: extra definition fields as a JSON object
+  std::string raw;                     // command: the JSON command as is
+  bool watch = false;
+};
+
+// Adds sched, rollout, bg, lrp and command (each with its subcommands).
+void AddDeployCommands(CLI::App& app, DeployArgs* a);
+
+// The command path ("sched create", "rollout status", ...) of a parsed app,
+// or "" if the chosen command is not a deployment command.
+std::string DeployCommandPath(const CLI::App& app);
+
+// True for the paths that only read state (show, status).
+bool IsDeployQuery(const std::string& path);
+// The query key ("sched/NAME") of a read-only path.
+std::string DeployQueryKey(const std::string& path, const DeployArgs& a);
+// The JSON command of a writing path; InvalidArgument for bad flags.
+StatusOr<nlohmann::json> BuildDeployCommand(const std::string& path, const DeployArgs& a);
+
+// Text for `show`: one block per object, stable field order.
+std::string FormatDeployView(const std::string& path, const nlohmann::json& view);
+// `tsctl rollout status`: one line like kubectl's, and whether it is done.
+std::string FormatRolloutStatus(const nlohmann::json& sched, bool* done);
+
+}  // namespace ts::node

@@ -65,11 +65,16 @@ Status Fields::OptString(const char* key, size_t max_bytes, std::string* out) co
 Status Fields::OptUint(const char* key, uint64_t lo, uint64_t hi, std::optional<uint32_t>* out) const {
   auto it = j_.find(key);
   if (it == j_.end()) return Status::Ok();
-  if (!it->is_number_unsigned() || it->get<uint64_t>() < lo || it->get<uint64_t>() > hi) {
+  // Parsed text gives unsigned numbers; JSON built in code may hold signed ones.
+  bool in_range = it->is_number_unsigned() ? it->get<uint64_t>() >= lo && it->get<uint64_t>() <= hi
+                  : it->is_number_integer() ? it->get<int64_t>() >= 0 && static_cast<uint64_t>(it->get<int64_t>()) >= lo &&
+                                                  static_cast<uint64_t>(it->get<int64_t>()) <= hi
+                                            : false;
+  if (!in_range) {
     return Status::InvalidArgument(std::string("field '") + key + "' must be an integer in " + std::to_string(lo) +
                                    ".." + std::to_string(hi));
   }
-  *out = static_cast<uint32_t>(it->get<uint64_t>());
+  *out = static_cast<uint32_t>(it->is_number_unsigned() ? it->get<uint64_t>() : static_cast<uint64_t>(it->get<int64_t>()));
   return Status::Ok();
 }
 

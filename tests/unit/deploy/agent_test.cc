@@ -1,0 +1,61 @@
+// SimAgent, the executor behind tsagent --simulate: it carries out room
+// decisions one period late and its ledger catches rooms the state lost or
+// created twice.
+#include "node/agent.h"
+
+#include <gtest/gtest.h>
+
+namespace ts::node {
+namespace {
+
+nlohmann::json View(std::vector<std::pair<std::string, std::string>> rooms) {
+  nlohmann::json j = {{"scheduler", "s"}, {"rooms", nlohmann::json::array()}};
+  for (auto& [id, st] : rooms) j["rooms"].push_back({{"id", id}, {"status", st}, {"version", "v1.0"}});
+  return j;
+}
+
+TEST(SimAgent, Step_CreatesThenReportsReadyOnePeriodLater) {
+  SimAgent a(0);
+  EXPECT_EQ(a.Step(View({{"r1", "pending"}}), 1), std::nullopt) << "created now, up on the next step";
+  EXPECT_EQ(a.counters().created, 1u);
+  auto cmd = a.Step(View({{"r1", "pending"}}), 2);
+  ASSERT_TRUE(cmd.has_value());
+  EXPECT_EQ((*cmd)["rooms"]["r1"], "ready");
+  EXPECT_EQ((*cmd)["op"], "room_status");
+}
+
+TEST(SimAgent, Step_OccupiesADeterministicShare) {
+  SimAgent all(100), none(0);
+  all.Step(View({{"r1", "pending"}}), 1);
+  none.Step(View({{"r1", "pending"}}), 1);
+  EXPECT_EQ((*all.Step(View({{"r1", "pending"}}), 2))["rooms"]["r1"], "occupied");
+  EXPECT_EQ((*none.Step(View({{"r1", "pending"}}), 2))["rooms"]["r1"], "ready");
+}
+
+TEST(SimAgent, Step_DestroysTerminatingRoomsAndCountsLostOnes) {
+  SimAgent a(0);
+  a.Step(View({{"r1", "pending"}, {"r2", "pending"}}), 1);
+  a.Step(View({{"r1", "ready"}, {"r2", "ready"}}), 2);
+  auto cmd = a.Step(View({{"r1", "terminating"}, {"r2", "ready"}}), 3);
+  ASSERT_TRUE(cmd.has_value());
+  EXPECT_EQ((*cmd)["gone"], nlohmann::json::array({"r1"}));
+  EXPECT_EQ(a.counters().destroyed, 1u);
+  EXPECT_EQ(a.counters().lost, 0u);
+  a.Step(View({}), 4);  // r2 vanished without a delete
+  EXPECT_EQ(a.counters().lost, 1u);
+  a.Step(View({{"r9", "ready"}}), 5);  // a room the executor never created
+  EXPECT_EQ(a.counters().lost, 2u);
+}
+
+TEST(SimAgent, Step_CountsAReusedIdAsDuplicatedAndIgnoresStaleViews) {
+  SimAgent a(0);
+  a.Step(View({{"r1", "pending"}}), 5);
+  a.Step(View({{"r1", "terminating"}}), 6);
+  EXPECT_EQ(a.Step(View({{"r1", "pending"}}), 3), std::nullopt) << "older than what we acted on";
+  EXPECT_EQ(a.counters().stale_views, 1u);
+  a.Step(View({{"r1", "pending"}}), 7);
+  EXPECT_EQ(a.counters().duplicated, 1u);
+}
+
+}  // namespace
+}  // namespace ts::node

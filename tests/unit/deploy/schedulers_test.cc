@@ -1,0 +1,307 @@
+// Schedulers, rooms and the coordinator's health-controller decisions
+// (spec/002_*). The two scenario tables are replayed loop by loop through
+// the real path: DecideHealth computes the coordinator's decision from the
+// replicated state, Schedulers::Apply applies it as the decree would, and a
+// fake executor acts the way the tables assume (surged rooms are ready on
+// the next loop; occupancy stays constant: when an occupied old room is
+// deleted, a ready one becomes occupied).
+#include <gtest/gtest.h>
+
+#include "node/deploy/deploy_state.h"
+#include "node/deploy/health.h"
+#include "node/deploy/schedulers.h"
+
+namespace ts::node::deploy {
+namespace {
+
+SchedCommand Cmd(const nlohmann::json& j) {
+  auto c = ParseSchedCommand(j);
+  EXPECT_TRUE(c.ok()) << c.status().ToString() << " for " << j.dump();
+  return c.ok() ? *c : SchedCommand{};
+}
+
+class SchedulerScenario {
+ public:
+  // Applies `c` in the next slot; fails the test if it is refused.
+  std::string Apply(const SchedCommand& c) {
+    auto r = s_.Apply(c, ++slot_);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? *r : "";
+  }
+  std::string Apply(const nlohmann::json& j) { return Apply(Cmd(j)); }
+  Status Refused(const nlohmann::json& j) {
+    auto r = s_.Apply(Cmd(j), ++slot_);
+    return r.ok() ? Status::Ok() : r.status();
+  }
+  const Scheduler& sched() const { return *s_.Find("s"); }
+  std::optional<SchedCommand> Decide() const { return DecideHealth("s", sched()); }
+
+  // The executor after one loop: pending rooms become ready, terminating
+  // rooms go away, and occupancy is topped up to `occupied` from ready rooms
+  // (new-version ones first, as the tables' bookkeeping does).
+  void Execute(uint32_t occupied) {
+    nlohmann::json statuses = nlohmann::json::object();
+    std::vector<std::string> gone;
+    uint32_t occ = 0;
+    for (const auto& [id, r] : sched().rooms) {
+      if (r.status == RoomStatus::kTerminating) gone.push_back(id);
+      else if (r.status == RoomStatus::kPending) statuses[id] = "ready";
+      else if (r.status == RoomStatus::kOccupied && !r.validation) ++occ;
+    }
+    for (int pass = 0; pass < 2 && occ < occupied; ++pass) {
+      for (const auto& [id, r] : sched().rooms) {
+        bool new_version = !sched().IsOld(r);
+        if (occ < occupied && r.status == RoomStatus::kReady && !r.validation && new_version == (pass == 0)) {
+          statuses[id] = "occupied";
+          ++occ;
+        }
+      }
+    }
+    if (statuses.empty() && gone.empty()) return;
+    nlohmann::json j = {{"op", "room_status"}, {"scheduler", "s"}, {"gone", gone}};
+    if (!statuses.empty()) j["rooms"] = statuses;
+    if (gone.empty()) j.erase("gone");
+    Apply(j);
+  }
+
+  // A scheduler with `total` rooms of v1.0 (`occupied` of them occupied, the
+  // rest ready) just switched to v2.0 through its validation room, then
+  // scaled to `desired`.
+  void SwitchedWith(uint32_t total, uint32_t occupied, uint32_t desired) {
+    Apply({{"op", "create"}, {"scheduler", "s"}, {"desired", total}, {"max_surge_percent", 25},
+           {"ready_target_percent", 50}});
+    Apply(*Decide());  // autoscale: add `total`
+    Execute(occupied);
+    Execute(occupied);
+    EXPECT_EQ(Decide(), std::nullopt) << "steady state needs no decision";
+    Apply({{"op", "update"}, {"scheduler", "s"}, {"change", "major"}});
+    auto validation = Decide();
+    ASSERT_TRUE(validation && validation->validation_room);
+    Apply(*validation);
+    Execute(occupied);
+    auto sw = Decide();
+    ASSERT_TRUE(sw && sw->switch_to == "v2.0") << "the ready validation room lets v2.0 be switched to";
+    Apply(*sw);
+    Execute(occupied);  // the validation room is gone
+    Apply({{"op", "scale"}, {"scheduler", "s"}, {"desired", desired}});
+  }
+
+ private:
+  Schedulers s_;
+  uint64_t slot_ = 0;
+};
+
+struct Row {
+  uint32_t loop, ready, occupied, total, new_rooms, desired, desired_ready;
+  int to_surge, to_delete;  // -1: the table's "-"
+};
+
+void Replay(const std::vector<Row>& table) {
+  SchedulerScenario sc;
+  const Row& first = table.front();
+  sc.SwitchedWith(first.total, first.occupied, first.desired);
+  for (const Row& row : table) {
+    SCOPED_TRACE("loop " + std::to_string(row.loop));
+    RolloutCounts c = CountSchedulerRooms(sc.sched());
+    ASSERT_EQ(c.ready, row.ready);
+    ASSERT_EQ(c.occupied, row.occupied);
+    ASSERT_EQ(c.total, row.total);
+    ASSERT_EQ(c.new_rooms, row.new_rooms);
+    ASSERT_EQ(sc.sched().params.DesiredReady(), row.desired_ready);
+    std::optional<SchedCommand> d = sc.Decide();
+    uint32_t add = d ? d->add : 0;
+    size_t del = d ? d->rooms.size() : 0;
+    EXPECT_EQ(add, static_cast<uint32_t>(std::max(row.to_surge, 0)));
+    EXPECT_EQ(del, static_cast<size_t>(std::max(row.to_delete, 0)));
+    if (row.to_surge < 0 && row.to_delete < 0) {
+      EXPECT_FALSE(d.has_value()) << "the rolling update is over: no decision";
+      ASSERT_TRUE(sc.sched().rollout.has_value());
+      EXPECT_NE(sc.sched().rollout->finished_slot, 0u);
+    }
+    if (d) {
+      for (const std::string& id : d->rooms) EXPECT_TRUE(sc.sched().IsOld(sc.sched().rooms.at(id))) << id;
+      sc.Apply(*d);
+    }
+    sc.Execute(row.occupied);
+  }
+  // maxUnavailable 0: the update never takes ready rooms below desiredReady
+  // (the upscale table starts below it, at 5: then never below that).
+  EXPECT_EQ(sc.sched().rollout->ready_min, std::min(first.ready, first.desired_ready));
+}
+
+TEST(HealthLoop, DecideHealth_ReproducesTheDownscaleTable) {
+  Replay({{1, 20, 5, 25, 0, 10, 5, 0, 15},  {2, 5, 5, 10, 0, 10, 5, 2, 0},   {3, 7, 5, 12, 2, 10, 5, 0, 2},
+          {4, 5, 5, 10, 2, 10, 5, 2, 0},    {5, 7, 5, 12, 4, 10, 5, 0, 2},   {6, 5, 5, 10, 4, 10, 5, 2, 0},
+          {7, 7, 5, 12, 6, 10, 5, 0, 2},    {8, 5, 5, 10, 6, 10, 5, 2, 0},   {9, 7, 5, 12, 8, 10, 5, 0, 2},
+          {10, 5, 5, 10, 8, 10, 5, 2, 0},   {11, 7, 5, 12, 10, 10, 5, 0, 2}, {12, 5, 5, 10, 10, 10, 5, -1, -1}});
+}
+
+TEST(HealthLoop, DecideHealth_ReproducesTheUpscaleTable) {
+  // spec/002_*'s loop 6 reads ready 35; 25 is meant (45 rooms with 20
+  // occupied, and loop 5 deleted as many ready rooms as loop 4 surged). With
+  // 35 the table's own toBeDeleted of 5 would be 15.
+  Replay({{1, 5, 20, 25, 0, 40, 20, 10, 0},   {2, 15, 20, 35, 10, 40, 20, 10, 0}, {3, 25, 20, 45, 20, 40, 20, 5, 5},
+          {4, 25, 20, 45, 25, 40, 20, 5, 5},  {5, 25, 20, 45, 30, 40, 20, 5, 5},  {6, 25, 20, 45, 35, 40, 20, 5, 5},
+          {7, 25, 20, 45, 40, 40, 20, 0, 5},  {8, 20, 20, 40, 40, 40, 20, -1, -1}});
+}
+
+TEST(HealthLoop, MinorUpdate_SwitchesAtOnceAndReplacesNoRoom) {
+  SchedulerScenario sc;
+  sc.Apply({{"op", "create"}, {"scheduler", "s"}, {"desired", 4}});
+  sc.Apply(*sc.Decide());
+  sc.Execute(0);
+  EXPECT_EQ(sc.Apply({{"op", "update"}, {"scheduler", "s"}}), "scheduler s: minor version v1.1 is active");
+  EXPECT_EQ(sc.sched().active, "v1.1");
+  EXPECT_EQ(sc.Decide(), std::nullopt) << "rooms of v1.0 are of the active major version";
+  EXPECT_FALSE(sc.sched().rollout.has_value());
+}
+
+TEST(HealthLoop, MajorUpdate_WaitsForItsValidationRoom) {
+  SchedulerScenario sc;
+  sc.Apply({{"op", "create"}, {"scheduler", "s"}, {"desired", 2}});
+  sc.Apply(*sc.Decide());
+  sc.Execute(0);
+  sc.Apply({{"op", "update"}, {"scheduler", "s"}, {"change", "major"}});
+  EXPECT_EQ(sc.sched().validating, "v2.0");
+  auto d = sc.Decide();
+  ASSERT_TRUE(d && d->validation_room && d->add == 0 && d->rooms.empty());
+  sc.Apply(*d);
+  EXPECT_EQ(sc.Decide(), std::nullopt) << "one validation room at a time; it is still pending";
+  EXPECT_EQ(sc.sched().active, "v1.0");
+  EXPECT_FALSE(sc.Refused({{"op", "update"}, {"scheduler", "s"}, {"change", "major"}}).ok())
+      << "a second major version while one is validated";
+  sc.Execute(0);
+  d = sc.Decide();
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->switch_to, "v2.0");
+  EXPECT_EQ(d->add, 0u);
+  sc.Apply(*d);
+  EXPECT_EQ(sc.sched().active, "v2.0");
+  EXPECT_EQ(sc.sched().validating, "");
+  ASSERT_TRUE(sc.sched().rollout.has_value());
+  EXPECT_EQ(sc.sched().rollout->from, "v1.0");
+}
+
+TEST(HealthLoop, Autoscale_AddsUpToTheLimitAndNeverDeletesOccupiedRooms) {
+  SchedulerScenario sc;
+  sc.Apply({{"op", "create"}, {"scheduler", "s"}, {"desired", 10}, {"add_limit", 4}});
+  EXPECT_EQ(sc.Decide()->add, 4u);
+  sc.Apply(*sc.Decide());
+  sc.Execute(3);
+  sc.Execute(3);
+  EXPECT_EQ(sc.Decide()->add, 4u);
+  sc.Apply(*sc.Decide());
+  sc.Execute(3);
+  sc.Apply(*sc.Decide());  // the last 2
+  sc.Execute(3);
+  EXPECT_EQ(CountSchedulerRooms(sc.sched()).total, 10u);
+  sc.Apply({{"op", "scale"}, {"scheduler", "s"}, {"desired", 1}});
+  auto d = sc.Decide();
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->rooms.size(), 7u) << "10 rooms, 3 occupied: only the 7 ready ones may go";
+  for (const std::string& id : d->rooms) EXPECT_EQ(sc.sched().rooms.at(id).status, RoomStatus::kReady);
+}
+
+TEST(Schedulers, Apply_RoomIdsComeFromTheSlot) {
+  Schedulers s;
+  ASSERT_TRUE(s.Apply(Cmd({{"op", "create"}, {"scheduler", "a"}, {"desired", 2}}), 7).ok());
+  ASSERT_TRUE(s.Apply(Cmd({{"op", "health"}, {"scheduler", "a"}, {"add", 2}}), 9).ok());
+  ASSERT_EQ(s.Find("a")->rooms.size(), 2u);
+  EXPECT_EQ(s.Find("a")->rooms.begin()->first, "a-9-0");
+  EXPECT_EQ(s.Find("a")->rooms.rbegin()->first, "a-9-1");
+}
+
+TEST(Schedulers, Check_RefusesWithClearErrorsAndChangesNothing) {
+  Schedulers s;
+  ASSERT_TRUE(s.Apply(Cmd({{"op", "create"}, {"scheduler", "a"}, {"desired", 1}}), 1).ok());
+  std::string before = s.Snapshot().dump();
+  auto exists = s.Apply(Cmd({{"op", "create"}, {"scheduler", "a"}, {"desired", 1}}), 2);
+  EXPECT_EQ(exists.status().message(), "scheduler a already exists");
+  auto unknown = s.Apply(Cmd({{"op", "scale"}, {"scheduler", "b"}, {"desired", 1}}), 3);
+  EXPECT_EQ(unknown.status().code(), Status::Code::kNotFound);
+  auto room = s.Apply(Cmd({{"op", "health"}, {"scheduler", "a"}, {"delete", {"a-1-0"}}}), 4);
+  EXPECT_EQ(room.status().message(), "scheduler a: unknown room a-1-0");
+  auto sw = s.Apply(Cmd({{"op", "health"}, {"scheduler", "a"}, {"switch_to", "v2.0"}}), 5);
+  EXPECT_FALSE(sw.ok());
+  EXPECT_EQ(s.Snapshot().dump(), before);
+}
+
+TEST(Schedulers, RoomStatus_AppliesWhatItCanAndSaysWhatItSkipped) {
+  Schedulers s;
+  ASSERT_TRUE(s.Apply(Cmd({{"op", "create"}, {"scheduler", "a"}, {"desired", 2}}), 1).ok());
+  ASSERT_TRUE(s.Apply(Cmd({{"op", "health"}, {"scheduler", "a"}, {"add", 2}}), 2).ok());
+  ASSERT_TRUE(s.Apply(Cmd({{"op", "health"}, {"scheduler", "a"}, {"delete", {"a-2-1"}}}), 3).ok());
+  auto r = s.Apply(Cmd({{"op", "room_status"},
+                        {"scheduler", "a"},
+                        {"rooms", {{"a-2-0", "ready"}, {"a-2-1", "ready"}, {"zz", "occupied"}}}}),
+                   4);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(*r, "applied 1 room reports; skipped a-2-1 terminating, zz unknown");
+  EXPECT_EQ(s.Find("a")->rooms.at("a-2-0").status, RoomStatus::kReady);
+  EXPECT_EQ(s.Find("a")->rooms.at("a-2-1").status, RoomStatus::kTerminating) << "terminating is final";
+}
+
+TEST(Schedulers, ParseSchedCommand_RejectsMalformedAndIgnoresUnknownFields) {
+  EXPECT_FALSE(ParseSchedCommand({{"op", "create"}, {"scheduler", "a"}}).ok()) << "create needs desired";
+  EXPECT_FALSE(ParseSchedCommand({{"op", "create"}, {"scheduler", "a b"}, {"desired", 1}}).ok());
+  EXPECT_FALSE(ParseSchedCommand({{"op", "create"}, {"scheduler", "a"}, {"desired", -1}}).ok());
+  EXPECT_FALSE(ParseSchedCommand({{"op", "create"}, {"scheduler", "a"}, {"desired", 1.5}}).ok());
+  EXPECT_FALSE(ParseSchedCommand({{"op", "create"}, {"scheduler", "a"}, {"desired", 10001}}).ok());
+  EXPECT_FALSE(ParseSchedCommand({{"op", "scale"}, {"scheduler", "a"}, {"max_surge_percent", 0}}).ok());
+  EXPECT_FALSE(ParseSchedCommand({{"op", "room_status"}, {"scheduler", "a"}, {"rooms", {{"r", "terminating"}}}}).ok());
+  EXPECT_FALSE(ParseSchedCommand({{"op", "explode"}, {"scheduler", "a"}}).ok());
+  EXPECT_FALSE(ParseSchedCommand(nlohmann::json::array()).ok());
+  auto c = ParseSchedCommand({{"op", "create"}, {"scheduler", "a"}, {"desired", 3}, {"colour", "blue"}});
+  ASSERT_TRUE(c.ok()) << "spec/001_*: an unknown optional field needs no new version";
+  EXPECT_EQ(*c->desired, 3u);
+  EXPECT_EQ(SchedCommandToJson(*c), (nlohmann::json{{"op", "create"}, {"scheduler", "a"}, {"desired", 3}}));
+}
+
+TEST(DeployState, ParseClientCommand_ChecksKindDepthAndInternalOps) {
+  EXPECT_FALSE(ParseClientCommand("not json").ok());
+  EXPECT_FALSE(ParseClientCommand("[1,2]").ok());
+  EXPECT_FALSE(ParseClientCommand(R"({"op":"create"})").ok()) << "no kind";
+  EXPECT_FALSE(ParseClientCommand(R"({"kind":"rockets","op":"create"})").ok());
+  std::string deep(200, '[');
+  EXPECT_EQ(ParseClientCommand(deep).status().message(), "command nested too deeply");
+  std::string quoted = R"({"kind":"sched","op":"scale","scheduler":"a","x":")" + std::string(100, '[') + R"("})";
+  EXPECT_TRUE(ParseClientCommand(quoted).ok()) << "brackets inside strings do not nest";
+  auto internal = ParseClientCommand(R"({"kind":"sched","op":"health","scheduler":"a","add":1})");
+  ASSERT_TRUE(internal.ok());
+  EXPECT_TRUE(internal->Internal());
+  EXPECT_EQ(internal->decree_type(), DecreeType::kScheduler);
+  auto back = ParseDecreeCommand(static_cast<uint16_t>(DecreeType::kScheduler), internal->Payload());
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->Payload(), internal->Payload());
+}
+
+TEST(DeployState, SameCommandsGiveTheSameSnapshotOnEveryReplica) {
+  auto run = [] {
+    SchedulerScenario sc;
+    sc.SwitchedWith(12, 3, 12);
+    for (int loop = 0; loop < 20; ++loop) {
+      if (auto d = sc.Decide()) sc.Apply(*d);
+      sc.Execute(3);
+    }
+    EXPECT_NE(sc.sched().rollout->finished_slot, 0u) << "the rollout completes";
+    return sc.sched().rooms.size();
+  };
+  // Two independent replays agree room for room (ids come from slots).
+  EXPECT_EQ(run(), run());
+  DeployState a, b;
+  for (DeployState* s : {&a, &b}) {
+    uint64_t slot = 0;
+    for (const char* text : {R"({"kind":"sched","op":"create","scheduler":"x","desired":3})",
+                             R"({"kind":"sched","op":"health","scheduler":"x","add":3})",
+                             R"({"kind":"sched","op":"update","scheduler":"x","change":"major"})"}) {
+      auto c = ParseClientCommand(text);
+      ASSERT_TRUE(c.ok());
+      ASSERT_TRUE(s->Apply(*c, ++slot).ok());
+    }
+  }
+  EXPECT_EQ(a.SnapshotDump(), b.SnapshotDump());
+  EXPECT_NE(a.SnapshotDump().find("x-2-2"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ts::node::deploy

@@ -118,7 +118,7 @@ std::string FormatStatusTable(const std::vector<rpc::HostPort>& endpoints,
                               const std::vector<StatusOr<rpc::NodeStatus>>& statuses, bool show_peers) {
   assert(endpoints.size() == statuses.size());
   Table t({"ENDPOINT", "ID", "ROLE", "BALLOT", "CHOSEN", "APPLIED", "LEADER", "LEASE_MS", "VERSION", "MARKER", "KV_FMT",
-           "DIGEST"});
+           "RC", "LOG_DIGEST", "STATE_DIGEST"});
   for (size_t i = 0; i < endpoints.size(); ++i) {
     if (!statuses[i].ok()) {
       t.AddNote(endpoints[i].ToString(), "unreachable: " + OneLine(statuses[i].status().message()));
@@ -131,7 +131,7 @@ std::string FormatStatusTable(const std::vector<rpc::HostPort>& endpoints,
            std::to_string(s.chosen_slot), std::to_string(s.applied_slot), Dash(s.leader),
            std::to_string(s.lease_left_ms), s.software_version.empty() ? "-" : s.software_version,
            s.latest_marker.empty() ? "-" : s.latest_marker, std::to_string(s.kv_write_model),
-           digest.empty() ? "-" : digest});
+           s.coordinator ? "yes" : "-", digest.empty() ? "-" : digest, s.state_digest.empty() ? "-" : s.state_digest});
     // What the version rules say, when it matters (spec/003_*).
     if (!s.downgrade_to.empty()) t.AddIndented("node " + std::to_string(s.id) + ": downgrade to " + s.downgrade_to + " in force");
     if (s.stuck_at_slot != 0) {
@@ -182,6 +182,8 @@ nlohmann::json StatusJson(const std::vector<rpc::HostPort>& endpoints,
     n["version"] = s.software_version;
     n["cluster_id"] = s.cluster_id;
     n["log_digest"] = s.log_digest;
+    n["state_digest"] = s.state_digest;
+    n["coordinator"] = s.coordinator;
     n["keys"] = s.keys;
     n["latest_marker"] = s.latest_marker;
     n["downgrade_to"] = s.downgrade_to;

@@ -169,6 +169,14 @@ void ProcessCluster::Kill(size_t i) {
   p.pid = -1;
 }
 
+void ProcessCluster::WipeData(size_t i) {
+  NodeProc& p = nodes_[i];
+  EXPECT_LE(p.pid, 0) << "wiping the data of a running node";
+  std::error_code ec;
+  std::filesystem::remove_all(p.data_dir, ec);
+  EXPECT_FALSE(ec) << "removing " << p.data_dir << ": " << ec.message();
+}
+
 void ProcessCluster::Stop(size_t i) {
   NodeProc& p = nodes_[i];
   if (p.pid <= 0) return;

@@ -51,6 +51,9 @@ class ProcessCluster {
   void Start(size_t i, std::vector<std::string> extra_args = {});
   void Kill(size_t i);    // SIGKILL and reap
   void Stop(size_t i);    // SIGTERM, wait (SIGKILL after 10 s)
+  // Removes node i's data directory (the node must not run): it restarts as
+  // a fresh member that learns the whole log from its peers.
+  void WipeData(size_t i);
   void Restart(size_t i, std::vector<std::string> extra_args = {});
   // Restarts node i announcing `version` from now on (its flags change).
   void RestartAs(size_t i, const std::string& version);

@@ -73,6 +73,26 @@ void SimCluster::Restart(NodeId id) {
   n.replica = std::make_unique<consensus::Replica>(c, n.disk.Load(), &n.disk, rng_());
 }
 
+size_t MemDisk::RecordCount(const consensus::Ready& r) {
+  return (r.promised ? 1 : 0) + r.entries.size() + (r.chosen_upto ? 1 : 0);
+}
+
+void MemDisk::PersistPrefix(const consensus::Ready& r, size_t records) {
+  assert(records <= RecordCount(r));
+  size_t left = records;
+  if (r.promised && left > 0) {
+    --left;
+    if (*r.promised < promised && violation.empty()) violation = "promised ballot went down on disk (torn write)";
+    promised = *r.promised;
+  }
+  for (const Entry& e : r.entries) {
+    if (left == 0) return;
+    --left;
+    entries[e.slot] = e;
+  }
+  if (r.chosen_upto && left > 0) chosen_upto = *r.chosen_upto;
+}
+
 void SimCluster::Crash(NodeId id, bool lose_unsynced) {
   nodes_.at(id).replica.reset();
   if (lose_unsynced) nodes_.at(id).disk.CrashLosesUnsynced();
@@ -115,6 +135,8 @@ void SimCluster::Enqueue(Message m) {
     if (faults_.straggle > 0 && u(rng_) < faults_.straggle) delay += 100 + Random(301);
     wire_.push_back(InFlight{now_ms_ + delay, order_++, m});
   }
+  // A stale ghost of the message, long after: old replies must be recognised.
+  if (faults_.replay > 0 && u(rng_) < faults_.replay) wire_.push_back(InFlight{now_ms_ + 100 + Random(901), order_++, m});
 }
 
 void SimCluster::Pump(NodeId id) {
@@ -124,6 +146,15 @@ void SimCluster::Pump(NodeId id) {
     for (Message& m : r.early_messages) Enqueue(std::move(m));
     if (crash_at_next_write_.erase(id) && (r.NeedsSync() || r.chosen_upto)) {
       n.replica.reset();  // the write never happened
+      return;
+    }
+    auto fault = write_faults_.find(id);
+    if (fault != write_faults_.end() && r.NeedsSync()) {
+      ++write_faults_fired_;
+      n.disk.PersistPrefix(r, Random(MemDisk::RecordCount(r) + 1));
+      if (fault->second == WriteFault::kFsyncError || Random(2) == 0) n.disk.CrashLosesUnsynced();
+      write_faults_.erase(fault);
+      n.replica.reset();  // stopped: no Persisted, no message, nothing applied
       return;
     }
     if (on_ready_) on_ready_(id, r);

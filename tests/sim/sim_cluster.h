@@ -30,6 +30,12 @@ using consensus::Slot;
 class MemDisk : public consensus::LogReader {
  public:
   void Persist(const consensus::Ready& r);
+  // A write cut short: only the first `records` of r's records (promise,
+  // then entries in slot order; the chosen mark last) reach the disk, not
+  // synced. Models a torn write, or a failed fsync after which the kernel
+  // kept some pages and dropped others.
+  void PersistPrefix(const consensus::Ready& r, size_t records);
+  static size_t RecordCount(const consensus::Ready& r);
   void CrashLosesUnsynced() { chosen_upto = synced_chosen_upto; }
   consensus::Bootstrap Load() const;
   std::vector<Entry> ReadChosen(Slot from, size_t max_bytes) const override;
@@ -48,6 +54,7 @@ struct NetworkFaults {
   uint64_t delay_min_ms = 0;
   uint64_t delay_max_ms = 0;  // uniform delay; > min also reorders
   double straggle = 0;        // probability of an extra 100-400 ms delay
+  double replay = 0;          // probability of a ghost copy delivered again 100-1000 ms later
 };
 
 class SimCluster {
@@ -76,7 +83,17 @@ class SimCluster {
   // Crashes `id` at its next write: after it sent what may leave before the
   // write (Ready::early_messages), before the write reaches its disk.
   void CrashAtNextWrite(NodeId id) { crash_at_next_write_.insert(id); }
-  void ClearPendingCrashes() { crash_at_next_write_.clear(); }
+  // The next synced write of `id` fails: kTorn, the process dies in the middle
+  // of it; kFsyncError, the fsync reports an error and the node stops (DESIGN
+  // s.3: never retry an fsync). Either way a random prefix of the write's
+  // records lands, unsynced earlier writes may be lost, nothing is answered.
+  enum class WriteFault { kTorn, kFsyncError };
+  void FailNextWrite(NodeId id, WriteFault f) { write_faults_[id] = f; }
+  void ClearPendingCrashes() {
+    crash_at_next_write_.clear();
+    write_faults_.clear();
+  }
+  uint64_t write_faults_fired() const { return write_faults_fired_; }
   bool IsUp(NodeId id) const { return nodes_.at(id).replica != nullptr; }
   // Cuts (or restores) the link from -> to; both directions with Isolate.
   void Block(NodeId from, NodeId to, bool blocked);
@@ -132,6 +149,8 @@ class SimCluster {
   NetworkFaults faults_;
   std::function<void(NodeId, const consensus::Ready&)> on_ready_;
   std::set<NodeId> crash_at_next_write_;
+  std::map<NodeId, WriteFault> write_faults_;
+  uint64_t write_faults_fired_ = 0;
 };
 
 }  // namespace ts::sim

@@ -16,13 +16,14 @@ uint64_t SeedCount() {
 
 TEST(Simulation, RunSimulation_ManySeedsKeepEveryInvariant) {
   uint64_t seeds = SeedCount();
-  uint64_t acked = 0, hours_ms = 0, failed = 0;
+  uint64_t acked = 0, hours_ms = 0, failed = 0, write_faults = 0;
   for (uint64_t seed = 1; seed <= seeds; ++seed) {
     SimOptions o;
     o.seed = seed;
     o.duration_ms = 10000;
     SimResult r = RunSimulation(o);
     acked += r.acknowledged;
+    write_faults += r.write_faults;
     hours_ms += r.simulated_ms;
     if (!r.ok) {
       ++failed;
@@ -31,8 +32,10 @@ TEST(Simulation, RunSimulation_ManySeedsKeepEveryInvariant) {
     }
   }
   EXPECT_GT(acked, seeds);  // the runs did real work
-  std::printf("simulation: seeds=%llu acknowledged=%llu simulated_hours=%.2f\n", (unsigned long long)seeds,
-              (unsigned long long)acked, hours_ms / 3600000.0);
+  EXPECT_GT(write_faults, seeds / 4) << "torn writes and failed fsyncs must actually strike";
+  std::printf("simulation: seeds=%llu acknowledged=%llu simulated_hours=%.2f write_faults=%llu\n",
+              (unsigned long long)seeds, (unsigned long long)acked, hours_ms / 3600000.0,
+              (unsigned long long)write_faults);
 }
 
 TEST(Simulation, RunSimulation_SameSeedSameTrace) {

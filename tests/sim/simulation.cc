@@ -1,6 +1,6 @@
 // RunSimulation; see simulation.h. Checks, every simulated millisecond:
 // at most one node holds a lease; the promised ballot never goes down on
-// disk. Every second and at the end: all applied logs are prefixes of one
+// disk (torn writes included). Every second and at the end: all applied logs are prefixes of one
 // log. At the end: every acknowledged decree is in the log at its slot, and
 // after healing the cluster commits again within heal_limit_ms.
 #include "tests/sim/simulation.h"
@@ -62,6 +62,7 @@ class Run {
     }
     if (r_.ok) Heal();
     r_.trace_hash = c_.trace_hash();
+    r_.write_faults = c_.write_faults_fired();
     r_.simulated_ms = c_.now_ms();
     return r_;
   }
@@ -110,7 +111,13 @@ class Run {
   void InjectFault() {
     ++r_.faults;
     NodeId victim = c_.members()[rng_() % nodes_];
-    switch (rng_() % 8) {
+    switch (rng_() % 9) {
+      case 8:  // a torn write or a failed fsync at the victim's next synced write; restart later
+        if (c_.IsUp(victim) && !restart_at_.count(victim)) {
+          c_.FailNextWrite(victim, rng_() % 2 ? SimCluster::WriteFault::kTorn : SimCluster::WriteFault::kFsyncError);
+          restart_at_[victim] = c_.now_ms() + 50 + rng_() % 1000;
+        }
+        break;
       case 7: {  // power loss: followers die inside their next write, the leader a moment later
         auto l = c_.Leader();
         if (!l) break;
@@ -152,7 +159,8 @@ class Run {
         break;
       }
       case 4:
-        c_.SetFaults(NetworkFaults{(rng_() % 20) / 100.0, (rng_() % 30) / 100.0, 0, rng_() % 50, (rng_() % 5) / 100.0});
+        c_.SetFaults(NetworkFaults{(rng_() % 20) / 100.0, (rng_() % 30) / 100.0, 0, rng_() % 50, (rng_() % 5) / 100.0,
+                                  (rng_() % 20) / 100.0});
         break;
       default:  // heal the network
         for (NodeId a : c_.members())

@@ -1,6 +1,7 @@
 // One seeded simulation run: a 3- or 5-node cluster of real Replicas under a
 // random schedule of faults (message loss, duplication, delay/reordering,
 // symmetric and asymmetric partitions, crashes that lose unsynced writes,
+// torn writes and failed fsyncs (the node stops),
 // clock drift within the configured bound) while clients propose decrees.
 // Invariants are checked throughout; the seed alone determines the run.
 #pragma once
@@ -24,6 +25,7 @@ struct SimResult {
   uint64_t acknowledged = 0;  // decrees a client saw chosen
   uint64_t chosen = 0;        // length of the final log
   uint64_t faults = 0;        // fault events injected
+  uint64_t write_faults = 0;  // torn writes and failed fsyncs that struck
   uint64_t simulated_ms = 0;
 };
 

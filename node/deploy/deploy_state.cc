@@ -59,7 +59,9 @@ std::string DeployCommand::Describe() const {
   }
   std::string line = std::string(InfoOf(kind).name) + " " + j["op"].get<std::string>() + " " + target;
   for (const char* key : {"version", "definition_id", "switch_to", "add", "change", "desired"}) {
-    if (j.contains(key) && !j[key].is_object()) line += std::string(" ") + key + "=" + j[key].dump();
+    if (j.contains(key) && !j[key].is_object()) {
+      line += std::string(" ") + key + "=" + (j[key].is_string() ? j[key].get<std::string>() : j[key].dump());
+    }
   }
   if (j.contains("delete")) line += " delete=" + std::to_string(j["delete"].size());
   return line;

@@ -53,6 +53,47 @@ void AddDeployCommands(CLI::App& app, DeployArgs* a) {
   rstatus->add_option("SCHEDULER", a->name, "Scheduler name")->required();
   rstatus->add_flag("--watch", a->watch, "Print progress until the rollout completes");
 
+  CLI::App* lrp = app.add_subcommand(
+      "lrp", "Desired LRPs (spec/004_*): desire, update, cancel, rollback, prune, move, remove, show");
+  lrp->require_subcommand(1);
+  auto guid = [a](CLI::App* c) { c->add_option("GUID", a->name, "Process guid")->required(); };
+  auto definition = [a](CLI::App* c, bool required) {
+    auto* id = c->add_option("--definition-id", a->id, "Id of the new definition (chosen by you, unique per LRP)");
+    if (required) id->required();
+    c->add_option("--definition", a->definition_json,
+                  "The rest of the definition as a JSON object, e.g. '{\"memory_mb\":256}'");
+  };
+  CLI::App* desire = lrp->add_subcommand("desire", "desire GUID --instances N --definition-id ID: a new LRP");
+  guid(desire);
+  desire->add_option("--instances", a->instances, "Number of instances (0..10000)")->required();
+  definition(desire, true);
+  CLI::App* lupdate = lrp->add_subcommand(
+      "update", "update GUID --definition-id ID [--instances N]: move every instance to a new definition; "
+                "refused while an update is in progress");
+  guid(lupdate);
+  lupdate->add_option("--instances", a->instances, "New number of instances");
+  definition(lupdate, true);
+  CLI::App* lcancel = lrp->add_subcommand(
+      "cancel", "cancel GUID: cancel the update in progress; instances already moved go back to the previous "
+                "definition");
+  guid(lcancel);
+  CLI::App* lrollback = lrp->add_subcommand(
+      "rollback", "rollback GUID DEFINITION_ID: update back to a stored definition (refused if it was pruned)");
+  guid(lrollback);
+  lrollback->add_option("DEFINITION_ID", a->id, "A stored definition id")->required();
+  CLI::App* lprune = lrp->add_subcommand("prune", "prune GUID --keep K: drop all but the K newest stale definitions");
+  guid(lprune);
+  lprune->add_option("--keep", a->keep, "Stale definitions to keep")->required();
+  CLI::App* lmove = lrp->add_subcommand(
+      "move", "move GUID INDEX DEFINITION_ID: an executor's report that instance INDEX now runs DEFINITION_ID");
+  guid(lmove);
+  lmove->add_option("INDEX", a->index, "Instance index")->required();
+  lmove->add_option("DEFINITION_ID", a->id, "The definition it runs now")->required();
+  CLI::App* lremove = lrp->add_subcommand("remove", "remove GUID: forget the LRP");
+  guid(lremove);
+  CLI::App* lshow = lrp->add_subcommand("show", "show [GUID]: every LRP, or one with its instances");
+  lshow->add_option("GUID", a->name, "Process guid");
+
   CLI::App* raw = app.add_subcommand(
       "command", "command JSON: send one deployment command as JSON, e.g. "
                  "'{\"kind\":\"sched\",\"op\":\"scale\",\"scheduler\":\"rooms\",\"desired\":50}'");
@@ -93,6 +134,26 @@ StatusOr<nlohmann::json> BuildDeployCommand(const std::string& path, const Deplo
     PutParams(a, j);
     if (path == "sched create" && !a.desired) return Status::InvalidArgument("sched create needs --desired");
     if (path == "sched update") j["change"] = a.major ? "major" : "minor";
+    return j;
+  }
+  if (path.starts_with("lrp ")) {
+    std::string op = path.substr(4);
+    j["kind"] = "lrp";
+    j["op"] = op == "move" ? "instance_moved" : op;
+    j["process_guid"] = a.name;
+    if (a.instances) j["instances"] = *a.instances;
+    if (op == "desire" || op == "update") {
+      nlohmann::json def = nlohmann::json::object();
+      if (!a.definition_json.empty()) {
+        def = nlohmann::json::parse(a.definition_json, nullptr, false);
+        if (def.is_discarded() || !def.is_object()) return Status::InvalidArgument("--definition must be a JSON object");
+      }
+      def["definition_id"] = a.id;
+      j["definition"] = def;
+    }
+    if (op == "rollback" || op == "move") j["definition_id"] = a.id;
+    if (op == "move") j["index"] = a.index.value_or(0);
+    if (op == "prune") j["keep"] = a.keep.value_or(0);
     return j;
   }
   return Status::InvalidArgument("unknown deployment command '" + path + "'");

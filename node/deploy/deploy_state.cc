@@ -14,7 +14,14 @@ struct KindInfo {
 };
 constexpr KindInfo kKinds[] = {
     {Kind::kScheduler, "sched", DecreeType::kScheduler},
+    {Kind::kLrp, "lrp", DecreeType::kLrp},
 };
+
+// Each model's own parser, serializer and state: one overload per command type.
+nlohmann::json CommandJson(const SchedCommand& c) { return SchedCommandToJson(c); }
+nlohmann::json CommandJson(const LrpCommand& c) { return LrpCommandToJson(c); }
+bool IsInternal(const SchedCommand& c) { return c.Internal(); }
+bool IsInternal(const LrpCommand&) { return false; }
 
 const KindInfo& InfoOf(Kind k) {
   for (const KindInfo& i : kKinds) {
@@ -33,18 +40,24 @@ StatusOr<DeployCommand> ParseAs(Kind kind, const nlohmann::json& j) {
       c.command = std::move(*s);
       return c;
     }
+    case Kind::kLrp: {
+      auto l = ParseLrpCommand(j);
+      if (!l.ok()) return l.status();
+      c.command = std::move(*l);
+      return c;
+    }
   }
   return Status::InvalidArgument("unknown command kind");
 }
 
 nlohmann::json ToJson(const DeployCommand& c) {
-  return std::visit([](const auto& cmd) { return SchedCommandToJson(cmd); }, c.command);
+  return std::visit([](const auto& cmd) { return CommandJson(cmd); }, c.command);
 }
 
 }  // namespace
 
 bool DeployCommand::Internal() const {
-  return std::visit([](const auto& cmd) { return cmd.Internal(); }, command);
+  return std::visit([](const auto& cmd) { return IsInternal(cmd); }, command);
 }
 
 DecreeType DeployCommand::decree_type() const { return InfoOf(kind).type; }
@@ -98,11 +111,15 @@ StatusOr<DeployCommand> ParseDecreeCommand(uint16_t decree_type, std::string_vie
 }
 
 Status DeployState::Check(const DeployCommand& c) const {
-  return std::visit([&](const auto& cmd) { return schedulers_.Check(cmd); }, c.command);
+  if (const auto* s = std::get_if<SchedCommand>(&c.command)) return schedulers_.Check(*s);
+  return lrps_.Check(std::get<LrpCommand>(c.command));
 }
 
 StatusOr<std::string> DeployState::Apply(const DeployCommand& c, uint64_t slot) {
-  return std::visit([&](const auto& cmd) { return schedulers_.Apply(cmd, slot); }, c.command);
+  if (const auto* s = std::get_if<SchedCommand>(&c.command)) return schedulers_.Apply(*s, slot);
+  const LrpCommand& l = std::get<LrpCommand>(c.command);
+  if (Status st = lrps_.Apply(l); !st.ok()) return st;
+  return l.Describe() + ": done";
 }
 
 StatusOr<nlohmann::json> DeployState::Query(const std::string& key) const {
@@ -111,12 +128,14 @@ StatusOr<nlohmann::json> DeployState::Query(const std::string& key) const {
   std::string name = slash == std::string::npos ? "" : key.substr(slash + 1);
   if (!name.empty() && !ValidName(name)) return Status::InvalidArgument("invalid name in query '" + key + "'");
   if (kind == "sched") return schedulers_.View(name);
+  if (kind == "lrp") return lrps_.View(name);
   return Status::InvalidArgument("query must be sched/NAME, bg/NAME or lrp/GUID (NAME empty: all)");
 }
 
 std::string DeployState::SnapshotDump() const {
   nlohmann::json j;
   j["sched"] = schedulers_.Snapshot();
+  j["lrp"] = lrps_.Snapshot();
   return j.dump();
 }
 

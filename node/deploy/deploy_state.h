@@ -19,15 +19,16 @@
 
 #include "consensus/status.h"
 #include "node/decree.h"
+#include "node/deploy/lrp.h"
 #include "node/deploy/schedulers.h"
 
 namespace ts::node::deploy {
 
-enum class Kind : uint8_t { kScheduler };
+enum class Kind : uint8_t { kScheduler, kLrp };
 
 struct DeployCommand {
   Kind kind = Kind::kScheduler;
-  std::variant<SchedCommand> command;
+  std::variant<SchedCommand, LrpCommand> command;
 
   bool Internal() const;      // written by the coordinator only
   DecreeType decree_type() const;
@@ -54,9 +55,11 @@ class DeployState {
   std::string SnapshotDump() const;
 
   const Schedulers& schedulers() const { return schedulers_; }
+  const DesiredLrps& lrps() const { return lrps_; }
 
  private:
   Schedulers schedulers_;
+  DesiredLrps lrps_;
 };
 
 }  // namespace ts::node::deploy

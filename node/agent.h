@@ -14,6 +14,11 @@
 //   - duplicated: a room id created twice.
 // Views older than one already acted on (a lagging node answered) are
 // ignored, so the ledger never goes backwards.
+//
+// Desired LRPs (spec/004_*): while an LRP's update is in progress, StepLrp
+// restarts one instance per step on the new definition and reports it
+// (instance_moved), so an update completes after `instances` steps and a
+// cancel has something to send back.
 #pragma once
 
 #include <cstdint>
@@ -42,6 +47,9 @@ class SimAgent {
   // `view`: the scheduler's JSON (tsctl sched show NAME --json's "view"),
   // read at `applied_slot`. Returns the room_status command to send, if any.
   std::optional<nlohmann::json> Step(const nlohmann::json& view, uint64_t applied_slot);
+
+  // `lrp`: one desired LRP's JSON (tsctl lrp show GUID --json's "view").
+  std::optional<nlohmann::json> StepLrp(const nlohmann::json& lrp) const;
 
   const AgentCounters& counters() const { return counters_; }
   size_t running() const;

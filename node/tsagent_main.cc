@@ -1,4 +1,4 @@
-// tsagent: the runtime executor of game rooms. Only the simulated executor
+// tsagent: the runtime executor of game rooms and LRP instances. Only the simulated executor
 // exists (--simulate): it polls the leader's scheduler state every period,
 // carries out the coordinator's decisions (node/agent.h) and reports room
 // status back as commands. On SIGINT/SIGTERM it prints its ledger as one line
@@ -102,6 +102,16 @@ int main(int argc, char** argv) {
         // Not fatal: what was not applied is reported again next period.
         std::cerr << "tsagent: report for " << name << " not applied: "
                   << (r.ok() ? r->message : r.status().message()) << '\n';
+      }
+    }
+    if (auto all = query("lrp/")) {
+      for (const auto& lrp : all->first) {
+        auto cmd = agent.StepLrp(lrp);
+        if (!cmd) continue;
+        ts::rpc::ClientRequest req;
+        req.op = ts::rpc::ClientOp::kDeploy;
+        req.value = cmd->dump();
+        (void)client.Call(std::move(req));  // a lost move is made again next period
       }
     }
     WriteReport(report_path, agent.Report());

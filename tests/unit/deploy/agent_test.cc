@@ -57,5 +57,22 @@ TEST(SimAgent, Step_CountsAReusedIdAsDuplicatedAndIgnoresStaleViews) {
   EXPECT_EQ(a.counters().duplicated, 1u);
 }
 
+TEST(SimAgent, StepLrp_MovesOneInstanceAtATimeToTheNewDefinition) {
+  SimAgent a(0);
+  nlohmann::json lrp = {{"process_guid", "web"},
+                        {"definition_id", "v2"},
+                        {"update_in_progress", true},
+                        {"actual_lrps",
+                         {{{"index", 0}, {"desired_lrp_definition_id", "v2"}},
+                          {{"index", 1}, {"desired_lrp_definition_id", "v1"}}}}};
+  auto cmd = a.StepLrp(lrp);
+  ASSERT_TRUE(cmd.has_value());
+  EXPECT_EQ((*cmd)["op"], "instance_moved");
+  EXPECT_EQ((*cmd)["index"], 1);
+  EXPECT_EQ((*cmd)["definition_id"], "v2");
+  lrp["update_in_progress"] = false;
+  EXPECT_EQ(a.StepLrp(lrp), std::nullopt);
+}
+
 }  // namespace
 }  // namespace ts::node

@@ -1,6 +1,7 @@
 // tsctl's deployment commands; see tsctl_deploy.h.
 #include "node/tsctl_deploy.h"
 
+#include <cstdlib>
 #include <sstream>
 
 namespace ts::node {
@@ -52,6 +53,31 @@ void AddDeployCommands(CLI::App& app, DeployArgs* a) {
                 "with --watch, wait until it completes (exit 3 at --timeout-ms)");
   rstatus->add_option("SCHEDULER", a->name, "Scheduler name")->required();
   rstatus->add_flag("--watch", a->watch, "Print progress until the rollout completes");
+
+  CLI::App* bg = app.add_subcommand(
+      "bg", "Blue-green deployments (spec/000_*): register, promote, rollback, delete, show");
+  bg->require_subcommand(1);
+  auto dep = [a](CLI::App* c) { c->add_option("DEPLOYMENT", a->name, "Deployment name")->required(); };
+  CLI::App* reg = bg->add_subcommand(
+      "register", "register DEPLOYMENT VERSION --endpoint C=E... --route C=R...: a version's endpoints and routes "
+                  "per cluster (a new version is CANDIDATE, or ACTIVE if there is none)");
+  dep(reg);
+  reg->add_option("VERSION", a->id, "Version number (1, 2, ...)")->required();
+  reg->add_option("--endpoint", a->clusters, "CLUSTER=ENDPOINT (repeatable)");
+  reg->add_option("--route", a->routes, "CLUSTER=ROUTE (repeatable)");
+  CLI::App* promote = bg->add_subcommand(
+      "promote", "promote DEPLOYMENT VERSION [--history N]: CANDIDATE -> ACTIVE, ACTIVE -> LEGACY, LEGACY -> "
+                 "ARCHIVED; keeps N ARCHIVED versions (default 1)");
+  dep(promote);
+  promote->add_option("VERSION", a->id, "The CANDIDATE to promote")->required();
+  promote->add_option("--history", a->history, "ARCHIVED versions to keep");
+  CLI::App* brollback = bg->add_subcommand("rollback", "rollback DEPLOYMENT: ACTIVE -> CANDIDATE, LEGACY -> ACTIVE");
+  dep(brollback);
+  CLI::App* bdelete = bg->add_subcommand("delete", "delete DEPLOYMENT VERSION: delete a version (not the ACTIVE one)");
+  dep(bdelete);
+  bdelete->add_option("VERSION", a->id, "Version number")->required();
+  CLI::App* bshow = bg->add_subcommand("show", "show [DEPLOYMENT]: versions, clusters, endpoints and routes");
+  bshow->add_option("DEPLOYMENT", a->name, "Deployment name");
 
   CLI::App* lrp = app.add_subcommand(
       "lrp", "Desired LRPs (spec/004_*): desire, update, cancel, rollback, prune, move, remove, show");
@@ -134,6 +160,34 @@ StatusOr<nlohmann::json> BuildDeployCommand(const std::string& path, const Deplo
     PutParams(a, j);
     if (path == "sched create" && !a.desired) return Status::InvalidArgument("sched create needs --desired");
     if (path == "sched update") j["change"] = a.major ? "major" : "minor";
+    return j;
+  }
+  if (path.starts_with("bg ")) {
+    std::string op = path.substr(3);
+    j["kind"] = "bg";
+    j["op"] = op == "delete" ? "delete_version" : op;
+    j["deployment"] = a.name;
+    if (op != "rollback") {
+      char* end = nullptr;
+      unsigned long v = std::strtoul(a.id.c_str(), &end, 10);
+      if (a.id.empty() || *end != '\0' || v == 0) return Status::InvalidArgument("VERSION must be a positive number");
+      j["version"] = v;
+    }
+    if (op == "promote") j["history_size"] = a.history.value_or(1);
+    if (op == "register") {
+      j["clusters"] = nlohmann::json::object();
+      for (auto [list, field] : {std::pair{&a.clusters, "endpoints"}, std::pair{&a.routes, "routes"}}) {
+        for (const std::string& item : *list) {
+          size_t eq = item.find('=');
+          if (eq == std::string::npos || eq == 0) return Status::InvalidArgument("'" + item + "' is not CLUSTER=NAME");
+          nlohmann::json& c = j["clusters"][item.substr(0, eq)];
+          if (!c.contains("endpoints")) c["endpoints"] = nlohmann::json::array();
+          if (!c.contains("routes")) c["routes"] = nlohmann::json::array();
+          c[field].push_back(item.substr(eq + 1));
+        }
+      }
+      if (j["clusters"].empty()) return Status::InvalidArgument("register needs at least one --endpoint or --route");
+    }
     return j;
   }
   if (path.starts_with("lrp ")) {

@@ -15,13 +15,16 @@ struct KindInfo {
 constexpr KindInfo kKinds[] = {
     {Kind::kScheduler, "sched", DecreeType::kScheduler},
     {Kind::kLrp, "lrp", DecreeType::kLrp},
+    {Kind::kBlueGreen, "bg", DecreeType::kBlueGreen},
 };
 
 // Each model's own parser, serializer and state: one overload per command type.
 nlohmann::json CommandJson(const SchedCommand& c) { return SchedCommandToJson(c); }
 nlohmann::json CommandJson(const LrpCommand& c) { return LrpCommandToJson(c); }
+nlohmann::json CommandJson(const BgCommand& c) { return BgCommandToJson(c); }
 bool IsInternal(const SchedCommand& c) { return c.Internal(); }
 bool IsInternal(const LrpCommand&) { return false; }
+bool IsInternal(const BgCommand&) { return false; }
 
 const KindInfo& InfoOf(Kind k) {
   for (const KindInfo& i : kKinds) {
@@ -44,6 +47,12 @@ StatusOr<DeployCommand> ParseAs(Kind kind, const nlohmann::json& j) {
       auto l = ParseLrpCommand(j);
       if (!l.ok()) return l.status();
       c.command = std::move(*l);
+      return c;
+    }
+    case Kind::kBlueGreen: {
+      auto b = ParseBgCommand(j);
+      if (!b.ok()) return b.status();
+      c.command = std::move(*b);
       return c;
     }
   }
@@ -112,11 +121,16 @@ StatusOr<DeployCommand> ParseDecreeCommand(uint16_t decree_type, std::string_vie
 
 Status DeployState::Check(const DeployCommand& c) const {
   if (const auto* s = std::get_if<SchedCommand>(&c.command)) return schedulers_.Check(*s);
+  if (const auto* b = std::get_if<BgCommand>(&c.command)) return bg_.Check(*b);
   return lrps_.Check(std::get<LrpCommand>(c.command));
 }
 
 StatusOr<std::string> DeployState::Apply(const DeployCommand& c, uint64_t slot) {
   if (const auto* s = std::get_if<SchedCommand>(&c.command)) return schedulers_.Apply(*s, slot);
+  if (const auto* b = std::get_if<BgCommand>(&c.command)) {
+    if (Status st = bg_.Apply(*b); !st.ok()) return st;
+    return c.Describe() + ": done";
+  }
   const LrpCommand& l = std::get<LrpCommand>(c.command);
   if (Status st = lrps_.Apply(l); !st.ok()) return st;
   return l.Describe() + ": done";
@@ -129,6 +143,7 @@ StatusOr<nlohmann::json> DeployState::Query(const std::string& key) const {
   if (!name.empty() && !ValidName(name)) return Status::InvalidArgument("invalid name in query '" + key + "'");
   if (kind == "sched") return schedulers_.View(name);
   if (kind == "lrp") return lrps_.View(name);
+  if (kind == "bg") return bg_.View(name);
   return Status::InvalidArgument("query must be sched/NAME, bg/NAME or lrp/GUID (NAME empty: all)");
 }
 
@@ -136,6 +151,7 @@ std::string DeployState::SnapshotDump() const {
   nlohmann::json j;
   j["sched"] = schedulers_.Snapshot();
   j["lrp"] = lrps_.Snapshot();
+  j["bg"] = bg_.Snapshot();
   return j.dump();
 }
 

@@ -19,16 +19,17 @@
 
 #include "consensus/status.h"
 #include "node/decree.h"
+#include "node/deploy/bluegreen.h"
 #include "node/deploy/lrp.h"
 #include "node/deploy/schedulers.h"
 
 namespace ts::node::deploy {
 
-enum class Kind : uint8_t { kScheduler, kLrp };
+enum class Kind : uint8_t { kScheduler, kLrp, kBlueGreen };
 
 struct DeployCommand {
   Kind kind = Kind::kScheduler;
-  std::variant<SchedCommand, LrpCommand> command;
+  std::variant<SchedCommand, LrpCommand, BgCommand> command;
 
   bool Internal() const;      // written by the coordinator only
   DecreeType decree_type() const;
@@ -60,6 +61,7 @@ class DeployState {
  private:
   Schedulers schedulers_;
   DesiredLrps lrps_;
+  BlueGreen bg_;
 };
 
 }  // namespace ts::node::deploy

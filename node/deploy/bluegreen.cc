@@ -1,0 +1,304 @@
+// Blue-green deployments; see bluegreen.h.
+#include "node/deploy/bluegreen.h"
+
+#include <optional>
+#include <vector>
+
+#include "node/deploy/json_fields.h"
+
+namespace ts::node::deploy {
+
+namespace {
+
+using Op = BgCommand::Op;
+
+constexpr size_t kItemsMax = 256;  // clusters, endpoints or routes per command
+constexpr uint32_t kVersionMax = 1'000'000'000;
+constexpr uint32_t kHistoryMax = 1000;
+
+constexpr std::pair<Op, const char*> kOps[] = {
+    {Op::kRegister, "register"}, {Op::kPromote, "promote"}, {Op::kRollback, "rollback"},
+    {Op::kDeleteVersion, "delete_version"}};
+
+std::optional<uint32_t> InStage(const BgDeployment& d, Stage s) {
+  for (const auto& [v, stage] : d.versions) {
+    if (stage == s) return v;
+  }
+  return std::nullopt;
+}
+
+Status NameList(const nlohmann::json& j, const char* key, std::set<std::string>* out) {
+  auto it = j.find(key);
+  if (it == j.end()) return Status::Ok();
+  if (!it->is_array() || it->size() > kItemsMax) {
+    return Status::InvalidArgument(std::string("'") + key + "' must be a list of at most 256 names");
+  }
+  for (const nlohmann::json& n : *it) {
+    if (!n.is_string() || !ValidName(n.get<std::string>())) {
+      return Status::InvalidArgument(std::string("'") + key + "' holds an invalid name");
+    }
+    out->insert(n.get<std::string>());
+  }
+  return Status::Ok();
+}
+
+// Rules 4, 5, 7: in `target`, a prohibited route for every route of `active`
+// the target lacks. Never called with target == the ACTIVE version (rule 6).
+void Prohibit(BgCluster& c, uint32_t active, uint32_t target) {
+  auto a = c.versions.find(active);
+  if (a == c.versions.end()) return;
+  BgPlacement& t = c.versions[target];
+  for (const auto& [route, prohibited] : a->second.routes) {
+    if (!prohibited && t.routes.count(route) == 0) t.routes[route] = true;
+  }
+}
+
+void DropProhibited(BgDeployment& d, uint32_t version) {
+  for (auto& [name, c] : d.clusters) {
+    auto p = c.versions.find(version);
+    if (p == c.versions.end()) continue;
+    std::erase_if(p->second.routes, [](const auto& r) { return r.second; });
+  }
+}
+
+void DeleteVersion(BgDeployment& d, uint32_t version) {
+  d.versions.erase(version);
+  for (auto& [name, c] : d.clusters) c.versions.erase(version);
+}
+
+bool HasEndpoints(const BgCluster& c, uint32_t version) {
+  auto p = c.versions.find(version);
+  return p != c.versions.end() && !p->second.endpoints.empty();
+}
+
+// Rules 1 and 2 for a switch from `from` (the ACTIVE) to `to` (the future
+// ACTIVE); `stays` says whether a non-blue-green cluster keeps its
+// placement (rollback from its initial version). Returns the blue-green
+// clusters, which get prohibited routes.
+std::vector<BgCluster*> MoveNonBlueGreen(BgDeployment& d, uint32_t from, uint32_t to, bool rollback) {
+  std::vector<BgCluster*> bg;
+  for (auto& [name, c] : d.clusters) {
+    if (HasEndpoints(c, to)) {
+      bg.push_back(&c);
+      continue;
+    }
+    if (!HasEndpoints(c, from)) continue;
+    if (rollback && c.initial_version == from) continue;  // it becomes CANDIDATE with its version
+    c.versions[to] = std::move(c.versions[from]);  // endpoints and routes together
+    c.versions.erase(from);
+  }
+  return bg;
+}
+
+}  // namespace
+
+const char* StageName(Stage s) {
+  switch (s) {
+    case Stage::kActive: return "ACTIVE";
+    case Stage::kCandidate: return "CANDIDATE";
+    case Stage::kLegacy: return "LEGACY";
+    case Stage::kArchived: return "ARCHIVED";
+  }
+  return "?";
+}
+
+StatusOr<BgCommand> ParseBgCommand(const nlohmann::json& j) {
+  if (!j.is_object()) return Status::InvalidArgument("bg command must be a JSON object");
+  Fields f(j);
+  BgCommand c;
+  std::string op;
+  if (Status s = f.Name("op", &op); !s.ok()) return s;
+  bool known = false;
+  for (const auto& [o, name] : kOps) {
+    if (op == name) {
+      c.op = o;
+      known = true;
+    }
+  }
+  if (!known) return Status::InvalidArgument("unknown bg op '" + op + "' (register, promote, rollback, delete_version)");
+  if (Status s = f.Name("deployment", &c.deployment); !s.ok()) return s;
+  if (c.op != Op::kRollback) {
+    if (Status s = f.Uint("version", 1, kVersionMax, &c.version); !s.ok()) return s;
+  }
+  if (c.op == Op::kPromote) {
+    std::optional<uint32_t> h;
+    if (Status s = f.OptUint("history_size", 0, kHistoryMax, &h); !s.ok()) return s;
+    c.history_size = h.value_or(1);
+  }
+  if (c.op == Op::kRegister) {
+    auto it = j.find("clusters");
+    if (it == j.end() || !it->is_object() || it->empty() || it->size() > kItemsMax) {
+      return Status::InvalidArgument("register needs 'clusters': an object of 1..256 clusters");
+    }
+    for (const auto& [name, body] : it->items()) {
+      if (!ValidName(name) || !body.is_object()) return Status::InvalidArgument("invalid cluster '" + name.substr(0, 64) + "'");
+      BgPlacement p;
+      std::set<std::string> routes;
+      if (Status s = NameList(body, "endpoints", &p.endpoints); !s.ok()) return s;
+      if (Status s = NameList(body, "routes", &routes); !s.ok()) return s;
+      for (const std::string& r : routes) p.routes[r] = false;
+      c.clusters[name] = std::move(p);
+    }
+  }
+  return c;
+}
+
+nlohmann::json BgCommandToJson(const BgCommand& c) {
+  nlohmann::json j;
+  for (const auto& [o, name] : kOps) {
+    if (o == c.op) j["op"] = name;
+  }
+  j["deployment"] = c.deployment;
+  if (c.op != Op::kRollback) j["version"] = c.version;
+  if (c.op == Op::kPromote) j["history_size"] = c.history_size;
+  if (c.op == Op::kRegister) {
+    j["clusters"] = nlohmann::json::object();
+    for (const auto& [name, p] : c.clusters) {
+      nlohmann::json routes = nlohmann::json::array();
+      for (const auto& [r, prohibited] : p.routes) routes.push_back(r);
+      j["clusters"][name] = {{"endpoints", p.endpoints}, {"routes", routes}};
+    }
+  }
+  return j;
+}
+
+const BgDeployment* BlueGreen::Find(const std::string& name) const {
+  auto it = deployments_.find(name);
+  return it == deployments_.end() ? nullptr : &it->second;
+}
+
+Status BlueGreen::Check(const BgCommand& c) const {
+  const BgDeployment* d = Find(c.deployment);
+  if (c.op == Op::kRegister) {
+    if (d == nullptr) return Status::Ok();
+    auto v = d->versions.find(c.version);
+    // A CANDIDATE takes new routes; so does the first version while it is
+    // the only one (a deployment being set up).
+    bool setup = d->versions.size() == 1 && v != d->versions.end();
+    if (v != d->versions.end() && v->second != Stage::kCandidate && !setup) {
+      return Status::InvalidArgument("deployment " + c.deployment + ": version " + std::to_string(c.version) +
+                                     " is " + StageName(v->second) + "; routes are registered in a CANDIDATE");
+    }
+    return Status::Ok();
+  }
+  if (d == nullptr) return Status::NotFound("unknown deployment " + c.deployment);
+  std::string where = "deployment " + c.deployment + ": ";
+  if (c.op == Op::kRollback) {
+    if (!InStage(*d, Stage::kActive)) return Status::InvalidArgument(where + "no ACTIVE version");
+    if (!InStage(*d, Stage::kLegacy)) {
+      return Status::InvalidArgument(where + "no LEGACY version to roll back to (two rollbacks in a row are not possible)");
+    }
+    return Status::Ok();
+  }
+  auto v = d->versions.find(c.version);
+  if (v == d->versions.end()) return Status::NotFound(where + "unknown version " + std::to_string(c.version));
+  if (c.op == Op::kDeleteVersion) {
+    if (v->second == Stage::kActive) return Status::InvalidArgument(where + "the ACTIVE version cannot be deleted");
+    return Status::Ok();
+  }
+  if (v->second != Stage::kCandidate) {
+    return Status::InvalidArgument(where + "version " + std::to_string(c.version) + " is not CANDIDATE (it is " +
+                                   StageName(v->second) + ")");
+  }
+  if (!InStage(*d, Stage::kActive)) return Status::InvalidArgument(where + "no ACTIVE version to promote over");
+  return Status::Ok();
+}
+
+Status BlueGreen::Apply(const BgCommand& c) {
+  if (Status s = Check(c); !s.ok()) return s;
+  BgDeployment& d = deployments_[c.deployment];
+  switch (c.op) {
+    case Op::kRegister: {
+      if (d.versions.count(c.version) == 0) {
+        d.versions[c.version] = InStage(d, Stage::kActive) ? Stage::kCandidate : Stage::kActive;
+      }
+      std::optional<uint32_t> active = InStage(d, Stage::kActive);
+      for (const auto& [name, p] : c.clusters) {
+        BgCluster& cl = d.clusters[name];
+        if (cl.initial_version == 0 && !p.endpoints.empty()) cl.initial_version = c.version;
+        BgPlacement& mine = cl.versions[c.version];
+        mine.endpoints.insert(p.endpoints.begin(), p.endpoints.end());
+        for (const auto& [r, prohibited] : p.routes) mine.routes[r] = false;  // a real route replaces a prohibited one
+        if (d.versions[c.version] == Stage::kCandidate) Prohibit(cl, *active, c.version);  // rule 5
+      }
+      return Status::Ok();
+    }
+    case Op::kDeleteVersion:
+      DeleteVersion(d, c.version);
+      return Status::Ok();
+    case Op::kPromote: {
+      uint32_t active = *InStage(d, Stage::kActive);
+      std::optional<uint32_t> legacy = InStage(d, Stage::kLegacy);
+      std::vector<uint32_t> others;
+      for (const auto& [v, s] : d.versions) {
+        if (s == Stage::kCandidate && v != c.version) others.push_back(v);
+      }
+      for (uint32_t v : others) DeleteVersion(d, v);  // before any other action
+      DropProhibited(d, c.version);                   // rule 3
+      if (legacy) DropProhibited(d, *legacy);
+      std::vector<BgCluster*> bg = MoveNonBlueGreen(d, active, c.version, false);
+      d.versions[active] = Stage::kLegacy;
+      d.versions[c.version] = Stage::kActive;
+      if (legacy) d.versions[*legacy] = Stage::kArchived;
+      for (BgCluster* cl : bg) Prohibit(*cl, c.version, active);  // in the future LEGACY
+      std::vector<uint32_t> archived;  // ascending: oldest first
+      for (const auto& [v, s] : d.versions) {
+        if (s == Stage::kArchived) archived.push_back(v);
+      }
+      for (size_t i = 0; i + c.history_size < archived.size(); ++i) DeleteVersion(d, archived[i]);
+      return Status::Ok();
+    }
+    case Op::kRollback: {
+      uint32_t active = *InStage(d, Stage::kActive);
+      uint32_t legacy = *InStage(d, Stage::kLegacy);
+      for (const auto& [v, s] : d.versions) {
+        if (s == Stage::kCandidate) DropProhibited(d, v);  // rule 3
+      }
+      DropProhibited(d, legacy);
+      std::vector<BgCluster*> bg = MoveNonBlueGreen(d, active, legacy, true);
+      d.versions[active] = Stage::kCandidate;
+      d.versions[legacy] = Stage::kActive;
+      for (BgCluster* cl : bg) Prohibit(*cl, legacy, active);  // in the future CANDIDATE
+      return Status::Ok();
+    }
+  }
+  return Status::Ok();
+}
+
+StatusOr<nlohmann::json> BlueGreen::View(const std::string& deployment) const {
+  if (deployment.empty()) {
+    nlohmann::json all = nlohmann::json::array();
+    for (const auto& [name, d] : deployments_) {
+      nlohmann::json one = Snapshot()[name];
+      one["deployment"] = name;
+      all.push_back(one);
+    }
+    return all;
+  }
+  if (Find(deployment) == nullptr) return Status::NotFound("unknown deployment " + deployment);
+  nlohmann::json one = Snapshot()[deployment];
+  one["deployment"] = deployment;
+  return one;
+}
+
+nlohmann::json BlueGreen::Snapshot() const {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [name, d] : deployments_) {
+    nlohmann::json versions = nlohmann::json::object();
+    for (const auto& [v, s] : d.versions) versions[std::to_string(v)] = StageName(s);
+    nlohmann::json clusters = nlohmann::json::object();
+    for (const auto& [cn, c] : d.clusters) {
+      nlohmann::json placements = nlohmann::json::object();
+      for (const auto& [v, p] : c.versions) {
+        nlohmann::json routes = nlohmann::json::array(), prohibited = nlohmann::json::array();
+        for (const auto& [r, is_prohibited] : p.routes) (is_prohibited ? prohibited : routes).push_back(r);
+        placements[std::to_string(v)] = {{"endpoints", p.endpoints}, {"routes", routes}, {"prohibited", prohibited}};
+      }
+      clusters[cn] = {{"initial_version", c.initial_version}, {"versions", placements}};
+    }
+    j[name] = {{"versions", versions}, {"clusters", clusters}};
+  }
+  return j;
+}
+
+}  // namespace ts::node::deploy

@@ -31,11 +31,12 @@ Status NameList(const nlohmann::json& j, const char* key, std::set<std::string>*
   auto it = j.find(key);
   if (it == j.end()) return Status::Ok();
   if (!it->is_array() || it->size() > kItemsMax) {
-    return Status::InvalidArgument(std::string("'") + key + "' must be a list of at most 256 names");
+    return Status::InvalidArgument(std::string("'") + key + "' must be a list of at most 256 items");
   }
   for (const nlohmann::json& n : *it) {
-    if (!n.is_string() || !ValidName(n.get<std::string>())) {
-      return Status::InvalidArgument(std::string("'") + key + "' holds an invalid name");
+    if (!n.is_string() || !ValidToken(n.get<std::string>())) {
+      return Status::InvalidArgument(std::string("'") + key +
+                                     "' holds an invalid item (1..256 printable characters, no space or quote)");
     }
     out->insert(n.get<std::string>());
   }

@@ -13,6 +13,14 @@ bool ValidName(const std::string& s) {
   return true;
 }
 
+bool ValidToken(const std::string& s) {
+  if (s.empty() || s.size() > 256) return false;
+  for (char ch : s) {
+    if (ch <= ' ' || ch > '~' || ch == '"' || ch == '\\') return false;
+  }
+  return true;
+}
+
 StatusOr<nlohmann::json> ParseCommandJson(std::string_view text) {
   if (text.size() > kCommandBytesMax) {
     return Status::InvalidArgument("command larger than " + std::to_string(kCommandBytesMax) + " bytes");

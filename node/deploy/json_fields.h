@@ -20,6 +20,9 @@ constexpr size_t kCommandBytesMax = 256 * 1024;
 
 // A name: 1..128 bytes of [A-Za-z0-9._/-].
 bool ValidName(const std::string& s);
+// An endpoint or a route: 1..256 bytes of printable ASCII other than space,
+// quote and backslash (host:port, /api/v1/*, ...).
+bool ValidToken(const std::string& s);
 
 // Parses a command's JSON text: an object, at most kCommandBytesMax bytes
 // and kJsonDepthMax levels deep (checked before nlohmann's recursive parser

@@ -61,6 +61,10 @@ class ProcessCluster {
   void Resume(size_t i);  // SIGCONT
   bool Alive(size_t i) const;
   pid_t pid(size_t i) const { return nodes_[i].pid; }
+  // The temporary directory holding every node's data dir and log, and node
+  // i's log file (for tools that print where to look, e.g. tsnemesis).
+  const std::string& dir() const { return dir_; }
+  const std::string& log_path(size_t i) const { return nodes_[i].log_path; }
 
   const rpc::HostPort& client_addr(size_t i) const { return nodes_[i].client; }
   const rpc::HostPort& peer_addr(size_t i) const { return nodes_[i].peer; }

@@ -1,0 +1,88 @@
+// The nemesis's fault plan: a seeded, pure schedule of faults (what, when,
+// for how long, on which nodes), computed before the run so that a seed
+// names the same plan on every machine with this build. Which node is "the
+// leader" is only known at run time: an event may ask for the leader to be
+// among its targets, and the runner then moves it to the front of
+// `order` (see WithLeaderFirst).
+//
+// Faults never overlap: each one is applied, held for its duration, healed,
+// and followed by a quiet gap. An event touches at most a minority of the
+// nodes (kill, pause), or splits the network so that some side keeps a
+// majority (partition), so the cluster can make progress throughout.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "consensus/status.h"
+
+namespace ts::nemesis {
+
+enum class FaultKind : uint8_t { kKill, kPause, kPartition };
+
+enum class PartitionShape : uint8_t {
+  kNone,           // not a partition
+  kIsolate,        // the first `count` nodes of `order` (a minority) cut off from the rest, both ways
+  kOneWayOut,      // order[0] cannot send to anyone (it still hears them)
+  kOneWayIn,       // order[0] hears no one (it still sends)
+  kBridge,         // order[0] sees everyone; the others split in two halves that cannot see each other
+};
+
+const char* FaultKindName(FaultKind k);
+// kill, pause, partition. (A function: GCC 12 warns falsely about a braced
+// list of enums as a default member initializer.)
+std::vector<FaultKind> AllFaultKinds();
+const char* PartitionShapeName(PartitionShape s);
+
+struct FaultEvent {
+  uint64_t start_ms = 0;     // since the workload started
+  uint64_t duration_ms = 0;  // held this long, then healed
+  FaultKind kind = FaultKind::kKill;
+  PartitionShape shape = PartitionShape::kNone;
+  size_t count = 1;          // kill/pause/isolate: how many nodes (the first of `order`)
+  bool target_leader = false;
+  std::vector<size_t> order;  // a permutation of the node indexes 0..n-1
+
+  bool operator==(const FaultEvent&) const = default;
+};
+
+struct FaultPlanOptions {
+  uint64_t seed = 1;
+  uint64_t duration_ms = 60'000;
+  size_t nodes = 3;
+  std::vector<FaultKind> kinds = AllFaultKinds();
+  uint64_t first_fault_ms = 2'000;  // quiet start: the workload warms up
+  uint64_t quiet_end_ms = 3'000;    // no fault in the last this many ms
+  uint64_t hold_min_ms = 500, hold_max_ms = 4'000;
+  uint64_t gap_min_ms = 500, gap_max_ms = 2'500;
+};
+
+// Parses "kill,pause,partition" (any non-empty subset, no repeats).
+StatusOr<std::vector<FaultKind>> ParseFaultKinds(const std::string& text);
+std::string FaultKindsToString(const std::vector<FaultKind>& kinds);
+
+// The plan for these options; the same options give the same plan.
+std::vector<FaultEvent> MakeFaultPlan(const FaultPlanOptions& o);
+
+// `e` with node `leader` moved to the front of its order (if the event
+// targets the leader; otherwise `e` unchanged).
+FaultEvent WithLeaderFirst(const FaultEvent& e, size_t leader);
+
+// One fault-injection request: node `node` drops traffic with `peers`
+// (node ids, 1-based) in direction `key` ("block", "block-out", "block-in").
+struct BlockRule {
+  size_t node = 0;  // index
+  std::string key;
+  std::vector<uint32_t> peer_ids;
+  bool operator==(const BlockRule&) const = default;
+};
+
+// The requests that put partition `e` in place on `n` nodes (node index i
+// has id i+1). Nodes not named need no request.
+std::vector<BlockRule> PartitionRules(const FaultEvent& e, size_t n);
+
+// "kill nodes 2,3 for 1500 ms" and the like; `order` as 1-based ids.
+std::string Describe(const FaultEvent& e);
+
+}  // namespace ts::nemesis

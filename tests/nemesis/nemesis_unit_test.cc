@@ -1,0 +1,251 @@
+// The nemesis's pure parts: history encoding, the fault plan, the partition
+// rules, and the verdicts on hand-written histories.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "tests/nemesis/checker.h"
+#include "tests/nemesis/fault_plan.h"
+#include "tests/nemesis/history.h"
+
+namespace ts::nemesis {
+namespace {
+
+using Kind = sim::KvOperation::Kind;
+
+HistoryOp Op(Kind kind, std::string key, std::string value, Outcome outcome, uint64_t call, uint64_t ret) {
+  HistoryOp op;
+  op.kind = kind;
+  op.key = std::move(key);
+  if (kind == Kind::kGet) op.result = std::move(value);
+  else op.value = std::move(value);
+  op.outcome = outcome;
+  op.call_ns = call;
+  op.return_ns = outcome == Outcome::kUnknown ? 0 : ret;
+  return op;
+}
+
+TEST(History, EncodeDecode_roundTripsEveryField) {
+  HistoryOp cas = Op(Kind::kCas, "r1.g0", "v2.7", Outcome::kNegative, 100, 250);
+  cas.client = 2;
+  cas.expected = "v1.3";
+  HistoryOp absent = Op(Kind::kCas, "r2.g0", "v2.8", Outcome::kOk, 300, 400);
+  absent.expected_absent = true;
+  HistoryOp unknown = Op(Kind::kPut, "f3.9", "v3.9", Outcome::kUnknown, 500, 0);
+  unknown.fresh = true;
+  unknown.error = "outcome unknown: 127.0.0.1:1: connection reset";
+  HistoryOp read = Op(Kind::kGet, "r1.g0", "v\"quoted\"\n", Outcome::kOk, 600, 700);
+  read.final_read = true;
+  HistoryOp refused = Op(Kind::kDelete, "r1.g0", "", Outcome::kNotApplied, 800, 900);
+  refused.error = "no leader: x";
+  for (const HistoryOp& op : {cas, absent, unknown, read, refused}) {
+    std::string line = EncodeOp(op);
+    EXPECT_EQ(line.find('\n'), std::string::npos) << line;
+    auto back = DecodeOp(line);
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    EXPECT_EQ(*back, op) << line;
+  }
+  EXPECT_EQ(EncodeOp(unknown).find("return_ns"), std::string::npos) << "an unknown outcome has no return time";
+}
+
+TEST(History, Decode_rejectsMalformedLines) {
+  EXPECT_FALSE(DecodeOp("not json").ok());
+  EXPECT_FALSE(DecodeOp("[1,2]").ok());
+  EXPECT_FALSE(DecodeOp(R"({"client":0,"op":"frob","key":"k","outcome":"ok","call_ns":1,"return_ns":2})").ok());
+  EXPECT_FALSE(DecodeOp(R"({"client":0,"op":"get","key":"k","outcome":"ok","call_ns":1,"return_ns":2})").ok())
+      << "a successful get needs its result";
+  EXPECT_FALSE(DecodeOp(R"({"client":0,"op":"put","key":"k","value":"v","outcome":"ok","call_ns":5,"return_ns":2})")
+                   .ok())
+      << "return before call";
+  EXPECT_FALSE(
+      DecodeOp(R"({"client":0,"op":"put","key":"k","value":"v","outcome":"unknown","call_ns":1,"return_ns":2})").ok())
+      << "unknown outcome with a return time";
+  EXPECT_FALSE(DecodeOp(R"({"client":0,"op":"put","key":"k","value":"v","outcome":"maybe","call_ns":1,"return_ns":2})")
+                   .ok());
+}
+
+TEST(History, ReadHistory_skipsMetaAndNamesTheBadLine) {
+  std::string path = (std::filesystem::temp_directory_path() / ("nemesis_hist_" + std::to_string(getpid()))).string();
+  {
+    std::ofstream out(path);
+    out << R"({"meta":{"seed":1}})" << "\n" << EncodeOp(Op(Kind::kPut, "k", "v", Outcome::kOk, 1, 2)) << "\n";
+  }
+  auto h = ReadHistory(path);
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  EXPECT_EQ(h->size(), 1u);
+  { std::ofstream(path, std::ios::app) << "garbage\n"; }
+  auto bad = ReadHistory(path);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find(":3:"), std::string::npos) << bad.status().message();
+  std::filesystem::remove(path);
+}
+
+TEST(History, ToCheckerOp_unknownHasNoReturnAndNotAppliedIsLeftOut) {
+  auto unknown = ToCheckerOp(Op(Kind::kPut, "k", "v", Outcome::kUnknown, 10, 0));
+  ASSERT_TRUE(unknown);
+  EXPECT_FALSE(unknown->return_ns.has_value());
+  EXPECT_FALSE(ToCheckerOp(Op(Kind::kPut, "k", "v", Outcome::kNotApplied, 10, 20)));
+  auto neg = ToCheckerOp(Op(Kind::kDelete, "k", "", Outcome::kNegative, 10, 20));
+  ASSERT_TRUE(neg);
+  EXPECT_EQ(neg->return_ns, 20u);
+  EXPECT_FALSE(neg->ok);
+}
+
+FaultPlanOptions PlanOptions(uint64_t seed, size_t nodes = 3) {
+  FaultPlanOptions o;
+  o.seed = seed;
+  o.nodes = nodes;
+  o.duration_ms = 120'000;
+  return o;
+}
+
+TEST(FaultPlan, SameSeed_samePlan_otherSeed_otherPlan) {
+  auto a = MakeFaultPlan(PlanOptions(42));
+  auto b = MakeFaultPlan(PlanOptions(42));
+  auto c = MakeFaultPlan(PlanOptions(43));
+  ASSERT_GT(a.size(), 10u);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+}
+
+TEST(FaultPlan, Golden_seed7_isTheSamePlanOnEveryMachine) {
+  // mt19937_64's output is fixed by the standard and the plan draws with no
+  // <random> distribution, so a seed printed by one run names this plan
+  // everywhere. If this changes, old seeds no longer replay their plans.
+  auto plan = MakeFaultPlan(PlanOptions(7));
+  ASSERT_EQ(plan.size(), 32u);
+  EXPECT_EQ(Describe(plan[0]) + " @" + std::to_string(plan[0].start_ms), "kill node 3 for 3539 ms (leader first) @2000");
+  EXPECT_EQ(Describe(plan[1]) + " @" + std::to_string(plan[1].start_ms), "pause node 1 for 1898 ms (leader first) @7314");
+  EXPECT_EQ(Describe(plan[2]) + " @" + std::to_string(plan[2].start_ms), "kill node 3 for 1972 ms @9733");
+  auto five = MakeFaultPlan(PlanOptions(7, 5));
+  ASSERT_GE(five.size(), 3u);
+  EXPECT_EQ(Describe(five[2]) + " @" + std::to_string(five[2].start_ms),
+            "partition isolate: {2,3} | {5,4,1} for 3771 ms (leader first) @11219");
+}
+
+TEST(FaultPlan, EveryEvent_keepsAMajorityAndEndsBeforeTheQuietEnd) {
+  for (size_t nodes : {3u, 5u}) {
+    for (uint64_t seed = 1; seed <= 50; ++seed) {
+      FaultPlanOptions o = PlanOptions(seed, nodes);
+      auto plan = MakeFaultPlan(o);
+      uint64_t prev_end = 0;
+      for (const FaultEvent& e : plan) {
+        EXPECT_GE(e.start_ms, prev_end) << "faults overlap";
+        prev_end = e.start_ms + e.duration_ms;
+        EXPECT_LE(prev_end, o.duration_ms - o.quiet_end_ms);
+        EXPECT_GE(e.count, 1u);
+        EXPECT_LE(2 * e.count, nodes - 1) << "more than a minority: " << Describe(e);
+        std::set<size_t> perm(e.order.begin(), e.order.end());
+        EXPECT_EQ(perm.size(), nodes);
+        EXPECT_EQ(*perm.rbegin(), nodes - 1);
+        EXPECT_EQ(e.kind == FaultKind::kPartition, e.shape != PartitionShape::kNone);
+      }
+    }
+  }
+}
+
+TEST(FaultPlan, OnlyTheKindsAsked) {
+  FaultPlanOptions o = PlanOptions(9);
+  o.kinds = {FaultKind::kPause};
+  for (const FaultEvent& e : MakeFaultPlan(o)) EXPECT_EQ(e.kind, FaultKind::kPause);
+}
+
+TEST(FaultPlan, ParseFaultKinds) {
+  auto all = ParseFaultKinds("kill,pause,partition");
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->size(), 3u);
+  EXPECT_EQ(FaultKindsToString(*all), "kill,pause,partition");
+  EXPECT_FALSE(ParseFaultKinds("kill,nuke").ok());
+  EXPECT_FALSE(ParseFaultKinds("kill,kill").ok());
+  EXPECT_FALSE(ParseFaultKinds("").ok());
+}
+
+TEST(FaultPlan, WithLeaderFirst_movesTheLeaderOnlyWhenAsked) {
+  FaultEvent e;
+  e.order = {2, 0, 1};
+  e.target_leader = true;
+  EXPECT_EQ(WithLeaderFirst(e, 1).order, (std::vector<size_t>{1, 2, 0}));
+  e.target_leader = false;
+  EXPECT_EQ(WithLeaderFirst(e, 1).order, (std::vector<size_t>{2, 0, 1}));
+}
+
+TEST(PartitionRules, Isolate_bothSidesBlockEachOther) {
+  FaultEvent e;
+  e.kind = FaultKind::kPartition;
+  e.shape = PartitionShape::kIsolate;
+  e.count = 2;
+  e.order = {4, 0, 1, 2, 3};  // ids 5 and 1 cut off from 2, 3, 4
+  auto rules = PartitionRules(e, 5);
+  ASSERT_EQ(rules.size(), 5u);
+  EXPECT_EQ(rules[0], (BlockRule{0, "block", {2, 3, 4}}));
+  EXPECT_EQ(rules[1], (BlockRule{1, "block", {1, 5}}));
+  EXPECT_EQ(rules[4], (BlockRule{4, "block", {2, 3, 4}}));
+}
+
+TEST(PartitionRules, Bridge_theBridgeSeesEveryoneTheHalvesNotEachOther) {
+  FaultEvent e;
+  e.kind = FaultKind::kPartition;
+  e.shape = PartitionShape::kBridge;
+  e.order = {2, 0, 4, 1, 3};  // bridge id 3; halves {1,5} and {2,4}
+  auto rules = PartitionRules(e, 5);
+  ASSERT_EQ(rules.size(), 4u);
+  for (const BlockRule& r : rules) EXPECT_NE(r.node, 2u) << "the bridge blocks nothing";
+  EXPECT_EQ(rules[0], (BlockRule{0, "block", {2, 4}}));
+  EXPECT_EQ(rules[1], (BlockRule{1, "block", {1, 5}}));
+  EXPECT_EQ(rules[3], (BlockRule{4, "block", {2, 4}}));
+}
+
+TEST(PartitionRules, OneWay_onlyTheTargetIsTold) {
+  FaultEvent e;
+  e.kind = FaultKind::kPartition;
+  e.shape = PartitionShape::kOneWayIn;
+  e.order = {1, 0, 2};
+  auto rules = PartitionRules(e, 3);
+  ASSERT_EQ(rules.size(), 1u);
+  EXPECT_EQ(rules[0], (BlockRule{1, "block-in", {1, 3}}));
+}
+
+TEST(Checker, LinearizableHistoryPasses_staleReadIsCaught) {
+  std::vector<HistoryOp> h = {
+      Op(Kind::kPut, "r0.g0", "a", Outcome::kOk, 0, 10),
+      Op(Kind::kPut, "r0.g0", "b", Outcome::kOk, 20, 30),
+      Op(Kind::kGet, "r0.g0", "b", Outcome::kOk, 40, 50),
+      Op(Kind::kPut, "r1.g0", "x", Outcome::kUnknown, 0, 0),
+      Op(Kind::kGet, "r1.g0", "x", Outcome::kOk, 60, 70),
+      Op(Kind::kPut, "r1.g0", "never", Outcome::kNotApplied, 0, 5),
+  };
+  RegisterVerdict ok = CheckRegisters(h, 1'000'000, 2);
+  EXPECT_EQ(ok.keys, 2u);
+  EXPECT_EQ(ok.violations, 0u) << (ok.explanations.empty() ? "" : ok.explanations[0]);
+  h.push_back(Op(Kind::kGet, "r0.g0", "a", Outcome::kOk, 60, 70));  // stale: b was acknowledged before
+  h.push_back(Op(Kind::kGet, "r1.g0", "never", Outcome::kOk, 80, 90));  // a "not applied" put seen
+  RegisterVerdict bad = CheckRegisters(h, 1'000'000, 2);
+  EXPECT_EQ(bad.violations, 2u);
+  ASSERT_EQ(bad.explanations.size(), 2u);
+  EXPECT_NE(bad.explanations[0].find("r0.g0"), std::string::npos);
+}
+
+TEST(Checker, FreshWrites_lostAndForbiddenValuesAreCounted) {
+  std::vector<HistoryOp> h = {
+      Op(Kind::kPut, "f0.1", "v0.1", Outcome::kOk, 0, 10),         // kept
+      Op(Kind::kPut, "f0.2", "v0.2", Outcome::kOk, 0, 10),         // lost
+      Op(Kind::kPut, "f0.3", "v0.3", Outcome::kUnknown, 0, 0),     // absent: fine
+      Op(Kind::kPut, "f0.4", "v0.4", Outcome::kNotApplied, 0, 10),  // present: violation
+      Op(Kind::kPut, "f0.5", "v0.5", Outcome::kOk, 0, 10),         // unread
+  };
+  for (HistoryOp& op : h) op.fresh = true;
+  std::map<std::string, std::optional<std::string>> final_values = {
+      {"f0.1", "v0.1"}, {"f0.2", std::nullopt}, {"f0.3", std::nullopt}, {"f0.4", "v0.4"}};
+  FreshVerdict v = CheckFreshWrites(h, final_values);
+  EXPECT_EQ(v.acknowledged, 2u);
+  EXPECT_EQ(v.lost, 1u);
+  EXPECT_EQ(v.violations, 1u);
+  EXPECT_EQ(v.unread, 1u);
+  EXPECT_EQ(FreshKeys(h).size(), 5u);
+}
+
+}  // namespace
+}  // namespace ts::nemesis

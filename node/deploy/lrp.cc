@@ -89,7 +89,9 @@ Status ParseFields(const nlohmann::json& j, LrpCommand* c) {
       }
       // spec/004_*: every field of DesiredLRPUpdate is optional, but an
       // update that changes nothing is almost surely a client bug.
-      if (!c->instances && !c->definition) return Status::InvalidArgument("update needs 'definition' and/or 'instances'");
+      if (!c->instances && !c->definition) {
+        return Status::InvalidArgument("update needs 'definition' and/or 'instances'");
+      }
       return Status::Ok();
     }
     case Op::kInstanceMoved:
@@ -298,7 +300,10 @@ Status DesiredLrps::Check(const LrpCommand& c) const {
   const std::string& g = c.process_guid;
   // A command built in code rather than parsed must still be whole.
   if (!ValidName(g)) return Status::InvalidArgument("invalid process guid");
-  if ((c.op == Op::kDesire && (!c.instances || !c.definition)) || (c.op == Op::kUpdate && !c.instances && !c.definition)) {
+  bool whole = c.op == Op::kDesire   ? c.instances && c.definition
+               : c.op == Op::kUpdate ? c.instances || c.definition
+                                     : true;
+  if (!whole) {
     return Status::InvalidArgument(std::string("lrp ") + LrpOpName(c.op) + " is missing its definition or instances");
   }
   if (c.definition) {

@@ -87,16 +87,14 @@ class LrpScenario {
     return l != nullptr ? *l : kEmpty;
   }
   std::vector<std::string> Actual(const std::string& g = "web") const { return lrp(g).actual_definition_ids; }
-  std::vector<std::string> Stored(const std::string& g = "web") const {
+  // View's ids in stored order: "stored_definitions" or "pruned_definitions".
+  std::vector<std::string> Listed(const char* key, const std::string& g) const {
     auto v = lrps_.View(g);
     EXPECT_TRUE(v.ok());
-    return v.ok() ? (*v)["stored_definitions"].get<std::vector<std::string>>() : std::vector<std::string>{};
+    return v.ok() ? (*v)[key].get<std::vector<std::string>>() : std::vector<std::string>{};
   }
-  std::vector<std::string> Pruned(const std::string& g = "web") const {
-    auto v = lrps_.View(g);
-    EXPECT_TRUE(v.ok());
-    return v.ok() ? (*v)["pruned_definitions"].get<std::vector<std::string>>() : std::vector<std::string>{};
-  }
+  std::vector<std::string> Stored(const std::string& g = "web") const { return Listed("stored_definitions", g); }
+  std::vector<std::string> Pruned(const std::string& g = "web") const { return Listed("pruned_definitions", g); }
   DesiredLrps& lrps() { return lrps_; }
 
  private:
@@ -104,8 +102,6 @@ class LrpScenario {
 };
 
 using Ids = std::vector<std::string>;
-
-// --- desire -----------------------------------------------------------------
 
 TEST(DesiredLrps, Desire_CreatesInstancesOnItsDefinition) {
   LrpScenario s;
@@ -117,6 +113,8 @@ TEST(DesiredLrps, Desire_CreatesInstancesOnItsDefinition) {
   EXPECT_EQ(s.Actual(), (Ids{"v1", "v1", "v1"}));
   EXPECT_EQ(s.Stored(), (Ids{"v1"}));
   EXPECT_EQ(s.lrp().definitions.at("v1").definition, Def("v1"));
+  s.Ok(Desire("none", 0, "v1"));
+  EXPECT_TRUE(s.Actual("none").empty());
 }
 
 TEST(DesiredLrps, Desire_Existing_FailsUnchanged) {
@@ -126,14 +124,6 @@ TEST(DesiredLrps, Desire_Existing_FailsUnchanged) {
   EXPECT_EQ(st.code(), Status::Code::kInvalidArgument);
   EXPECT_NE(st.message().find("already exists"), std::string::npos) << st.message();
 }
-
-TEST(DesiredLrps, Desire_ZeroInstances_HasNoActualLrps) {
-  LrpScenario s;
-  s.Ok(Desire("web", 0, "v1"));
-  EXPECT_TRUE(s.Actual().empty());
-}
-
-// --- update -----------------------------------------------------------------
 
 TEST(DesiredLrps, Update_StartsUpdate_InstancesStayOnPrevious) {
   LrpScenario s;
@@ -206,8 +196,6 @@ TEST(DesiredLrps, Update_ScaleOnly_KeepsDefinition) {
   EXPECT_EQ(s.Actual(), (Ids{"v1"}));
 }
 
-// --- instance moves and completion ------------------------------------------
-
 TEST(DesiredLrps, InstanceMoved_LastMove_CompletesUpdate) {
   LrpScenario s;
   s.Ok(Desire("web", 3, "v1"));
@@ -251,8 +239,6 @@ TEST(DesiredLrps, InstanceMoved_BadIndexOrDefinition_FailsUnchanged) {
   st = s.Refused(Moved("web", 0, "v7"));
   EXPECT_NE(st.message().find("v7 is not live"), std::string::npos) << st.message();
 }
-
-// --- cancel -----------------------------------------------------------------
 
 TEST(DesiredLrps, Cancel_MovedInstancesGoBack_PreviousRestored) {
   LrpScenario s;
@@ -307,8 +293,6 @@ TEST(DesiredLrps, SpecExample_UpdateCancelUpdateRollback) {
   EXPECT_EQ((*v)["definition"], Def("version-2"));
 }
 
-// --- rollback ---------------------------------------------------------------
-
 TEST(DesiredLrps, Rollback_ToStoredDefinition_StartsUpdateTowardsIt) {
   LrpScenario s;
   s.Ok(Desire("web", 2, "v1"));
@@ -358,8 +342,6 @@ TEST(DesiredLrps, Rollback_WhileUpdatingOrToCurrent_Fails) {
   EXPECT_NE(st.message().find("update in progress"), std::string::npos) << st.message();
 }
 
-// --- unknown process guid ---------------------------------------------------
-
 TEST(DesiredLrps, UnknownProcessGuid_EveryOp_NotFound) {
   LrpScenario s;
   s.Ok(Desire("web", 1, "v1"));
@@ -374,8 +356,6 @@ TEST(DesiredLrps, UnknownProcessGuid_EveryOp_NotFound) {
   ASSERT_FALSE(v.ok());
   EXPECT_EQ(v.status().code(), Status::Code::kNotFound);
 }
-
-// --- pruning ----------------------------------------------------------------
 
 // Builds web with v1..v5 stored (v5 current) and no update in flight.
 void FiveDefinitions(LrpScenario& s) {
@@ -455,8 +435,6 @@ TEST(DesiredLrps, Prune_StorageCap_NeverDropsLiveOldest) {
   EXPECT_EQ(s.Stored().front(), "d0");
 }
 
-// --- remove -----------------------------------------------------------------
-
 TEST(DesiredLrps, Remove_DeletesLrp_GuidCanBeDesiredAgain) {
   LrpScenario s;
   s.Ok(Desire("web", 2, "v1"));
@@ -467,8 +445,6 @@ TEST(DesiredLrps, Remove_DeletesLrp_GuidCanBeDesiredAgain) {
   s.Ok(Desire("web", 1, "v2"));  // a fresh LRP: old ids are forgotten
   EXPECT_EQ(s.Actual(), (Ids{"v2"}));
 }
-
-// --- view, snapshot, determinism --------------------------------------------
 
 TEST(DesiredLrps, View_AllAndOne) {
   LrpScenario s;
@@ -557,8 +533,6 @@ TEST(DesiredLrps, Snapshot_DiffersWhenOnlyPrunedMemoryDiffers) {
   s1.Ok(Prune("web", 0));
   EXPECT_NE(s1.lrps().Snapshot().dump(), s2.lrps().Snapshot().dump());
 }
-
-// --- parsing ------------------------------------------------------------------
 
 TEST(ParseLrpCommand, RejectsMalformedInput) {
   json deep = {{"definition_id", "v1"}};

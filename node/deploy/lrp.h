@@ -50,9 +50,9 @@ constexpr uint32_t kLrpInstancesMax = 10000;
 constexpr size_t kDefinitionBytesMax = 64 * 1024;  // a definition's compact JSON
 constexpr size_t kDefinitionDepthMax = 16;         // nesting inside a definition
 constexpr size_t kDesiredLrpsMax = 4096;
-// Stored definitions per LRP, live ones included: an update or rollback
-// beyond it prunes the oldest non-live one, so the state stays bounded even
-// if nobody prunes.
+// Stored definitions per LRP, live ones included: an update beyond it prunes
+// the oldest non-live one, so the state stays bounded even if nobody prunes
+// (rollback and cancel store nothing new).
 constexpr size_t kStoredDefinitionsMax = 32;
 // Pruned ids remembered per LRP (so rollback can say "pruned"); beyond it the
 // oldest are forgotten.
@@ -119,7 +119,8 @@ class DesiredLrps {
   // Ok, or Corruption naming the first broken invariant: every actual LRP
   // names its LRP's DefinitionID or PreviousDefinitionID; live definitions
   // are stored; an update in flight still has an instance on the previous
-  // definition; bounds hold. Apply asserts it in debug builds.
+  // definition; bounds hold. Apply asserts it, for the LRP it changed, in
+  // debug builds.
   Status CheckInvariants() const;
 
   const DesiredLrp* Find(const std::string& process_guid) const;

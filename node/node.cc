@@ -211,7 +211,17 @@ void Node::LogRoleChange() {
   if (s.role == Role::kLeader) {
     spdlog::info("became leader at ballot {} (chosen slot {})", consensus::ToString(s.promised), s.chosen_upto);
   } else if (last_role_ == Role::kLeader) {
-    spdlog::warn("stepped down as leader (now {}, leader hint {})", consensus::RoleName(s.role), s.leader);
+    spdlog::warn("stepped down as leader (now {}, leader hint {}); {} writes in flight", consensus::RoleName(s.role),
+                 s.leader, pending_writes_.size());
+    // Their slots are settled only when this node learns what was chosen
+    // there. Usually that is one catch-up away (then each client gets a
+    // definite answer), but if the new leader's log has not reached those
+    // slots, nothing fills them and the clients would wait the full
+    // request_timeout_ms (nemesis finding: 5 s stalls). So they wait a few
+    // leases at most, then hear "outcome unknown".
+    uint64_t grace = NowMs() + 4 * options_.lease_ms;
+    for (auto& [slot, w] : pending_writes_) w.deadline_ms = std::min(w.deadline_ms, grace);
+    next_expiry_ms_ = 0;
   } else if (s.role == Role::kCandidate) {
     spdlog::info("campaigning at ballot {}", consensus::ToString(s.promised));
   } else if (s.leader != consensus::kNoNode && s.leader != last_leader_) {

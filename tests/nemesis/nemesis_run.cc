@@ -204,11 +204,15 @@ int RunNemesis(const NemesisOptions& o, const std::atomic<bool>& interrupted) {
   for (const FaultEvent& planned : plan) {
     if (!wait_until(planned.start_ms)) break;
     FaultEvent e = planned;
+    std::string leader_note;
     if (e.target_leader) {
-      if (auto l = cluster->LeaderIndex()) e = WithLeaderFirst(e, *l);
+      auto l = cluster->LeaderIndex();
+      if (l) e = WithLeaderFirst(e, *l);
+      leader_note = l ? "; leader was node " + std::to_string(*l + 1) : "; no single leader known, plan order kept";
     }
     ++faults;
-    Say("[%6.1fs] fault %zu: %s", static_cast<double>(elapsed_ms()) / 1000.0, faults, Describe(e).c_str());
+    Say("[%6.1fs] fault %zu: %s%s", static_cast<double>(elapsed_ms()) / 1000.0, faults, Describe(e).c_str(),
+        leader_note.c_str());
     Status s = runner.Apply(e);
     if (!s.ok()) {
       problems.push_back("fault " + std::to_string(faults) + ": " + s.message());

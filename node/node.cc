@@ -131,6 +131,7 @@ void Node::Run() {
     Flush();
     UpdateEligibility();
     MaybeProposeMarker();
+    MaybeProposeDowngrade();
     SuperviseCoordinator();
     Flush();
     ServeReads();
@@ -145,6 +146,13 @@ void Node::Run() {
     w.respond(std::move(r));
   }
   pending_writes_.clear();
+  if (pending_downgrade_) {
+    rpc::ClientResponse r;
+    r.id = pending_downgrade_->req.id;
+    r.code = rpc::ClientCode::kUnavailable;
+    r.message = "node shutting down before the downgrade decree was proposed; nothing was written";
+    pending_downgrade_->respond(std::move(r));
+  }
   transport_->Stop();
   clients_->Stop();
   io_.restart();

@@ -105,6 +105,7 @@ class Node {
   void MaybeProposeMarker();
   bool TryResumeWithRewrites(consensus::Slot downgrade_slot, const Downgrade& g);
   void HandleDowngrade(rpc::ClientRequest&& req, rpc::ClientServer::Responder respond);
+  void MaybeProposeDowngrade();
   StatusOr<std::vector<Rewrite>> RewritesFor(const Semver& target) const;
   void HandleFault(const rpc::ClientRequest& req, rpc::ClientServer::Responder respond);
   void ServeReads();
@@ -132,6 +133,17 @@ class Node {
   VersionState versions_;
   Eligibility eligibility_;
   consensus::Ballot marker_checked_;  // leadership whose marker duty is done
+  // A downgrade (or cancellation) asked of this leader, waiting until every
+  // decree it proposed before the request (up to `after`) is applied.
+  struct PendingDowngrade {
+    Downgrade g;  // target or cancel; rewrites are filled in when proposed
+    consensus::Ballot ballot;
+    consensus::Slot after = 0;
+    rpc::ClientRequest req;
+    rpc::ClientServer::Responder respond;
+    uint64_t deadline_ms = 0;
+  };
+  std::optional<PendingDowngrade> pending_downgrade_;
 
   // Recovery coordinator (runs only while this node may: see SuperviseCoordinator).
   struct PendingDeploy {

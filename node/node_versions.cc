@@ -42,6 +42,10 @@ void Node::MaybeProposeMarker() {
   if (s.role != consensus::Role::kLeader || !s.leader_ready || s.promised == marker_checked_) return;
   if (applied_slot_ < s.chosen_upto) return;  // wait until the recovered log is applied
   marker_checked_ = s.promised;
+  // A downgrade prepared under an earlier leadership was never applied:
+  // write our own formats again (a request still waiting is answered by
+  // MaybeProposeDowngrade).
+  if (!pending_downgrade_) versions_.PrepareDowngrade(std::nullopt);
   if (!NeedsMarker(versions_.self(), versions_.latest_marker())) return;
   Decree d;
   d.header = versions_.HeaderFor(static_cast<uint16_t>(DecreeType::kVersionMarker));
@@ -98,28 +102,25 @@ StatusOr<std::vector<Rewrite>> Node::RewritesFor(const Semver& target) const {
     auto entries = store_->ReadRange(from, std::min<consensus::Slot>(chosen, from + 4095));
     if (!entries.ok()) return entries.status();
     for (const consensus::Entry& e : *entries) {
-      if (e.IsNoop()) continue;
-      Decree d;
-      if (!DecodeDecree(e.value, &d).ok()) return Status::Corruption("slot " + std::to_string(e.slot) + " is undecodable");
-      VersionState reader(target);
-      if (reader.CanRead(d)) continue;
-      auto restated = RewriteFor(target, d);
-      if (!restated) {
-        const char* name = DecreeTypeName(d.header.type);
-        return Status::InvalidArgument("slot " + std::to_string(e.slot) + " holds a " + (name ? name : "unknown") +
-                                       " decree (model " + std::to_string(d.header.EffectiveModelVersion()) +
-                                       ") that " + target.ToString() + " cannot read and that cannot be rewritten");
-      }
-      bytes += restated->size();
+      size_t before = out.size();
+      std::string why;
+      if (!RestateInto(target, e.slot, e.value, &out, &why)) return Status::InvalidArgument(why);
+      if (out.size() > before) bytes += out.back().decree.size();
       if (bytes > options_.frame_bytes_max / 4) {
         return Status::InvalidArgument("too many decrees since the upgrade to restate for " + target.ToString());
       }
-      out.push_back(Rewrite{e.slot, std::move(*restated)});
     }
   }
   return out;
 }
 
+// A downgrade request is checked at once, but its decree is proposed only
+// once every decree this leader proposed before the request is chosen and
+// applied (MaybeProposeDowngrade): the rewrites must cover all of them, and
+// from the request on this leader writes only what the target reads. The
+// simulator found what happens otherwise: a write proposed in model 2 just
+// before or just after the downgrade decree, and the target's nodes stuck
+// for good.
 void Node::HandleDowngrade(rpc::ClientRequest&& req, rpc::ClientServer::Responder respond) {
   auto fail = [&](ClientCode code, std::string why) {
     ClientResponse r;
@@ -133,6 +134,7 @@ void Node::HandleDowngrade(rpc::ClientRequest&& req, rpc::ClientServer::Responde
     respond(Redirect(req, "this node does not lead"));
     return;
   }
+  if (pending_downgrade_) return fail(ClientCode::kBusy, "another downgrade request is waiting to be proposed; retry");
   Downgrade g;
   if (req.op == rpc::ClientOp::kDowngradeCancel) {
     if (!versions_.downgrade_to()) return fail(ClientCode::kBadRequest, "no downgrade is in force");
@@ -140,28 +142,63 @@ void Node::HandleDowngrade(rpc::ClientRequest&& req, rpc::ClientServer::Responde
   } else {
     auto target = Semver::Parse(req.value);
     if (!target) return fail(ClientCode::kBadRequest, "downgrade target '" + req.value + "' is not X.Y.Z");
-    Semver newest = versions_.latest_marker().value_or(versions_.self());
-    if (*target >= newest) {
-      return fail(ClientCode::kBadRequest, "downgrade target " + target->ToString() +
-                                               " is not older than the latest version " + newest.ToString());
-    }
-    if (versions_.downgrade_to() == *target) {
-      return fail(ClientCode::kBadRequest, "a downgrade to " + target->ToString() + " is already in force");
-    }
-    auto rewrites = RewritesFor(*target);
-    if (!rewrites.ok()) return fail(ClientCode::kBadRequest, "downgrade refused: " + rewrites.status().message());
+    std::string refusal = DowngradeRefusal(versions_, *target);
+    if (!refusal.empty()) return fail(ClientCode::kBadRequest, refusal);
     g.target = target->ToString();
-    g.rewrites = std::move(*rewrites);
+    versions_.PrepareDowngrade(*target);
+  }
+  uint64_t deadline = NowMs() + options_.request_timeout_ms;
+  pending_downgrade_ = PendingDowngrade{std::move(g), s.promised, s.last_slot, std::move(req), std::move(respond), deadline};
+  MaybeProposeDowngrade();
+}
+
+void Node::MaybeProposeDowngrade() {
+  if (!pending_downgrade_) return;
+  PendingDowngrade& p = *pending_downgrade_;
+  auto finish = [&](std::optional<ClientResponse> r) {
+    if (r) {
+      p.respond(std::move(*r));
+      if (!p.g.cancel) versions_.PrepareDowngrade(std::nullopt);
+    }
+    pending_downgrade_.reset();
+  };
+  auto fail = [&](ClientCode code, std::string why) {
+    ClientResponse r;
+    r.id = p.req.id;
+    r.code = code;
+    r.message = std::move(why) + "; nothing was written";
+    finish(std::move(r));
+  };
+  consensus::ReplicaStatus s = replica_->GetStatus();
+  if (s.role != consensus::Role::kLeader || s.promised != p.ballot) {
+    return finish(Redirect(p.req, "leadership changed before the downgrade decree was proposed; nothing was written"));
+  }
+  if (NowMs() >= p.deadline_ms) {
+    return fail(ClientCode::kUnavailable, "decrees proposed before the request were not chosen in time");
+  }
+  if (applied_slot_ < p.after || stuck_at_) return;  // wait for them
+  if (!p.g.cancel) {
+    Semver target = *Semver::Parse(p.g.target);
+    std::string refusal = DowngradeRefusal(versions_, target);
+    if (!refusal.empty()) return fail(ClientCode::kBadRequest, refusal);
+    auto rewrites = RewritesFor(target);
+    if (!rewrites.ok()) return fail(ClientCode::kBadRequest, "downgrade refused: " + rewrites.status().message());
+    p.g.rewrites = std::move(*rewrites);
+  } else if (!versions_.downgrade_to()) {
+    return fail(ClientCode::kBadRequest, "no downgrade is in force");
   }
   Decree d;
   d.header = versions_.HeaderFor(static_cast<uint16_t>(DecreeType::kDowngrade));
   d.tag = RequestTag{options_.id, ++next_seq_, epoch_};
-  d.payload = EncodeDowngrade(g);
+  d.payload = EncodeDowngrade(p.g);
   auto slot = replica_->Propose(EncodeDecree(d));
   if (!slot.ok()) return fail(ClientCode::kBusy, slot.status().message());
   spdlog::warn("{} proposed in slot {} ({} decrees restated)",
-               g.cancel ? std::string("downgrade cancellation") : "downgrade to " + g.target, *slot, g.rewrites.size());
-  pending_writes_[*slot] = PendingWrite{d.tag, req.op, std::move(respond), req.id, NowMs() + options_.request_timeout_ms};
+               p.g.cancel ? std::string("downgrade cancellation") : "downgrade to " + p.g.target, *slot,
+               p.g.rewrites.size());
+  pending_writes_[*slot] =
+      PendingWrite{d.tag, p.req.op, std::move(p.respond), p.req.id, NowMs() + options_.request_timeout_ms};
+  finish(std::nullopt);  // the target stays prepared until the decree is applied
 }
 
 }  // namespace ts::node

@@ -119,8 +119,9 @@ std::unique_ptr<CLI::App> BuildApp(Args* a) {
       ->capture_default_str();
   CLI::App* down = app->add_subcommand(
       "downgrade",
-      "downgrade --to X.Y.Z | downgrade --cancel: let nodes of an older version lead again (the leader restates "
-      "decrees X.Y.Z cannot read, or refuses with the reason), or end the downgrade in force");
+      "downgrade --to X.Y.Z | downgrade --cancel: let nodes of an older version lead again (the leader writes only "
+      "formats X.Y.Z reads from now on and, once its writes in flight are applied, restates the decrees X.Y.Z cannot "
+      "read, or refuses with the reason), or end the downgrade in force");
   auto* to = down->add_option("--to", a->downgrade_to, "Target version X.Y.Z, older than the latest marker");
   auto* cancel = down->add_flag("--cancel", a->downgrade_cancel, "End the downgrade in force");
   to->excludes(cancel);

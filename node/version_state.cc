@@ -53,6 +53,7 @@ void VersionState::Observe(const Decree& d) {
     if (DecodeDowngrade(d.payload, &g).ok()) {
       if (g.cancel) downgrade_to_.reset();
       else if (auto v = Semver::Parse(g.target)) downgrade_to_ = *v;
+      prepared_downgrade_.reset();
     }
   }
 }
@@ -84,6 +85,7 @@ uint16_t VersionState::WriteModel(uint16_t type) const {
   uint16_t model = 1;
   if (IsKvType(type) && self_ >= kKvModel2Since && latest_marker_ && *latest_marker_ >= kKvModel2Since) model = 2;
   if (downgrade_to_) model = std::min(model, MaxModelRead(*downgrade_to_, type));
+  if (prepared_downgrade_) model = std::min(model, MaxModelRead(*prepared_downgrade_, type));
   return std::max<uint16_t>(model, 1);
 }
 
@@ -106,6 +108,36 @@ std::optional<std::string> RewriteFor(const Semver& target, const Decree& d) {
   v1.tag = d.tag;
   v1.payload = EncodeKvCommand(b.ops[0].command);
   return EncodeDecree(v1);
+}
+
+std::string DowngradeRefusal(const VersionState& st, const Semver& target) {
+  Semver newest = st.latest_marker().value_or(st.self());
+  if (target >= newest) {
+    return "downgrade target " + target.ToString() + " is not older than the latest version " + newest.ToString();
+  }
+  if (st.downgrade_to() == target) return "a downgrade to " + target.ToString() + " is already in force";
+  return "";
+}
+
+bool RestateInto(const Semver& target, uint64_t slot, const std::string& bytes, std::vector<Rewrite>* out,
+                 std::string* why) {
+  if (bytes.empty()) return true;  // a no-op
+  Decree d;
+  if (!DecodeDecree(bytes, &d).ok()) {
+    *why = "slot " + std::to_string(slot) + " is undecodable";
+    return false;
+  }
+  if (VersionState(target).CanRead(d)) return true;
+  auto restated = RewriteFor(target, d);
+  if (!restated) {
+    const char* name = DecreeTypeName(d.header.type);
+    *why = "slot " + std::to_string(slot) + " holds a " + (name ? name : "unknown") + " decree (model " +
+           std::to_string(d.header.EffectiveModelVersion()) + ") that " + target.ToString() +
+           " cannot read and that cannot be rewritten";
+    return false;
+  }
+  out->push_back(Rewrite{slot, std::move(*restated)});
+  return true;
 }
 
 }  // namespace ts::node

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "node/decree.h"
 #include "node/version.h"
@@ -47,6 +48,13 @@ class VersionState {
   // acceptor-side half of rule 1; a downgrade to `v` lifts it).
   bool Bars(const Semver& v) const;
 
+  // A downgrade this leader has been asked for and not yet seen applied:
+  // from the request on it writes only what `target` reads, so nothing it
+  // proposes after the request needs restating. nullopt clears it; so does
+  // applying any downgrade decree.
+  void PrepareDowngrade(std::optional<Semver> target) { prepared_downgrade_ = target; }
+  const std::optional<Semver>& prepared_downgrade() const { return prepared_downgrade_; }
+
   // The model version to write for `type` now (as leader).
   uint16_t WriteModel(uint16_t type) const;
   // The header a new decree of `type` gets now.
@@ -62,6 +70,7 @@ class VersionState {
   std::optional<Semver> latest_marker_;
   std::optional<Semver> recorded_marker_;
   std::optional<Semver> downgrade_to_;
+  std::optional<Semver> prepared_downgrade_;
   std::optional<Semver> newest_reader_needed_;
 };
 
@@ -69,5 +78,15 @@ class VersionState {
 // model-2 batch of one operation becomes a model-1 command. nullopt when it
 // cannot be restated (then a downgrade to `target` must be refused).
 std::optional<std::string> RewriteFor(const Semver& target, const Decree& d);
+
+// Why a leader whose applied log left it in state `st` must refuse a
+// downgrade to `target`; empty if it may write one.
+std::string DowngradeRefusal(const VersionState& st, const Semver& target);
+
+// Appends to `out` the restatement for `target` of the decree `bytes` chosen
+// at `slot`, if `target` cannot read it. False (with *why) if the decree is
+// undecodable or cannot be restated: the downgrade must then be refused.
+bool RestateInto(const Semver& target, uint64_t slot, const std::string& bytes, std::vector<Rewrite>* out,
+                 std::string* why);
 
 }  // namespace ts::node

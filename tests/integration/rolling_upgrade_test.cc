@@ -1,10 +1,12 @@
 // The rolling upgrade of spec/003_* with real tsnode processes, one binary
 // playing versions A (1.0.0), B (1.1.0) and C (1.2.0) through
 // --software-version: the four stages on 3 and 5 nodes, a tie, a node that
-// cannot read the log, and explicit downgrade.
+// cannot read the log, and explicit downgrade (also under write load).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <set>
+#include <thread>
 
 #include "tests/integration/cluster_harness.h"
 
@@ -245,6 +247,57 @@ TEST_F(RollingUpgradeTest, Downgrade_WithoutItANeverLeadsWithItAReadsEverything)
     ASSERT_TRUE(r.ok());
     EXPECT_EQ(r->value, v) << k;
   }
+}
+
+// Found by the versioned simulation: writes in flight when the downgrade
+// decree is written (proposed before it but not yet chosen, or proposed
+// after it but before it is applied) were in B's model 2 and not restated,
+// so the A node stayed stuck for good. Four writers keep the leader busy
+// throughout the downgrade; afterwards the A node must have resumed and
+// apply everything.
+TEST_F(RollingUpgradeTest, Downgrade_UnderWriteLoadTheTargetResumesForGood) {
+  cluster_ = std::make_unique<ProcessCluster>(3, std::vector<std::string>{},
+                                              std::vector<std::vector<std::string>>(3, {"--software-version", kB}));
+  ASSERT_TRUE(cluster_->WaitForLeader(10s));
+  ASSERT_TRUE(Write("before", "b0"));  // model 2, after B's marker
+  cluster_->RestartAs(2, kA);
+  ASSERT_TRUE(WaitFor([&] {
+    auto s = cluster_->StatusOf(2);
+    return s && s->stuck_at_slot != 0;
+  }, 10s)) << "the A node should be stuck at B's model-2 decree";
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> written{0};
+  std::vector<std::thread> writers;
+  for (int w = 0; w < 4; ++w) {
+    writers.emplace_back([&, w] {
+      node::Client c(cluster_->ClientOptionsFor(5000ms));
+      for (uint64_t i = 0; !stop; ++i) {
+        ClientRequest r;
+        r.op = ClientOp::kPut;
+        r.key = "w" + std::to_string(w);
+        r.value = std::to_string(i);
+        auto resp = c.Call(r);
+        if (resp.ok() && resp->code == ClientCode::kOk) ++written;
+      }
+    });
+  }
+  ASSERT_TRUE(WaitFor([&] { return written >= 200; }, 10s));
+  node::Client c(cluster_->ClientOptionsFor(10000ms));
+  ClientRequest down;
+  down.op = ClientOp::kDowngrade;
+  down.value = kA;
+  auto ok = c.Call(down);
+  uint64_t at_downgrade = written;
+  ASSERT_TRUE(WaitFor([&] { return written >= at_downgrade + 200; }, 10s));
+  stop = true;
+  for (auto& t : writers) t.join();
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  ASSERT_EQ(ok->code, ClientCode::kOk) << ok->message;
+  ASSERT_TRUE(WaitFor([&] {
+    auto s = cluster_->StatusOf(2);
+    return s && s->stuck_at_slot == 0 && s->applied_slot == s->chosen_slot && s->downgrade_to == kA;
+  }, 10s)) << "the A node did not resume for good after the downgrade";
+  ASSERT_TRUE(cluster_->WaitForConvergence(15s));
 }
 
 }  // namespace

@@ -95,6 +95,54 @@ TEST(VersionState, RewriteFor_RestatesSingleOperationsOnly) {
   EXPECT_FALSE(RewriteFor(kA, PutV2("k", "v", 2)).has_value());  // an atomic batch has no v1 form
 }
 
+TEST(VersionState, PrepareDowngrade_WritesTheTargetsFormatUntilADowngradeIsApplied) {
+  const auto put = static_cast<uint16_t>(DecreeType::kKvPut);
+  VersionState b(kB);
+  b.Observe(Marker(kB));
+  ASSERT_EQ(b.WriteModel(put), 2);
+  b.PrepareDowngrade(kA);  // asked for, not yet in the log
+  EXPECT_EQ(b.WriteModel(put), 1);
+  EXPECT_FALSE(b.downgrade_to().has_value());
+  b.Observe(DowngradeTo(kA));  // the decree is applied: prepared turns into in force
+  EXPECT_FALSE(b.prepared_downgrade().has_value());
+  EXPECT_EQ(b.downgrade_to(), kA);
+  EXPECT_EQ(b.WriteModel(put), 1);
+  // Cleared without a decree (the request failed): B's own format again.
+  VersionState c(kB);
+  c.Observe(Marker(kB));
+  c.PrepareDowngrade(kA);
+  c.PrepareDowngrade(std::nullopt);
+  EXPECT_EQ(c.WriteModel(put), 2);
+}
+
+TEST(VersionState, DowngradeRefusal_OnlyToAnOlderVersionNotAlreadyInForce) {
+  VersionState b(kB);
+  b.Observe(Marker(kB));
+  EXPECT_EQ(DowngradeRefusal(b, kA), "");
+  EXPECT_NE(DowngradeRefusal(b, kB).find("not older"), std::string::npos);
+  EXPECT_NE(DowngradeRefusal(b, Semver{2, 0, 0}).find("not older"), std::string::npos);
+  b.Observe(DowngradeTo(kA));
+  EXPECT_NE(DowngradeRefusal(b, kA).find("already in force"), std::string::npos);
+}
+
+TEST(VersionState, RestateInto_OnlyWhatTheTargetCannotRead) {
+  std::vector<Rewrite> out;
+  std::string why;
+  Decree v1;
+  v1.header.type = static_cast<uint16_t>(DecreeType::kKvPut);
+  v1.payload = EncodeKvCommand(KvCommand{"k", "v", "", false});
+  EXPECT_TRUE(RestateInto(kA, 1, EncodeDecree(v1), &out, &why));
+  EXPECT_TRUE(RestateInto(kA, 2, "", &out, &why));  // a no-op
+  EXPECT_TRUE(out.empty());
+  EXPECT_TRUE(RestateInto(kA, 3, EncodeDecree(PutV2("k", "v")), &out, &why));
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].slot, 3u);
+  EXPECT_FALSE(RestateInto(kA, 4, EncodeDecree(PutV2("k", "v", 2)), &out, &why));
+  EXPECT_NE(why.find("slot 4"), std::string::npos) << why;
+  EXPECT_FALSE(RestateInto(kA, 5, "\x01garbage", &out, &why));
+  EXPECT_NE(why.find("undecodable"), std::string::npos) << why;
+}
+
 TEST(KvStoreModel2, Apply_BatchIsAllOrNothing) {
   KvStore kv;
   Decree d = PutV2("a", "1");

@@ -8,7 +8,8 @@
 #   --sanitize   build and run under ASan+UBSan, in build-asan; integration
 #                timings and deadlines are lengthened (TS_TEST_TIMING_SCALE,
 #                default 3 there)
-#   --long       add the long tests (more simulation seeds: TS_SIM_SEEDS)
+#   --long       add the long tests, and more simulation seeds (TS_SIM_SEEDS,
+#                default 20000; TS_VSIM_SEEDS with versions, default 10000)
 #   --fuzz       then also run every libFuzzer target for FUZZ_SECONDS
 #                (default 30) through cluster-scripts/fuzz.sh (clang-14)
 #   -- ARGS      passed to ctest, e.g. -- -R integration -V
@@ -26,10 +27,10 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     --sanitize) setup_args+=(--sanitize); build_dir="${ASAN_BUILD_DIR:-build-asan}"
                 export TS_TEST_TIMING_SCALE="${TS_TEST_TIMING_SCALE:-3}" ;;
-    --long) long=1; export TS_SIM_SEEDS="${TS_SIM_SEEDS:-20000}" ;;
+    --long) long=1; export TS_SIM_SEEDS="${TS_SIM_SEEDS:-20000}" TS_VSIM_SEEDS="${TS_VSIM_SEEDS:-10000}" ;;
     --fuzz) fuzz=1 ;;
     --) shift; ctest_extra=("$@"); break ;;
-    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run-tests.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift

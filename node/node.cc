@@ -151,7 +151,7 @@ void Node::Run() {
     r.id = pending_downgrade_->req.id;
     r.code = rpc::ClientCode::kUnavailable;
     r.message = "node shutting down before the downgrade decree was proposed; nothing was written";
-    pending_downgrade_->respond(std::move(r));
+    if (pending_downgrade_->respond) pending_downgrade_->respond(std::move(r));
   }
   transport_->Stop();
   clients_->Stop();

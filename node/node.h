@@ -134,14 +134,16 @@ class Node {
   Eligibility eligibility_;
   consensus::Ballot marker_checked_;  // leadership whose marker duty is done
   // A downgrade (or cancellation) asked of this leader, waiting until every
-  // decree it proposed before the request (up to `after`) is applied.
+  // decree it proposed before the request (up to `after`) is applied; or a
+  // restatement of the downgrade in force (`restate`, no client).
   struct PendingDowngrade {
     Downgrade g;  // target or cancel; rewrites are filled in when proposed
     consensus::Ballot ballot;
     consensus::Slot after = 0;
     rpc::ClientRequest req;
-    rpc::ClientServer::Responder respond;
+    rpc::ClientServer::Responder respond;  // null for a restatement
     uint64_t deadline_ms = 0;
+    bool restate = false;
   };
   std::optional<PendingDowngrade> pending_downgrade_;
 

@@ -46,6 +46,15 @@ void Node::MaybeProposeMarker() {
   // write our own formats again (a request still waiting is answered by
   // MaybeProposeDowngrade).
   if (!pending_downgrade_) versions_.PrepareDowngrade(std::nullopt);
+  if (versions_.restate_needed() && !pending_downgrade_) {
+    // Recovered decrees the downgrade target cannot read: restate them.
+    spdlog::warn("the log holds decrees {} cannot read after its downgrade decree; restating them",
+                 versions_.downgrade_to()->ToString());
+    Downgrade g;
+    g.target = versions_.downgrade_to()->ToString();
+    pending_downgrade_ = PendingDowngrade{std::move(g), s.promised, s.last_slot, {}, nullptr,
+                                          NowMs() + options_.request_timeout_ms, true};
+  }
   if (!NeedsMarker(versions_.self(), versions_.latest_marker())) return;
   Decree d;
   d.header = versions_.HeaderFor(static_cast<uint16_t>(DecreeType::kVersionMarker));
@@ -148,7 +157,8 @@ void Node::HandleDowngrade(rpc::ClientRequest&& req, rpc::ClientServer::Responde
     versions_.PrepareDowngrade(*target);
   }
   uint64_t deadline = NowMs() + options_.request_timeout_ms;
-  pending_downgrade_ = PendingDowngrade{std::move(g), s.promised, s.last_slot, std::move(req), std::move(respond), deadline};
+  pending_downgrade_ =
+      PendingDowngrade{std::move(g), s.promised, s.last_slot, std::move(req), std::move(respond), deadline, false};
   MaybeProposeDowngrade();
 }
 
@@ -157,8 +167,9 @@ void Node::MaybeProposeDowngrade() {
   PendingDowngrade& p = *pending_downgrade_;
   auto finish = [&](std::optional<ClientResponse> r) {
     if (r) {
-      p.respond(std::move(*r));
-      if (!p.g.cancel) versions_.PrepareDowngrade(std::nullopt);
+      if (p.respond) p.respond(std::move(*r));
+      else spdlog::warn("restating downgrade decree not written: {}", r->message);
+      if (!p.g.cancel && !p.restate) versions_.PrepareDowngrade(std::nullopt);
     }
     pending_downgrade_.reset();
   };
@@ -179,7 +190,7 @@ void Node::MaybeProposeDowngrade() {
   if (applied_slot_ < p.after || stuck_at_) return;  // wait for them
   if (!p.g.cancel) {
     Semver target = *Semver::Parse(p.g.target);
-    std::string refusal = DowngradeRefusal(versions_, target);
+    std::string refusal = p.restate ? "" : DowngradeRefusal(versions_, target);
     if (!refusal.empty()) return fail(ClientCode::kBadRequest, refusal);
     auto rewrites = RewritesFor(target);
     if (!rewrites.ok()) return fail(ClientCode::kBadRequest, "downgrade refused: " + rewrites.status().message());
@@ -196,8 +207,10 @@ void Node::MaybeProposeDowngrade() {
   spdlog::warn("{} proposed in slot {} ({} decrees restated)",
                p.g.cancel ? std::string("downgrade cancellation") : "downgrade to " + p.g.target, *slot,
                p.g.rewrites.size());
-  pending_writes_[*slot] =
-      PendingWrite{d.tag, p.req.op, std::move(p.respond), p.req.id, NowMs() + options_.request_timeout_ms};
+  if (p.respond) {
+    pending_writes_[*slot] =
+        PendingWrite{d.tag, p.req.op, std::move(p.respond), p.req.id, NowMs() + options_.request_timeout_ms};
+  }
   finish(std::nullopt);  // the target stays prepared until the decree is applied
 }
 

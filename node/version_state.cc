@@ -54,7 +54,10 @@ void VersionState::Observe(const Decree& d) {
       if (g.cancel) downgrade_to_.reset();
       else if (auto v = Semver::Parse(g.target)) downgrade_to_ = *v;
       prepared_downgrade_.reset();
+      restate_needed_ = false;  // a downgrade decree restates the whole log
     }
+  } else if (downgrade_to_ && !restate_needed_ && !VersionState(*downgrade_to_).CanRead(d)) {
+    restate_needed_ = true;
   }
 }
 

@@ -55,6 +55,13 @@ class VersionState {
   void PrepareDowngrade(std::optional<Semver> target) { prepared_downgrade_ = target; }
   const std::optional<Semver>& prepared_downgrade() const { return prepared_downgrade_; }
 
+  // Whether the log holds, after the latest downgrade decree, a decree the
+  // downgrade target cannot read. A leader that recovers an earlier
+  // leader's proposal must choose it as it is (Paxos), even in a format the
+  // target does not read; it then writes a further downgrade decree that
+  // restates it, so the target's nodes do not stay stuck.
+  bool restate_needed() const { return restate_needed_; }
+
   // The model version to write for `type` now (as leader).
   uint16_t WriteModel(uint16_t type) const;
   // The header a new decree of `type` gets now.
@@ -71,6 +78,7 @@ class VersionState {
   std::optional<Semver> recorded_marker_;
   std::optional<Semver> downgrade_to_;
   std::optional<Semver> prepared_downgrade_;
+  bool restate_needed_ = false;
   std::optional<Semver> newest_reader_needed_;
 };
 

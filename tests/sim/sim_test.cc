@@ -2,40 +2,20 @@
 // mixes, and the replay guarantee (same seed, same trace).
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-
 #include "tests/sim/simulation.h"
 
 namespace ts::sim {
 namespace {
 
-uint64_t SeedCount() {
-  const char* env = std::getenv("TS_SIM_SEEDS");
-  return env ? std::strtoull(env, nullptr, 10) : 1000;
-}
-
 TEST(Simulation, RunSimulation_ManySeedsKeepEveryInvariant) {
-  uint64_t seeds = SeedCount();
-  uint64_t acked = 0, hours_ms = 0, failed = 0, write_faults = 0;
-  for (uint64_t seed = 1; seed <= seeds; ++seed) {
-    SimOptions o;
-    o.seed = seed;
-    o.duration_ms = 10000;
-    SimResult r = RunSimulation(o);
-    acked += r.acknowledged;
-    write_faults += r.write_faults;
-    hours_ms += r.simulated_ms;
-    if (!r.ok) {
-      ++failed;
-      ADD_FAILURE() << "seed " << seed << ": " << r.failure << "\n  replay: " << ReplayCommand(o);
-      if (failed >= 5) break;
-    }
-  }
-  EXPECT_GT(acked, seeds);  // the runs did real work
-  EXPECT_GT(write_faults, seeds / 4) << "torn writes and failed fsyncs must actually strike";
-  std::printf("simulation: seeds=%llu acknowledged=%llu simulated_hours=%.2f write_faults=%llu\n",
-              (unsigned long long)seeds, (unsigned long long)acked, hours_ms / 3600000.0,
-              (unsigned long long)write_faults);
+  uint64_t seeds = SeedsFromEnv("TS_SIM_SEEDS", 1000);
+  SimOptions o;
+  o.duration_ms = 10000;
+  SweepResult t = SweepSeeds(o, seeds, 5, [](const SimOptions& s) { return RunSimulation(s); });
+  for (const std::string& f : t.failures) ADD_FAILURE() << f;
+  EXPECT_GT(t.acknowledged, seeds);  // the runs did real work
+  EXPECT_GT(t.write_faults, seeds / 4) << "torn writes and failed fsyncs must actually strike";
+  std::printf("simulation: %s\n", t.Summary().c_str());
 }
 
 TEST(Simulation, RunSimulation_SameSeedSameTrace) {

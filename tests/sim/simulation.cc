@@ -6,6 +6,8 @@
 #include "tests/sim/simulation.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <random>
 #include <vector>
@@ -23,9 +25,10 @@ struct Outstanding {
 
 class Run {
  public:
-  explicit Run(const SimOptions& o)
+  Run(const SimOptions& o, const LayerFactory& layer)
       : o_(o), rng_(o.seed), nodes_(o.nodes ? o.nodes : (rng_() % 2 ? 5 : 3)), c_(nodes_, rng_(), ConfigFor(rng_)) {
     c_.SetClockDrift(20000);  // 2%: within what lease 100 ms / drift 10 ms tolerates
+    if (layer) layer_ = layer(c_, rng_());
   }
 
   // Half the seeds use a short election jitter, so candidates duel.
@@ -57,6 +60,7 @@ class Run {
       Step();
       if (c_.now_ms() >= next_check) {
         Fail(c_.CheckAgreement());
+        if (layer_) Fail(layer_->Check(false));
         next_check += 1000;
       }
     }
@@ -64,6 +68,7 @@ class Run {
     r_.trace_hash = c_.trace_hash();
     r_.write_faults = c_.write_faults_fired();
     r_.simulated_ms = c_.now_ms();
+    if (layer_) r_.version_steps = layer_->version_steps();
     return r_;
   }
 
@@ -76,6 +81,7 @@ class Run {
 
   void Step() {
     c_.Run(1);
+    if (layer_) layer_->AfterStep();
     int holders = 0;
     for (NodeId id : c_.members()) {
       if (c_.IsUp(id) && c_.replica(id).GetStatus().lease_left_ms > 0) ++holders;
@@ -102,10 +108,38 @@ class Run {
     std::string value = "s" + std::to_string(o_.seed) + "-" + std::to_string(next_value_++);
     for (NodeId id : c_.members()) {
       if (!c_.IsUp(id) || c_.replica(id).GetStatus().role != consensus::Role::kLeader) continue;
-      auto slot = c_.replica(id).Propose(value);
-      if (slot.ok()) outstanding_.push_back(Outstanding{id, *slot, value});
+      if (auto p = Propose(id, value)) outstanding_.push_back(Outstanding{id, p->first, p->second});
       return;
     }
+  }
+
+  std::optional<std::pair<Slot, std::string>> Propose(NodeId leader, const std::string& value) {
+    if (layer_) return layer_->ProposeWrite(leader, value);
+    auto slot = c_.replica(leader).Propose(value);
+    if (!slot.ok()) return std::nullopt;
+    return std::make_pair(*slot, value);
+  }
+
+  // Liveness: some leader gets a write applied within `limit_ms`.
+  bool CommitOne(const std::string& value, uint64_t limit_ms) {
+    uint64_t deadline = c_.now_ms() + limit_ms;
+    while (c_.now_ms() < deadline) {
+      auto l = c_.Leader();
+      auto p = l ? Propose(*l, value) : std::nullopt;
+      if (!p) {
+        Step();
+        continue;
+      }
+      // Wait while the proposer leads; once it does not, try the next leader.
+      NodeId leader = *l;
+      auto leads = [&] { return c_.IsUp(leader) && c_.replica(leader).GetStatus().role == consensus::Role::kLeader; };
+      while (c_.now_ms() < deadline && leads() && c_.applied(leader).size() < p->first) Step();
+      if (c_.IsUp(leader) && c_.applied(leader).size() >= p->first &&
+          c_.applied(leader)[p->first - 1].value == p->second) {
+        return true;
+      }
+    }
+    return false;
   }
 
   void InjectFault() {
@@ -190,9 +224,14 @@ class Run {
         ++it;
         continue;
       }
-      c_.Restart(it->first);
+      Restart(it->first);
       it = restart_at_.erase(it);
     }
+  }
+
+  void Restart(NodeId id) {
+    if (layer_) layer_->Restart(id);
+    else c_.Restart(id);
   }
 
   void Heal() {
@@ -201,17 +240,17 @@ class Run {
     for (NodeId a : c_.members())
       for (NodeId b : c_.members()) c_.Block(a, b, false);
     for (auto& [id, at] : restart_at_) {
-      if (!c_.IsUp(id)) c_.Restart(id);
+      if (!c_.IsUp(id)) Restart(id);
     }
     restart_at_.clear();
-    if (!c_.Commit("final-" + std::to_string(o_.seed), o_.heal_limit_ms)) {
+    if (!CommitOne("final-" + std::to_string(o_.seed), o_.heal_limit_ms)) {
       std::string state;
       for (NodeId id : c_.members()) {
         auto st = c_.replica(id).GetStatus();
         state += "\n    node " + std::to_string(id) + ": " + consensus::RoleName(st.role) + " promised " +
                  consensus::ToString(st.promised) + " leader " + std::to_string(st.leader) + " chosen " +
                  std::to_string(st.chosen_upto) + " last " + std::to_string(st.last_slot) + " lease " +
-                 std::to_string(st.lease_left_ms);
+                 std::to_string(st.lease_left_ms) + (layer_ ? " " + layer_->Describe(id) : "");
       }
       Fail("no commit within " + std::to_string(o_.heal_limit_ms) + "ms after faults healed" + state);
       return;
@@ -223,13 +262,12 @@ class Run {
       for (NodeId id : c_.members()) n = std::max(n, c_.applied(id).size());
       return n;
     };
-    c_.RunUntil(
-        [&] {
-          for (NodeId id : c_.members())
-            if (c_.applied(id).size() < longest()) return false;
-          return true;
-        },
-        o_.heal_limit_ms);
+    auto caught_up = [&] {
+      for (NodeId id : c_.members())
+        if (c_.applied(id).size() < longest()) return false;
+      return true;
+    };
+    for (uint64_t waited = 0; waited < o_.heal_limit_ms && !caught_up(); ++waited) Step();
     Fail(c_.CheckAgreement());
     NodeId l = c_.members()[0];
     for (NodeId id : c_.members())
@@ -244,6 +282,10 @@ class Run {
     for (NodeId id : c_.members()) {
       if (c_.applied(id).size() != log.size()) Fail("node " + std::to_string(id) + " did not catch up after healing");
     }
+    if (layer_) {
+      Step();  // the layer applies what the last step brought
+      Fail(layer_->Check(true));
+    }
     r_.acknowledged = acked_.size();
     r_.chosen = log.size();
   }
@@ -252,6 +294,7 @@ class Run {
   std::mt19937_64 rng_;
   size_t nodes_;
   SimCluster c_;
+  std::unique_ptr<SimLayer> layer_;
   SimResult r_;
   uint64_t next_value_ = 0;
   std::vector<Outstanding> outstanding_;
@@ -263,11 +306,48 @@ class Run {
 
 }  // namespace
 
-SimResult RunSimulation(const SimOptions& options) { return Run(options).Go(); }
+SimResult RunSimulation(const SimOptions& options, const LayerFactory& layer) { return Run(options, layer).Go(); }
 
 std::string ReplayCommand(const SimOptions& o) {
   return "tssim --seed " + std::to_string(o.seed) + " --nodes " + std::to_string(o.nodes) + " --duration-ms " +
-         std::to_string(o.duration_ms);
+         std::to_string(o.duration_ms) + (o.versions ? " --versions" : "");
+}
+
+uint64_t SeedsFromEnv(const char* name, uint64_t fallback) {
+  const char* env = std::getenv(name);
+  return env ? std::strtoull(env, nullptr, 10) : fallback;
+}
+
+SweepResult SweepSeeds(SimOptions o, uint64_t count, size_t max_failures,
+                       const std::function<SimResult(const SimOptions&)>& run) {
+  SweepResult t;
+  uint64_t first = o.seed;
+  for (o.seed = first; o.seed < first + count && t.failures.size() < max_failures; ++o.seed) {
+    SimResult r = run(o);
+    ++t.seeds;
+    t.acknowledged += r.acknowledged;
+    t.faults += r.faults;
+    t.write_faults += r.write_faults;
+    t.version_steps += r.version_steps;
+    t.simulated_ms += r.simulated_ms;
+    t.last_trace_hash = r.trace_hash;
+    if (!r.ok) {
+      ++t.failed;
+      t.failures.push_back("seed " + std::to_string(o.seed) + ": " + r.failure + "\n  replay: " + ReplayCommand(o));
+    }
+  }
+  return t;
+}
+
+std::string SweepResult::Summary() const {
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "seeds=%llu failed=%llu acknowledged=%llu faults=%llu write_faults=%llu version_steps=%llu "
+                "simulated_hours=%.2f",
+                (unsigned long long)seeds, (unsigned long long)failed, (unsigned long long)acknowledged,
+                (unsigned long long)faults, (unsigned long long)write_faults, (unsigned long long)version_steps,
+                simulated_ms / 3600000.0);
+  return line;
 }
 
 }  // namespace ts::sim

@@ -7,15 +7,25 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
+
+#include "consensus/types.h"
 
 namespace ts::sim {
+
+class SimCluster;
 
 struct SimOptions {
   uint64_t seed = 1;
   size_t nodes = 0;              // 0: chosen by the seed (3 or 5)
   uint64_t duration_ms = 20000;  // simulated time under faults, before healing
   uint64_t heal_limit_ms = 10000;  // liveness bound once faults stop
+  bool versions = false;  // run the node's version rules (RunVersionedSimulation)
 };
 
 struct SimResult {
@@ -27,11 +37,52 @@ struct SimResult {
   uint64_t faults = 0;        // fault events injected
   uint64_t write_faults = 0;  // torn writes and failed fsyncs that struck
   uint64_t simulated_ms = 0;
+  uint64_t version_steps = 0;  // nodes restarted on another version, downgrade decrees
 };
 
-SimResult RunSimulation(const SimOptions& options);
+// What a layer above the core adds to a run: the versioned simulation plugs
+// in the node's version rules and a schedule of upgrades and downgrades. The
+// plain run has no layer and proposes raw values.
+class SimLayer {
+ public:
+  virtual ~SimLayer() = default;
+  // After every simulated millisecond (the cluster has stepped).
+  virtual void AfterStep() = 0;
+  // Starts a node that is down (the layer decides what it runs).
+  virtual void Restart(consensus::NodeId id) = 0;
+  // A client write of `value` at `leader`: the slot and the bytes proposed,
+  // or nullopt if it does not take writes now.
+  virtual std::optional<std::pair<consensus::Slot, std::string>> ProposeWrite(consensus::NodeId leader,
+                                                                            const std::string& value) = 0;
+  // The layer's invariants, empty if they hold; `settled` once faults are
+  // healed and every node has caught up.
+  virtual std::string Check(bool settled) = 0;
+  // What the layer knows of node `id`, for failure reports.
+  virtual std::string Describe(consensus::NodeId id) const = 0;
+  // Counters for the summary: upgrade and downgrade steps taken.
+  virtual uint64_t version_steps() const = 0;
+};
+using LayerFactory = std::function<std::unique_ptr<SimLayer>(SimCluster& cluster, uint64_t seed)>;
+
+SimResult RunSimulation(const SimOptions& options, const LayerFactory& layer = {});
 
 // The one-line command that replays a seed.
 std::string ReplayCommand(const SimOptions& options);
+
+// The number in environment variable `name` (TS_SIM_SEEDS...), else `fallback`.
+uint64_t SeedsFromEnv(const char* name, uint64_t fallback);
+
+// Totals over a run of consecutive seeds.
+struct SweepResult {
+  uint64_t seeds = 0, failed = 0, acknowledged = 0, faults = 0, write_faults = 0, version_steps = 0,
+           simulated_ms = 0;
+  uint64_t last_trace_hash = 0;
+  std::vector<std::string> failures;  // "seed S: what broke\n  replay: COMMAND"
+  std::string Summary() const;        // one line of the totals
+};
+// Runs `count` seeds from `o.seed` on with `run` (RunSimulation or
+// RunVersionedSimulation); stops after `max_failures` failing seeds.
+SweepResult SweepSeeds(SimOptions o, uint64_t count, size_t max_failures,
+                       const std::function<SimResult(const SimOptions&)>& run);
 
 }  // namespace ts::sim

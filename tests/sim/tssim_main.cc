@@ -1,12 +1,15 @@
 // tssim: runs seeded simulations; `tssim --seed S` replays one run exactly.
-//   tssim [--seed S] [--seeds N] [--nodes 0|3|5] [--duration-ms MS]
+//   tssim [--seed S] [--seeds N] [--nodes 0|3|5] [--duration-ms MS] [--versions]
+// --versions runs the nodes' version rules with upgrades and downgrades.
 // Prints one line per failing seed with its replay command, then a summary.
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
 #include "tests/sim/simulation.h"
+#include "tests/sim/versioned_simulation.h"
 
 int main(int argc, char** argv) {
   ts::sim::SimOptions o;
@@ -23,28 +26,17 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--seeds")) seeds = next("--seeds");
     else if (!std::strcmp(argv[i], "--nodes")) o.nodes = next("--nodes");
     else if (!std::strcmp(argv[i], "--duration-ms")) o.duration_ms = next("--duration-ms");
+    else if (!std::strcmp(argv[i], "--versions")) o.versions = true;
     else {
-      std::fprintf(stderr, "usage: tssim [--seed S] [--seeds N] [--nodes 0|3|5] [--duration-ms MS]\n");
+      std::fprintf(stderr, "usage: tssim [--seed S] [--seeds N] [--nodes 0|3|5] [--duration-ms MS] [--versions]\n");
       return std::strcmp(argv[i], "--help") == 0 ? 0 : 2;
     }
   }
-  uint64_t failed = 0, acked = 0, sim_ms = 0, faults = 0;
-  uint64_t first = o.seed;
-  for (uint64_t s = first; s < first + seeds; ++s) {
-    o.seed = s;
-    ts::sim::SimResult r = ts::sim::RunSimulation(o);
-    acked += r.acknowledged;
-    sim_ms += r.simulated_ms;
-    faults += r.faults;
-    if (seeds == 1) std::printf("seed %llu trace %016llx\n", (unsigned long long)s, (unsigned long long)r.trace_hash);
-    if (!r.ok) {
-      ++failed;
-      std::printf("FAIL seed %llu: %s\n  replay: %s\n", (unsigned long long)s, r.failure.c_str(),
-                  ts::sim::ReplayCommand(o).c_str());
-    }
-  }
-  std::printf("seeds=%llu failed=%llu acknowledged=%llu faults=%llu simulated_hours=%.2f\n", (unsigned long long)seeds,
-              (unsigned long long)failed, (unsigned long long)acked, (unsigned long long)faults,
-              sim_ms / 3600000.0);
-  return failed == 0 ? 0 : 1;
+  auto run = o.versions ? ts::sim::RunVersionedSimulation
+                        : [](const ts::sim::SimOptions& s) { return ts::sim::RunSimulation(s); };
+  ts::sim::SweepResult t = ts::sim::SweepSeeds(o, seeds, SIZE_MAX, run);
+  if (seeds == 1) std::printf("seed %llu trace %016llx\n", (unsigned long long)o.seed, (unsigned long long)t.last_trace_hash);
+  for (const std::string& f : t.failures) std::printf("FAIL %s\n", f.c_str());
+  std::printf("%s\n", t.Summary().c_str());
+  return t.failed == 0 ? 0 : 1;
 }

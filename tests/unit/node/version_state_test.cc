@@ -115,6 +115,23 @@ TEST(VersionState, PrepareDowngrade_WritesTheTargetsFormatUntilADowngradeIsAppli
   EXPECT_EQ(c.WriteModel(put), 2);
 }
 
+TEST(VersionState, RestateNeeded_ByADecreeTheTargetCannotReadAfterTheDowngrade) {
+  VersionState b(kB);
+  b.Observe(Marker(kB));
+  b.Observe(PutV2("k", "v"));
+  EXPECT_FALSE(b.restate_needed()) << "no downgrade in force: nothing to restate";
+  b.Observe(DowngradeTo(kA));
+  EXPECT_FALSE(b.restate_needed());
+  // A model-2 write an earlier leader proposed, recovered after the downgrade.
+  b.Observe(PutV2("k", "late"));
+  EXPECT_TRUE(b.restate_needed());
+  b.Observe(DowngradeTo(kA));  // the restating decree
+  EXPECT_FALSE(b.restate_needed());
+  b.Observe(PutV2("k", "again"));
+  b.Observe(DowngradeTo(kA, /*cancel=*/true));
+  EXPECT_FALSE(b.restate_needed()) << "no downgrade in force any more";
+}
+
 TEST(VersionState, DowngradeRefusal_OnlyToAnOlderVersionNotAlreadyInForce) {
   VersionState b(kB);
   b.Observe(Marker(kB));

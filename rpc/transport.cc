@@ -12,6 +12,7 @@
 #include <cassert>
 #include <charconv>
 #include <unordered_map>
+#include <vector>
 
 #include "rpc/codec.h"
 #include "rpc/connection.h"
@@ -186,9 +187,26 @@ struct PeerTransport::Impl {
     }
     ack.ok = true;
     in->peer = h.node_id;
+    CloseSupersededInbound(in);
     in->conn->SendFrame(FrameType::kHandshakeAck, EncodeHandshakeAck(ack));
     if (on_handshake) on_handshake(h);
     return Status::Ok();
+  }
+
+  // A peer dials us on one link at a time. An older link from it (its
+  // previous process, or one it gave up on) is closed, so that none of its
+  // frames still unread can follow this handshake: they could carry the
+  // version the peer ran before a restart.
+  void CloseSupersededInbound(const Inbound* in) {
+    std::vector<std::shared_ptr<Connection>> old;  // Close() erases from `inbound`
+    for (const auto& [key, other] : inbound) {
+      if (other.get() != in && other->peer == in->peer) old.push_back(other->conn);
+    }
+    for (const auto& conn : old) {
+      spdlog::info("peer {}: a new link from {} supersedes the one from {}; closing the old one", in->peer,
+                   in->conn->remote(), conn->remote());
+      conn->Close("superseded by a newer link from the same peer");
+    }
   }
 
   void Dial(consensus::NodeId id) {

@@ -4,6 +4,7 @@
 // the io_context run out of work.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -223,6 +224,36 @@ TEST(PeerTransport, Receive_MessageWhoseSenderDiffersFromTheHandshakeIsDropped) 
   EXPECT_FALSE(raw.closed());  // well-formed frames: the link stays up
   ASSERT_EQ(a.handshakes.size(), 1u);
   EXPECT_EQ(a.handshakes[0].software_version, "9.9.9");
+}
+
+// A peer that dials again (a restarted process) supersedes its old link:
+// the old one is closed, so no frame left on it can follow the new
+// handshake (it could carry the version the peer ran before).
+TEST(PeerTransport, Handshake_ANewLinkFromAPeerClosesItsOldOne) {
+  asio::io_context io;
+  Node a(io, Options(1, 0, {{2, FreePort(io)}, {3, FreePort(io)}}));
+  ASSERT_TRUE(a.transport.Start().ok());
+  RawClient old_link(io), other_peer(io), new_link(io);
+  old_link.Connect(a.transport.bound_port());
+  old_link.Write(HandshakeFrame("c1", 2) + MessageFrame(Heartbeat(2, 1, 1)));
+  other_peer.Connect(a.transport.bound_port());
+  other_peer.Write(HandshakeFrame("c1", 3));
+  ASSERT_TRUE(RunUntil(io, [&] { return a.received.size() == 1 && a.handshakes.size() == 2; }));
+  new_link.Connect(a.transport.bound_port());
+  new_link.Write(HandshakeFrame("c1", 2));
+  EXPECT_TRUE(old_link.WaitClosed());
+  (void)old_link.TryWrite(MessageFrame(Heartbeat(2, 1, 99)));  // goes nowhere: the server closed it
+  new_link.Write(MessageFrame(Heartbeat(2, 1, 2)));
+  other_peer.Write(MessageFrame(Heartbeat(3, 1, 3)));
+  ASSERT_TRUE(RunUntil(io, [&] { return a.received.size() >= 3; }));
+  RunFor(io, std::chrono::milliseconds(50));
+  std::vector<uint64_t> seqs;
+  for (const consensus::Message& m : a.received) seqs.push_back(std::get<consensus::Heartbeat>(m.body).seq);
+  std::sort(seqs.begin(), seqs.end());
+  EXPECT_EQ(seqs, (std::vector<uint64_t>{1, 2, 3}));
+  EXPECT_FALSE(new_link.closed());
+  EXPECT_FALSE(other_peer.closed()) << "only the same peer's old link goes";
+  EXPECT_EQ(a.transport.metrics().bad_frames, 0u);
 }
 
 // Hostile bytes on the peer port close that connection only; the link to

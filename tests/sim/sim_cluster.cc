@@ -61,9 +61,11 @@ SimCluster::SimCluster(size_t n, uint64_t seed, consensus::Config base) : base_(
 void SimCluster::Restart(NodeId id) {
   Node& n = nodes_.at(id);
   assert(!n.replica);
+  ++incarnations_[id];
   consensus::Config c = base_;
   c.id = id;
   c.members = members_;
+  if (auto v = software_versions_.find(id); v != software_versions_.end()) c.software_version = v->second;
   // The driver replays the chosen prefix from disk before the core starts.
   n.applied.clear();
   for (auto& [slot, e] : n.disk.entries) {
@@ -133,10 +135,10 @@ void SimCluster::Enqueue(Message m) {
   for (int i = 0; i < copies; ++i) {
     uint64_t delay = faults_.delay_min_ms + Random(faults_.delay_max_ms - faults_.delay_min_ms + 1);
     if (faults_.straggle > 0 && u(rng_) < faults_.straggle) delay += 100 + Random(301);
-    wire_.push_back(InFlight{now_ms_ + delay, order_++, m});
+    wire_.push_back(InFlight{now_ms_ + delay, order_++, m, incarnations_[m.from]});
   }
   // A stale ghost of the message, long after: old replies must be recognised.
-  if (faults_.replay > 0 && u(rng_) < faults_.replay) wire_.push_back(InFlight{now_ms_ + 100 + Random(901), order_++, m});
+  if (faults_.replay > 0 && u(rng_) < faults_.replay) wire_.push_back(InFlight{now_ms_ + 100 + Random(901), order_++, m, incarnations_[m.from]});
 }
 
 void SimCluster::Pump(NodeId id) {
@@ -177,6 +179,7 @@ void SimCluster::DeliverDue() {
     });
     if (it == wire_.end() || it->deliver_ms > now_ms_) return;
     Message m = std::move(it->msg);
+    bool current = it->sender_incarnation == incarnations_[m.from];
     wire_.erase(it);
     Node& dst = nodes_.at(m.to);
     if (!dst.replica || blocked_.count({m.from, m.to})) continue;
@@ -184,6 +187,7 @@ void SimCluster::DeliverDue() {
     for (uint64_t v : {now_ms_, uint64_t{m.from}, uint64_t{m.to}, uint64_t{m.body.index()}}) {
       trace_hash_ = (trace_hash_ ^ v) * 0x100000001b3ull;
     }
+    if (on_delivery_) on_delivery_(m, current);
     dst.replica->Step(m);
     Pump(m.to);
   }

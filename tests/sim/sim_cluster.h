@@ -101,6 +101,15 @@ class SimCluster {
   void SetFaults(NetworkFaults f) { faults_ = f; }
   // Called with every Ready a node persists (the driver's view of it).
   void SetReadyObserver(std::function<void(NodeId, const consensus::Ready&)> f) { on_ready_ = std::move(f); }
+  // Called with every message just before its receiver steps it; `current`
+  // is false if its sender has restarted since sending it. (Over tsnode's
+  // TCP links such a message cannot follow the new process's handshake: the
+  // transport closes a link that a newer one from the same peer supersedes.)
+  void SetDeliveryObserver(std::function<void(const Message&, bool current)> f) { on_delivery_ = std::move(f); }
+  bool Blocked(NodeId from, NodeId to) const { return blocked_.count({from, to}) > 0; }
+  // The software version `id` announces in its heartbeats from its next
+  // (re)start on (Config::software_version).
+  void SetSoftwareVersion(NodeId id, std::string version) { software_versions_[id] = std::move(version); }
 
   consensus::Replica& replica(NodeId id) { return *nodes_.at(id).replica; }
   const std::vector<Entry>& applied(NodeId id) const { return nodes_.at(id).applied; }
@@ -127,6 +136,7 @@ class SimCluster {
     uint64_t deliver_ms;
     uint64_t order;
     Message msg;
+    uint64_t sender_incarnation;
   };
 
   void Pump(NodeId id);
@@ -148,6 +158,9 @@ class SimCluster {
   std::set<std::pair<NodeId, NodeId>> blocked_;
   NetworkFaults faults_;
   std::function<void(NodeId, const consensus::Ready&)> on_ready_;
+  std::function<void(const Message&, bool)> on_delivery_;
+  std::map<NodeId, std::string> software_versions_;
+  std::map<NodeId, uint64_t> incarnations_;  // restarts so far
   std::set<NodeId> crash_at_next_write_;
   std::map<NodeId, WriteFault> write_faults_;
   uint64_t write_faults_fired_ = 0;

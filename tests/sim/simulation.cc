@@ -77,6 +77,7 @@ class Run {
     if (why.empty() || !r_.ok) return;
     r_.ok = false;
     r_.failure = why + " at t=" + std::to_string(c_.now_ms()) + "ms";
+    r_.replay = ReplayCommand(o_);
   }
 
   void Step() {
@@ -309,8 +310,11 @@ class Run {
 SimResult RunSimulation(const SimOptions& options, const LayerFactory& layer) { return Run(options, layer).Go(); }
 
 std::string ReplayCommand(const SimOptions& o) {
+  std::string heal = o.heal_limit_ms == SimOptions{}.heal_limit_ms
+                         ? ""
+                         : " --heal-limit-ms " + std::to_string(o.heal_limit_ms);
   return "tssim --seed " + std::to_string(o.seed) + " --nodes " + std::to_string(o.nodes) + " --duration-ms " +
-         std::to_string(o.duration_ms) + (o.versions ? " --versions" : "");
+         std::to_string(o.duration_ms) + heal + (o.versions ? " --versions" : "");
 }
 
 uint64_t SeedsFromEnv(const char* name, uint64_t fallback) {
@@ -333,7 +337,7 @@ SweepResult SweepSeeds(SimOptions o, uint64_t count, size_t max_failures,
     t.last_trace_hash = r.trace_hash;
     if (!r.ok) {
       ++t.failed;
-      t.failures.push_back("seed " + std::to_string(o.seed) + ": " + r.failure + "\n  replay: " + ReplayCommand(o));
+      t.failures.push_back("seed " + std::to_string(o.seed) + ": " + r.failure + "\n  replay: " + r.replay);
     }
   }
   return t;

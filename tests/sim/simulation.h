@@ -31,6 +31,7 @@ struct SimOptions {
 struct SimResult {
   bool ok = true;
   std::string failure;     // what went wrong, empty if ok
+  std::string replay;      // the command that replays a failure (ReplayCommand)
   uint64_t trace_hash = 0;
   uint64_t acknowledged = 0;  // decrees a client saw chosen
   uint64_t chosen = 0;        // length of the final log

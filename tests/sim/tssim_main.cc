@@ -1,37 +1,30 @@
 // tssim: runs seeded simulations; `tssim --seed S` replays one run exactly.
-//   tssim [--seed S] [--seeds N] [--nodes 0|3|5] [--duration-ms MS] [--versions]
+//   tssim [--seed S] [--seeds N] [--nodes 0|3|5] [--duration-ms MS] [--heal-limit-ms MS] [--versions]
 // --versions runs the nodes' version rules with upgrades and downgrades.
 // Prints one line per failing seed with its replay command, then a summary.
-#include <cstdio>
+#include <CLI/CLI.hpp>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
+#include <cstdio>
 #include <string>
 
 #include "tests/sim/simulation.h"
 #include "tests/sim/versioned_simulation.h"
 
 int main(int argc, char** argv) {
+  CLI::App app{"tssim: the deterministic fault simulation; one seed replays one run exactly"};
   ts::sim::SimOptions o;
   uint64_t seeds = 1;
-  for (int i = 1; i < argc; ++i) {
-    auto next = [&](const char* flag) -> uint64_t {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "tssim: %s needs a value\n", flag);
-        std::exit(2);
-      }
-      return std::strtoull(argv[++i], nullptr, 10);
-    };
-    if (!std::strcmp(argv[i], "--seed")) o.seed = next("--seed");
-    else if (!std::strcmp(argv[i], "--seeds")) seeds = next("--seeds");
-    else if (!std::strcmp(argv[i], "--nodes")) o.nodes = next("--nodes");
-    else if (!std::strcmp(argv[i], "--duration-ms")) o.duration_ms = next("--duration-ms");
-    else if (!std::strcmp(argv[i], "--versions")) o.versions = true;
-    else {
-      std::fprintf(stderr, "usage: tssim [--seed S] [--seeds N] [--nodes 0|3|5] [--duration-ms MS] [--versions]\n");
-      return std::strcmp(argv[i], "--help") == 0 ? 0 : 2;
-    }
-  }
+  app.add_option("--seed", o.seed, "first seed")->capture_default_str();
+  app.add_option("--seeds", seeds, "how many seeds, from --seed on")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--nodes", o.nodes, "cluster size; 0 lets each seed choose 3 or 5")
+      ->check(CLI::IsMember({0, 3, 5}))
+      ->capture_default_str();
+  app.add_option("--duration-ms", o.duration_ms, "simulated time under faults, before healing")->capture_default_str();
+  app.add_option("--heal-limit-ms", o.heal_limit_ms, "the cluster must commit again this soon once faults heal")
+      ->capture_default_str();
+  app.add_flag("--versions", o.versions, "mixed software versions, rolling upgrades and explicit downgrades");
+  CLI11_PARSE(app, argc, argv);
+
   auto run = o.versions ? ts::sim::RunVersionedSimulation
                         : [](const ts::sim::SimOptions& s) { return ts::sim::RunSimulation(s); };
   ts::sim::SweepResult t = ts::sim::SweepSeeds(o, seeds, SIZE_MAX, run);

@@ -3,6 +3,7 @@
 #include "tests/sim/versioned_cluster.h"
 
 #include <algorithm>
+#include <variant>
 
 #include "node/version_rules.h"
 
@@ -23,10 +24,53 @@ void VersionedCluster::Init(const std::vector<Semver>& versions) {
   for (NodeId id = 1; id <= versions.size(); ++id) {
     versions_[id] = versions[id - 1];
     nodes_[id].state = node::VersionState(versions[id - 1]);
+    // The cluster's nodes started as "0.0.0"; start them again announcing
+    // their version (nothing has happened yet, their disks are empty).
+    c_.SetSoftwareVersion(id, versions[id - 1].ToString());
+    if (c_.IsUp(id)) c_.Crash(id);
+    c_.Restart(id);
+    for (NodeId m = id + 1; m <= versions.size(); ++m) handshakes_.insert({id, m});
   }
   c_.SetReadyObserver([this](NodeId id, const consensus::Ready& r) {
     for (const Entry& e : r.entries) nodes_[id].state.ObserveRecorded(e.value);
   });
+  c_.SetDeliveryObserver([this](const Message& m, bool current) {
+    if (current) Hear(m);
+  });
+}
+
+// Mirrors Node::OnPeerMessage: every heartbeat and its ack carry the
+// sender's version.
+void VersionedCluster::Hear(const Message& m) {
+  const std::string* version = nullptr;
+  if (const auto* hb = std::get_if<consensus::Heartbeat>(&m.body)) version = &hb->software_version;
+  if (const auto* ack = std::get_if<consensus::HeartbeatAck>(&m.body)) version = &ack->software_version;
+  if (version == nullptr || version->empty()) return;
+  if (auto v = Semver::Parse(*version)) views_[m.to][m.from] = *v;
+}
+
+// The peer transport's handshakes: a restarted node dials every peer (and
+// they it) and each end of a link announces its version as it opens. Over
+// TCP a link opens only when packets pass both ways.
+void VersionedCluster::ConnectLinks() {
+  for (auto it = handshakes_.begin(); it != handshakes_.end();) {
+    auto [a, b] = *it;
+    if (!c_.IsUp(a) || !c_.IsUp(b) || c_.Blocked(a, b) || c_.Blocked(b, a)) {
+      ++it;
+      continue;
+    }
+    views_[a][b] = versions_[b];
+    views_[b][a] = versions_[a];
+    it = handshakes_.erase(it);
+  }
+}
+
+std::optional<Semver> VersionedCluster::ViewOf(NodeId viewer, NodeId member) const {
+  if (viewer == member) return versions_.at(member);
+  auto v = views_.find(viewer);
+  if (v == views_.end()) return std::nullopt;
+  auto m = v->second.find(member);
+  return m == v->second.end() ? std::nullopt : m->second;
 }
 
 void VersionedCluster::Run(uint64_t ms) {
@@ -37,6 +81,7 @@ void VersionedCluster::Run(uint64_t ms) {
 }
 
 void VersionedCluster::AfterStep() {
+  ConnectLinks();
   for (NodeId id : c_.members()) {
     if (!c_.IsUp(id)) continue;
     ApplyNew(id);
@@ -70,6 +115,10 @@ void VersionedCluster::Upgrade(NodeId id, Semver version) {
 
 void VersionedCluster::Restart(NodeId id, Semver version) {
   versions_[id] = version;
+  c_.SetSoftwareVersion(id, version.ToString());
+  for (NodeId m : c_.members()) {
+    if (m != id) handshakes_.insert({std::min(id, m), std::max(id, m)});
+  }
   nodes_[id] = NodeState{};
   nodes_[id].state = node::VersionState(version);
   stores_[id] = node::KvStore();
@@ -138,9 +187,9 @@ void VersionedCluster::UpdateEligibility(NodeId id) {
   in.self = versions_[id];
   in.latest_marker = n.state.barring_marker();
   uint64_t refused = 0;
-  for (const auto& [m, v] : versions_) {
-    in.members[m] = v;  // the version view: every member heard
-    if (m != id && n.state.Bars(v)) refused |= uint64_t{1} << m;
+  for (NodeId m : c_.members()) {
+    in.members[m] = ViewOf(id, m);
+    if (m != id && in.members[m] && n.state.Bars(*in.members[m])) refused |= uint64_t{1} << m;
   }
   c_.replica(id).SetRefusedCandidates(refused);
   in.newest_reader_needed = n.state.newest_reader_needed();
@@ -369,9 +418,11 @@ void VersionedCluster::ScanChosen() {
   }
 }
 
-// Rules 1-3 of eligibility, judged by the chosen log and the versions the
-// members really run: a lease holder that fails them must be gone by its
-// next renewal (one heartbeat period; two of slack).
+// Rules 1-3 of eligibility, judged by the chosen log (rules 1 and 3) and
+// the holder's version view (rule 2: a view goes stale while a partition
+// hides a restart; CheckVersionRules checks that views converge once
+// healed): a lease holder that fails them must be gone by its next renewal
+// (one heartbeat period; two of slack).
 void VersionedCluster::CheckLeaseHolders() {
   const uint64_t grace_ms = SimCluster::DefaultConfig().heartbeat_ms + 2;
   for (NodeId id : c_.members()) {
@@ -382,7 +433,7 @@ void VersionedCluster::CheckLeaseHolders() {
     node::EligibilityInput in;
     in.self = versions_[id];
     in.latest_marker = scan_.marker;
-    for (const auto& [m, v] : versions_) in.members[m] = v;
+    for (NodeId m : c_.members()) in.members[m] = ViewOf(id, m);
     in.newest_reader_needed = scan_.newest_reader;
     in.downgrade_to = scan_.downgrade;
     in.undecodable_seen = nodes_[id].stuck_at.has_value();
@@ -408,6 +459,15 @@ std::string VersionedCluster::CheckVersionRules(bool settled) const {
   if (scan_.unrestated) {
     return "slot " + std::to_string(*scan_.unrestated) + " holds a decree the downgrade target " +
            scan_.downgrade->ToString() + " cannot read, and no later downgrade decree restates it";
+  }
+  for (NodeId id : c_.members()) {
+    for (NodeId m : c_.members()) {
+      std::optional<Semver> v = ViewOf(id, m);
+      if (v != versions_.at(m)) {
+        return "node " + std::to_string(id) + " still counts node " + std::to_string(m) + " as " +
+               (v ? v->ToString() : std::string("unknown")) + "; it runs " + versions_.at(m).ToString();
+      }
+    }
   }
   size_t longest = 0;
   for (NodeId id : c_.members()) longest = std::max(longest, c_.applied(id).size());

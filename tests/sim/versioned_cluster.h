@@ -1,7 +1,10 @@
 // VersionedCluster: SimCluster plus the node layer's version rules, with the
 // very code tsnode runs (VersionState, CheckEligibility, NeedsMarker,
 // decree encoding). Each node plays a software version; upgrading a node is
-// a crash and a restart with another version. Used to walk the rolling
+// a crash and a restart with another version. Each node keeps its own
+// version view, learnt as tsnode learns it: the handshakes of links that
+// open after a restart (once packets pass both ways) and every heartbeat
+// and ack from the sender's current process. Used to walk the rolling
 // upgrade of spec/003_* deterministically, and by the versioned fault
 // simulation (versioned_simulation.h), which drives a cluster it owns.
 //
@@ -42,6 +45,8 @@ class VersionedCluster {
   // Starts node `id`, which is down, playing `version`.
   void Restart(NodeId id, node::Semver version);
   void Pause(NodeId id, bool paused) { c_.Isolate(id, paused); }
+  // The version `viewer` counts `member` with (none if never heard).
+  std::optional<node::Semver> ViewOf(NodeId viewer, NodeId member) const;
 
   // A key-value put written in the format the leader writes now. Returns
   // whether it was chosen within limit_ms.
@@ -98,6 +103,8 @@ class VersionedCluster {
     std::optional<PendingDowngrade> pending_downgrade;
   };
   void Init(const std::vector<node::Semver>& versions);
+  void Hear(const Message& m);
+  void ConnectLinks();
   void ApplyNew(NodeId id);
   void Resume(NodeId id, const node::Downgrade& g, size_t downgrade_index);
   void ApplyDecree(NodeId id, const node::Decree& d);
@@ -124,6 +131,14 @@ class VersionedCluster {
   std::string violation_;
   std::string downgrade_refusal_;
   std::map<NodeId, node::Semver> versions_;
+  // Each node's version view (DESIGN.md s.4): views_[n][m] is the version n
+  // last heard from m, in a handshake or a heartbeat (or its ack); kept
+  // across n's restarts, as tsnode keeps it on disk.
+  std::map<NodeId, std::map<NodeId, std::optional<node::Semver>>> views_;
+  // Links to open again after a (re)start, as {lower id, higher id}: both
+  // ends learn each other's version in the handshake once neither direction
+  // is blocked and both run.
+  std::set<std::pair<NodeId, NodeId>> handshakes_;
   std::map<NodeId, NodeState> nodes_;
   std::vector<std::pair<NodeId, node::Semver>> leaders_;
   std::vector<node::Decree> first_proposals_;

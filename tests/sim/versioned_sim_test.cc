@@ -32,5 +32,21 @@ TEST(VersionedSimulation, RunVersionedSimulation_SameSeedSameTrace) {
   }
 }
 
+// A failure names the command that replays it, with --versions: a sweep
+// hands the run plain options and the versioned run sets the flag itself.
+// No time to heal is a sure liveness failure.
+TEST(VersionedSimulation, RunVersionedSimulation_AFailureNamesTheCommandThatReplaysIt) {
+  SimOptions o;
+  o.seed = 5;
+  o.duration_ms = 1000;
+  o.heal_limit_ms = 0;
+  SweepResult t = SweepSeeds(o, 1, 1, RunVersionedSimulation);
+  ASSERT_EQ(t.failures.size(), 1u);
+  EXPECT_NE(t.failures[0].find("no commit within 0ms"), std::string::npos) << t.failures[0];
+  EXPECT_NE(t.failures[0].find("replay: tssim --seed 5 --nodes 0 --duration-ms 1000 --heal-limit-ms 0 --versions"),
+            std::string::npos)
+      << t.failures[0];
+}
+
 }  // namespace
 }  // namespace ts::sim

@@ -47,6 +47,19 @@ RegisterVerdict CheckRegisters(const std::vector<HistoryOp>& history, uint64_t m
   return v;
 }
 
+uint64_t LongestAnswerGapNs(const std::vector<HistoryOp>& history) {
+  std::vector<uint64_t> returns;
+  for (const HistoryOp& op : history) {
+    if (!op.final_read && (op.outcome == Outcome::kOk || op.outcome == Outcome::kNegative)) {
+      returns.push_back(op.return_ns);
+    }
+  }
+  std::sort(returns.begin(), returns.end());
+  uint64_t longest = 0;
+  for (size_t i = 1; i < returns.size(); ++i) longest = std::max(longest, returns[i] - returns[i - 1]);
+  return longest;
+}
+
 std::vector<std::string> FreshKeys(const std::vector<HistoryOp>& history) {
   std::vector<std::string> keys;
   for (const HistoryOp& op : history) {

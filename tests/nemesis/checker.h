@@ -41,6 +41,11 @@ struct FreshVerdict {
 FreshVerdict CheckFreshWrites(const std::vector<HistoryOp>& history,
                               const std::map<std::string, std::optional<std::string>>& final_values);
 
+// Availability under faults: the longest time between two consecutive
+// definite answers (ok or negative) to workload operations, final reads
+// left out, in ns. 0 with fewer than two such answers.
+uint64_t LongestAnswerGapNs(const std::vector<HistoryOp>& history);
+
 // The fresh keys whose final value must be read: every fresh put's, whatever
 // its answer (a "not applied" one is read to see that it is absent).
 std::vector<std::string> FreshKeys(const std::vector<HistoryOp>& history);

@@ -297,6 +297,7 @@ int RunNemesis(const NemesisOptions& o, const std::atomic<bool>& interrupted) {
   RegisterVerdict rv;
   FreshVerdict fv;
   size_t unknown = 0, not_applied = 0, total_ops = 0;
+  uint64_t longest_gap_ns = 0;
   rec.View([&](const std::vector<HistoryOp>& history) {  // no client thread runs any more
     rv = CheckRegisters(history, o.max_states, threads);
     fv = CheckFreshWrites(history, fresh_values);
@@ -305,11 +306,12 @@ int RunNemesis(const NemesisOptions& o, const std::atomic<bool>& interrupted) {
       not_applied += op.outcome == Outcome::kNotApplied;
     }
     total_ops = history.size();
+    longest_gap_ns = LongestAnswerGapNs(history);
   });
   Say("checked %zu register keys (%" PRIu64 " search steps) in %.1f s; %zu operations of unknown outcome, "
-      "%zu definitely not applied; %zu write-once puts acknowledged",
-      rv.keys, rv.states,
-      std::chrono::duration<double>(Clock::now() - check_start).count(), unknown, not_applied, fv.acknowledged);
+      "%zu definitely not applied; %zu write-once puts acknowledged; longest gap between definite answers %.1f s",
+      rv.keys, rv.states, std::chrono::duration<double>(Clock::now() - check_start).count(), unknown, not_applied,
+      fv.acknowledged, static_cast<double>(longest_gap_ns) / 1e9);
   for (const std::string& e : rv.explanations) Say("VIOLATION: %s", e.c_str());
   for (const std::string& e : fv.explanations) Say("%s: %s", e.rfind("lost", 0) == 0 ? "LOST" : "VIOLATION", e.c_str());
   if (fv.unread > 0) {

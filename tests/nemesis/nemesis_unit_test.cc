@@ -228,6 +228,22 @@ TEST(Checker, LinearizableHistoryPasses_staleReadIsCaught) {
   EXPECT_NE(bad.explanations[0].find("r0.g0"), std::string::npos);
 }
 
+TEST(Checker, LongestAnswerGap_countsDefiniteWorkloadAnswersOnly) {
+  EXPECT_EQ(LongestAnswerGapNs({}), 0u);
+  std::vector<HistoryOp> h = {
+      Op(Kind::kPut, "r1", "a", Outcome::kOk, 0, 100),
+      Op(Kind::kGet, "r1", "", Outcome::kNegative, 50, 400),   // negative is a definite answer too
+      Op(Kind::kPut, "r1", "b", Outcome::kUnknown, 60, 0),     // no answer
+      Op(Kind::kPut, "r1", "c", Outcome::kNotApplied, 70, 900),  // a failure, not an answer
+      Op(Kind::kCas, "r1", "d", Outcome::kOk, 80, 1000),        // returns out of order: sorted
+  };
+  EXPECT_EQ(LongestAnswerGapNs(h), 600u);  // 400 -> 1000
+  HistoryOp final_read = Op(Kind::kGet, "r1", "d", Outcome::kOk, 5000, 9000);
+  final_read.final_read = true;
+  h.push_back(final_read);
+  EXPECT_EQ(LongestAnswerGapNs(h), 600u) << "final reads after healing are not the workload";
+}
+
 TEST(Checker, FreshWrites_lostAndForbiddenValuesAreCounted) {
   std::vector<HistoryOp> h = {
       Op(Kind::kPut, "f0.1", "v0.1", Outcome::kOk, 0, 10),         // kept

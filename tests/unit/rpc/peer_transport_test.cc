@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <random>
 #include <vector>
 
 #include "rpc/codec.h"
@@ -305,6 +306,48 @@ TEST(PeerTransport, Reconnect_AfterThePeerRestartsOnTheSamePort) {
   p.a->transport.Send(Heartbeat(1, 2, 2));
   ASSERT_TRUE(RunUntil(io, [&] { return p.b->received.size() == 1; }));
   EXPECT_EQ(std::get<consensus::Heartbeat>(p.b->received[0].body).seq, 2u);
+}
+
+// A link that never came back after a restart was seen once (session 1 of
+// issue 5). Node 2 is restarted many times, at seeded moments: while links
+// are up, while node 1 is mid-dial or backing off, and while the new node 2
+// is itself still dialling. Each time both links must come back, carry a
+// message each way, and node 1 must learn the new process's version.
+TEST(PeerTransport, Reconnect_PeerRestartedAtRandomMomentsComesBackEveryTime) {
+  asio::io_context io;
+  Pair p(io);
+  ASSERT_TRUE(RunUntil(io, [&] { return p.a->transport.Connected(2) && p.b->transport.Connected(1); }));
+  const uint16_t port1 = p.a->transport.bound_port();
+  const uint16_t port2 = p.b->transport.bound_port();
+  std::mt19937_64 rng(20261123);
+  for (uint64_t round = 1; round <= 30; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    RunFor(io, std::chrono::milliseconds(rng() % 20));  // links up, or still coming up
+    if (rng() % 2) p.b->transport.Stop();
+    p.b.reset();
+    RunFor(io, std::chrono::milliseconds(rng() % 30));  // node 1 notices, dials, backs off
+    PeerTransportOptions o = Options(2, port2, {{1, port1}});
+    o.software_version = "2.0." + std::to_string(round);
+    p.b = std::make_unique<Node>(io, o);
+    ASSERT_TRUE(p.b->transport.Start().ok()) << "port " << port2 << " was taken meanwhile";
+    if (round % 3 == 0) {
+      // Restart it again at once, while it is still dialling.
+      RunFor(io, std::chrono::milliseconds(rng() % 3));
+      p.b.reset();
+      p.b = std::make_unique<Node>(io, o);
+      ASSERT_TRUE(p.b->transport.Start().ok());
+    }
+    ASSERT_TRUE(RunUntil(io, [&] { return p.a->transport.Connected(2) && p.b->transport.Connected(1); }));
+    p.a->transport.Send(Heartbeat(1, 2, round));
+    p.b->transport.Send(Heartbeat(2, 1, round));
+    ASSERT_TRUE(RunUntil(io, [&] {
+      return !p.b->received.empty() && !p.a->received.empty() &&
+             std::get<consensus::Heartbeat>(p.a->received.back().body).seq == round;
+    }));
+    EXPECT_EQ(std::get<consensus::Heartbeat>(p.b->received.back().body).seq, round);
+    ASSERT_FALSE(p.a->handshakes.empty());
+    EXPECT_EQ(p.a->handshakes.back().software_version, o.software_version);
+  }
 }
 
 TEST(PeerTransport, Redial_BacksOffExponentiallyUpToTheMaximum) {

@@ -138,7 +138,9 @@ void SimCluster::Enqueue(Message m) {
     wire_.push_back(InFlight{now_ms_ + delay, order_++, m, incarnations_[m.from]});
   }
   // A stale ghost of the message, long after: old replies must be recognised.
-  if (faults_.replay > 0 && u(rng_) < faults_.replay) wire_.push_back(InFlight{now_ms_ + 100 + Random(901), order_++, m, incarnations_[m.from]});
+  if (faults_.replay > 0 && u(rng_) < faults_.replay) {
+    wire_.push_back(InFlight{now_ms_ + 100 + Random(901), order_++, m, incarnations_[m.from]});
+  }
 }
 
 void SimCluster::Pump(NodeId id) {

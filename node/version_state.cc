@@ -29,12 +29,12 @@ uint16_t MaxModelRead(const Semver& v, uint16_t type) {
   return 0;  // a type this software does not know
 }
 
-bool VersionState::CanRead(const Decree& d) const {
+bool Reads(const Semver& reader, const Decree& d) {
   if (!d.header.min_reader_version.empty()) {
     auto need = Semver::Parse(d.header.min_reader_version);
-    if (!need || *need > self_) return false;
+    if (!need || *need > reader) return false;
   }
-  return d.header.EffectiveModelVersion() <= MaxModelRead(self_, d.header.type);
+  return d.header.EffectiveModelVersion() <= MaxModelRead(reader, d.header.type);
 }
 
 void VersionState::Observe(const Decree& d) {
@@ -56,7 +56,7 @@ void VersionState::Observe(const Decree& d) {
       prepared_downgrade_.reset();
       restate_needed_ = false;  // a downgrade decree restates the whole log
     }
-  } else if (downgrade_to_ && !restate_needed_ && !VersionState(*downgrade_to_).CanRead(d)) {
+  } else if (downgrade_to_ && !restate_needed_ && !Reads(*downgrade_to_, d)) {
     restate_needed_ = true;
   }
 }
@@ -130,7 +130,7 @@ bool RestateInto(const Semver& target, uint64_t slot, const std::string& bytes, 
     *why = "slot " + std::to_string(slot) + " is undecodable";
     return false;
   }
-  if (VersionState(target).CanRead(d)) return true;
+  if (Reads(target, d)) return true;
   auto restated = RewriteFor(target, d);
   if (!restated) {
     const char* name = DecreeTypeName(d.header.type);

@@ -25,13 +25,16 @@ inline constexpr Semver kKvModel2Since{1, 1, 0};
 // The highest model version of decree `type` that software `v` reads.
 uint16_t MaxModelRead(const Semver& v, uint16_t type);
 
+// Whether software of version `reader` decodes `d` completely: the header's
+// minimum reader is not newer than it and it knows the model version.
+bool Reads(const Semver& reader, const Decree& d);
+
 class VersionState {
  public:
   explicit VersionState(Semver self) : self_(self) {}
 
-  // Whether this node can decode `d` completely: its header's minimum reader
-  // is not newer than us and we know its model version.
-  bool CanRead(const Decree& d) const;
+  // Whether this node can decode `d` completely (Reads(self, d)).
+  bool CanRead(const Decree& d) const { return Reads(self_, d); }
 
   // Records what a chosen, readable decree says: markers, downgrades and the
   // newest reader any decree needs.

@@ -220,7 +220,7 @@ void VersionedCluster::LeaderDuties(NodeId id) {
 std::optional<Slot> VersionedCluster::ProposeDecree(NodeId leader, const Decree& d) {
   const node::VersionState& st = nodes_[leader].state;
   for (const auto& target : {st.downgrade_to(), st.prepared_downgrade()}) {
-    if (target && !node::VersionState(*target).CanRead(d)) {
+    if (target && !node::Reads(*target, d)) {
       Violation("node " + std::to_string(leader) + " wrote a decree of type " + std::to_string(d.header.type) +
                 " (model " + std::to_string(d.header.EffectiveModelVersion()) + ") that the downgrade target " +
                 target->ToString() + " cannot read");
@@ -390,7 +390,7 @@ void VersionedCluster::ScanChosen() {
                 std::to_string(d.header.EffectiveModelVersion()) + " before the marker of a version writing it" +
                 " (marker " + (scan_.marker ? scan_.marker->ToString() : "none") + ")");
     }
-    if (scan_.downgrade && !scan_.unrestated && !node::VersionState(*scan_.downgrade).CanRead(d)) {
+    if (scan_.downgrade && !scan_.unrestated && !node::Reads(*scan_.downgrade, d)) {
       scan_.unrestated = e.slot;
     }
     if (auto need = Semver::Parse(d.header.min_reader_version)) {

@@ -36,6 +36,10 @@ enum class ClientCode : uint8_t {
   kUnavailable = 5,     // no leader / no quorum / leadership lost mid-request
   kBusy = 6,            // too many requests in flight; retry later
   kInternal = 7,
+  // A write that was proposed but whose fate this node cannot tell (it
+  // timed out, or leadership moved before the node learnt its slot): it may
+  // or may not be applied. Never retried blindly; read before retrying.
+  kOutcomeUnknown = 8,
 };
 
 const char* ClientCodeName(ClientCode code);
@@ -133,6 +137,7 @@ inline const char* ClientCodeName(ClientCode code) {
     case ClientCode::kUnavailable: return "unavailable";
     case ClientCode::kBusy: return "busy";
     case ClientCode::kInternal: return "internal error";
+    case ClientCode::kOutcomeUnknown: return "outcome unknown";
   }
   return "unknown";
 }

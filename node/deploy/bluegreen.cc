@@ -6,7 +6,7 @@
 
 #include "node/deploy/json_fields.h"
 
-namespace ts::node::deploy {
+namespace ts::deploy {
 
 namespace {
 
@@ -302,4 +302,4 @@ nlohmann::json BlueGreen::Snapshot() const {
   return j;
 }
 
-}  // namespace ts::node::deploy
+}  // namespace ts::deploy

@@ -44,7 +44,7 @@
 
 #include "consensus/status.h"
 
-namespace ts::node::deploy {
+namespace ts::deploy {
 
 enum class Stage : uint8_t { kActive, kCandidate, kLegacy, kArchived };
 const char* StageName(Stage s);
@@ -87,4 +87,4 @@ class BlueGreen {
   std::map<std::string, BgDeployment> deployments_;
 };
 
-}  // namespace ts::node::deploy
+}  // namespace ts::deploy

@@ -3,19 +3,18 @@
 
 #include "node/deploy/json_fields.h"
 
-namespace ts::node::deploy {
+namespace ts::deploy {
 
 namespace {
 
 struct KindInfo {
   Kind kind;
   const char* name;
-  DecreeType type;
 };
 constexpr KindInfo kKinds[] = {
-    {Kind::kScheduler, "sched", DecreeType::kScheduler},
-    {Kind::kLrp, "lrp", DecreeType::kLrp},
-    {Kind::kBlueGreen, "bg", DecreeType::kBlueGreen},
+    {Kind::kScheduler, "sched"},
+    {Kind::kLrp, "lrp"},
+    {Kind::kBlueGreen, "bg"},
 };
 
 // Each model's own parser, serializer and state: one overload per command type.
@@ -69,8 +68,6 @@ bool DeployCommand::Internal() const {
   return std::visit([](const auto& cmd) { return IsInternal(cmd); }, command);
 }
 
-DecreeType DeployCommand::decree_type() const { return InfoOf(kind).type; }
-
 std::string DeployCommand::Payload() const { return ToJson(*this).dump(); }
 
 std::string DeployCommand::Describe() const {
@@ -89,13 +86,6 @@ std::string DeployCommand::Describe() const {
   return line;
 }
 
-bool IsDeployDecree(uint16_t decree_type) {
-  for (const KindInfo& i : kKinds) {
-    if (static_cast<uint16_t>(i.type) == decree_type) return true;
-  }
-  return false;
-}
-
 StatusOr<DeployCommand> ParseClientCommand(std::string_view json_text) {
   auto j = ParseCommandJson(json_text);
   if (!j.ok()) return j.status();
@@ -110,13 +100,10 @@ StatusOr<DeployCommand> ParseClientCommand(std::string_view json_text) {
                                  "' (bg, sched, lrp)");
 }
 
-StatusOr<DeployCommand> ParseDecreeCommand(uint16_t decree_type, std::string_view payload) {
+StatusOr<DeployCommand> ParseDecreeCommand(Kind kind, std::string_view payload) {
   auto j = ParseCommandJson(payload);
   if (!j.ok()) return j.status();
-  for (const KindInfo& i : kKinds) {
-    if (static_cast<uint16_t>(i.type) == decree_type) return ParseAs(i.kind, *j);
-  }
-  return Status::InvalidArgument("not a deployment decree type: " + std::to_string(decree_type));
+  return ParseAs(kind, *j);
 }
 
 Status DeployState::Check(const DeployCommand& c) const {
@@ -155,4 +142,4 @@ std::string DeployState::SnapshotDump() const {
   return j.dump();
 }
 
-}  // namespace ts::node::deploy
+}  // namespace ts::deploy

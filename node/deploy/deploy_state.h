@@ -4,8 +4,8 @@
 //
 // A command is a JSON object with "kind" ("bg": blue-green, spec/000_*;
 // "sched": schedulers and game rooms, spec/002_*; "lrp": desired LRPs,
-// spec/004_*) and "op". In the log each kind is its own decree type whose
-// header carries that model's version (spec/001_*: absent means 1; an
+// spec/004_*) and "op". In the log each kind is its own decree type (the
+// station maps kinds to decree types) whose header carries that model's version (spec/001_*: absent means 1; an
 // optional field added later needs no new version, since unknown fields are
 // ignored). The payload is the command's canonical JSON without "kind".
 #pragma once
@@ -18,12 +18,11 @@
 #include <nlohmann/json.hpp>
 
 #include "consensus/status.h"
-#include "node/decree.h"
 #include "node/deploy/bluegreen.h"
 #include "node/deploy/lrp.h"
 #include "node/deploy/schedulers.h"
 
-namespace ts::node::deploy {
+namespace ts::deploy {
 
 enum class Kind : uint8_t { kScheduler, kLrp, kBlueGreen };
 
@@ -32,16 +31,14 @@ struct DeployCommand {
   std::variant<SchedCommand, LrpCommand, BgCommand> command;
 
   bool Internal() const;      // written by the coordinator only
-  DecreeType decree_type() const;
   std::string Payload() const;  // the decree payload: canonical JSON
   std::string Describe() const;  // one line for logs and `tsctl log`
 };
 
 // From a client: JSON text with "kind".
 StatusOr<DeployCommand> ParseClientCommand(std::string_view json_text);
-// From the log: the decree's type and payload.
-StatusOr<DeployCommand> ParseDecreeCommand(uint16_t decree_type, std::string_view payload);
-bool IsDeployDecree(uint16_t decree_type);
+// From the log: the command's kind (from its decree type) and the payload.
+StatusOr<DeployCommand> ParseDecreeCommand(Kind kind, std::string_view payload);
 
 class DeployState {
  public:
@@ -64,4 +61,4 @@ class DeployState {
   BlueGreen bg_;
 };
 
-}  // namespace ts::node::deploy
+}  // namespace ts::deploy

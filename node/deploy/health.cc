@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-namespace ts::node::deploy {
+namespace ts::deploy {
 
 std::optional<SchedCommand> DecideHealth(const std::string& name, const Scheduler& s) {
   SchedCommand c;
@@ -59,4 +59,4 @@ std::optional<SchedCommand> DecideHealth(const std::string& name, const Schedule
   return c;
 }
 
-}  // namespace ts::node::deploy
+}  // namespace ts::deploy

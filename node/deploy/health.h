@@ -18,8 +18,8 @@
 
 #include "node/deploy/schedulers.h"
 
-namespace ts::node::deploy {
+namespace ts::deploy {
 
 std::optional<SchedCommand> DecideHealth(const std::string& name, const Scheduler& s);
 
-}  // namespace ts::node::deploy
+}  // namespace ts::deploy

@@ -1,7 +1,7 @@
 // Field readers for command JSON; see json_fields.h.
 #include "node/deploy/json_fields.h"
 
-namespace ts::node::deploy {
+namespace ts::deploy {
 
 bool ValidName(const std::string& s) {
   if (s.empty() || s.size() > kNameBytesMax) return false;
@@ -102,4 +102,4 @@ Status Fields::OptBool(const char* key, bool* out) const {
   return Status::Ok();
 }
 
-}  // namespace ts::node::deploy
+}  // namespace ts::deploy

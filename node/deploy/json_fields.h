@@ -12,7 +12,7 @@
 
 #include "consensus/status.h"
 
-namespace ts::node::deploy {
+namespace ts::deploy {
 
 constexpr size_t kNameBytesMax = 128;
 constexpr size_t kJsonDepthMax = 32;
@@ -45,4 +45,4 @@ class Fields {
   const nlohmann::json& j_;
 };
 
-}  // namespace ts::node::deploy
+}  // namespace ts::deploy

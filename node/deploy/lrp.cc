@@ -8,7 +8,7 @@
 
 #include "node/deploy/json_fields.h"
 
-namespace ts::node::deploy {
+namespace ts::deploy {
 namespace {
 
 using Op = LrpCommand::Op;
@@ -468,4 +468,4 @@ Status DesiredLrps::CheckInvariants() const {
   return Status::Ok();
 }
 
-}  // namespace ts::node::deploy
+}  // namespace ts::deploy

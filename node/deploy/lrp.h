@@ -44,7 +44,7 @@
 
 #include "consensus/status.h"
 
-namespace ts::node::deploy {
+namespace ts::deploy {
 
 constexpr uint32_t kLrpInstancesMax = 10000;
 constexpr size_t kDefinitionBytesMax = 64 * 1024;  // a definition's compact JSON
@@ -130,4 +130,4 @@ class DesiredLrps {
   std::map<std::string, DesiredLrp> lrps_;
 };
 
-}  // namespace ts::node::deploy
+}  // namespace ts::deploy

@@ -6,7 +6,7 @@
 
 #include "node/deploy/json_fields.h"
 
-namespace ts::node::deploy {
+namespace ts::deploy {
 
 namespace {
 
@@ -427,4 +427,4 @@ nlohmann::json Schedulers::Snapshot() const {
   return j;
 }
 
-}  // namespace ts::node::deploy
+}  // namespace ts::deploy

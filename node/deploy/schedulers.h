@@ -27,9 +27,9 @@
 #include <nlohmann/json.hpp>
 
 #include "consensus/status.h"
-#include "node/rollout.h"
+#include "node/deploy/rollout.h"
 
-namespace ts::node::deploy {
+namespace ts::deploy {
 
 struct SchedParams {
   uint32_t desired = 0;
@@ -120,4 +120,4 @@ RolloutCounts CountSchedulerRooms(const Scheduler& s);
 
 const char* RoomStatusName(RoomStatus s);
 
-}  // namespace ts::node::deploy
+}  // namespace ts::deploy

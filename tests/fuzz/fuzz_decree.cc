@@ -5,23 +5,23 @@
 #include <cstdint>
 #include <string>
 
-#include "node/decree.h"
-#include "node/kv_store.h"
-#include "node/version_state.h"
+#include "node/station/decree.h"
+#include "node/station/kv_store.h"
+#include "node/station/version_state.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string bytes(reinterpret_cast<const char*>(data), size);
-  ts::node::VersionState a({1, 0, 0});
-  ts::node::VersionState b({1, 1, 0});
+  ts::station::VersionState a({1, 0, 0});
+  ts::station::VersionState b({1, 1, 0});
   a.ObserveRecorded(bytes);
-  ts::node::Decree d;
-  if (!ts::node::DecodeDecree(bytes, &d).ok()) return 0;
-  for (ts::node::VersionState* v : {&a, &b}) {
+  ts::station::Decree d;
+  if (!ts::station::DecodeDecree(bytes, &d).ok()) return 0;
+  for (ts::station::VersionState* v : {&a, &b}) {
     if (v->CanRead(d)) v->Observe(d);
   }
-  ts::node::KvStore kv;
+  ts::station::KvStore kv;
   (void)kv.Apply(d);
-  (void)ts::node::DescribeDecree(d);
-  (void)ts::node::RewriteFor({1, 0, 0}, d);
+  (void)ts::station::DescribeDecree(d);
+  (void)ts::station::RewriteFor({1, 0, 0}, d);
   return 0;
 }

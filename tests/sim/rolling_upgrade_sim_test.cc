@@ -8,18 +8,18 @@
 namespace ts::sim {
 namespace {
 
-using node::Decree;
-using node::DecreeType;
-using node::Semver;
+using station::Decree;
+using station::DecreeType;
+using station::Semver;
 
 const Semver kA{1, 0, 0};
 const Semver kB{1, 1, 0};
 const Semver kC{1, 2, 0};
 
 bool IsMarker(const Decree& d, const Semver& v) {
-  node::VersionMarker m;
+  station::VersionMarker m;
   return d.header.type == static_cast<uint16_t>(DecreeType::kVersionMarker) &&
-         node::DecodeVersionMarker(d.payload, &m).ok() && m.version == v.ToString();
+         station::DecodeVersionMarker(d.payload, &m).ok() && m.version == v.ToString();
 }
 
 size_t CountMarkers(const std::vector<Decree>& log, const Semver& v) {
@@ -59,12 +59,17 @@ void WalkFourStages(size_t n, uint64_t seed) {
   vc.Upgrade(minority + 1, kB);
   ASSERT_TRUE(vc.RunUntil([&] { return LeaderRuns(vc, kB); }, 5000)) << "seed " << seed;
   ASSERT_TRUE(vc.Put("k2", "b")) << "seed " << seed;
-  ASSERT_GT(vc.first_proposals().size(), before);
-  for (size_t i = before; i < vc.first_proposals().size(); ++i) {
-    EXPECT_TRUE(IsMarker(vc.first_proposals()[i], kB) || CountMarkers(vc.Log(), kB) == 1)
-        << "a B leadership began with something other than B's marker, seed " << seed;
+  // The first B leadership found no B marker in the log: its first decree
+  // is that marker (later B leaderships find it and write none).
+  const VersionedCluster::FirstProposal* first_b = nullptr;
+  for (size_t i = before; i < vc.first_proposals().size() && !first_b; ++i) {
+    if (vc.first_proposals()[i].version == kB) first_b = &vc.first_proposals()[i];
   }
+  ASSERT_NE(first_b, nullptr) << "no B leadership proposed anything, seed " << seed;
+  EXPECT_TRUE(IsMarker(first_b->decree, kB)) << "the first B leadership began with decree type "
+                                             << first_b->decree.header.type << ", seed " << seed;
   ASSERT_EQ(CountMarkers(vc.Log(), kB), 1u) << "seed " << seed;
+  EXPECT_EQ(vc.CheckVersionRules(false), "") << "seed " << seed;
   // With the marker applied, B writes its own format (model 2) from now on.
   ASSERT_TRUE(vc.Put("k2", "b")) << "seed " << seed;
   EXPECT_EQ(vc.Log().back().header.model_version, 2) << "seed " << seed;
@@ -87,6 +92,7 @@ void WalkFourStages(size_t n, uint64_t seed) {
   EXPECT_EQ(CountMarkers(vc.Log(), kB), 1u) << "exactly one marker per version, seed " << seed;
   EXPECT_EQ(CountMarkers(vc.Log(), kA), 1u) << "seed " << seed;
   EXPECT_EQ(vc.cluster().CheckAgreement(), "");
+  EXPECT_EQ(vc.CheckVersionRules(true), "") << "seed " << seed;
 }
 
 TEST(RollingUpgradeSim, FourStages_ThreeNodes) {
@@ -193,11 +199,11 @@ TEST(RollingUpgradeSim, Downgrade_RefusedWhenADecreeCannotBeRestated) {
   Decree d;
   d.header = vc.state(l).HeaderFor(static_cast<uint16_t>(DecreeType::kKvPut));
   ASSERT_EQ(d.header.model_version, 2);
-  node::KvBatch b;
-  b.ops.push_back(node::KvOp{d.header.type, node::KvCommand{"a", "1", "", false}});
-  b.ops.push_back(node::KvOp{d.header.type, node::KvCommand{"b", "2", "", false}});
-  d.payload = node::EncodeKvBatch(b);
-  ASSERT_TRUE(vc.cluster().replica(l).Propose(node::EncodeDecree(d)).ok());
+  station::KvBatch b;
+  b.ops.push_back(station::KvOp{d.header.type, station::KvCommand{"a", "1", "", false}});
+  b.ops.push_back(station::KvOp{d.header.type, station::KvCommand{"b", "2", "", false}});
+  d.payload = station::EncodeKvBatch(b);
+  ASSERT_TRUE(vc.cluster().station(l).ProposeRawForTest(station::EncodeDecree(d)).ok());
   vc.Run(300);
   std::string refusal = vc.Downgrade(kA);
   EXPECT_NE(refusal.find("cannot be rewritten"), std::string::npos) << refusal;

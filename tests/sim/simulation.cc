@@ -1,8 +1,13 @@
-// RunSimulation; see simulation.h. Checks, every simulated millisecond:
-// at most one node holds a lease; the promised ballot never goes down on
-// disk (torn writes included). Every second and at the end: all applied logs are prefixes of one
-// log. At the end: every acknowledged decree is in the log at its slot, and
-// after healing the cluster commits again within heal_limit_ms.
+// RunSimulation; see simulation.h. Checked every simulated millisecond: at
+// most one node holds a lease; at most one coordinator runs, and only on a
+// lease holder; every station's and core's invariants; the promised ballot
+// never goes down on disk (torn writes included). Every second and at the
+// end: all applied logs are prefixes of one log, stations at equal applied
+// slots hold equal state digests, no deployment decree was refused at apply
+// (each was validated against the state it met), the executor lost no room.
+// At the end: every acknowledged write is in the log at its slot, and after
+// healing the cluster commits again and every rollout finishes within
+// heal_limit_ms.
 #include "tests/sim/simulation.h"
 
 #include <algorithm>
@@ -12,30 +17,50 @@
 #include <random>
 #include <vector>
 
-#include "tests/sim/sim_cluster.h"
+#include "tests/sim/deploy_workload.h"
+#include "tests/sim/station_cluster.h"
 
 namespace ts::sim {
 namespace {
 
-struct Outstanding {
+struct Write {
   NodeId node;
-  Slot slot;
+  std::string key;
   std::string value;
 };
+
+// The key and value of a put decree, if `bytes` is one.
+std::optional<std::pair<std::string, std::string>> PutIn(const std::string& bytes) {
+  station::Decree d;
+  if (bytes.empty() || !station::DecodeDecree(bytes, &d).ok()) return std::nullopt;
+  if (d.header.type != static_cast<uint16_t>(station::DecreeType::kKvPut)) return std::nullopt;
+  if (d.header.EffectiveModelVersion() == 1) {
+    station::KvCommand c;
+    if (!station::DecodeKvCommand(d.payload, &c).ok()) return std::nullopt;
+    return std::make_pair(c.key, c.value);
+  }
+  station::KvBatch b;
+  if (!station::DecodeKvBatch(d.payload, &b).ok() || b.ops.size() != 1) return std::nullopt;
+  return std::make_pair(b.ops[0].command.key, b.ops[0].command.value);
+}
 
 class Run {
  public:
   Run(const SimOptions& o, const LayerFactory& layer)
-      : o_(o), rng_(o.seed), nodes_(o.nodes ? o.nodes : (rng_() % 2 ? 5 : 3)), c_(nodes_, rng_(), ConfigFor(rng_)) {
-    c_.SetClockDrift(20000);  // 2%: within what lease 100 ms / drift 10 ms tolerates
+      : o_(o),
+        rng_(o.seed),
+        nodes_(o.nodes ? o.nodes : (rng_() % 2 ? 5 : 3)),
+        c_(nodes_, rng_(), OptionsFor(rng_)),
+        deploy_(c_, rng_()) {
+    c_.network().SetClockDrift(20000);  // 2%: within what the lease's drift margin tolerates
     if (layer) layer_ = layer(c_, rng_());
   }
 
   // Half the seeds use a short election jitter, so candidates duel.
-  static consensus::Config ConfigFor(std::mt19937_64& rng) {
-    consensus::Config c = SimCluster::DefaultConfig();
-    if (rng() % 2) c.election_jitter_ms = 5;
-    return c;
+  static station::StationOptions OptionsFor(std::mt19937_64& rng) {
+    station::StationOptions o = StationCluster::DefaultOptions();
+    if (rng() % 2) o.consensus.election_jitter_ms = 5;
+    return o;
   }
 
   SimResult Go() {
@@ -55,12 +80,11 @@ class Run {
         crash_leader_ = 0;
       }
       RestartDue();
-      if (rng_() % 4 == 0) ProposeOne();
+      if (rng_() % 4 == 0) WriteOne();
       if (rng_() % 8 == 0) CheckRead();
-      Step();
+      Step(true);
       if (c_.now_ms() >= next_check) {
-        Fail(c_.CheckAgreement());
-        if (layer_) Fail(layer_->Check(false));
+        PeriodicChecks();
         next_check += 1000;
       }
     }
@@ -68,6 +92,7 @@ class Run {
     r_.trace_hash = c_.trace_hash();
     r_.write_faults = c_.write_faults_fired();
     r_.simulated_ms = c_.now_ms();
+    r_.coordinator_handovers = handovers_;
     if (layer_) r_.version_steps = layer_->version_steps();
     return r_;
   }
@@ -80,76 +105,134 @@ class Run {
     r_.replay = ReplayCommand(o_);
   }
 
-  void Step() {
+  void Step(bool operator_active) {
     c_.Run(1);
     if (layer_) layer_->AfterStep();
+    deploy_.Step(operator_active);
+    Fail(c_.CheckInvariants());
+    CheckLeasesAndCoordinators();
+    CollectWriteReplies();
+  }
+
+  // Leases never overlap; a coordinator runs only on a lease holder, so
+  // never two at once. Judged here from the outside, not by the station's
+  // own supervisor (which a bug may have broken).
+  void CheckLeasesAndCoordinators() {
     int holders = 0;
+    int coordinators = 0;
     for (NodeId id : c_.members()) {
-      if (c_.IsUp(id) && c_.replica(id).GetStatus().lease_left_ms > 0) ++holders;
-      if (!c_.disk(id).violation.empty()) Fail("node " + std::to_string(id) + ": " + c_.disk(id).violation);
+      if (!c_.IsUp(id)) continue;
+      const station::Station& st = c_.station(id);
+      bool lease = st.replica().GetStatus().lease_left_ms > 0;
+      holders += lease;
+      if (!st.coordinator_running()) continue;
+      ++coordinators;
+      if (!lease) Fail("node " + std::to_string(id) + " runs the coordinator without a valid lease");
+      if (id != last_coordinator_) {
+        if (last_coordinator_ != 0) ++handovers_;
+        last_coordinator_ = id;
+      }
     }
     if (holders > 1) Fail("two nodes hold a lease at once");
-    // A proposal is acknowledged once its proposer applied it in its slot.
-    for (auto it = outstanding_.begin(); it != outstanding_.end();) {
-      if (!c_.IsUp(it->node)) {
-        it = outstanding_.erase(it);  // the client never heard back: unknown
-        continue;
-      }
-      const auto& applied = c_.applied(it->node);
-      if (applied.size() >= it->slot) {
-        if (applied[it->slot - 1].value == it->value) acked_[it->slot] = it->value;
-        it = outstanding_.erase(it);
-        continue;
-      }
-      ++it;
-    }
+    if (coordinators > 1) Fail("two coordinators run at once");
   }
 
-  void ProposeOne() {
-    std::string value = "s" + std::to_string(o_.seed) + "-" + std::to_string(next_value_++);
+  void PeriodicChecks() {
+    Fail(c_.CheckAgreement());
+    Fail(deploy_.Check());
+    if (layer_) Fail(layer_->Check(false));
+    CheckDigests();
+  }
+
+  // Equal applied slots, equal state: the state digest of every station
+  // that applies the log (not stuck on an unreadable decree) is recorded per
+  // applied slot, and must match any other's at that slot.
+  void CheckDigests() {
     for (NodeId id : c_.members()) {
-      if (!c_.IsUp(id) || c_.replica(id).GetStatus().role != consensus::Role::kLeader) continue;
-      if (auto p = Propose(id, value)) outstanding_.push_back(Outstanding{id, p->first, p->second});
-      return;
+      if (!c_.IsUp(id)) continue;
+      const station::Station& st = c_.station(id);
+      if (st.stuck_at()) continue;
+      if (st.deploy_refused() > 0) {
+        Fail("node " + std::to_string(id) + " refused " + std::to_string(st.deploy_refused()) +
+             " deployment decrees at apply: a coordinator proposed what it had not validated against the state "
+             "the decree met" + c_.RecentEvents(id));
+      }
+      auto [it, fresh] = digests_.emplace(st.applied_slot(), std::make_pair(id, st.StateDigest()));
+      if (!fresh && it->second.second != st.StateDigest()) {
+        Fail("nodes " + std::to_string(it->second.first) + " and " + std::to_string(id) +
+             " hold different state at applied slot " + std::to_string(st.applied_slot()));
+      }
     }
   }
 
-  std::optional<std::pair<Slot, std::string>> Propose(NodeId leader, const std::string& value) {
-    if (layer_) return layer_->ProposeWrite(leader, value);
-    auto slot = c_.replica(leader).Propose(value);
-    if (!slot.ok()) return std::nullopt;
-    return std::make_pair(*slot, value);
+  void WriteOne() {
+    auto l = c_.Leader();
+    if (!l) return;
+    // Few keys, so that later writes overwrite earlier ones.
+    std::string key = "k" + std::to_string(next_value_ % 8);
+    std::string value = "s" + std::to_string(o_.seed) + "-" + std::to_string(next_value_++);
+    rpc::ClientRequest req;
+    req.op = rpc::ClientOp::kPut;
+    req.key = key;
+    req.value = value;
+    if (uint64_t h = c_.Send(*l, std::move(req))) outstanding_[h] = Write{*l, key, value};
   }
 
-  // Liveness: some leader gets a write applied within `limit_ms`.
+  // A write is acknowledged when its client hears OK with its slot.
+  void CollectWriteReplies() {
+    for (auto it = outstanding_.begin(); it != outstanding_.end();) {
+      if (auto r = c_.TakeReply(it->first)) {
+        if (r->code == rpc::ClientCode::kOk) acked_[r->slot] = {it->second.key, it->second.value};
+        it = outstanding_.erase(it);
+      } else if (!c_.Pending(it->first)) {
+        it = outstanding_.erase(it);  // the client never heard back: unknown
+      } else {
+        ++it;
+      }
+    }
+  }
+
+  // Liveness: some leader gets a write acknowledged within `limit_ms`.
   bool CommitOne(const std::string& value, uint64_t limit_ms) {
     uint64_t deadline = c_.now_ms() + limit_ms;
     while (c_.now_ms() < deadline) {
       auto l = c_.Leader();
-      auto p = l ? Propose(*l, value) : std::nullopt;
-      if (!p) {
-        Step();
+      uint64_t h = 0;
+      if (l) {
+        rpc::ClientRequest req;
+        req.op = rpc::ClientOp::kPut;
+        req.key = "final";
+        req.value = value;
+        h = c_.Send(*l, std::move(req));
+      }
+      if (h == 0) {
+        Step(false);
         continue;
       }
-      // Wait while the proposer leads; once it does not, try the next leader.
-      NodeId leader = *l;
-      auto leads = [&] { return c_.IsUp(leader) && c_.replica(leader).GetStatus().role == consensus::Role::kLeader; };
-      while (c_.now_ms() < deadline && leads() && c_.applied(leader).size() < p->first) Step();
-      if (c_.IsUp(leader) && c_.applied(leader).size() >= p->first &&
-          c_.applied(leader)[p->first - 1].value == p->second) {
-        return true;
+      while (c_.now_ms() < deadline && c_.Pending(h)) {
+        if (auto r = c_.TakeReply(h)) {
+          if (r->code == rpc::ClientCode::kOk) {
+            acked_[r->slot] = {"final", value};
+            return true;
+          }
+          break;
+        }
+        Step(false);
       }
+      Step(false);  // an answer given at once ("recovering the log; retry") must not spin
     }
     return false;
   }
 
   void InjectFault() {
     ++r_.faults;
+    SimNetwork& net = c_.network();
     NodeId victim = c_.members()[rng_() % nodes_];
     switch (rng_() % 9) {
       case 8:  // a torn write or a failed fsync at the victim's next synced write; restart later
         if (c_.IsUp(victim) && !restart_at_.count(victim)) {
-          c_.FailNextWrite(victim, rng_() % 2 ? SimCluster::WriteFault::kTorn : SimCluster::WriteFault::kFsyncError);
+          c_.FailNextWrite(victim, rng_() % 2 ? StationCluster::WriteFault::kTorn
+                                              : StationCluster::WriteFault::kFsyncError);
           restart_at_[victim] = c_.now_ms() + 50 + rng_() % 1000;
         }
         break;
@@ -173,11 +256,11 @@ class Run {
         }
         break;
       case 1:
-        c_.Isolate(victim, true);
+        net.Isolate(victim, true);
         break;
       case 2: {  // asymmetric: victim hears, is not heard (or the reverse)
         NodeId other = c_.members()[rng_() % nodes_];
-        if (other != victim) c_.Block(victim, other, true);
+        if (other != victim) net.Block(victim, other, true);
         break;
       }
       case 3: {  // a random minority/majority split
@@ -188,28 +271,27 @@ class Run {
         for (NodeId a : side)
           for (NodeId b : c_.members())
             if (std::find(side.begin(), side.end(), b) == side.end()) {
-              c_.Block(a, b, true);
-              c_.Block(b, a, true);
+              net.Block(a, b, true);
+              net.Block(b, a, true);
             }
         break;
       }
       case 4:
-        c_.SetFaults(NetworkFaults{(rng_() % 20) / 100.0, (rng_() % 30) / 100.0, 0, rng_() % 50, (rng_() % 5) / 100.0,
-                                  (rng_() % 20) / 100.0});
+        net.SetFaults(NetworkFaults{(rng_() % 20) / 100.0, (rng_() % 30) / 100.0, 0, rng_() % 50,
+                                    (rng_() % 5) / 100.0, (rng_() % 20) / 100.0});
         break;
       default:  // heal the network
-        for (NodeId a : c_.members())
-          for (NodeId b : c_.members()) c_.Block(a, b, false);
+        net.HealLinks();
         break;
     }
   }
 
   // A lease read: whoever claims to lead and answers ReadIndex must have
-  // every decree acknowledged so far (linearizable reads).
+  // every write acknowledged so far (linearizable reads).
   void CheckRead() {
     for (NodeId id : c_.members()) {
       if (!c_.IsUp(id)) continue;
-      auto index = c_.replica(id).ReadIndex();
+      auto index = c_.station(id).replica().ReadIndex();
       if (!index.ok() || acked_.empty()) continue;
       if (*index < acked_.rbegin()->first) {
         Fail("stale read: node " + std::to_string(id) + " would serve reads at slot " + std::to_string(*index) +
@@ -235,29 +317,51 @@ class Run {
     else c_.Restart(id);
   }
 
+  std::string DescribeNodes() {
+    std::string state;
+    for (NodeId id : c_.members()) {
+      state += "\n    node " + std::to_string(id) + ": ";
+      if (!c_.IsUp(id)) {
+        state += "down";
+        continue;
+      }
+      auto st = c_.station(id).replica().GetStatus();
+      state += std::string(consensus::RoleName(st.role)) + " promised " + consensus::ToString(st.promised) +
+               " leader " + std::to_string(st.leader) + " chosen " + std::to_string(st.chosen_upto) + " last " +
+               std::to_string(st.last_slot) + " lease " + std::to_string(st.lease_left_ms) +
+               (layer_ ? " " + layer_->Describe(id) : "") + c_.RecentEvents(id);
+    }
+    return state;
+  }
+
   void Heal() {
-    c_.SetFaults(NetworkFaults{});
+    c_.network().SetFaults(NetworkFaults{});
     c_.ClearPendingCrashes();
-    for (NodeId a : c_.members())
-      for (NodeId b : c_.members()) c_.Block(a, b, false);
+    c_.network().HealLinks();
     for (auto& [id, at] : restart_at_) {
       if (!c_.IsUp(id)) Restart(id);
     }
     restart_at_.clear();
     if (!CommitOne("final-" + std::to_string(o_.seed), o_.heal_limit_ms)) {
-      std::string state;
-      for (NodeId id : c_.members()) {
-        auto st = c_.replica(id).GetStatus();
-        state += "\n    node " + std::to_string(id) + ": " + consensus::RoleName(st.role) + " promised " +
-                 consensus::ToString(st.promised) + " leader " + std::to_string(st.leader) + " chosen " +
-                 std::to_string(st.chosen_upto) + " last " + std::to_string(st.last_slot) + " lease " +
-                 std::to_string(st.lease_left_ms) + (layer_ ? " " + layer_->Describe(id) : "");
-      }
-      Fail("no commit within " + std::to_string(o_.heal_limit_ms) + "ms after faults healed" + state);
+      Fail("no commit within " + std::to_string(o_.heal_limit_ms) + "ms after faults healed" + DescribeNodes());
       return;
     }
-    // Everyone catches up to the longest log, then every acknowledged decree
-    // must be there.
+    WaitForCatchUp();
+    CheckFinalLog();
+    std::string why;
+    uint64_t deadline = c_.now_ms() + o_.heal_limit_ms;
+    while (!deploy_.Settled(&why) && c_.now_ms() < deadline) Step(false);
+    if (!deploy_.Settled(&why)) {
+      Fail("deployments did not finish within " + std::to_string(o_.heal_limit_ms) + "ms after faults healed: " +
+           why + DescribeNodes());
+    }
+    WaitForCatchUp();
+    PeriodicChecks();
+    if (layer_) Fail(layer_->Check(true));
+  }
+
+  // Everyone catches up to the longest log.
+  void WaitForCatchUp() {
     auto longest = [&] {
       size_t n = 0;
       for (NodeId id : c_.members()) n = std::max(n, c_.applied(id).size());
@@ -268,41 +372,53 @@ class Run {
         if (c_.applied(id).size() < longest()) return false;
       return true;
     };
-    for (uint64_t waited = 0; waited < o_.heal_limit_ms && !caught_up(); ++waited) Step();
+    for (uint64_t waited = 0; waited < o_.heal_limit_ms && !caught_up(); ++waited) Step(false);
+    for (NodeId id : c_.members()) {
+      if (c_.applied(id).size() != longest()) Fail("node " + std::to_string(id) + " did not catch up after healing");
+    }
+  }
+
+  // Every acknowledged write is in the log at its slot.
+  void CheckFinalLog() {
     Fail(c_.CheckAgreement());
     NodeId l = c_.members()[0];
     for (NodeId id : c_.members())
       if (c_.applied(id).size() > c_.applied(l).size()) l = id;
     const auto& log = c_.applied(l);
-    for (const auto& [slot, value] : acked_) {
-      if (log.size() < slot || log[slot - 1].value != value) {
-        Fail("acknowledged decree '" + value + "' lost from slot " + std::to_string(slot));
+    for (const auto& [slot, kv] : acked_) {
+      auto put = log.size() >= slot ? PutIn(log[slot - 1].value) : std::nullopt;
+      if (!put || *put != kv) {
+        Fail("acknowledged write " + kv.first + "=" + kv.second + " lost from slot " + std::to_string(slot));
         break;
       }
     }
-    for (NodeId id : c_.members()) {
-      if (c_.applied(id).size() != log.size()) Fail("node " + std::to_string(id) + " did not catch up after healing");
-    }
-    if (layer_) {
-      Step();  // the layer applies what the last step brought
-      Fail(layer_->Check(true));
-    }
     r_.acknowledged = acked_.size();
     r_.chosen = log.size();
+    for (const Entry& e : log) {
+      station::Decree d;
+      if (!e.IsNoop() && station::DecodeDecree(e.value, &d).ok() &&
+          station::FamilyOf(d.header.type) == station::DecreeFamily::kDeploy) {
+        ++r_.deploy_decrees;
+      }
+    }
   }
 
   SimOptions o_;
   std::mt19937_64 rng_;
   size_t nodes_;
-  SimCluster c_;
+  StationCluster c_;
+  DeployWorkload deploy_;
   std::unique_ptr<SimLayer> layer_;
   SimResult r_;
   uint64_t next_value_ = 0;
-  std::vector<Outstanding> outstanding_;
-  std::map<Slot, std::string> acked_;
+  std::map<uint64_t, Write> outstanding_;  // client handle -> the write
+  std::map<Slot, std::pair<std::string, std::string>> acked_;
+  std::map<Slot, std::pair<NodeId, std::string>> digests_;  // applied slot -> (node, state digest)
   std::map<NodeId, uint64_t> restart_at_;
   NodeId crash_leader_ = 0;
   uint64_t crash_leader_at_ = 0;
+  NodeId last_coordinator_ = 0;
+  uint64_t handovers_ = 0;
 };
 
 }  // namespace
@@ -334,6 +450,8 @@ SweepResult SweepSeeds(SimOptions o, uint64_t count, size_t max_failures,
     t.write_faults += r.write_faults;
     t.version_steps += r.version_steps;
     t.simulated_ms += r.simulated_ms;
+    t.deploy_decrees += r.deploy_decrees;
+    t.coordinator_handovers += r.coordinator_handovers;
     t.last_trace_hash = r.trace_hash;
     if (!r.ok) {
       ++t.failed;
@@ -344,12 +462,13 @@ SweepResult SweepSeeds(SimOptions o, uint64_t count, size_t max_failures,
 }
 
 std::string SweepResult::Summary() const {
-  char line[256];
+  char line[320];
   std::snprintf(line, sizeof line,
                 "seeds=%llu failed=%llu acknowledged=%llu faults=%llu write_faults=%llu version_steps=%llu "
-                "simulated_hours=%.2f",
+                "deploy_decrees=%llu coordinator_handovers=%llu simulated_hours=%.2f",
                 (unsigned long long)seeds, (unsigned long long)failed, (unsigned long long)acknowledged,
                 (unsigned long long)faults, (unsigned long long)write_faults, (unsigned long long)version_steps,
+                (unsigned long long)deploy_decrees, (unsigned long long)coordinator_handovers,
                 simulated_ms / 3600000.0);
   return line;
 }

@@ -1,8 +1,9 @@
-// One seeded simulation run: a 3- or 5-node cluster of real Replicas under a
-// random schedule of faults (message loss, duplication, delay/reordering,
-// symmetric and asymmetric partitions, crashes that lose unsynced writes,
-// torn writes and failed fsyncs (the node stops),
-// clock drift within the configured bound) while clients propose decrees.
+// One seeded simulation run: a 3- or 5-node cluster of whole stations (the
+// code tsnode runs) under a random schedule of faults (message loss,
+// duplication, delay/reordering, symmetric and asymmetric partitions, crashes
+// that lose unsynced writes, torn writes and failed fsyncs (the node stops),
+// clock drift within the configured bound) while clients write keys and an
+// operator and a simulated executor drive deployments (deploy_workload.h).
 // Invariants are checked throughout; the seed alone determines the run.
 #pragma once
 
@@ -18,7 +19,7 @@
 
 namespace ts::sim {
 
-class SimCluster;
+class StationCluster;
 
 struct SimOptions {
   uint64_t seed = 1;
@@ -39,11 +40,13 @@ struct SimResult {
   uint64_t write_faults = 0;  // torn writes and failed fsyncs that struck
   uint64_t simulated_ms = 0;
   uint64_t version_steps = 0;  // nodes restarted on another version, downgrade decrees
+  uint64_t deploy_decrees = 0;  // deployment decrees in the final log
+  uint64_t coordinator_handovers = 0;  // times the coordinator started on another node
 };
 
-// What a layer above the core adds to a run: the versioned simulation plugs
-// in the node's version rules and a schedule of upgrades and downgrades. The
-// plain run has no layer and proposes raw values.
+// What a layer adds to a run: the versioned simulation plugs in a schedule
+// of upgrades and downgrades and the version rules' checker. The plain run
+// has no layer: every node runs one version.
 class SimLayer {
  public:
   virtual ~SimLayer() = default;
@@ -51,10 +54,6 @@ class SimLayer {
   virtual void AfterStep() = 0;
   // Starts a node that is down (the layer decides what it runs).
   virtual void Restart(consensus::NodeId id) = 0;
-  // A client write of `value` at `leader`: the slot and the bytes proposed,
-  // or nullopt if it does not take writes now.
-  virtual std::optional<std::pair<consensus::Slot, std::string>> ProposeWrite(consensus::NodeId leader,
-                                                                            const std::string& value) = 0;
   // The layer's invariants, empty if they hold; `settled` once faults are
   // healed and every node has caught up.
   virtual std::string Check(bool settled) = 0;
@@ -63,7 +62,7 @@ class SimLayer {
   // Counters for the summary: upgrade and downgrade steps taken.
   virtual uint64_t version_steps() const = 0;
 };
-using LayerFactory = std::function<std::unique_ptr<SimLayer>(SimCluster& cluster, uint64_t seed)>;
+using LayerFactory = std::function<std::unique_ptr<SimLayer>(StationCluster& cluster, uint64_t seed)>;
 
 SimResult RunSimulation(const SimOptions& options, const LayerFactory& layer = {});
 
@@ -76,7 +75,7 @@ uint64_t SeedsFromEnv(const char* name, uint64_t fallback);
 // Totals over a run of consecutive seeds.
 struct SweepResult {
   uint64_t seeds = 0, failed = 0, acknowledged = 0, faults = 0, write_faults = 0, version_steps = 0,
-           simulated_ms = 0;
+           simulated_ms = 0, deploy_decrees = 0, coordinator_handovers = 0;
   uint64_t last_trace_hash = 0;
   std::vector<std::string> failures;  // "seed S: what broke\n  replay: COMMAND"
   std::string Summary() const;        // one line of the totals

@@ -9,7 +9,7 @@
 namespace ts::sim {
 namespace {
 
-using node::Semver;
+using station::Semver;
 
 const Semver kA{1, 0, 0};
 const Semver kB{1, 1, 0};
@@ -46,7 +46,7 @@ Plan ChoosePlan(size_t nodes, std::mt19937_64& rng) {
 
 class VersionLayer : public SimLayer {
  public:
-  VersionLayer(SimCluster& c, uint64_t seed) : rng_(seed), plan_(ChoosePlan(c.members().size(), rng_)), vc_(c, plan_.start) {
+  VersionLayer(StationCluster& c, uint64_t seed) : rng_(seed), plan_(ChoosePlan(c.members().size(), rng_)), vc_(c, plan_.start) {
     next_step_ms_ = c.now_ms() + 500 + rng_() % 1000;
   }
 
@@ -62,18 +62,13 @@ class VersionLayer : public SimLayer {
     vc_.Restart(id, v);
   }
 
-  std::optional<std::pair<Slot, std::string>> ProposeWrite(NodeId leader, const std::string& value) override {
-    // Few keys, so that later writes overwrite earlier ones.
-    return vc_.ProposePut(leader, "k" + std::to_string(next_key_++ % 8), value);
-  }
-
   std::string Check(bool settled) override { return vc_.CheckVersionRules(settled); }
   std::string Describe(NodeId id) const override { return vc_.Describe(id); }
   uint64_t version_steps() const override { return steps_; }
 
  private:
   void PlanStep() {
-    SimCluster& c = vc_.cluster();
+    StationCluster& c = vc_.cluster();
     if (c.now_ms() < next_step_ms_ || target_ >= plan_.targets.size()) return;
     next_step_ms_ = c.now_ms() + 300 + rng_() % 1200;
     const Semver& t = plan_.targets[target_];
@@ -116,7 +111,6 @@ class VersionLayer : public SimLayer {
   VersionedCluster vc_;
   size_t target_ = 0;
   uint64_t next_step_ms_ = 0;
-  uint64_t next_key_ = 0;
   uint64_t steps_ = 0;
   std::map<NodeId, Semver> pending_;
 };
@@ -126,7 +120,7 @@ class VersionLayer : public SimLayer {
 SimResult RunVersionedSimulation(const SimOptions& options) {
   SimOptions o = options;
   o.versions = true;
-  return RunSimulation(o, [](SimCluster& c, uint64_t seed) { return std::make_unique<VersionLayer>(c, seed); });
+  return RunSimulation(o, [](StationCluster& c, uint64_t seed) { return std::make_unique<VersionLayer>(c, seed); });
 }
 
 }  // namespace ts::sim

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-namespace ts::node::deploy {
+namespace ts::deploy {
 namespace {
 
 class BlueGreenTest : public ::testing::Test {
@@ -271,4 +271,4 @@ TEST(BlueGreen, ParseBgCommand_RejectsMalformedAndIgnoresUnknownFields) {
 }
 
 }  // namespace
-}  // namespace ts::node::deploy
+}  // namespace ts::deploy

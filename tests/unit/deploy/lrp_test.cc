@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace ts::node::deploy {
+namespace ts::deploy {
 namespace {
 
 using json = nlohmann::json;
@@ -637,4 +637,4 @@ TEST(ParseLrpCommand, RoundTrip_EveryOp) {
 }
 
 }  // namespace
-}  // namespace ts::node::deploy
+}  // namespace ts::deploy

@@ -11,7 +11,7 @@
 #include "node/deploy/health.h"
 #include "node/deploy/schedulers.h"
 
-namespace ts::node::deploy {
+namespace ts::deploy {
 namespace {
 
 SchedCommand Cmd(const nlohmann::json& j) {
@@ -269,8 +269,8 @@ TEST(DeployState, ParseClientCommand_ChecksKindDepthAndInternalOps) {
   auto internal = ParseClientCommand(R"({"kind":"sched","op":"health","scheduler":"a","add":1})");
   ASSERT_TRUE(internal.ok());
   EXPECT_TRUE(internal->Internal());
-  EXPECT_EQ(internal->decree_type(), DecreeType::kScheduler);
-  auto back = ParseDecreeCommand(static_cast<uint16_t>(DecreeType::kScheduler), internal->Payload());
+  EXPECT_EQ(internal->kind, Kind::kScheduler);
+  auto back = ParseDecreeCommand(Kind::kScheduler, internal->Payload());
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(back->Payload(), internal->Payload());
 }
@@ -304,4 +304,4 @@ TEST(DeployState, SameCommandsGiveTheSameSnapshotOnEveryReplica) {
 }
 
 }  // namespace
-}  // namespace ts::node::deploy
+}  // namespace ts::deploy

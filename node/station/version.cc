@@ -1,8 +1,8 @@
-#include "node/version.h"
+#include "node/station/version.h"
 
 #include <charconv>
 
-namespace ts::node {
+namespace ts::station {
 
 std::string Semver::ToString() const {
   return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
@@ -26,4 +26,4 @@ std::optional<Semver> Semver::Parse(std::string_view text) {
   return Semver{parts[0], parts[1], parts[2]};
 }
 
-}  // namespace ts::node
+}  // namespace ts::station

@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "consensus/types.h"
-#include "node/version.h"
+#include "node/station/version.h"
 
-namespace ts::node {
+namespace ts::station {
 
 struct EligibilityInput {
   Semver self;
@@ -47,4 +47,4 @@ std::vector<Semver> MostCommonVersions(const std::map<consensus::NodeId, std::op
 // version-marker decree: its version is newer than the latest marker.
 bool NeedsMarker(const Semver& self, const std::optional<Semver>& latest_marker);
 
-}  // namespace ts::node
+}  // namespace ts::station

@@ -11,15 +11,15 @@
 #include <fstream>
 #include <sstream>
 
-#include "node/decree.h"
-#include "node/kv_store.h"
-#include "node/version_state.h"
+#include "node/station/decree.h"
+#include "node/station/kv_store.h"
+#include "node/station/version_state.h"
 
 #ifndef TS_GOLDEN_DIR
 #error "TS_GOLDEN_DIR must name tests/unit/node/golden"
 #endif
 
-namespace ts::node {
+namespace ts::station {
 namespace {
 
 std::string ToHex(const std::string& bytes) {
@@ -132,4 +132,4 @@ TEST(GoldenDecrees, Apply_OldFormatsKeepTheirMeaning) {
 }
 
 }  // namespace
-}  // namespace ts::node
+}  // namespace ts::station

@@ -3,11 +3,11 @@
 // previous decision the way the spec assumes: surged rooms are ready on the
 // next loop, deleted rooms are gone, and occupancy stays constant (when an
 // occupied old room goes, a ready one becomes occupied).
-#include "node/rollout.h"
+#include "node/deploy/rollout.h"
 
 #include <gtest/gtest.h>
 
-namespace ts::node {
+namespace ts::deploy {
 namespace {
 
 struct Row {
@@ -103,4 +103,4 @@ TEST(Rollout, DecideRollout_DeletesOldNonOccupiedFirstAndHonoursTheAddLimit) {
 }
 
 }  // namespace
-}  // namespace ts::node
+}  // namespace ts::deploy

@@ -1,15 +1,14 @@
-// Node: the client port. Writes become decrees proposed on the leader;
+// Station: the client port. Writes become decrees proposed on the leader;
 // reads are lease reads on the leader; followers answer with the leader's
-// client address. Status and log are answered by any node. See node.h.
-#include <spdlog/spdlog.h>
-
+// client address. Status and log are answered by any node. See station.h.
 #include <cstdlib>
 #include <set>
 
-#include "node/node.h"
+#include "node/station/station.h"
 
-namespace ts::node {
+namespace ts::station {
 
+using consensus::Role;
 using rpc::ClientCode;
 using rpc::ClientOp;
 using rpc::ClientRequest;
@@ -27,17 +26,46 @@ ClientResponse Error(uint64_t id, ClientCode code, std::string message) {
 
 }  // namespace
 
-std::string Node::ClientAddrOf(consensus::NodeId id) const {
-  if (id == options_.id) return options_.client_addr.ToString();
-  auto it = peers_.find(id);
+void Station::Request(uint64_t handle, ClientRequest req) {
+  switch (req.op) {
+    case ClientOp::kStatus: {
+      ClientResponse r;
+      r.id = req.id;
+      r.status = BuildStatus();
+      return Respond(handle, std::move(r));
+    }
+    case ClientOp::kLog:
+      return Respond(handle, BuildLog(req));
+    case ClientOp::kGet:
+      return HandleRead(handle, std::move(req));
+    case ClientOp::kDowngrade:
+    case ClientOp::kDowngradeCancel:
+      return HandleDowngrade(handle, std::move(req));
+    case ClientOp::kDeploy:
+      return HandleDeploy(handle, std::move(req));
+    case ClientOp::kDeployQuery:
+      return HandleDeployQuery(handle, req);
+    case ClientOp::kFault:
+      return HandleFault(handle, req);
+    case ClientOp::kPut:
+    case ClientOp::kCas:
+    case ClientOp::kDelete:
+      return HandleWrite(handle, std::move(req));
+  }
+  Respond(handle, Error(req.id, ClientCode::kBadRequest, "unknown operation"));
+}
+
+std::string Station::ClientAddrOf(consensus::NodeId node) const {
+  if (node == id()) return options_.client_addr;
+  auto it = peers_.find(node);
   return it == peers_.end() ? "" : it->second.client_addr;
 }
 
-ClientResponse Node::Redirect(const ClientRequest& req, const std::string& why) const {
+ClientResponse Station::Redirect(const ClientRequest& req, const std::string& why) const {
   consensus::NodeId leader = replica_->leader_hint();
   ClientResponse r;
   r.id = req.id;
-  if (leader == consensus::kNoNode || leader == options_.id) {
+  if (leader == consensus::kNoNode || leader == id()) {
     r.code = ClientCode::kUnavailable;
     r.message = "no leader: " + why;
     return r;
@@ -48,83 +76,49 @@ ClientResponse Node::Redirect(const ClientRequest& req, const std::string& why) 
   return r;
 }
 
-void Node::OnClientRequest(ClientRequest&& req, rpc::ClientServer::Responder respond) {
-  switch (req.op) {
-    case ClientOp::kStatus: {
-      ClientResponse r;
-      r.id = req.id;
-      r.status = BuildStatus();
-      respond(std::move(r));
-      return;
-    }
-    case ClientOp::kLog:
-      respond(BuildLog(req));
-      return;
-    case ClientOp::kGet:
-      break;
-    case ClientOp::kDowngrade:
-    case ClientOp::kDowngradeCancel:
-      HandleDowngrade(std::move(req), std::move(respond));
-      return;
-    case ClientOp::kDeploy:
-      HandleDeploy(std::move(req), std::move(respond));
-      return;
-    case ClientOp::kDeployQuery:
-      HandleDeployQuery(req, std::move(respond));
-      return;
-    case ClientOp::kFault:
-      HandleFault(req, std::move(respond));
-      return;
-    case ClientOp::kPut:
-    case ClientOp::kCas:
-    case ClientOp::kDelete:
-      HandleWrite(std::move(req), std::move(respond));
-      return;
-    default:
-      respond(Error(req.id, ClientCode::kBadRequest, "unknown operation"));
-      return;
-  }
-  if (req.key.empty() || req.key.size() > options_.key_bytes_max) {
-    respond(Error(req.id, ClientCode::kBadRequest, "key must be 1.." + std::to_string(options_.key_bytes_max) + " bytes"));
-    return;
-  }
-  if (replica_->GetStatus().role != consensus::Role::kLeader) {
-    respond(Redirect(req, "this node does not lead"));
-    return;
-  }
-  if (pending_reads_.size() + pending_writes_.size() >= options_.pending_requests_max) {
-    respond(Error(req.id, ClientCode::kBusy, "too many requests in flight"));
-    return;
-  }
-  // Served in ServeReads once the lease and the applied slot allow it.
-  pending_reads_.push_back(PendingRead{std::move(req), std::move(respond), NowMs() + options_.lease_ms * 4});
+bool Station::TakesWrites() const {
+  consensus::ReplicaStatus s = replica_->GetStatus();
+  return s.role == Role::kLeader && s.leader_ready && marker_checked_ == s.promised;
 }
 
-void Node::HandleWrite(ClientRequest&& req, rpc::ClientServer::Responder respond) {
+void Station::HandleRead(uint64_t handle, ClientRequest&& req) {
   if (req.key.empty() || req.key.size() > options_.key_bytes_max) {
-    respond(Error(req.id, ClientCode::kBadRequest, "key must be 1.." + std::to_string(options_.key_bytes_max) + " bytes"));
-    return;
+    return Respond(handle, Error(req.id, ClientCode::kBadRequest,
+                                 "key must be 1.." + std::to_string(options_.key_bytes_max) + " bytes"));
   }
-  if (req.value.size() > options_.value_bytes_max || req.expected.size() > options_.value_bytes_max) {
-    respond(Error(req.id, ClientCode::kBadRequest, "value larger than " + std::to_string(options_.value_bytes_max) + " bytes"));
-    return;
+  if (replica_->GetStatus().role != consensus::Role::kLeader) {
+    return Respond(handle, Redirect(req, "this node does not lead"));
   }
   if (pending_reads_.size() + pending_writes_.size() >= options_.pending_requests_max) {
-    respond(Error(req.id, ClientCode::kBusy, "too many requests in flight"));
-    return;
+    return Respond(handle, Error(req.id, ClientCode::kBusy, "too many requests in flight"));
   }
-  consensus::ReplicaStatus rs = replica_->GetStatus();
-  if (rs.role == consensus::Role::kLeader && (!rs.leader_ready || marker_checked_ != rs.promised)) {
+  // Served in ServeReads once the lease and the applied slot allow it.
+  uint64_t deadline = now_ms_ + options_.consensus.lease_ms * 4;
+  pending_reads_.push_back(PendingRead{std::move(req), handle, deadline});
+  ServeReads();
+}
+
+void Station::HandleWrite(uint64_t handle, ClientRequest&& req) {
+  if (req.key.empty() || req.key.size() > options_.key_bytes_max) {
+    return Respond(handle, Error(req.id, ClientCode::kBadRequest,
+                                 "key must be 1.." + std::to_string(options_.key_bytes_max) + " bytes"));
+  }
+  if (req.value.size() > options_.value_bytes_max || req.expected.size() > options_.value_bytes_max) {
+    return Respond(handle, Error(req.id, ClientCode::kBadRequest,
+                                 "value larger than " + std::to_string(options_.value_bytes_max) + " bytes"));
+  }
+  if (pending_reads_.size() + pending_writes_.size() >= options_.pending_requests_max) {
+    return Respond(handle, Error(req.id, ClientCode::kBusy, "too many requests in flight"));
+  }
+  if (replica_->GetStatus().role == Role::kLeader && !TakesWrites()) {
     // A new leader first recovers the log and writes its version marker.
-    respond(Error(req.id, ClientCode::kUnavailable, "leader is recovering the log; retry"));
-    return;
+    return Respond(handle, Error(req.id, ClientCode::kUnavailable, "leader is recovering the log; retry"));
   }
   auto type = static_cast<uint16_t>(req.op == ClientOp::kPut      ? DecreeType::kKvPut
                                     : req.op == ClientOp::kDelete ? DecreeType::kKvDelete
                                                                   : DecreeType::kKvCas);
   Decree d;
   d.header = versions_.HeaderFor(type);
-  d.tag = RequestTag{options_.id, ++next_seq_, epoch_};
   KvCommand c{std::move(req.key), std::move(req.value), std::move(req.expected), req.expected_absent};
   if (d.header.model_version == 2) {
     KvBatch b;
@@ -133,25 +127,23 @@ void Node::HandleWrite(ClientRequest&& req, rpc::ClientServer::Responder respond
   } else {
     d.payload = EncodeKvCommand(c);
   }
-  auto slot = replica_->Propose(EncodeDecree(d));
+  auto slot = ProposeDecree(d);
   if (!slot.ok()) {
-    if (slot.status().code() == Status::Code::kNotLeader) respond(Redirect(req, "this node does not lead"));
-    else respond(Error(req.id, ClientCode::kBusy, slot.status().message()));
-    return;
+    if (slot.status().code() == Status::Code::kNotLeader) return Respond(handle, Redirect(req, "this node does not lead"));
+    return Respond(handle, Error(req.id, ClientCode::kBusy, slot.status().message()));
   }
-  pending_writes_[*slot] = PendingWrite{d.tag, req.op, std::move(respond), req.id, NowMs() + options_.request_timeout_ms};
+  pending_writes_[*slot] = PendingWrite{d.tag, req.op, handle, req.id, now_ms_ + options_.request_timeout_ms};
 }
 
-void Node::HandleFault(const ClientRequest& req, rpc::ClientServer::Responder respond) {
+void Station::HandleFault(uint64_t handle, const ClientRequest& req) {
   if (!options_.fault_injection) {
-    respond(Error(req.id, ClientCode::kBadRequest, "fault injection is off (start tsnode with --fault-injection)"));
-    return;
+    return Respond(handle, Error(req.id, ClientCode::kBadRequest,
+                                 "fault injection is off (start tsnode with --fault-injection)"));
   }
   bool out = req.key == "block" || req.key == "block-out";
   bool in = req.key == "block" || req.key == "block-in";
   if (!out && !in) {
-    respond(Error(req.id, ClientCode::kBadRequest, "fault: key must be block, block-out or block-in"));
-    return;
+    return Respond(handle, Error(req.id, ClientCode::kBadRequest, "fault: key must be block, block-out or block-in"));
   }
   std::set<consensus::NodeId> blocked;
   size_t pos = 0;
@@ -160,25 +152,26 @@ void Node::HandleFault(const ClientRequest& req, rpc::ClientServer::Responder re
     std::string item = req.value.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     pos = comma == std::string::npos ? req.value.size() : comma + 1;
     char* end = nullptr;
-    unsigned long id = std::strtoul(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || peers_.count(static_cast<consensus::NodeId>(id)) == 0) {
-      respond(Error(req.id, ClientCode::kBadRequest, "fault: '" + item + "' is not a peer id of this node"));
-      return;
+    unsigned long peer = std::strtoul(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || peers_.count(static_cast<consensus::NodeId>(peer)) == 0) {
+      return Respond(handle, Error(req.id, ClientCode::kBadRequest, "fault: '" + item + "' is not a peer id of this node"));
     }
-    blocked.insert(static_cast<consensus::NodeId>(id));
+    blocked.insert(static_cast<consensus::NodeId>(peer));
   }
   // The list replaces the previous one; "" heals every link.
-  for (const auto& [id, view] : peers_) transport_->SetBlocked(id, out && blocked.count(id) > 0, in && blocked.count(id) > 0);
-  spdlog::warn("fault injection: {} traffic with peers [{}]", req.key == "block" ? "dropping all" : "dropping " + req.key.substr(6),
-               req.value);
+  LinkFaults f;
+  for (const auto& [peer, view] : peers_) f.blocked[peer] = {out && blocked.count(peer) > 0, in && blocked.count(peer) > 0};
+  ready_.link_faults = std::move(f);
+  Log(LogLevel::kWarn, "fault injection: " +
+                           (req.key == "block" ? std::string("dropping all") : "dropping " + req.key.substr(6)) +
+                           " traffic with peers [" + req.value + "]");
   ClientResponse r;
   r.id = req.id;
-  respond(std::move(r));
+  Respond(handle, std::move(r));
 }
 
-void Node::ServeReads() {
+void Station::ServeReads() {
   if (pending_reads_.empty()) return;
-  uint64_t now = NowMs();
   auto index = replica_->ReadIndex();
   while (!pending_reads_.empty()) {
     PendingRead& r = pending_reads_.front();
@@ -187,17 +180,19 @@ void Node::ServeReads() {
       resp.id = r.req.id;
       auto v = kv_.Get(r.req.key);
       resp.found = v.has_value();
-      if (v) resp.value = std::move(*v);
-      else {
+      if (v) {
+        resp.value = std::move(*v);
+      } else {
         resp.code = ClientCode::kNotFound;
         resp.message = "key not found";
       }
       resp.slot = applied_slot_;
-      r.respond(std::move(resp));
+      Respond(r.handle, std::move(resp));
     } else if (index.status().code() == Status::Code::kNotLeader) {
-      r.respond(Redirect(r.req, "leadership lost"));
-    } else if (now >= r.deadline_ms) {
-      r.respond(Error(r.req.id, ClientCode::kUnavailable, "leader could not confirm its lease: " + index.status().message()));
+      Respond(r.handle, Redirect(r.req, "leadership lost"));
+    } else if (now_ms_ >= r.deadline_ms) {
+      Respond(r.handle, Error(r.req.id, ClientCode::kUnavailable,
+                              "leader could not confirm its lease: " + index.status().message()));
     } else {
       return;  // wait for the lease (a new leader's first heartbeat round)
     }
@@ -205,10 +200,10 @@ void Node::ServeReads() {
   }
 }
 
-rpc::NodeStatus Node::BuildStatus() const {
+rpc::NodeStatus Station::BuildStatus() const {
   consensus::ReplicaStatus s = replica_->GetStatus();
   rpc::NodeStatus st;
-  st.id = options_.id;
+  st.id = id();
   st.role = consensus::RoleName(s.role);
   st.ballot = s.promised;
   st.leader = s.leader;
@@ -217,7 +212,7 @@ rpc::NodeStatus Node::BuildStatus() const {
   st.applied_slot = applied_slot_;
   st.last_slot = s.last_slot;
   st.lease_left_ms = s.lease_left_ms;
-  st.software_version = options_.software_version;
+  st.software_version = options_.consensus.software_version;
   st.cluster_id = options_.cluster_id;
   st.log_digest = digest_.Hex();
   st.keys = kv_.size();
@@ -229,27 +224,24 @@ rpc::NodeStatus Node::BuildStatus() const {
   st.stuck_at_slot = stuck_at_.value_or(0);
   st.state_digest = StateDigest();
   st.coordinator = rc_running_;
-  uint64_t now = NowMs();
-  for (const auto& [id, view] : peers_) {
+  for (const auto& [peer, view] : peers_) {
     rpc::PeerStatus p;
-    p.id = id;
-    p.peer_addr = options_.members.at(id).ToString();
-    p.connected = transport_->Connected(id);
+    p.id = peer;
     p.software_version = view.software_version;
-    p.last_heard_ms_ago = view.heard ? static_cast<int64_t>(now - view.last_heard_ms) : -1;
+    p.last_heard_ms_ago = view.heard ? static_cast<int64_t>(now_ms_ - view.last_heard_ms) : -1;
     st.peers.push_back(std::move(p));
   }
   return st;
 }
 
-ClientResponse Node::BuildLog(const ClientRequest& req) const {
+ClientResponse Station::BuildLog(const ClientRequest& req) const {
   ClientResponse r;
   r.id = req.id;
   consensus::Slot chosen = replica_->GetStatus().chosen_upto;
   uint32_t limit = std::min<uint32_t>(req.limit == 0 ? 100 : req.limit, 1000);
   consensus::Slot from = std::max<uint64_t>(req.from_slot, 1);
   if (from > chosen) return r;
-  auto entries = store_->ReadRange(from, std::min<consensus::Slot>(chosen, from + limit - 1));
+  auto entries = log_->ReadRange(from, std::min<consensus::Slot>(chosen, from + limit - 1));
   if (!entries.ok()) return Error(req.id, ClientCode::kInternal, entries.status().ToString());
   for (const consensus::Entry& e : *entries) {
     rpc::LogRow row;
@@ -264,8 +256,8 @@ ClientResponse Node::BuildLog(const ClientRequest& req) const {
       const char* name = DecreeTypeName(d.header.type);
       row.type = name ? name : "unknown(" + std::to_string(d.header.type) + ")";
       row.summary = DescribeDecree(d);
-      if (deploy::IsDeployDecree(d.header.type)) {
-        auto cmd = deploy::ParseDecreeCommand(d.header.type, d.payload);
+      if (auto kind = DeployKindOf(d.header.type)) {
+        auto cmd = deploy::ParseDecreeCommand(*kind, d.payload);
         row.summary = cmd.ok() ? cmd->Describe() : "undecodable: " + cmd.status().message();
       }
     }
@@ -274,4 +266,4 @@ ClientResponse Node::BuildLog(const ClientRequest& req) const {
   return r;
 }
 
-}  // namespace ts::node
+}  // namespace ts::station

@@ -1,13 +1,13 @@
 // The key-value application: command semantics, the log digest, decree
 // encoding (including hostile bytes) and semver parsing.
-#include "node/kv_store.h"
+#include "node/station/kv_store.h"
 
 #include <gtest/gtest.h>
 
-#include "node/decree.h"
-#include "node/version.h"
+#include "node/station/decree.h"
+#include "node/station/version.h"
 
-namespace ts::node {
+namespace ts::station {
 namespace {
 
 Decree Make(DecreeType type, KvCommand c) {
@@ -110,4 +110,4 @@ TEST(Semver, Parse_AcceptsXYZOnly) {
 }
 
 }  // namespace
-}  // namespace ts::node
+}  // namespace ts::station

@@ -1,9 +1,9 @@
 // DecideRollout; see rollout.h.
-#include "node/rollout.h"
+#include "node/deploy/rollout.h"
 
 #include <algorithm>
 
-namespace ts::node {
+namespace ts::deploy {
 
 RolloutCounts CountRooms(const std::vector<Room>& rooms, const std::string& active_version) {
   RolloutCounts c;
@@ -47,4 +47,4 @@ RolloutDecision DecideRollout(const std::vector<Room>& rooms, const std::string&
   return d;
 }
 
-}  // namespace ts::node
+}  // namespace ts::deploy

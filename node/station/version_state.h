@@ -14,11 +14,11 @@
 #include <string>
 #include <vector>
 
-#include "node/decree.h"
-#include "node/version.h"
-#include "node/version_rules.h"
+#include "node/station/decree.h"
+#include "node/station/version.h"
+#include "node/station/version_rules.h"
 
-namespace ts::node {
+namespace ts::station {
 
 inline constexpr Semver kKvModel2Since{1, 1, 0};
 
@@ -100,4 +100,4 @@ std::string DowngradeRefusal(const VersionState& st, const Semver& target);
 bool RestateInto(const Semver& target, uint64_t slot, const std::string& bytes, std::vector<Rewrite>* out,
                  std::string* why);
 
-}  // namespace ts::node
+}  // namespace ts::station

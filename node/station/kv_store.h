@@ -10,9 +10,9 @@
 #include <string>
 
 #include "consensus/types.h"
-#include "node/decree.h"
+#include "node/station/decree.h"
 
-namespace ts::node {
+namespace ts::station {
 
 struct KvResult {
   enum class Code { kOk, kCompareFailed, kNotFound, kUndecodable } code = Code::kOk;
@@ -51,4 +51,4 @@ class LogDigest {
   uint64_t h_ = 0xcbf29ce484222325ull;
 };
 
-}  // namespace ts::node
+}  // namespace ts::station

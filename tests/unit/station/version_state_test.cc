@@ -1,12 +1,12 @@
 // VersionState: which formats a node reads and writes as markers and
 // downgrades reach the log, and restating decrees for a downgrade target.
-#include "node/version_state.h"
+#include "node/station/version_state.h"
 
 #include <gtest/gtest.h>
 
-#include "node/kv_store.h"
+#include "node/station/kv_store.h"
 
-namespace ts::node {
+namespace ts::station {
 namespace {
 
 const Semver kA{1, 0, 0};
@@ -174,4 +174,4 @@ TEST(KvStoreModel2, Apply_BatchIsAllOrNothing) {
 }
 
 }  // namespace
-}  // namespace ts::node
+}  // namespace ts::station

@@ -1,9 +1,9 @@
 // KvStore and LogDigest; see kv_store.h.
-#include "node/kv_store.h"
+#include "node/station/kv_store.h"
 
 #include <cstdio>
 
-namespace ts::node {
+namespace ts::station {
 
 namespace {
 
@@ -98,4 +98,4 @@ std::string LogDigest::Hex() const {
   return buf;
 }
 
-}  // namespace ts::node
+}  // namespace ts::station

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace ts::node {
+namespace ts::station {
 
 inline constexpr const char* kSoftwareVersion = TS_SOFTWARE_VERSION_STRING;
 
@@ -25,4 +25,4 @@ struct Semver {
 
 inline bool IsSemver(std::string_view text) { return Semver::Parse(text).has_value(); }
 
-}  // namespace ts::node
+}  // namespace ts::station

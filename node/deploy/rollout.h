@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-namespace ts::node {
+namespace ts::deploy {
 
 enum class RoomStatus : uint8_t { kPending = 0, kReady = 1, kOccupied = 2, kTerminating = 3 };
 
@@ -54,4 +54,4 @@ RolloutCounts CountRooms(const std::vector<Room>& rooms, const std::string& acti
 RolloutDecision DecideRollout(const std::vector<Room>& rooms, const std::string& active_version,
                               const RolloutParams& p);
 
-}  // namespace ts::node
+}  // namespace ts::deploy

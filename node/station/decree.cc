@@ -1,9 +1,9 @@
 // Decree encoding through the bounded codec of rpc/ (hostile bytes safe).
-#include "node/decree.h"
+#include "node/station/decree.h"
 
 #include "rpc/codec.h"
 
-namespace ts::node {
+namespace ts::station {
 
 const char* DecreeTypeName(uint16_t type) {
   switch (static_cast<DecreeType>(type)) {
@@ -17,6 +17,20 @@ const char* DecreeTypeName(uint16_t type) {
     case DecreeType::kLrp: return "lrp";
   }
   return nullptr;
+}
+
+DecreeFamily FamilyOf(uint16_t type) {
+  switch (static_cast<DecreeType>(type)) {
+    case DecreeType::kKvPut:
+    case DecreeType::kKvDelete:
+    case DecreeType::kKvCas: return DecreeFamily::kKeyValue;
+    case DecreeType::kVersionMarker:
+    case DecreeType::kDowngrade: return DecreeFamily::kVersion;
+    case DecreeType::kBlueGreen:
+    case DecreeType::kScheduler:
+    case DecreeType::kLrp: return DecreeFamily::kDeploy;
+  }
+  return DecreeFamily::kUnknown;
 }
 
 std::string DescribeDecree(const Decree& d) {
@@ -66,4 +80,4 @@ Status DecodeVersionMarker(std::string_view bytes, VersionMarker* out) { return 
 std::string EncodeDowngrade(const Downgrade& d) { return rpc::EncodeBounded(d); }
 Status DecodeDowngrade(std::string_view bytes, Downgrade* out) { return rpc::DecodeBounded(bytes, out); }
 
-}  // namespace ts::node
+}  // namespace ts::station

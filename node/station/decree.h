@@ -12,7 +12,7 @@
 
 #include "consensus/status.h"
 
-namespace ts::node {
+namespace ts::station {
 
 enum class DecreeType : uint16_t {
   kKvPut = 1,
@@ -27,6 +27,12 @@ enum class DecreeType : uint16_t {
 };
 
 const char* DecreeTypeName(uint16_t type);
+
+// Decree types come in families that are applied by different parts of the
+// station: the key-value store, the version rules, the deployment state.
+// Unknown types (a newer version's) are kUnknown: recorded, never applied.
+enum class DecreeFamily { kKeyValue, kVersion, kDeploy, kUnknown };
+DecreeFamily FamilyOf(uint16_t type);
 
 struct DecreeHeader {
   uint16_t type = 0;
@@ -126,4 +132,4 @@ Status DecodeVersionMarker(std::string_view bytes, VersionMarker* out);
 std::string EncodeDowngrade(const Downgrade& d);
 Status DecodeDowngrade(std::string_view bytes, Downgrade* out);
 
-}  // namespace ts::node
+}  // namespace ts::station

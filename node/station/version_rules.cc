@@ -1,9 +1,9 @@
 // Version rules of leadership; see version_rules.h.
-#include "node/version_rules.h"
+#include "node/station/version_rules.h"
 
 #include <algorithm>
 
-namespace ts::node {
+namespace ts::station {
 
 std::vector<Semver> MostCommonVersions(const std::map<consensus::NodeId, std::optional<Semver>>& members) {
   std::map<Semver, size_t> counts;
@@ -42,4 +42,4 @@ Eligibility CheckEligibility(const EligibilityInput& in) {
   return {true, ""};
 }
 
-}  // namespace ts::node
+}  // namespace ts::station

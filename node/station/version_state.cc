@@ -1,9 +1,9 @@
 // VersionState; see version_state.h.
-#include "node/version_state.h"
+#include "node/station/version_state.h"
 
 #include <algorithm>
 
-namespace ts::node {
+namespace ts::station {
 
 namespace {
 
@@ -143,4 +143,4 @@ bool RestateInto(const Semver& target, uint64_t slot, const std::string& bytes, 
   return true;
 }
 
-}  // namespace ts::node
+}  // namespace ts::station

@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <iostream>
 
-#include "node/node.h"
-#include "node/version.h"
+#include "node/station/version.h"
+#include "node/tsnode/driver.h"
 
 namespace {
 
@@ -46,8 +46,10 @@ ts::StatusOr<std::map<ts::consensus::NodeId, ts::rpc::HostPort>> ParseMembers(co
 
 int main(int argc, char** argv) {
   CLI::App app{"tsnode: one replica of the tracking station (Multi-Paxos replicated log + key-value store)"};
-  ts::node::NodeOptions o;
-  o.software_version = ts::node::kSoftwareVersion;
+  ts::tsnode::DriverOptions o;
+  ts::station::StationOptions& so = o.station;
+  ts::consensus::Config& cc = so.consensus;
+  cc.software_version = ts::station::kSoftwareVersion;
   unsigned id = 0;
   std::string peers;
   std::string client_addr;
@@ -57,29 +59,29 @@ int main(int argc, char** argv) {
       ->required();
   app.add_option("--client-addr", client_addr, "host:port of the client port (tsctl, tsbench)")->required();
   app.add_option("--data-dir", o.data_dir, "directory of this node's RocksDB store (created if missing)")->required();
-  app.add_option("--cluster-id", o.cluster_id, "cluster name; peers and data dirs of another cluster are refused")
+  app.add_option("--cluster-id", so.cluster_id, "cluster name; peers and data dirs of another cluster are refused")
       ->capture_default_str();
-  app.add_option("--heartbeat-ms", o.heartbeat_ms, "leader heartbeat period")->capture_default_str();
-  app.add_option("--lease-ms", o.lease_ms, "lease period: followers refuse rival leaders this long after a heartbeat")
+  app.add_option("--heartbeat-ms", cc.heartbeat_ms, "leader heartbeat period")->capture_default_str();
+  app.add_option("--lease-ms", cc.lease_ms, "lease period: followers refuse rival leaders this long after a heartbeat")
       ->capture_default_str();
-  app.add_option("--drift-ms", o.drift_ms, "clock-drift margin taken off the leader's lease")->capture_default_str();
-  app.add_option("--election-jitter-ms", o.election_jitter_ms, "random extra wait before campaigning")
+  app.add_option("--drift-ms", cc.drift_ms, "clock-drift margin taken off the leader's lease")->capture_default_str();
+  app.add_option("--election-jitter-ms", cc.election_jitter_ms, "random extra wait before campaigning")
       ->capture_default_str();
   app.add_option("--frame-bytes-max", o.frame_bytes_max, "largest frame accepted on any port (bytes)")
       ->capture_default_str();
-  app.add_option("--request-timeout-ms", o.request_timeout_ms, "a write not chosen by then is answered 'outcome unknown'")
+  app.add_option("--request-timeout-ms", so.request_timeout_ms, "a write not chosen by then is answered 'outcome unknown'")
       ->capture_default_str();
-  app.add_option("--software-version", o.software_version,
+  app.add_option("--software-version", cc.software_version,
                  "semver this node announces (default: the build's); lets one binary play two versions")
       ->capture_default_str();
-  app.add_option("--health-period-ms", o.health_period_ms,
+  app.add_option("--health-period-ms", so.health_period_ms,
                  "period of the recovery coordinator's health-controller loop (game rooms, spec/002_*)")
       ->check(CLI::Range(uint64_t{10}, uint64_t{3'600'000}))
       ->capture_default_str();
-  app.add_flag("--fault-injection", o.fault_injection,
+  app.add_flag("--fault-injection", so.fault_injection,
                "accept fault-injection requests on the client port (drop traffic to/from peers); tests only");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
-  app.set_version_flag("--version", std::string(ts::node::kSoftwareVersion));
+  app.set_version_flag("--version", std::string(ts::station::kSoftwareVersion));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -101,14 +103,14 @@ int main(int argc, char** argv) {
   auto members = ParseMembers(peers);
   if (!members.ok()) return fail(members.status().message());
   o.members = std::move(*members);
-  o.id = id;
-  if (!o.members.count(o.id)) return fail("--id " + std::to_string(id) + " is not listed in --peers");
+  cc.id = id;
+  if (!o.members.count(cc.id)) return fail("--id " + std::to_string(id) + " is not listed in --peers");
   auto ca = ts::rpc::ParseHostPort(client_addr);
   if (!ca.ok()) return fail("--client-addr: " + ca.status().message());
   o.client_addr = *ca;
-  if (!ts::node::IsSemver(o.software_version)) return fail("--software-version '" + o.software_version + "' is not X.Y.Z");
+  if (!ts::station::IsSemver(cc.software_version)) return fail("--software-version '" + cc.software_version + "' is not X.Y.Z");
 
-  ts::node::Node node(o);
+  ts::tsnode::Driver node(o);
   if (ts::Status s = node.Start(); !s.ok()) return fail("cannot start: " + s.ToString());
   node.Run();
   spdlog::shutdown();

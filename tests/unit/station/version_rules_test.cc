@@ -1,10 +1,10 @@
 // The leadership version rules of spec/003_* through the four stages of a
 // rolling upgrade, ties, markers, unreadable decrees and downgrades.
-#include "node/version_rules.h"
+#include "node/station/version_rules.h"
 
 #include <gtest/gtest.h>
 
-namespace ts::node {
+namespace ts::station {
 namespace {
 
 const Semver kA{1, 0, 0};
@@ -89,4 +89,4 @@ TEST(VersionRules, CheckEligibility_DowngradeReadmitsOnlyItsTarget) {
 }
 
 }  // namespace
-}  // namespace ts::node
+}  // namespace ts::station

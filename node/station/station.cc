@@ -1,0 +1,364 @@
+// Station: start-up replay, the loop's duties, and applying chosen decrees.
+// Client requests are in station_client.cc, the version rules in
+// station_versions.cc, the coordinator in station_deploy.cc. See station.h.
+#include "node/station/station.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace ts::station {
+
+using consensus::Entry;
+using consensus::Role;
+
+namespace {
+
+// Replay reads the chosen prefix in ranges of this many slots, so memory
+// stays bounded whatever the log's length.
+constexpr consensus::Slot kReplayRangeSlots = 4096;
+
+}  // namespace
+
+Station::Station(StationOptions options, const LogSource* log)
+    : options_(std::move(options)),
+      log_(log),
+      versions_(Semver::Parse(options_.consensus.software_version).value_or(Semver{})),
+      epoch_(options_.seed) {}
+
+Station::~Station() = default;
+
+StatusOr<std::unique_ptr<Station>> Station::Open(StationOptions options, StationBootstrap boot, const LogSource* log) {
+  if (Status s = options.consensus.Validate(); !s.ok()) return s;
+  if (!Semver::Parse(options.consensus.software_version)) {
+    return Status::InvalidArgument("software version '" + options.consensus.software_version + "' is not X.Y.Z");
+  }
+  if (log == nullptr) return Status::InvalidArgument("a station needs a log source");
+  std::unique_ptr<Station> st(new Station(std::move(options), log));
+  if (Status s = st->Replay(boot.consensus.chosen_upto); !s.ok()) return s;
+  for (consensus::NodeId id : st->options_.consensus.members) {
+    if (id == st->id()) continue;
+    // The version view survives restarts: a member not heard since counts
+    // with the version it last announced, like a paused one.
+    auto it = boot.versions.find(id);
+    st->peers_[id].software_version = it == boot.versions.end() ? "" : it->second;
+  }
+  for (const Entry& e : boot.consensus.unchosen) st->versions_.ObserveRecorded(e.value);
+  st->Log(LogLevel::kInfo, "replayed " + std::to_string(boot.consensus.chosen_upto) +
+                               " chosen decrees; promised ballot " + consensus::ToString(boot.consensus.promised));
+  st->replica_ = std::make_unique<consensus::Replica>(st->options_.consensus, std::move(boot.consensus), log,
+                                                      st->options_.seed);
+  return st;
+}
+
+// The key-value and deployment state live in memory only: rebuild them
+// from the chosen prefix.
+Status Station::Replay(consensus::Slot chosen) {
+  for (consensus::Slot from = 1; from <= chosen;) {
+    consensus::Slot to = std::min<consensus::Slot>(chosen, from + kReplayRangeSlots - 1);
+    auto entries = log_->ReadRange(from, to);
+    if (!entries.ok()) return entries.status();
+    for (const Entry& e : *entries) {
+      if (e.slot != applied_slot_ + 1 && !stuck_at_) {
+        return Status::Corruption("chosen log has a gap: slot " + std::to_string(e.slot) + " follows slot " +
+                                  std::to_string(applied_slot_));
+      }
+      Apply(e);
+    }
+    from = to + 1;
+  }
+  if (applied_slot_ != chosen && !stuck_at_) {
+    return Status::Corruption("chosen log has a gap: replayed up to slot " + std::to_string(applied_slot_) + " of " +
+                              std::to_string(chosen));
+  }
+  return Status::Ok();
+}
+
+void Station::Tick(uint64_t now_ms) {
+  now_ms_ = std::max(now_ms_, now_ms);
+  replica_->Tick(now_ms_);
+  RunDuties();
+}
+
+void Station::Step(const consensus::Message& m) {
+  // The version view: every heartbeat (and its ack) carries the sender's version.
+  const std::string* version = nullptr;
+  if (const auto* hb = std::get_if<consensus::Heartbeat>(&m.body)) version = &hb->software_version;
+  if (const auto* ack = std::get_if<consensus::HeartbeatAck>(&m.body)) version = &ack->software_version;
+  auto it = peers_.find(m.from);
+  if (it != peers_.end()) {
+    it->second.last_heard_ms = now_ms_;
+    it->second.heard = true;
+    if (version != nullptr && !version->empty()) HearVersion(m.from, *version);
+  }
+  replica_->Step(m);
+}
+
+void Station::LinkUp(const rpc::Handshake& h) {
+  auto it = peers_.find(h.node_id);
+  if (it == peers_.end()) return;
+  it->second.last_heard_ms = now_ms_;
+  it->second.heard = true;
+  HearVersion(h.node_id, h.software_version);
+  if (h.client_addr.empty()) return;
+  if (it->second.client_addr != h.client_addr) {
+    Log(LogLevel::kInfo, "peer " + std::to_string(h.node_id) + " connected: version " + h.software_version +
+                             ", client port " + h.client_addr);
+  }
+  it->second.client_addr = h.client_addr;
+}
+
+bool Station::HasReady() const {
+  return replica_->HasReady() || !ready_.meta.empty() || !ready_.replies.empty() || ready_.link_faults ||
+         !ready_.events.empty() || !ready_.proposed.empty();
+}
+
+Ready Station::TakeReady() {
+  Ready r = std::move(ready_);
+  ready_ = Ready{};
+  if (replica_->HasReady()) r.consensus = replica_->TakeReady();
+  for (const Entry& e : r.consensus.entries) versions_.ObserveRecorded(e.value);
+  return r;
+}
+
+void Station::Persisted(const Ready& ready) {
+  if (ready.consensus.token != 0) replica_->Persisted(ready.consensus.token);
+  for (const Entry& e : ready.consensus.committed) Apply(e);
+  NoteRoleChange();
+  RunDuties();
+}
+
+// What the driver's loop ran after each batch before the station existed:
+// eligibility, the new leader's marker, a waiting downgrade, the
+// coordinator, lease reads and write deadlines. Each is cheap when idle.
+void Station::RunDuties() {
+  UpdateEligibility();
+  MaybeProposeMarker();
+  MaybeProposeDowngrade();
+  SuperviseCoordinator();
+  ServeReads();
+  ExpireWrites();
+}
+
+void Station::Shutdown() {
+  for (auto& [slot, w] : pending_writes_) {
+    rpc::ClientResponse r;
+    r.id = w.request_id;
+    r.code = rpc::ClientCode::kOutcomeUnknown;
+    r.message = "node shutting down before the write was applied";
+    Respond(w.handle, std::move(r));
+  }
+  pending_writes_.clear();
+  if (pending_downgrade_ && pending_downgrade_->handle) {
+    rpc::ClientResponse r;
+    r.id = pending_downgrade_->req.id;
+    r.code = rpc::ClientCode::kUnavailable;
+    r.message = "node shutting down before the downgrade decree was proposed; nothing was written";
+    Respond(*pending_downgrade_->handle, std::move(r));
+  }
+  pending_downgrade_.reset();
+  if (rc_running_) StopCoordinator("node shutting down");
+  for (PendingRead& p : pending_reads_) {
+    rpc::ClientResponse r;
+    r.id = p.req.id;
+    r.code = rpc::ClientCode::kUnavailable;
+    r.message = "node shutting down";
+    Respond(p.handle, std::move(r));
+  }
+  pending_reads_.clear();
+  Log(LogLevel::kInfo, "stopped at applied slot " + std::to_string(applied_slot_));
+}
+
+void Station::Log(LogLevel level, std::string text) { ready_.events.push_back(LogEvent{level, std::move(text)}); }
+
+void Station::Respond(uint64_t handle, rpc::ClientResponse r) { ready_.replies.push_back(Reply{handle, std::move(r)}); }
+
+StatusOr<consensus::Slot> Station::ProposeDecree(Decree& d) {
+  d.tag = RequestTag{id(), ++next_seq_, epoch_};
+  auto slot = replica_->Propose(EncodeDecree(d));
+  if (slot.ok()) ready_.proposed.push_back(Proposed{*slot, replica_->GetStatus().promised, d.header});
+  return slot;
+}
+
+void Station::NoteRoleChange() {
+  consensus::ReplicaStatus s = replica_->GetStatus();
+  if (s.role == last_role_ && s.leader == last_leader_) return;
+  if (s.role == Role::kLeader) {
+    Log(LogLevel::kInfo, "became leader at ballot " + consensus::ToString(s.promised) + " (chosen slot " +
+                             std::to_string(s.chosen_upto) + ")");
+  } else if (last_role_ == Role::kLeader) {
+    Log(LogLevel::kWarn, std::string("stepped down as leader (now ") + consensus::RoleName(s.role) +
+                             ", leader hint " + std::to_string(s.leader) + "); " +
+                             std::to_string(pending_writes_.size()) + " writes in flight");
+    // Their slots are settled only when this node learns what was chosen
+    // there. Usually that is one catch-up away (then each client gets a
+    // definite answer), but if the new leader's log has not reached those
+    // slots, nothing fills them and the clients would wait the full
+    // request timeout (a nemesis finding: 5 s stalls). So they wait a few
+    // leases at most, then hear "outcome unknown".
+    uint64_t grace = now_ms_ + 4 * options_.consensus.lease_ms;
+    for (auto& [slot, w] : pending_writes_) w.deadline_ms = std::min(w.deadline_ms, grace);
+    next_expiry_ms_ = 0;
+  } else if (s.role == Role::kCandidate) {
+    Log(LogLevel::kInfo, "campaigning at ballot " + consensus::ToString(s.promised));
+  } else if (s.leader != consensus::kNoNode && s.leader != last_leader_) {
+    Log(LogLevel::kInfo, "following leader " + std::to_string(s.leader) + " at ballot " +
+                             consensus::ToString(s.leader_ballot));
+  }
+  last_role_ = s.role;
+  last_leader_ = s.leader;
+}
+
+void Station::Apply(const Entry& e) {
+  digest_.Add(e.slot, e.value);
+  if (stuck_at_) {
+    // Keep recording; resume only if a downgrade decree restates what we
+    // could not read (DESIGN.md s.4: never crash on an unreadable decree).
+    Decree d;
+    Downgrade g;
+    if (DecodeDecree(e.value, &d).ok() && d.header.type == static_cast<uint16_t>(DecreeType::kDowngrade) &&
+        versions_.CanRead(d) && DecodeDowngrade(d.payload, &g).ok() && TryResumeWithRewrites(e.slot, g)) {
+      ApplyDecree(e.slot, e.value, false);
+    }
+    return;
+  }
+  if (!ApplyDecree(e.slot, e.value, false)) {
+    stuck_at_ = e.slot;
+    Log(LogLevel::kError, "slot " + std::to_string(e.slot) + ": decree needs a newer reader than " +
+                              versions_.self().ToString() +
+                              "; recording it, applying no further decrees, and not leading");
+    ReplyToWrite(e.slot, nullptr, KvResult{});
+  }
+}
+
+bool Station::ApplyDecree(consensus::Slot slot, const std::string& bytes, bool replay_only) {
+  if (bytes.empty()) {  // a no-op filling a hole
+    applied_slot_ = slot;
+    if (!replay_only) ReplyToWrite(slot, nullptr, KvResult{});
+    return true;
+  }
+  Decree d;
+  if (!DecodeDecree(bytes, &d).ok() || !versions_.CanRead(d)) return false;
+  versions_.Observe(d);
+  KvResult result;
+  switch (FamilyOf(d.header.type)) {
+    case DecreeFamily::kDeploy:
+      ApplyDeploy(slot, d, replay_only);
+      applied_slot_ = slot;
+      return true;
+    case DecreeFamily::kKeyValue:
+      result = kv_.Apply(d);
+      break;
+    case DecreeFamily::kVersion:  // VersionState::Observe took what it says
+    case DecreeFamily::kUnknown:  // CanRead already refused a type we do not know
+      break;
+  }
+  applied_slot_ = slot;
+  if (!replay_only) ReplyToWrite(slot, &d, result);
+  return true;
+}
+
+void Station::ReplyToWrite(consensus::Slot slot, const Decree* d, const KvResult& result,
+                           const StatusOr<std::string>* deploy) {
+  auto pending = pending_writes_.find(slot);
+  if (pending == pending_writes_.end()) return;
+  PendingWrite w = std::move(pending->second);
+  pending_writes_.erase(pending);
+  rpc::ClientResponse r;
+  r.id = w.request_id;
+  r.slot = slot;
+  if (d == nullptr || !(d->tag == w.tag)) {
+    // Another leader filled this slot: our decree was not chosen here and,
+    // having lost its slot, never will be.
+    r.code = rpc::ClientCode::kUnavailable;
+    r.message = "leadership changed before the write was chosen; it was not applied";
+  } else if (deploy != nullptr) {
+    if (deploy->ok()) {
+      r.message = **deploy;
+    } else {
+      r.code = deploy->status().code() == Status::Code::kNotFound ? rpc::ClientCode::kNotFound
+                                                                  : rpc::ClientCode::kBadRequest;
+      r.message = deploy->status().message();
+    }
+  } else if (result.code == KvResult::Code::kCompareFailed) {
+    r.code = rpc::ClientCode::kCompareFailed;
+    r.found = result.found;
+    r.value = result.value;
+    r.message = result.found ? "compare failed: current value differs" : "compare failed: key does not exist";
+  } else if (result.code == KvResult::Code::kNotFound) {
+    r.code = rpc::ClientCode::kNotFound;
+    r.message = "key not found";
+  } else if (result.code == KvResult::Code::kUndecodable) {
+    r.code = rpc::ClientCode::kInternal;
+    r.message = "decree payload could not be decoded";
+  }
+  Respond(w.handle, std::move(r));
+}
+
+void Station::ExpireWrites() {
+  if (now_ms_ < next_expiry_ms_) return;
+  next_expiry_ms_ = now_ms_ + 50;
+  for (auto it = pending_writes_.begin(); it != pending_writes_.end();) {
+    if (it->second.deadline_ms > now_ms_) {
+      ++it;
+      continue;
+    }
+    rpc::ClientResponse r;
+    r.id = it->second.request_id;
+    r.code = rpc::ClientCode::kOutcomeUnknown;
+    r.message = "timed out waiting for the write to be chosen";
+    Respond(it->second.handle, std::move(r));
+    it = pending_writes_.erase(it);
+  }
+}
+
+std::string Station::StateDigest() const {
+  // FNV-1a 64 over the key-value map and the deployment state, both in
+  // canonical (ordered) form.
+  uint64_t h = 0xcbf29ce484222325ull;
+  auto add = [&h](std::string_view bytes) {
+    for (unsigned char ch : bytes) {
+      h ^= ch;
+      h *= 0x100000001b3ull;
+    }
+    h ^= 0xff;  // separator: ("ab","c") and ("a","bc") differ
+    h *= 0x100000001b3ull;
+  };
+  kv_.ForEach([&add](const std::string& k, const std::string& v) {
+    add(k);
+    add(v);
+  });
+  add(deploy_.SnapshotDump());
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+std::optional<Semver> Station::ViewOf(consensus::NodeId member) const {
+  if (member == id()) return versions_.self();
+  auto it = peers_.find(member);
+  if (it == peers_.end() || it->second.software_version.empty()) return std::nullopt;
+  return Semver::Parse(it->second.software_version);
+}
+
+std::string Station::CheckInvariants() const {
+  consensus::ReplicaStatus s = replica_->GetStatus();
+  auto at = [&](const std::string& what) { return "station " + std::to_string(id()) + ": " + what; };
+  if (applied_slot_ > s.chosen_upto) {
+    return at("applied slot " + std::to_string(applied_slot_) + " is past the chosen slot " +
+              std::to_string(s.chosen_upto));
+  }
+  if (stuck_at_ && *stuck_at_ <= applied_slot_) {
+    return at("stuck at slot " + std::to_string(*stuck_at_) + " yet applied up to " + std::to_string(applied_slot_));
+  }
+  if (rc_running_) {
+    std::string why = CoordinatorMayNotRun();
+    if (!why.empty()) return at("coordinator running though " + why);
+  }
+  if (!rc_running_ && (!deploy_queue_.empty() || deploy_inflight_)) {
+    return at("deployment work queued while no coordinator runs");
+  }
+  if (eligibility_.eligible && stuck_at_) return at("eligible while stuck on an unreadable decree");
+  return "";
+}
+
+}  // namespace ts::station

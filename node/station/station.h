@@ -1,0 +1,298 @@
+// Station: one tracking-station node above the wire, as a pure,
+// single-threaded state machine (DESIGN.md sections 1 and 2). It owns the
+// consensus Replica, the version view and the version rules with the marker
+// and downgrade duties, applying chosen decrees to the key-value store and
+// the deployment state, the recovery supervisor and coordinator, and every
+// client request (lease reads, write deadlines). It owns no socket, thread,
+// clock, file, logger or random source: tsnode (node/tsnode/) and the
+// deterministic simulator (tests/sim/) drive the very same code.
+//
+// Driver contract, once per loop iteration:
+//   1. Tick(now_ms) and any number of Step(message), LinkUp(handshake) and
+//      Request(handle, request) calls, in any order.
+//   2. While HasReady():
+//      a. ready = TakeReady().
+//      b. Send ready.consensus.early_messages (they depend on nothing in
+//         this batch).
+//      c. Persist ready.meta, then ready.consensus's promise, entries and
+//         chosen mark in one write, synced if ready.consensus.NeedsSync().
+//         A failed write is fatal: log it and stop (never retry an fsync).
+//      d. Persisted(ready): the station applies ready.consensus.committed.
+//      e. Send ready.consensus.messages (only now: replies must not precede
+//         durability), deliver ready.replies to their handles, carry out
+//         ready.link_faults, and log ready.events.
+// Time moves only through Tick; every deadline is on that clock. The same
+// options, bootstrap, log contents and inputs give the same outputs.
+//
+// A reply to kStatus leaves PeerStatus::connected false: links are the
+// driver's, so the driver fills that field in.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "consensus/replica.h"
+#include "node/deploy/deploy_state.h"
+#include "node/station/decree.h"
+#include "node/station/kv_store.h"
+#include "node/station/version_rules.h"
+#include "node/station/version_state.h"
+#include "rpc/client_protocol.h"
+#include "rpc/peer_protocol.h"
+
+namespace ts::station {
+
+// Everything a station is configured with. Timings default to
+// consensus::Config's: one set of defaults for the core, tsnode and the
+// simulator.
+struct StationOptions {
+  consensus::Config consensus;   // id, members, timings, software_version
+  std::string client_addr;       // this node's client port, for leader hints
+  std::string cluster_id = "ts";
+  uint64_t seed = 0;             // election jitter and the request-tag epoch
+  uint64_t request_timeout_ms = 5000;   // a write not chosen by then: outcome unknown
+  size_t pending_requests_max = 65536;  // reads and writes waiting; Busy beyond
+  size_t key_bytes_max = 4096;
+  size_t value_bytes_max = 1 << 20;
+  size_t restatement_bytes_max = 1 << 20;  // a downgrade decree's restatements, at most
+  bool fault_injection = false;  // accept ClientOp::kFault (tests and nemesis only)
+  uint64_t health_period_ms = 1000;  // the coordinator's health-controller loop (spec/002_*)
+  size_t deploy_queue_max = 1024;    // deployment commands waiting; Busy beyond
+};
+
+// Read access to the durable log: the chosen prefix at start, catch-up of
+// far-behind peers (consensus::LogReader), `tsctl log`, downgrade
+// restatements.
+class LogSource : public consensus::LogReader {
+ public:
+  // Entries in [from, to], in slot order; missing slots are skipped.
+  virtual StatusOr<std::vector<consensus::Entry>> ReadRange(consensus::Slot from, consensus::Slot to) const = 0;
+};
+
+// What storage held at start, besides the log itself.
+struct StationBootstrap {
+  consensus::Bootstrap consensus;
+  // The version view as last persisted: member -> version it announced.
+  std::map<consensus::NodeId, std::string> versions;
+};
+
+enum class LogLevel { kDebug, kInfo, kWarn, kError };
+struct LogEvent {
+  LogLevel level = LogLevel::kInfo;
+  std::string text;
+};
+
+struct Reply {
+  uint64_t handle = 0;  // the driver's, from Request()
+  rpc::ClientResponse response;
+};
+
+// Fault injection: drop traffic with these peers (out: to them, in: from
+// them). The set replaces the previous one; empty heals every link.
+struct LinkFaults {
+  std::map<consensus::NodeId, std::pair<bool, bool>> blocked;  // peer -> (out, in)
+};
+
+// The decree type of each deployment command kind, and back.
+DecreeType DecreeTypeOf(deploy::Kind kind);
+std::optional<deploy::Kind> DeployKindOf(uint16_t decree_type);
+
+// A decree this station proposed, for observers (the simulator's checks).
+struct Proposed {
+  consensus::Slot slot = 0;
+  consensus::Ballot ballot;
+  DecreeHeader header;
+};
+
+struct Ready {
+  consensus::Ready consensus;
+  std::vector<std::pair<std::string, std::string>> meta;  // small records to persist (name, value)
+  std::vector<Reply> replies;
+  std::optional<LinkFaults> link_faults;
+  std::vector<LogEvent> events;
+  std::vector<Proposed> proposed;
+
+  bool NeedsWrite() const { return consensus.NeedsSync() || consensus.chosen_upto || !meta.empty(); }
+};
+
+class Station {
+ public:
+  // `log` must outlive the station. Replays the chosen prefix (slots up to
+  // boot.consensus.chosen_upto) from `log` into the applied state before the
+  // core starts; a gap or unreadable range is Corruption.
+  static StatusOr<std::unique_ptr<Station>> Open(StationOptions options, StationBootstrap boot, const LogSource* log);
+  ~Station();
+
+  void Tick(uint64_t now_ms);
+  void Step(const consensus::Message& m);
+  // A peer link opened (or was acknowledged) and announced this handshake.
+  // Only a peer's own handshake carries its client address.
+  void LinkUp(const rpc::Handshake& h);
+  // A client request; its answer comes back in some Ready's replies with
+  // the same handle.
+  void Request(uint64_t handle, rpc::ClientRequest req);
+  // Answers everything still waiting (writes: outcome unknown), before the
+  // process exits.
+  void Shutdown();
+
+  bool HasReady() const;
+  Ready TakeReady();
+  void Persisted(const Ready& ready);
+
+  // Proposes `bytes` as they are, outside every rule: for tests that need a
+  // decree no client request produces (another writer's format, say).
+  StatusOr<consensus::Slot> ProposeRawForTest(std::string bytes) { return replica_->Propose(std::move(bytes)); }
+
+  // The station's own invariants (and the core's, when its config checks
+  // them): an explanation of the first broken, empty if all hold.
+  std::string CheckInvariants() const;
+
+  // Introspection, for status, tests and the simulator's checkers.
+  const consensus::Replica& replica() const { return *replica_; }
+  consensus::NodeId id() const { return options_.consensus.id; }
+  consensus::Slot applied_slot() const { return applied_slot_; }
+  std::optional<consensus::Slot> stuck_at() const { return stuck_at_; }
+  const VersionState& versions() const { return versions_; }
+  const Eligibility& eligibility() const { return eligibility_; }
+  consensus::Ballot marker_checked() const { return marker_checked_; }
+  bool downgrade_pending() const { return pending_downgrade_.has_value(); }
+  bool coordinator_running() const { return rc_running_; }
+  const deploy::DeployState& deploy_state() const { return deploy_; }
+  const KvStore& kv() const { return kv_; }
+  std::string StateDigest() const;
+  std::string LogDigestHex() const { return digest_.Hex(); }
+  // The version `member` is counted with (self: its own), if ever heard.
+  std::optional<Semver> ViewOf(consensus::NodeId member) const;
+  // Deployment decrees applied, and how many of those the state refused:
+  // a refusal means a coordinator proposed what it had not validated
+  // against the state the decree met.
+  uint64_t deploy_applied() const { return deploy_applied_; }
+  uint64_t deploy_refused() const { return deploy_refused_; }
+
+ private:
+  struct PendingWrite {
+    RequestTag tag;
+    rpc::ClientOp op;
+    uint64_t handle;
+    uint64_t request_id;
+    uint64_t deadline_ms;
+  };
+  struct PendingRead {
+    rpc::ClientRequest req;
+    uint64_t handle;
+    uint64_t deadline_ms;
+  };
+  // A downgrade (or cancellation) asked of this leader, waiting until every
+  // decree it proposed before the request (up to `after`) is applied; or a
+  // restatement of the downgrade in force (`restate`, no client).
+  struct PendingDowngrade {
+    Downgrade g;
+    consensus::Ballot ballot;
+    consensus::Slot after = 0;
+    rpc::ClientRequest req;
+    std::optional<uint64_t> handle;  // none for a restatement
+    uint64_t deadline_ms = 0;
+    bool restate = false;
+  };
+  struct PendingDeploy {
+    deploy::DeployCommand command;
+    uint64_t handle;
+    uint64_t request_id;
+    uint64_t deadline_ms;
+  };
+  struct PeerView {
+    std::string client_addr;
+    std::string software_version;
+    uint64_t last_heard_ms = 0;
+    bool heard = false;
+  };
+
+  Station(StationOptions options, const LogSource* log);
+  Status Replay(consensus::Slot chosen);
+
+  // station.cc: the loop's duties, applying, replies.
+  void RunDuties();
+  void Apply(const consensus::Entry& e);
+  bool ApplyDecree(consensus::Slot slot, const std::string& bytes, bool replay_only);
+  void ReplyToWrite(consensus::Slot slot, const Decree* d, const KvResult& result,
+                    const StatusOr<std::string>* deploy = nullptr);
+  void ExpireWrites();
+  void NoteRoleChange();
+  void Log(LogLevel level, std::string text);
+  void Respond(uint64_t handle, rpc::ClientResponse r);
+  // Proposes `d` (tagged here) and reports it to observers; the slot, or
+  // the replica's refusal.
+  StatusOr<consensus::Slot> ProposeDecree(Decree& d);
+
+  // station_client.cc: the client port.
+  void HandleRead(uint64_t handle, rpc::ClientRequest&& req);
+  void HandleWrite(uint64_t handle, rpc::ClientRequest&& req);
+  void HandleFault(uint64_t handle, const rpc::ClientRequest& req);
+  void ServeReads();
+  rpc::ClientResponse Redirect(const rpc::ClientRequest& req, const std::string& why) const;
+  rpc::NodeStatus BuildStatus() const;
+  rpc::ClientResponse BuildLog(const rpc::ClientRequest& req) const;
+  std::string ClientAddrOf(consensus::NodeId id) const;
+  bool TakesWrites() const;  // leads, has recovered the log and written its marker
+
+  // station_versions.cc: the version rules of spec/003_*.
+  void HearVersion(consensus::NodeId id, const std::string& version);
+  void UpdateEligibility();
+  void MaybeProposeMarker();
+  bool TryResumeWithRewrites(consensus::Slot downgrade_slot, const Downgrade& g);
+  void HandleDowngrade(uint64_t handle, rpc::ClientRequest&& req);
+  void MaybeProposeDowngrade();
+  StatusOr<std::vector<Rewrite>> RewritesFor(const Semver& target) const;
+
+  // station_deploy.cc: the recovery supervisor and coordinator.
+  void HandleDeploy(uint64_t handle, rpc::ClientRequest&& req);
+  void HandleDeployQuery(uint64_t handle, const rpc::ClientRequest& req);
+  void ApplyDeploy(consensus::Slot slot, const Decree& d, bool replay_only);
+  void SuperviseCoordinator();
+  std::string CoordinatorMayNotRun() const;
+  void StopCoordinator(const std::string& why);
+  void RunCoordinator();
+  bool ProposeDeploy(const deploy::DeployCommand& c, PendingDeploy* client);
+
+  StationOptions options_;
+  const LogSource* log_;
+  std::unique_ptr<consensus::Replica> replica_;
+  uint64_t now_ms_ = 0;
+  Ready ready_;  // output under construction (the core's part is taken at TakeReady)
+
+  KvStore kv_;
+  LogDigest digest_;                  // over every chosen decree, read or not
+  consensus::Slot applied_slot_ = 0;  // last decree applied to the state
+  std::optional<consensus::Slot> stuck_at_;  // first decree this node cannot read
+  VersionState versions_;
+  Eligibility eligibility_;
+  consensus::Ballot marker_checked_;  // leadership whose marker duty is done
+  std::optional<PendingDowngrade> pending_downgrade_;
+
+  deploy::DeployState deploy_;
+  bool rc_running_ = false;
+  std::deque<PendingDeploy> deploy_queue_;          // client commands, in arrival order
+  std::optional<consensus::Slot> deploy_inflight_;  // the one deployment decree not yet applied
+  uint64_t next_health_ms_ = 0;
+  std::set<std::string> sched_health_done_;  // schedulers decided in this health loop
+  uint64_t deploy_applied_ = 0;
+  uint64_t deploy_refused_ = 0;
+
+  uint64_t epoch_ = 0;
+  uint64_t next_seq_ = 0;
+  std::map<consensus::Slot, PendingWrite> pending_writes_;
+  std::deque<PendingRead> pending_reads_;
+  uint64_t next_expiry_ms_ = 0;
+
+  std::map<consensus::NodeId, PeerView> peers_;
+  consensus::Role last_role_ = consensus::Role::kFollower;
+  consensus::NodeId last_leader_ = consensus::kNoNode;
+};
+
+}  // namespace ts::station

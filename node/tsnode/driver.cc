@@ -1,0 +1,194 @@
+// Driver; see driver.h. Everything here moves bytes, time and fsyncs; what
+// they mean is the station's business.
+#include "node/tsnode/driver.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+#include <random>
+
+namespace ts::tsnode {
+
+// The station reads the durable log through this view of the store.
+class Driver::StoreLog : public station::LogSource {
+ public:
+  explicit StoreLog(const storage::LogStore& store) : store_(store) {}
+  std::vector<consensus::Entry> ReadChosen(consensus::Slot from, size_t max_bytes) const override {
+    return store_.ReadChosen(from, max_bytes);
+  }
+  StatusOr<std::vector<consensus::Entry>> ReadRange(consensus::Slot from, consensus::Slot to) const override {
+    return store_.ReadRange(from, to);
+  }
+
+ private:
+  const storage::LogStore& store_;
+};
+
+Driver::Driver(DriverOptions options)
+    : options_(std::move(options)), signals_(io_, SIGINT, SIGTERM), start_(std::chrono::steady_clock::now()) {}
+
+Driver::~Driver() = default;
+
+uint64_t Driver::NowMs() const {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start_).count());
+}
+
+Status Driver::Start() {
+  auto store = storage::LogStore::Open(options_.data_dir);
+  if (!store.ok()) return store.status();
+  store_ = std::move(*store);
+  station::StationOptions& so = options_.station;
+  if (Status s = store_->CheckIdentity({so.cluster_id, so.consensus.id}); !s.ok()) return s;
+  auto boot = store_->LoadBootstrap();
+  if (!boot.ok()) return boot.status();
+
+  station::StationBootstrap sb;
+  sb.consensus = std::move(*boot);
+  so.consensus.members.clear();
+  for (const auto& [id, addr] : options_.members) {
+    so.consensus.members.push_back(id);
+    if (id == so.consensus.id) continue;
+    auto v = store_->GetMeta("version/" + std::to_string(id));
+    if (v.ok()) sb.versions[id] = *v;
+  }
+  // Leave room for framing and the message's other fields under the cap.
+  so.consensus.message_bytes_max = std::max<size_t>(1024, options_.frame_bytes_max / 2);
+  so.restatement_bytes_max = options_.frame_bytes_max / 4;
+  so.client_addr = options_.client_addr.ToString();
+  std::random_device rd;
+  so.seed = (uint64_t{rd()} << 32) ^ rd();
+  log_ = std::make_unique<StoreLog>(*store_);
+  auto st = station::Station::Open(so, std::move(sb), log_.get());
+  if (!st.ok()) return st.status();
+  station_ = std::move(*st);
+
+  if (Status s = StartTransport(); !s.ok()) return s;
+  if (Status s = StartClientPort(); !s.ok()) return s;
+  Flush();  // the replay's log lines
+  spdlog::info("node {} of cluster '{}' (version {}) serving peers on {} and clients on {}", so.consensus.id,
+               so.cluster_id, so.consensus.software_version, options_.members.at(so.consensus.id).ToString(),
+               options_.client_addr.ToString());
+  return Status::Ok();
+}
+
+Status Driver::StartTransport() {
+  const station::StationOptions& so = options_.station;
+  rpc::PeerTransportOptions topt;
+  topt.cluster_id = so.cluster_id;
+  topt.self = so.consensus.id;
+  topt.software_version = so.consensus.software_version;
+  topt.format_versions = {1, station::MaxModelRead(station_->versions().self(),
+                                                   static_cast<uint16_t>(station::DecreeType::kKvPut))};
+  topt.client_addr = options_.client_addr.ToString();
+  topt.listen = options_.members.at(so.consensus.id);
+  for (const auto& [id, addr] : options_.members) {
+    if (id != so.consensus.id) topt.peers[id] = addr;
+  }
+  topt.frame_bytes_max = options_.frame_bytes_max;
+  transport_ = std::make_unique<rpc::PeerTransport>(
+      io_, topt, [this](consensus::Message&& m) { station_->Step(m); },
+      [this](const rpc::Handshake& h) { station_->LinkUp(h); });
+  return transport_->Start();
+}
+
+Status Driver::StartClientPort() {
+  clients_ = std::make_unique<rpc::ClientServer>(
+      io_, options_.client_addr, options_.frame_bytes_max,
+      [this](rpc::ClientRequest&& req, rpc::ClientServer::Responder respond) {
+        OnClientRequest(std::move(req), std::move(respond));
+      });
+  return clients_->Start();
+}
+
+void Driver::Stop() {
+  stopping_ = true;
+  io_.stop();
+}
+
+void Driver::Run() {
+  signals_.async_wait([this](const std::error_code& ec, int sig) {
+    if (!ec) {
+      spdlog::info("signal {}: shutting down", sig);
+      stopping_ = true;
+    }
+  });
+  auto work = asio::make_work_guard(io_);
+  // Wake at least a few times per heartbeat so timers in the core run on time.
+  auto tick = std::chrono::milliseconds(std::max<uint64_t>(1, options_.station.consensus.heartbeat_ms / 4));
+  while (!stopping_) {
+    io_.run_one_for(tick);
+    io_.poll();  // every handler that is ready now: one batch, one fsync
+    station_->Tick(NowMs());
+    Flush();
+  }
+  // Answer what is still waiting, so clients do not hang on a closing node.
+  station_->Shutdown();
+  Flush();
+  transport_->Stop();
+  clients_->Stop();
+  io_.restart();
+  io_.poll();
+}
+
+void Driver::OnClientRequest(rpc::ClientRequest&& req, rpc::ClientServer::Responder respond) {
+  uint64_t handle = next_handle_++;
+  responders_.emplace(handle, std::move(respond));
+  station_->Request(handle, std::move(req));
+}
+
+void Driver::Flush() {
+  while (station_->HasReady()) {
+    station::Ready r = station_->TakeReady();
+    for (const consensus::Message& m : r.consensus.early_messages) transport_->Send(m);
+    if (!r.consensus.early_messages.empty()) transport_->FlushWrites();  // on the wire before the fsync
+    Write(r);
+    station_->Persisted(r);
+    Deliver(r);
+  }
+}
+
+void Driver::Write(const station::Ready& r) {
+  for (const auto& [name, value] : r.meta) {
+    if (Status s = store_->PutMeta(name, value); !s.ok()) StorageFailed(s);
+  }
+  if (r.consensus.NeedsSync() || r.consensus.chosen_upto) {
+    if (Status s = store_->Persist(r.consensus); !s.ok()) StorageFailed(s);
+  }
+}
+
+void Driver::Deliver(station::Ready& r) {
+  for (const consensus::Message& m : r.consensus.messages) transport_->Send(m);
+  for (station::Reply& reply : r.replies) {
+    auto it = responders_.find(reply.handle);
+    if (it == responders_.end()) continue;
+    // Links are the driver's: the station leaves these fields to us.
+    for (rpc::PeerStatus& p : reply.response.status.peers) {
+      p.connected = transport_->Connected(p.id);
+      p.peer_addr = options_.members.at(p.id).ToString();
+    }
+    it->second(std::move(reply.response));
+    responders_.erase(it);
+  }
+  if (r.link_faults) {
+    for (const auto& [peer, dirs] : r.link_faults->blocked) transport_->SetBlocked(peer, dirs.first, dirs.second);
+  }
+  for (const station::LogEvent& e : r.events) {
+    switch (e.level) {
+      case station::LogLevel::kDebug: spdlog::debug("{}", e.text); break;
+      case station::LogLevel::kInfo: spdlog::info("{}", e.text); break;
+      case station::LogLevel::kWarn: spdlog::warn("{}", e.text); break;
+      case station::LogLevel::kError: spdlog::error("{}", e.text); break;
+    }
+  }
+}
+
+// DESIGN.md s.3: a failed write or fsync is never retried; the replica's
+// promises may not be on disk, so it must not answer.
+void Driver::StorageFailed(const Status& s) {
+  spdlog::critical("storage write failed, stopping the node: {}", s.ToString());
+  spdlog::shutdown();
+  std::abort();
+}
+
+}  // namespace ts::tsnode

@@ -1,0 +1,78 @@
+// Driver: one tsnode process around a Station (node/station/station.h). It
+// owns what the station may not: the io_context, the RocksDB LogStore, the
+// peer transport and client port, the clock, the random seed, the logger
+// and the signals. It decides nothing; it carries out the station's driver
+// contract on one thread:
+//
+//   loop: wait for I/O or the next tick -> run every ready handler (each
+//         Step/LinkUp/Request accumulates into the station) -> Tick -> while
+//         the station has output: send early messages, one synced write,
+//         Persisted, send, reply, log.
+//
+// So a burst of messages and client requests costs one fsync, not one each.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include <asio.hpp>
+
+#include "node/station/station.h"
+#include "rpc/transport.h"
+#include "storage/log_store.h"
+
+namespace ts::tsnode {
+
+struct DriverOptions {
+  station::StationOptions station;                     // id, timings and limits
+  std::map<consensus::NodeId, rpc::HostPort> members;  // peer address of every member, self included
+  rpc::HostPort client_addr;
+  std::string data_dir;
+  size_t frame_bytes_max = rpc::kDefaultFrameBytesMax;
+};
+
+class Driver {
+ public:
+  explicit Driver(DriverOptions options);
+  ~Driver();
+
+  // Opens storage (checking the data dir's identity), opens the station
+  // (which replays the chosen log) and binds both ports. A non-OK status
+  // says exactly what is wrong; nothing has been started then.
+  Status Start();
+
+  // Runs the loop until SIGINT/SIGTERM or Stop(). A storage failure aborts
+  // the process after logging it (never retry an fsync).
+  void Run();
+  void Stop();
+
+ private:
+  class StoreLog;
+
+  uint64_t NowMs() const;
+  Status StartTransport();
+  Status StartClientPort();
+  void Flush();
+  void Write(const station::Ready& r);
+  void Deliver(station::Ready& r);
+  void OnClientRequest(rpc::ClientRequest&& req, rpc::ClientServer::Responder respond);
+  [[noreturn]] void StorageFailed(const Status& s);
+
+  DriverOptions options_;
+  asio::io_context io_;
+  std::unique_ptr<storage::LogStore> store_;
+  std::unique_ptr<StoreLog> log_;
+  std::unique_ptr<station::Station> station_;
+  std::unique_ptr<rpc::PeerTransport> transport_;
+  std::unique_ptr<rpc::ClientServer> clients_;
+  asio::signal_set signals_;
+  std::chrono::steady_clock::time_point start_;
+  bool stopping_ = false;
+  uint64_t next_handle_ = 1;
+  std::map<uint64_t, rpc::ClientServer::Responder> responders_;
+};
+
+}  // namespace ts::tsnode

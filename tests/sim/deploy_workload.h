@@ -1,0 +1,58 @@
+// DeployWorkload: the deployment side of a simulated run. An operator sends
+// random deployment commands (schedulers: create, major and minor updates,
+// scale; blue-green: register, promote, rollback; desired LRPs: desire,
+// update, cancel, rollback) to whichever station leads, valid or not, and a
+// simulated executor (tsagent's SimAgent, through the client port as tsagent
+// talks to it) brings rooms up and moves LRP instances. Amid every fault.
+//
+// Its checks, beside the station's own:
+//   - the executor's ledger: no room lost or created twice;
+//   - once healed, every rollout and LRP update finishes (Settled).
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+
+#include "node/agent.h"
+#include "tests/sim/station_cluster.h"
+
+namespace ts::sim {
+
+class DeployWorkload {
+ public:
+  DeployWorkload(StationCluster& c, uint64_t seed);
+
+  // One simulated millisecond: maybe an operator command (only while
+  // `operator_active`), and the executor's period.
+  void Step(bool operator_active);
+  // An explanation if the executor's ledger found a room lost or duplicated.
+  std::string Check() const;
+  // Whether every rollout and LRP update has finished, as the leader's
+  // applied state shows; *why says what is still running.
+  bool Settled(std::string* why) const;
+
+  uint64_t commands_sent() const { return sent_; }
+  uint64_t commands_applied() const { return applied_; }
+
+ private:
+  void OperatorCommand();
+  void Executor();
+  // A deployment query at `at`'s client port: the JSON and the slot it reflects.
+  std::optional<std::pair<nlohmann::json, uint64_t>> Query(NodeId at, const std::string& key);
+  void Command(NodeId at, const nlohmann::json& cmd);
+  void CollectReplies();
+
+  StationCluster& c_;
+  std::mt19937_64 rng_;
+  node::SimAgent agent_;
+  uint64_t next_operator_ms_ = 0;
+  uint64_t next_executor_ms_ = 0;
+  uint32_t bg_version_ = 0;
+  uint32_t lrp_def_ = 0;
+  uint64_t sent_ = 0;
+  uint64_t applied_ = 0;
+  std::vector<uint64_t> waiting_;  // handles of commands sent
+};
+
+}  // namespace ts::sim

@@ -1,0 +1,258 @@
+// StationCluster; see station_cluster.h. This file is a driver: it moves
+// time, messages, writes and replies, and decides nothing about them.
+#include "tests/sim/station_cluster.h"
+
+#include <cassert>
+
+#include "tests/sim/sim_cluster.h"
+
+namespace ts::sim {
+
+namespace {
+
+std::vector<NodeId> Members(size_t n) {
+  std::vector<NodeId> m;
+  for (NodeId id = 1; id <= n; ++id) m.push_back(id);
+  return m;
+}
+
+constexpr size_t kEventsKept = 12;
+
+}  // namespace
+
+// The station reads its durable log through this view of the disk.
+class StationCluster::DiskLog : public station::LogSource {
+ public:
+  explicit DiskLog(const MemDisk& disk) : disk_(disk) {}
+  std::vector<Entry> ReadChosen(Slot from, size_t max_bytes) const override {
+    return disk_.ReadChosen(from, max_bytes);
+  }
+  StatusOr<std::vector<Entry>> ReadRange(Slot from, Slot to) const override { return disk_.ReadRange(from, to); }
+
+ private:
+  const MemDisk& disk_;
+};
+
+station::StationOptions StationCluster::DefaultOptions() {
+  station::StationOptions o;
+  o.health_period_ms = 200;
+  o.request_timeout_ms = 3000;
+  return o;
+}
+
+StationCluster::StationCluster(size_t n, uint64_t seed, station::StationOptions base)
+    : net_(Members(n), seed), base_(std::move(base)) {
+  for (NodeId id : members()) {
+    versions_[id] = base_.consensus.software_version;
+    nodes_[id];
+    Restart(id);
+  }
+}
+
+StationCluster::~StationCluster() = default;
+
+void StationCluster::Restart(NodeId id) {
+  Node& n = nodes_.at(id);
+  assert(!n.station);
+  net_.Restarted(id);
+  station::StationOptions o = base_;
+  o.consensus.id = id;
+  o.consensus.members = members();
+  o.consensus.software_version = versions_.at(id);
+  o.client_addr = "sim:" + std::to_string(id);
+  o.seed = net_.rng()();
+  station::StationBootstrap boot;
+  boot.consensus = n.disk.Load();
+  for (const auto& [name, value] : n.disk.meta) {
+    if (name.rfind("version/", 0) == 0) boot.versions[static_cast<NodeId>(std::stoul(name.substr(8)))] = value;
+  }
+  n.applied = n.disk.ReadRange(1, n.disk.chosen_upto);
+  n.log = std::make_unique<DiskLog>(n.disk);
+  auto st = station::Station::Open(o, std::move(boot), n.log.get());
+  assert(st.ok());  // the simulated disk is never corrupt
+  n.station = std::move(*st);
+  for (NodeId m : members()) {
+    if (m != id) links_to_open_.insert({std::min(id, m), std::max(id, m)});
+  }
+  n.station->Tick(net_.LocalTime(id));
+  Pump(id);
+}
+
+void StationCluster::Crash(NodeId id, bool lose_unsynced) {
+  Node& n = nodes_.at(id);
+  n.station.reset();
+  n.handles.clear();  // those clients never hear back: their outcome is unknown
+  if (lose_unsynced) n.disk.CrashLosesUnsynced();
+}
+
+uint64_t StationCluster::Send(NodeId to, rpc::ClientRequest req) {
+  Node& n = nodes_.at(to);
+  if (!n.station) return 0;
+  uint64_t handle = next_handle_++;
+  req.id = handle;
+  n.handles.insert(handle);
+  n.station->Request(handle, std::move(req));
+  Pump(to);
+  return handle;
+}
+
+std::optional<rpc::ClientResponse> StationCluster::TakeReply(uint64_t handle) {
+  auto it = replies_.find(handle);
+  if (it == replies_.end()) return std::nullopt;
+  rpc::ClientResponse r = std::move(it->second);
+  replies_.erase(it);
+  return r;
+}
+
+bool StationCluster::Pending(uint64_t handle) const {
+  if (replies_.count(handle)) return true;
+  for (const auto& [id, n] : nodes_) {
+    if (n.handles.count(handle)) return true;
+  }
+  return false;
+}
+
+// Carries out one Ready as the driver contract says; false if the node
+// died in the write.
+bool StationCluster::Write(NodeId id, const station::Ready& r) {
+  Node& n = nodes_.at(id);
+  if (crash_at_next_write_.count(id) && r.NeedsWrite()) {
+    crash_at_next_write_.erase(id);
+    return false;  // the write never happened
+  }
+  auto fault = write_faults_.find(id);
+  if (fault != write_faults_.end() && r.consensus.NeedsSync()) {
+    ++write_faults_fired_;
+    n.disk.PersistPrefix(r.consensus, net_.Random(MemDisk::RecordCount(r.consensus) + 1));
+    if (fault->second == WriteFault::kFsyncError || net_.Random(2) == 0) n.disk.CrashLosesUnsynced();
+    write_faults_.erase(fault);
+    return false;  // stopped: no Persisted, no message, nothing applied
+  }
+  for (const auto& [name, value] : r.meta) n.disk.meta[name] = value;
+  n.disk.Persist(r.consensus);
+  return true;
+}
+
+void StationCluster::Pump(NodeId id) {
+  Node& n = nodes_.at(id);
+  while (n.station && n.station->HasReady()) {
+    station::Ready r = n.station->TakeReady();
+    if (on_ready_) on_ready_(id, r);
+    for (const Message& m : r.consensus.early_messages) net_.Send(m);
+    if (!Write(id, r)) {
+      Crash(id);
+      return;
+    }
+    n.station->Persisted(r);
+    for (Message& m : r.consensus.messages) net_.Send(std::move(m));
+    for (Entry& e : r.consensus.committed) {
+      assert(n.applied.empty() || n.applied.back().slot + 1 == e.slot);
+      n.applied.push_back(std::move(e));
+    }
+    for (station::Reply& reply : r.replies) {
+      if (n.handles.erase(reply.handle)) replies_[reply.handle] = std::move(reply.response);
+    }
+    for (station::LogEvent& e : r.events) {
+      n.events.push_back(std::to_string(now_ms()) + "ms " + e.text);
+      if (n.events.size() > kEventsKept) n.events.pop_front();
+    }
+  }
+}
+
+// The peer transport's handshakes: a restarted node dials every peer (and
+// they it) and each end of a link announces its version as it opens. Over
+// TCP a link opens only when packets pass both ways.
+void StationCluster::OpenLinks() {
+  for (auto it = links_to_open_.begin(); it != links_to_open_.end();) {
+    auto [a, b] = *it;
+    if (!IsUp(a) || !IsUp(b) || net_.Blocked(a, b) || net_.Blocked(b, a)) {
+      ++it;
+      continue;
+    }
+    for (auto [self, peer] : {std::pair{a, b}, std::pair{b, a}}) {
+      rpc::Handshake h;
+      h.cluster_id = base_.cluster_id;
+      h.node_id = peer;
+      h.software_version = versions_.at(peer);
+      h.client_addr = "sim:" + std::to_string(peer);
+      heard_[self][peer] = net_.incarnation(peer);
+      station(self).LinkUp(h);
+      Pump(self);
+    }
+    it = links_to_open_.erase(it);
+  }
+}
+
+void StationCluster::Deliver(const Message& m, bool current) {
+  Node& dst = nodes_.at(m.to);
+  if (!dst.station) return;
+  // Once the new process's link is up, the old one's frames are gone.
+  if (!current && heard_[m.to][m.from] == net_.incarnation(m.from)) return;
+  net_.NoteDelivery(m);
+  dst.station->Step(m);
+  Pump(m.to);
+}
+
+void StationCluster::Run(uint64_t ms) {
+  for (uint64_t i = 0; i < ms; ++i) {
+    net_.Advance();
+    OpenLinks();
+    for (NodeId id : members()) {
+      if (!IsUp(id)) continue;
+      station(id).Tick(net_.LocalTime(id));
+      Pump(id);
+    }
+    while (auto due = net_.NextDue()) Deliver(due->first, due->second);
+  }
+}
+
+bool StationCluster::RunUntil(const std::function<bool()>& pred, uint64_t limit_ms) {
+  for (uint64_t i = 0; i < limit_ms; ++i) {
+    if (pred()) return true;
+    Run(1);
+  }
+  return pred();
+}
+
+std::optional<NodeId> StationCluster::Leader() const {
+  std::optional<NodeId> found;
+  for (NodeId id : members()) {
+    if (IsUp(id) && station(id).replica().GetStatus().role == consensus::Role::kLeader) {
+      if (found) return std::nullopt;  // two claimants: no single leader
+      found = id;
+    }
+  }
+  return found;
+}
+
+bool StationCluster::HasStableLeader() const {
+  auto l = Leader();
+  if (!l) return false;
+  const consensus::Replica& r = station(*l).replica();
+  return r.GetStatus().lease_left_ms > 0 && r.ReadIndex().ok();
+}
+
+std::string StationCluster::RecentEvents(NodeId id) const {
+  std::string out;
+  for (const std::string& e : nodes_.at(id).events) out += "\n      " + e;
+  return out;
+}
+
+std::string StationCluster::CheckAgreement() const {
+  std::map<NodeId, const std::vector<Entry>*> logs;
+  for (const auto& [id, n] : nodes_) logs[id] = &n.applied;
+  return CheckPrefixes(logs);
+}
+
+std::string StationCluster::CheckInvariants() const {
+  for (NodeId id : members()) {
+    const Node& n = nodes_.at(id);
+    if (!n.disk.violation.empty()) return "node " + std::to_string(id) + ": " + n.disk.violation;
+    if (!n.station) continue;
+    std::string why = n.station->CheckInvariants();
+    if (!why.empty()) return why;
+  }
+  return "";
+}
+
+}  // namespace ts::sim

@@ -1,0 +1,132 @@
+// StationCluster: N whole stations (node/station/station.h), the very code
+// tsnode runs, driven in one thread by a simulated driver: the world of
+// sim_network.h for time and messages, in-memory disks (mem_disk.h) for
+// storage, handshakes as the peer transport makes them, and clients that
+// talk to a station's client port directly. Faults: crashes (losing
+// unsynced writes or not), crashes inside the next write, torn writes and
+// failed fsyncs, and everything the network does. A seed and the same calls
+// reproduce a run exactly.
+//
+// Like tsnode's transport, a link carries a new process's handshake before
+// anything it sends, and a peer that has seen that handshake never again
+// receives what the previous process sent.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "node/station/station.h"
+#include "tests/sim/mem_disk.h"
+#include "tests/sim/sim_network.h"
+
+namespace ts::sim {
+
+class StationCluster {
+ public:
+  // `base`: options every station starts with (id, members and seed are
+  // filled in per node).
+  StationCluster(size_t n, uint64_t seed, station::StationOptions base = DefaultOptions());
+  ~StationCluster();
+  // The simulator's options: consensus::Config's timings (what tsnode
+  // ships), the core's invariant checks on, a faster health loop.
+  static station::StationOptions DefaultOptions();
+
+  // Advances simulated time by `ms`, one millisecond at a time: tick every
+  // live station, open links, deliver due messages, carry out every Ready.
+  void Run(uint64_t ms);
+  bool RunUntil(const std::function<bool()>& pred, uint64_t limit_ms);
+
+  // A client request to `to`'s client port: its handle (0 if `to` is down).
+  uint64_t Send(NodeId to, rpc::ClientRequest req);
+  // The answer to `handle`, once the station gave it. A request to a node
+  // that crashes before answering never gets one.
+  std::optional<rpc::ClientResponse> TakeReply(uint64_t handle);
+  // Whether `handle` can still be answered (its node has not crashed since).
+  bool Pending(uint64_t handle) const;
+
+  std::optional<NodeId> Leader() const;  // the one live station in role leader
+  bool HasStableLeader() const;          // a leader with a lease that serves reads
+
+  // Software version `id` runs from its next (re)start on.
+  void SetSoftwareVersion(NodeId id, const std::string& version) { versions_[id] = version; }
+  const std::string& SoftwareVersion(NodeId id) const { return versions_.at(id); }
+
+  void Crash(NodeId id, bool lose_unsynced = false);
+  void Restart(NodeId id);  // reopens the station from its disk
+  // Crashes `id` at its next write: after it sent what may leave before the
+  // write (early messages), before the write reaches its disk.
+  void CrashAtNextWrite(NodeId id) { crash_at_next_write_.insert(id); }
+  // The next synced write of `id` fails: kTorn, the process dies in the
+  // middle of it; kFsyncError, the fsync reports an error and the node stops
+  // (never retry an fsync). Either way a random prefix of the write's
+  // records lands, unsynced earlier writes may be lost, nothing is answered.
+  enum class WriteFault { kTorn, kFsyncError };
+  void FailNextWrite(NodeId id, WriteFault f) { write_faults_[id] = f; }
+  void ClearPendingCrashes() {
+    crash_at_next_write_.clear();
+    write_faults_.clear();
+  }
+  uint64_t write_faults_fired() const { return write_faults_fired_; }
+  bool IsUp(NodeId id) const { return nodes_.at(id).station != nullptr; }
+  SimNetwork& network() { return net_; }
+
+  // Called with every Ready a station hands its driver, before it is
+  // written (the checkers' view of what the station does).
+  void SetReadyObserver(std::function<void(NodeId, const station::Ready&)> f) { on_ready_ = std::move(f); }
+
+  station::Station& station(NodeId id) { return *nodes_.at(id).station; }
+  const station::Station& station(NodeId id) const { return *nodes_.at(id).station; }
+  const std::vector<Entry>& applied(NodeId id) const { return nodes_.at(id).applied; }
+  const MemDisk& disk(NodeId id) const { return nodes_.at(id).disk; }
+  const std::vector<NodeId>& members() const { return net_.members(); }
+  uint64_t now_ms() const { return net_.now_ms(); }
+  uint64_t trace_hash() const { return net_.trace_hash(); }
+  // The station's last log lines, for failure reports.
+  std::string RecentEvents(NodeId id) const;
+
+  // Every applied log is a prefix of one sequence.
+  std::string CheckAgreement() const;
+  // Every live station's and core's own invariants.
+  std::string CheckInvariants() const;
+
+ private:
+  class DiskLog;
+  struct Node {
+    std::unique_ptr<DiskLog> log;
+    std::unique_ptr<station::Station> station;
+    MemDisk disk;
+    std::vector<Entry> applied;  // the whole applied sequence (replayed on restart)
+    std::deque<std::string> events;
+    std::set<uint64_t> handles;  // client requests waiting for an answer
+  };
+
+  void Pump(NodeId id);
+  bool Write(NodeId id, const station::Ready& r);
+  void OpenLinks();
+  void Deliver(const Message& m, bool current);
+
+  SimNetwork net_;
+  station::StationOptions base_;
+  std::map<NodeId, Node> nodes_;
+  std::map<NodeId, std::string> versions_;
+  // Links to open after a (re)start, as {lower id, higher id}: both ends
+  // learn each other's version once neither direction is blocked and both run.
+  std::set<std::pair<NodeId, NodeId>> links_to_open_;
+  // heard_[to][from]: the incarnation of `from` whose handshake `to` has seen.
+  std::map<NodeId, std::map<NodeId, uint64_t>> heard_;
+  std::function<void(NodeId, const station::Ready&)> on_ready_;
+  std::set<NodeId> crash_at_next_write_;
+  std::map<NodeId, WriteFault> write_faults_;
+  uint64_t write_faults_fired_ = 0;
+  uint64_t next_handle_ = 1;
+  std::map<uint64_t, rpc::ClientResponse> replies_;
+};
+
+}  // namespace ts::sim

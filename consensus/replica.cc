@@ -6,6 +6,8 @@
 #include <bit>
 #include <cassert>
 
+#include "consensus/check.h"
+
 namespace ts::consensus {
 
 const char* RoleName(Role role) {
@@ -39,15 +41,16 @@ Status Config::Validate() const {
 
 Replica::Replica(Config config, Bootstrap boot, const LogReader* reader, uint64_t seed)
     : config_(std::move(config)), reader_(reader), rng_(seed ^ 0x9E3779B97F4A7C15ull) {
-  assert(config_.Validate().ok());
+  if (Status valid = config_.Validate(); !valid.ok()) {
+    CheckFailed(__FILE__, __LINE__, "config_.Validate().ok()", valid.ToString());
+  }
   self_bit_ = MemberBit(config_.id);
-  assert(self_bit_ != 0);
   promised_ = boot.promised;
   max_round_seen_ = promised_.round;
   chosen_upto_ = boot.chosen_upto;
   applied_upto_ = boot.chosen_upto;  // the driver replayed the chosen prefix
   for (Entry& e : boot.unchosen) {
-    assert(e.slot > chosen_upto_);
+    TS_CHECK(e.slot > chosen_upto_, "storage returned a chosen entry as unchosen");
     Slot s = e.slot;
     log_[s] = SlotState{std::move(e), 0};
   }
@@ -57,7 +60,7 @@ Replica::Replica(Config config, Bootstrap boot, const LogReader* reader, uint64_
 // ---------------------------------------------------------------- inputs
 
 void Replica::Tick(uint64_t now_ms) {
-  assert(now_ms >= now_ms_);  // the driver's clock is monotonic
+  TS_CHECK(now_ms >= now_ms_, "the driver's clock must be monotonic");
   now_ms_ = std::max(now_ms_, now_ms);
   if (!started_) {
     // A restarted acceptor does not remember whom it last heard; refusing
@@ -112,7 +115,7 @@ Ready Replica::TakeReady() {
 }
 
 void Replica::Persisted(uint64_t token) {
-  assert(token < next_token_);
+  TS_CHECK(token < next_token_, "Persisted with a token TakeReady never returned");
   if (phase1_self_token_ && *phase1_self_token_ <= token) {
     phase1_self_token_.reset();
     if (role_ == Role::kCandidate && phase1_) {
@@ -254,7 +257,7 @@ void Replica::HandleHeartbeat(NodeId from, const Heartbeat& m) {
 // Adopts `from` as the leader of `ballot` (>= promised_): the message is a
 // leader's Accept or Heartbeat, so the lease window restarts now.
 void Replica::FollowLeader(NodeId from, Ballot ballot) {
-  assert(ballot >= promised_);
+  TS_CHECK(ballot >= promised_, "following a leader below our promise");
   if (ballot > promised_) RaisePromise(ballot);
   if (role_ != Role::kFollower || leader_ != from || leader_ballot_ != ballot) BecomeFollower(ballot, from);
   last_heard_ms_ = now_ms_;
@@ -314,7 +317,7 @@ void Replica::SetChosen(Slot upto) {
   ready_.chosen_upto = upto;
   for (Slot s = applied_upto_ + 1; s <= chosen_upto_; ++s) {
     auto it = log_.find(s);
-    assert(it != log_.end());
+    TS_CHECK(it != log_.end(), "a slot chosen without its entry in memory");
     ready_.committed.push_back(it->second.entry);
   }
   applied_upto_ = chosen_upto_;
@@ -378,7 +381,7 @@ std::vector<Entry> Replica::EntriesFrom(Slot from, size_t max_bytes, bool* done,
 // ---------------------------------------------------------------- helpers
 
 void Replica::RaisePromise(Ballot b) {
-  assert(b > promised_);
+  TS_CHECK(b > promised_, "a promise may only rise");
   promised_ = b;
   max_round_seen_ = std::max(max_round_seen_, b.round);
   ready_.promised = b;
@@ -402,7 +405,7 @@ void Replica::Send(NodeId to, MessageBody body) {
 }
 
 void Replica::SendEarly(NodeId to, MessageBody body) {
-  assert(role_ == Role::kLeader);
+  TS_CHECK(role_ == Role::kLeader, "only a leader's messages may leave before its write");
   ready_.early_messages.push_back(Message{config_.id, to, std::move(body)});
 }
 

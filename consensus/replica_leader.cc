@@ -1,8 +1,8 @@
 // Replica, proposer side: campaigning (phase 1), leadership, proposing and
 // committing (phase 2), heartbeats and the lease. See replica.h.
 #include <algorithm>
-#include <cassert>
 
+#include "consensus/check.h"
 #include "consensus/replica.h"
 
 namespace ts::consensus {
@@ -10,7 +10,7 @@ namespace ts::consensus {
 // ---------------------------------------------------------------- phase 1
 
 void Replica::Campaign() {
-  assert(eligible_);
+  TS_CHECK(eligible_, "an ineligible node campaigned");
   Ballot ballot{std::max(max_round_seen_, promised_.round) + 1, config_.id};
   RaisePromise(ballot);
   role_ = Role::kCandidate;
@@ -114,7 +114,7 @@ StatusOr<Slot> Replica::Propose(std::string value) {
 // Stores one of our own proposals: durable in the next Ready, sent to peers
 // with the next flush, and counted as our own accept once persisted.
 void Replica::AppendOwn(Entry e) {
-  assert(role_ == Role::kLeader && e.slot == next_slot_);
+  TS_CHECK(role_ == Role::kLeader && e.slot == next_slot_, "own proposals fill the next slot of a leader");
   Slot s = e.slot;
   ready_.entries.push_back(e);
   pending_accept_.push_back(e);
@@ -129,7 +129,7 @@ void Replica::AppendOwn(Entry e) {
 
 void Replica::FlushAccepts() {
   if (pending_accept_.empty()) return;
-  assert(role_ == Role::kLeader);
+  TS_CHECK(role_ == Role::kLeader, "accepts pending off the leader role");
   size_t begin = 0;
   while (begin < pending_accept_.size()) {
     size_t end = begin;
@@ -207,7 +207,7 @@ void Replica::Retransmit() {
 // ---------------------------------------------------------------- lease
 
 void Replica::SendHeartbeats() {
-  assert(role_ == Role::kLeader);
+  TS_CHECK(role_ == Role::kLeader, "heartbeats off the leader role");
   // Eligibility and lease are checked at every renewal: a leader that lost
   // eligibility, or has not held a lease for a whole lease period, leaves.
   uint64_t held_until_ms = std::max(lease_until_ms_, leader_since_ms_ + config_.lease_ms);

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <cassert>
 
 #include "consensus/check.h"
 
@@ -55,6 +54,8 @@ Replica::Replica(Config config, Bootstrap boot, const LogReader* reader, uint64_
     log_[s] = SlotState{std::move(e), 0};
   }
   next_slot_ = LastSlot() + 1;
+  checked_chosen_upto_ = chosen_upto_;
+  checked_promised_ = promised_;
 }
 
 // ---------------------------------------------------------------- inputs
@@ -78,9 +79,7 @@ void Replica::Tick(uint64_t now_ms) {
       if (eligible_ && now_ms_ >= election_deadline_ms_) Campaign();
       break;
   }
-#ifndef NDEBUG
-  CheckInvariants();
-#endif
+  AfterInput("Tick");
 }
 
 void Replica::Step(const Message& msg) {
@@ -99,9 +98,7 @@ void Replica::Step(const Message& msg) {
         else if constexpr (std::is_same_v<T, CatchupReply>) HandleCatchupReply(msg.from, body);
       },
       msg.body);
-#ifndef NDEBUG
-  CheckInvariants();
-#endif
+  AfterInput("Step");
 }
 
 bool Replica::HasReady() const { return !ready_.Empty() || !pending_accept_.empty(); }
@@ -137,15 +134,14 @@ void Replica::Persisted(uint64_t token) {
     if (role_ == Role::kLeader) RecordAck(config_.id, a.first, a.last);
   }
   self_acks_.erase(self_acks_.begin(), self_acks_.begin() + static_cast<std::ptrdiff_t>(done));
-#ifndef NDEBUG
-  CheckInvariants();
-#endif
+  AfterInput("Persisted");
 }
 
 void Replica::SetEligible(bool eligible) {
   eligible_ = eligible;
   if (!eligible_ && role_ == Role::kCandidate) StepDown(kNoNode);
   // An ineligible leader steps down at its next heartbeat (lease renewal).
+  AfterInput("SetEligible");
 }
 
 StatusOr<Slot> Replica::ReadIndex() const {
@@ -436,21 +432,69 @@ uint64_t Replica::NextRandom() {
   return z ^ (z >> 31);
 }
 
-void Replica::CheckInvariants() const {
-  assert(applied_upto_ == chosen_upto_);
-  for (auto it = log_.upper_bound(chosen_upto_); it != log_.end(); ++it) {
-    // An acceptor never holds an unchosen acceptance above its promise.
-    assert(it->second.entry.ballot <= promised_);
-    assert(it->first == it->second.entry.slot);
+void Replica::AfterInput(const char* input) {
+  if (!config_.check_invariants || !invariant_violation_.empty()) return;
+  std::string why = CheckInvariants();
+  if (!why.empty()) {
+    invariant_violation_ = std::string("after ") + input + ": " + why;
+    return;
   }
-  if (role_ == Role::kLeader) {
-    assert(leader_ == config_.id);
-    assert(leader_ballot_ == promised_);
-    assert(next_slot_ > LastSlot());
-    assert(!phase1_);
+  checked_chosen_upto_ = chosen_upto_;
+  checked_promised_ = promised_;
+}
+
+std::string Replica::CheckInvariants() const {
+  auto slot = [](Slot s) { return std::to_string(s); };
+  if (applied_upto_ != chosen_upto_) return "applied " + slot(applied_upto_) + " != chosen " + slot(chosen_upto_);
+  // What is chosen stays chosen, and a promise is never taken back.
+  if (chosen_upto_ < checked_chosen_upto_) {
+    return "chosen_upto went down: " + slot(checked_chosen_upto_) + " -> " + slot(chosen_upto_);
   }
-  if (role_ == Role::kCandidate) assert(phase1_ && phase1_->ballot == promised_);
-  assert(max_round_seen_ >= promised_.round);
+  if (promised_ < checked_promised_) {
+    return "promised ballot went down: " + ToString(checked_promised_) + " -> " + ToString(promised_);
+  }
+  if (max_round_seen_ < promised_.round) return "max_round_seen below the promised round";
+  // An acceptor never accepts above its promise. Checked on the acceptances
+  // not yet taken for persisting (every store goes through ready_.entries):
+  // the promise never goes down, so what held when stored still holds, and
+  // the check stays O(new entries) rather than O(log). Entries stored as
+  // chosen (catch-up) may carry any ballot.
+  for (const Entry& e : ready_.entries) {
+    if (e.slot > chosen_upto_ && e.ballot > promised_) {
+      return "slot " + slot(e.slot) + " accepted at " + ToString(e.ballot) + " above promise " + ToString(promised_);
+    }
+  }
+  if (phase1_.has_value() != (role_ == Role::kCandidate)) return "phase 1 state without candidacy, or the reverse";
+  if (role_ == Role::kCandidate && phase1_->ballot != promised_) return "candidate's ballot is not its promise";
+  if (role_ != Role::kLeader) {
+    if (lease_until_ms_ != 0) return std::string(RoleName(role_)) + " holds a lease";
+    return "";
+  }
+  if (leader_ != config_.id) return "leader follows node " + std::to_string(leader_);
+  if (leader_ballot_ != promised_) {
+    return "leader's ballot " + ToString(leader_ballot_) + " is not its promise " + ToString(promised_);
+  }
+  if (next_slot_ <= LastSlot()) return "next slot " + slot(next_slot_) + " not above the last " + slot(LastSlot());
+  if (lease_until_ms_ <= now_ms_) return "";
+  // A held lease ends lease_ms - drift_ms after the send time of a heartbeat
+  // a majority acknowledged (every one of them refuses rivals until at least
+  // lease_ms after that), and no later than our own acceptor refuses rivals.
+  if (lease_until_ms_ > last_heard_ms_ + config_.lease_ms) {
+    return "lease until " + std::to_string(lease_until_ms_) + " outlasts our own refusal of rivals";
+  }
+  for (auto it = heartbeat_sent_.rbegin(); it != heartbeat_sent_.rend(); ++it) {
+    if (!IsQuorum(it->second.second)) continue;
+    uint64_t bound = it->second.first + config_.lease_ms - config_.drift_ms;
+    if (lease_until_ms_ > bound) {
+      return "lease until " + std::to_string(lease_until_ms_) + " past " + std::to_string(bound) +
+             ", what the newest heartbeat a majority acknowledged (sent at " + std::to_string(it->second.first) +
+             ") allows";
+    }
+    return "";
+  }
+  // Older heartbeats are forgotten only after kHeartbeatsKept newer ones.
+  if (heartbeat_sent_.size() < kHeartbeatsKept) return "lease held with no heartbeat a majority acknowledged";
+  return "";
 }
 
 }  // namespace ts::consensus

@@ -41,6 +41,11 @@ struct Config {
   size_t inflight_slots_max = 16384;     // unchosen window; Propose answers Busy past it
   size_t memory_entries_max = 65536;     // applied entries kept in memory for catch-up
   std::string software_version = "0.0.0";
+  // Run CheckInvariants after every input and keep the first violation
+  // (invariant_violation()). Costs a few comparisons, a look at the entries
+  // the input stored and at the kept heartbeats, per input: the simulator and
+  // the tests turn it on, tsnode does not.
+  bool check_invariants = false;
 
   Status Validate() const;
 };
@@ -148,8 +153,12 @@ class Replica {
   const Config& config() const { return config_; }
   NodeId leader_hint() const { return leader_; }
 
-  // Debug-build invariant check; called after every input when !NDEBUG.
-  void CheckInvariants() const;
+  // The replica's invariants over its current state (and what the last
+  // check saw): an explanation of the first that fails, empty if all hold.
+  std::string CheckInvariants() const;
+  // With Config::check_invariants, the first violation any input left,
+  // prefixed with the input; empty while none.
+  const std::string& invariant_violation() const { return invariant_violation_; }
 
  private:
   struct SlotState {
@@ -211,6 +220,9 @@ class Replica {
   bool LeaseRefuses(NodeId candidate) const;
   Slot LastSlot() const;
   uint64_t NextRandom();
+  void AfterInput(const char* input);
+
+  static constexpr size_t kHeartbeatsKept = 64;  // heartbeat_sent_ entries awaiting acks
 
   Config config_;
   const LogReader* reader_;
@@ -253,6 +265,12 @@ class Replica {
   Ready ready_;
   uint64_t next_token_ = 1;
   std::vector<SelfAck> self_acks_;
+
+  // Invariant checking (Config::check_invariants): what the last check saw,
+  // for the invariants that compare with the past, and the first violation.
+  Slot checked_chosen_upto_ = 0;
+  Ballot checked_promised_;
+  std::string invariant_violation_;
 };
 
 }  // namespace ts::consensus

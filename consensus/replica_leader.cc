@@ -108,6 +108,7 @@ StatusOr<Slot> Replica::Propose(std::string value) {
   if (next_slot_ - chosen_upto_ > config_.inflight_slots_max) return Status::Busy("too many decrees in flight");
   Slot slot = next_slot_;
   AppendOwn(Entry{slot, leader_ballot_, std::move(value)});
+  AfterInput("Propose");
   return slot;
 }
 
@@ -217,7 +218,7 @@ void Replica::SendHeartbeats() {
   }
   ++heartbeat_seq_;
   heartbeat_sent_[heartbeat_seq_] = {now_ms_, self_bit_};
-  while (heartbeat_sent_.size() > 64) heartbeat_sent_.erase(heartbeat_sent_.begin());
+  while (heartbeat_sent_.size() > kHeartbeatsKept) heartbeat_sent_.erase(heartbeat_sent_.begin());
   last_heard_ms_ = now_ms_;  // as an acceptor we, too, refuse rivals during our lease
   next_heartbeat_ms_ = now_ms_ + config_.heartbeat_ms;
   for (auto& [peer, p] : peers_) {

@@ -47,6 +47,7 @@ consensus::Config SimCluster::DefaultConfig() {
   c.lease_ms = 100;
   c.drift_ms = 10;
   c.election_jitter_ms = 50;
+  c.check_invariants = true;
   return c;
 }
 
@@ -96,6 +97,7 @@ void MemDisk::PersistPrefix(const consensus::Ready& r, size_t records) {
 }
 
 void SimCluster::Crash(NodeId id, bool lose_unsynced) {
+  NoteViolation(id);
   nodes_.at(id).replica.reset();
   if (lose_unsynced) nodes_.at(id).disk.CrashLosesUnsynced();
 }
@@ -143,9 +145,18 @@ void SimCluster::Enqueue(Message m) {
   }
 }
 
+void SimCluster::NoteViolation(NodeId id) {
+  const consensus::Replica* r = nodes_.at(id).replica.get();
+  if (r && invariant_violation_.empty() && !r->invariant_violation().empty()) {
+    invariant_violation_ = "node " + std::to_string(id) + ": invariant violated " + r->invariant_violation();
+  }
+}
+
 void SimCluster::Pump(NodeId id) {
   Node& n = nodes_.at(id);
-  while (n.replica && n.replica->HasReady()) {
+  // Every input reaches a replica just before a Pump or inside its loop
+  // (Persisted), and is looked at before the replica can be dropped.
+  for (NoteViolation(id); n.replica && n.replica->HasReady(); NoteViolation(id)) {
     consensus::Ready r = n.replica->TakeReady();
     for (Message& m : r.early_messages) Enqueue(std::move(m));
     if (crash_at_next_write_.erase(id) && (r.NeedsSync() || r.chosen_upto)) {

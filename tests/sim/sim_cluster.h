@@ -125,6 +125,9 @@ class SimCluster {
   // Safety checks over everything seen so far: every node's applied log is a
   // prefix of one sequence. Returns an explanation, empty if safe.
   std::string CheckAgreement() const;
+  // The first broken invariant any replica reported (Config::check_invariants,
+  // on in DefaultConfig), with the node; empty while none.
+  const std::string& invariant_violation() const { return invariant_violation_; }
 
  private:
   struct Node {
@@ -140,6 +143,7 @@ class SimCluster {
   };
 
   void Pump(NodeId id);
+  void NoteViolation(NodeId id);
   uint64_t LocalTime(NodeId id) const;
   void Enqueue(Message m);
   void DeliverDue();
@@ -164,6 +168,7 @@ class SimCluster {
   std::set<NodeId> crash_at_next_write_;
   std::map<NodeId, WriteFault> write_faults_;
   uint64_t write_faults_fired_ = 0;
+  std::string invariant_violation_;
 };
 
 }  // namespace ts::sim

@@ -1,6 +1,6 @@
 // RunSimulation; see simulation.h. Checks, every simulated millisecond:
 // at most one node holds a lease; the promised ballot never goes down on
-// disk (torn writes included). Every second and at the end: all applied logs are prefixes of one
+// disk (torn writes included); every replica's own invariants hold. Every second and at the end: all applied logs are prefixes of one
 // log. At the end: every acknowledged decree is in the log at its slot, and
 // after healing the cluster commits again within heal_limit_ms.
 #include "tests/sim/simulation.h"
@@ -89,6 +89,7 @@ class Run {
       if (!c_.disk(id).violation.empty()) Fail("node " + std::to_string(id) + ": " + c_.disk(id).violation);
     }
     if (holders > 1) Fail("two nodes hold a lease at once");
+    Fail(c_.invariant_violation());
     // A proposal is acknowledged once its proposer applied it in its slot.
     for (auto it = outstanding_.begin(); it != outstanding_.end();) {
       if (!c_.IsUp(it->node)) {

@@ -1,6 +1,7 @@
 // Small clusters of real Replicas on the simulated network (tests/sim): the
 // protocol's scenarios end to end. Each test names its seed; a failure
-// message repeats it.
+// message repeats it. SimCluster runs every replica's invariant checks, and
+// each test ends by asking that none broke.
 #include <gtest/gtest.h>
 
 #include "tests/sim/sim_cluster.h"
@@ -16,6 +17,7 @@ TEST(ReplicaCluster, SingleNode_ElectsItselfAndCommits) {
   ASSERT_TRUE(c.Commit("b"));
   ASSERT_EQ(c.applied(1).size(), 2u);
   EXPECT_EQ(c.applied(1)[1].value, "b");
+  EXPECT_EQ(c.invariant_violation(), "");
 }
 
 TEST(ReplicaCluster, ThreeNodes_OneLeaderAndEveryNodeAppliesTheSameLog) {
@@ -25,6 +27,7 @@ TEST(ReplicaCluster, ThreeNodes_OneLeaderAndEveryNodeAppliesTheSameLog) {
   c.Run(200);  // heartbeats carry the commit mark to followers
   for (NodeId id : c.members()) EXPECT_EQ(c.applied(id).size(), 100u) << "node " << id;
   EXPECT_EQ(c.CheckAgreement(), "");
+  EXPECT_EQ(c.invariant_violation(), "");
 }
 
 TEST(ReplicaCluster, Propose_BatchesManyDecreesIntoFewSyncs) {
@@ -37,6 +40,7 @@ TEST(ReplicaCluster, Propose_BatchesManyDecreesIntoFewSyncs) {
   ASSERT_TRUE(c.RunUntil([&] { return c.applied(l).size() >= slots.back(); }, 1000));
   // 500 decrees proposed in one loop iteration cost a handful of writes, not 500.
   EXPECT_LT(c.disk(l).syncs - before, 20u);
+  EXPECT_EQ(c.invariant_violation(), "");
 }
 
 TEST(ReplicaCluster, LeaderCrash_NewLeaderKeepsEveryChosenDecree) {
@@ -56,6 +60,7 @@ TEST(ReplicaCluster, LeaderCrash_NewLeaderKeepsEveryChosenDecree) {
     ASSERT_TRUE(c.RunUntil([&] { return c.applied(old).size() == c.applied(*c.Leader()).size(); }, 3000)) << "seed " << seed;
     EXPECT_EQ(c.CheckAgreement(), "") << "seed " << seed;
     for (int i = 0; i < 20; ++i) EXPECT_EQ(c.applied(old)[i].value, "a" + std::to_string(i)) << "seed " << seed;
+    EXPECT_EQ(c.invariant_violation(), "") << "seed " << seed;
   }
 }
 
@@ -90,6 +95,7 @@ TEST(ReplicaCluster, MinorityPartition_CannotCommitMajorityCan) {
   c.Run(500);
   EXPECT_EQ(c.CheckAgreement(), "");
   for (const auto& e : c.applied(l)) EXPECT_NE(e.value, "minority");
+  EXPECT_EQ(c.invariant_violation(), "");
 }
 
 TEST(ReplicaCluster, CompetingProposers_AgreeUnderLossDuplicationAndReordering) {
@@ -117,6 +123,7 @@ TEST(ReplicaCluster, CompetingProposers_AgreeUnderLossDuplicationAndReordering) 
     ASSERT_EQ(c.CheckAgreement(), "") << "seed " << seed;
     for (NodeId id : c.members()) committed = std::max<int>(committed, static_cast<int>(c.applied(id).size()));
     EXPECT_GT(committed, 0);
+    EXPECT_EQ(c.invariant_violation(), "") << "seed " << seed;
   }
 }
 
@@ -133,6 +140,7 @@ TEST(ReplicaCluster, LaggingNode_CatchesUpFromStorageAfterMemoryTrim) {
   c.Restart(lag);
   ASSERT_TRUE(c.RunUntil([&] { return c.applied(lag).size() == c.applied(l).size(); }, 5000));
   EXPECT_EQ(c.CheckAgreement(), "");
+  EXPECT_EQ(c.invariant_violation(), "");
 }
 
 TEST(ReplicaCluster, Lease_NoTwoLeadersHoldOverlappingLeases) {
@@ -168,6 +176,7 @@ TEST(ReplicaCluster, Ineligible_NodeNeverLeadsAndLeaderStepsDown) {
     c.Run(1);
     ASSERT_NE(c.replica(l).GetStatus().role, Role::kLeader);
   }
+  EXPECT_EQ(c.invariant_violation(), "");
 }
 
 }  // namespace

@@ -133,7 +133,8 @@ class Replica {
   Ready TakeReady();
   void Persisted(uint64_t token);
 
-  // Whether this node may take part in leadership (issue 3's version rules).
+  // Whether this node may take part in leadership (the version rules,
+  // DESIGN.md section 4).
   // An ineligible node never campaigns; an ineligible leader steps down at
   // its next lease renewal.
   void SetEligible(bool eligible);

@@ -241,7 +241,14 @@ void Replica::HandleHeartbeatAck(NodeId from, const HeartbeatAck& m) {
       // The lease runs from the send time: every acceptor that acked heard
       // us no earlier than that, so it refuses rivals until at least then
       // plus lease_ms; drift_ms covers clock-rate differences.
+#if defined(TS_PLANTED_BUG) && TS_PLANTED_BUG == 4
+      // Negative control: the clock-drift margin is forgotten. The lease
+      // outlasts the acceptors' refusal only where clocks drift apart within
+      // one lease, which a rival rarely exploits; CheckInvariants states it.
+      lease_until_ms_ = std::max(lease_until_ms_, it->second.first + config_.lease_ms);
+#else
       lease_until_ms_ = std::max(lease_until_ms_, it->second.first + config_.lease_ms - config_.drift_ms);
+#endif
     }
   }
   PeerProgress& p = peers_[from];

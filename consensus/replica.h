@@ -33,10 +33,19 @@ namespace ts::consensus {
 struct Config {
   NodeId id = kNoNode;
   std::vector<NodeId> members;  // includes id; 1..kMaxMembers entries
+  // The one set of timing defaults, for tsnode and the simulator alike, so
+  // the simulator proves what ships. A lease of five heartbeats outlives a
+  // few lost heartbeats or acks without a change of leader. The leader's
+  // lease and the acceptors' refusal run on different monotonic clocks: a
+  // 15 ms margin on 100 ms tolerates their rates differing by up to 15%,
+  // where quartz differs by well under 0.1% and the simulator drives clocks
+  // up to 2% apart. A jitter of 2.5 heartbeats lets one candidate's Prepares
+  // usually land before a rival's timer fires. A dead leader is replaced
+  // after lease + heartbeat + jitter = 120..170 ms of silence.
   uint64_t heartbeat_ms = 20;
-  uint64_t lease_ms = 120;          // acceptors refuse rival Prepares this long
-  uint64_t drift_ms = 20;           // the leader's lease is lease_ms - drift_ms
-  uint64_t election_jitter_ms = 60; // random extra wait before campaigning
+  uint64_t lease_ms = 100;          // acceptors refuse rival Prepares this long
+  uint64_t drift_ms = 15;           // the leader's lease is lease_ms - drift_ms
+  uint64_t election_jitter_ms = 50; // random extra wait before campaigning
   size_t message_bytes_max = 1 << 20;   // cap on entries per Accept/Promise/CatchupReply
   size_t inflight_slots_max = 16384;     // unchosen window; Propose answers Busy past it
   size_t memory_entries_max = 65536;     // applied entries kept in memory for catch-up

@@ -42,11 +42,7 @@ std::vector<Entry> MemDisk::ReadChosen(Slot from, size_t max_bytes) const {
 }
 
 consensus::Config SimCluster::DefaultConfig() {
-  consensus::Config c;
-  c.heartbeat_ms = 20;
-  c.lease_ms = 100;
-  c.drift_ms = 10;
-  c.election_jitter_ms = 50;
+  consensus::Config c;  // the core's timing defaults: the simulator proves what tsnode ships
   c.check_invariants = true;
   return c;
 }

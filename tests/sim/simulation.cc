@@ -27,7 +27,7 @@ class Run {
  public:
   Run(const SimOptions& o, const LayerFactory& layer)
       : o_(o), rng_(o.seed), nodes_(o.nodes ? o.nodes : (rng_() % 2 ? 5 : 3)), c_(nodes_, rng_(), ConfigFor(rng_)) {
-    c_.SetClockDrift(20000);  // 2%: within what lease 100 ms / drift 10 ms tolerates
+    c_.SetClockDrift(20000);  // 2%: well within what the default drift margin tolerates
     if (layer) layer_ = layer(c_, rng_());
   }
 

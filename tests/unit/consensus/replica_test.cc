@@ -181,6 +181,7 @@ TEST(ReplicaPropose, Propose_RefusedOffLeaderAndForEmptyDecrees) {
   r.Tick(100);
   auto s = r.Propose("x");
   EXPECT_EQ(s.status().code(), Status::Code::kNotLeader);
+  EXPECT_EQ(r.Propose("").status().code(), Status::Code::kInvalidArgument);
   EXPECT_EQ(r.ReadIndex().status().code(), Status::Code::kNotLeader);
   EXPECT_EQ(r.invariant_violation(), "");
 }

@@ -4,7 +4,8 @@
 
 #include <algorithm>
 #include <bit>
-#include <cassert>
+
+#include "consensus/check.h"
 
 namespace ts::consensus {
 
@@ -39,25 +40,28 @@ Status Config::Validate() const {
 
 Replica::Replica(Config config, Bootstrap boot, const LogReader* reader, uint64_t seed)
     : config_(std::move(config)), reader_(reader), rng_(seed ^ 0x9E3779B97F4A7C15ull) {
-  assert(config_.Validate().ok());
+  if (Status valid = config_.Validate(); !valid.ok()) {
+    CheckFailed(__FILE__, __LINE__, "config_.Validate().ok()", valid.ToString());
+  }
   self_bit_ = MemberBit(config_.id);
-  assert(self_bit_ != 0);
   promised_ = boot.promised;
   max_round_seen_ = promised_.round;
   chosen_upto_ = boot.chosen_upto;
   applied_upto_ = boot.chosen_upto;  // the driver replayed the chosen prefix
   for (Entry& e : boot.unchosen) {
-    assert(e.slot > chosen_upto_);
+    TS_CHECK(e.slot > chosen_upto_, "storage returned a chosen entry as unchosen");
     Slot s = e.slot;
     log_[s] = SlotState{std::move(e), 0};
   }
   next_slot_ = LastSlot() + 1;
+  checked_chosen_upto_ = chosen_upto_;
+  checked_promised_ = promised_;
 }
 
 // ---------------------------------------------------------------- inputs
 
 void Replica::Tick(uint64_t now_ms) {
-  assert(now_ms >= now_ms_);  // the driver's clock is monotonic
+  TS_CHECK(now_ms >= now_ms_, "the driver's clock must be monotonic");
   now_ms_ = std::max(now_ms_, now_ms);
   if (!started_) {
     // A restarted acceptor does not remember whom it last heard; refusing
@@ -75,9 +79,7 @@ void Replica::Tick(uint64_t now_ms) {
       if (eligible_ && now_ms_ >= election_deadline_ms_) Campaign();
       break;
   }
-#ifndef NDEBUG
-  CheckInvariants();
-#endif
+  AfterInput("Tick");
 }
 
 void Replica::Step(const Message& msg) {
@@ -96,9 +98,7 @@ void Replica::Step(const Message& msg) {
         else if constexpr (std::is_same_v<T, CatchupReply>) HandleCatchupReply(msg.from, body);
       },
       msg.body);
-#ifndef NDEBUG
-  CheckInvariants();
-#endif
+  AfterInput("Step");
 }
 
 bool Replica::HasReady() const { return !ready_.Empty() || !pending_accept_.empty(); }
@@ -112,7 +112,7 @@ Ready Replica::TakeReady() {
 }
 
 void Replica::Persisted(uint64_t token) {
-  assert(token < next_token_);
+  TS_CHECK(token < next_token_, "Persisted with a token TakeReady never returned");
   if (phase1_self_token_ && *phase1_self_token_ <= token) {
     phase1_self_token_.reset();
     if (role_ == Role::kCandidate && phase1_) {
@@ -134,15 +134,14 @@ void Replica::Persisted(uint64_t token) {
     if (role_ == Role::kLeader) RecordAck(config_.id, a.first, a.last);
   }
   self_acks_.erase(self_acks_.begin(), self_acks_.begin() + static_cast<std::ptrdiff_t>(done));
-#ifndef NDEBUG
-  CheckInvariants();
-#endif
+  AfterInput("Persisted");
 }
 
 void Replica::SetEligible(bool eligible) {
   eligible_ = eligible;
   if (!eligible_ && role_ == Role::kCandidate) StepDown(kNoNode);
   // An ineligible leader steps down at its next heartbeat (lease renewal).
+  AfterInput("SetEligible");
 }
 
 StatusOr<Slot> Replica::ReadIndex() const {
@@ -254,7 +253,7 @@ void Replica::HandleHeartbeat(NodeId from, const Heartbeat& m) {
 // Adopts `from` as the leader of `ballot` (>= promised_): the message is a
 // leader's Accept or Heartbeat, so the lease window restarts now.
 void Replica::FollowLeader(NodeId from, Ballot ballot) {
-  assert(ballot >= promised_);
+  TS_CHECK(ballot >= promised_, "following a leader below our promise");
   if (ballot > promised_) RaisePromise(ballot);
   if (role_ != Role::kFollower || leader_ != from || leader_ballot_ != ballot) BecomeFollower(ballot, from);
   last_heard_ms_ = now_ms_;
@@ -314,7 +313,7 @@ void Replica::SetChosen(Slot upto) {
   ready_.chosen_upto = upto;
   for (Slot s = applied_upto_ + 1; s <= chosen_upto_; ++s) {
     auto it = log_.find(s);
-    assert(it != log_.end());
+    TS_CHECK(it != log_.end(), "a slot chosen without its entry in memory");
     ready_.committed.push_back(it->second.entry);
   }
   applied_upto_ = chosen_upto_;
@@ -378,7 +377,7 @@ std::vector<Entry> Replica::EntriesFrom(Slot from, size_t max_bytes, bool* done,
 // ---------------------------------------------------------------- helpers
 
 void Replica::RaisePromise(Ballot b) {
-  assert(b > promised_);
+  TS_CHECK(b > promised_, "a promise may only rise");
   promised_ = b;
   max_round_seen_ = std::max(max_round_seen_, b.round);
   ready_.promised = b;
@@ -402,7 +401,7 @@ void Replica::Send(NodeId to, MessageBody body) {
 }
 
 void Replica::SendEarly(NodeId to, MessageBody body) {
-  assert(role_ == Role::kLeader);
+  TS_CHECK(role_ == Role::kLeader, "only a leader's messages may leave before its write");
   ready_.early_messages.push_back(Message{config_.id, to, std::move(body)});
 }
 
@@ -433,21 +432,69 @@ uint64_t Replica::NextRandom() {
   return z ^ (z >> 31);
 }
 
-void Replica::CheckInvariants() const {
-  assert(applied_upto_ == chosen_upto_);
-  for (auto it = log_.upper_bound(chosen_upto_); it != log_.end(); ++it) {
-    // An acceptor never holds an unchosen acceptance above its promise.
-    assert(it->second.entry.ballot <= promised_);
-    assert(it->first == it->second.entry.slot);
+void Replica::AfterInput(const char* input) {
+  if (!config_.check_invariants || !invariant_violation_.empty()) return;
+  std::string why = CheckInvariants();
+  if (!why.empty()) {
+    invariant_violation_ = std::string("after ") + input + ": " + why;
+    return;
   }
-  if (role_ == Role::kLeader) {
-    assert(leader_ == config_.id);
-    assert(leader_ballot_ == promised_);
-    assert(next_slot_ > LastSlot());
-    assert(!phase1_);
+  checked_chosen_upto_ = chosen_upto_;
+  checked_promised_ = promised_;
+}
+
+std::string Replica::CheckInvariants() const {
+  auto slot = [](Slot s) { return std::to_string(s); };
+  if (applied_upto_ != chosen_upto_) return "applied " + slot(applied_upto_) + " != chosen " + slot(chosen_upto_);
+  // What is chosen stays chosen, and a promise is never taken back.
+  if (chosen_upto_ < checked_chosen_upto_) {
+    return "chosen_upto went down: " + slot(checked_chosen_upto_) + " -> " + slot(chosen_upto_);
   }
-  if (role_ == Role::kCandidate) assert(phase1_ && phase1_->ballot == promised_);
-  assert(max_round_seen_ >= promised_.round);
+  if (promised_ < checked_promised_) {
+    return "promised ballot went down: " + ToString(checked_promised_) + " -> " + ToString(promised_);
+  }
+  if (max_round_seen_ < promised_.round) return "max_round_seen below the promised round";
+  // An acceptor never accepts above its promise. Checked on the acceptances
+  // not yet taken for persisting (every store goes through ready_.entries):
+  // the promise never goes down, so what held when stored still holds, and
+  // the check stays O(new entries) rather than O(log). Entries stored as
+  // chosen (catch-up) may carry any ballot.
+  for (const Entry& e : ready_.entries) {
+    if (e.slot > chosen_upto_ && e.ballot > promised_) {
+      return "slot " + slot(e.slot) + " accepted at " + ToString(e.ballot) + " above promise " + ToString(promised_);
+    }
+  }
+  if (phase1_.has_value() != (role_ == Role::kCandidate)) return "phase 1 state without candidacy, or the reverse";
+  if (role_ == Role::kCandidate && phase1_->ballot != promised_) return "candidate's ballot is not its promise";
+  if (role_ != Role::kLeader) {
+    if (lease_until_ms_ != 0) return std::string(RoleName(role_)) + " holds a lease";
+    return "";
+  }
+  if (leader_ != config_.id) return "leader follows node " + std::to_string(leader_);
+  if (leader_ballot_ != promised_) {
+    return "leader's ballot " + ToString(leader_ballot_) + " is not its promise " + ToString(promised_);
+  }
+  if (next_slot_ <= LastSlot()) return "next slot " + slot(next_slot_) + " not above the last " + slot(LastSlot());
+  if (lease_until_ms_ <= now_ms_) return "";
+  // A held lease ends lease_ms - drift_ms after the send time of a heartbeat
+  // a majority acknowledged (every one of them refuses rivals until at least
+  // lease_ms after that), and no later than our own acceptor refuses rivals.
+  if (lease_until_ms_ > last_heard_ms_ + config_.lease_ms) {
+    return "lease until " + std::to_string(lease_until_ms_) + " outlasts our own refusal of rivals";
+  }
+  for (auto it = heartbeat_sent_.rbegin(); it != heartbeat_sent_.rend(); ++it) {
+    if (!IsQuorum(it->second.second)) continue;
+    uint64_t bound = it->second.first + config_.lease_ms - config_.drift_ms;
+    if (lease_until_ms_ > bound) {
+      return "lease until " + std::to_string(lease_until_ms_) + " past " + std::to_string(bound) +
+             ", what the newest heartbeat a majority acknowledged (sent at " + std::to_string(it->second.first) +
+             ") allows";
+    }
+    return "";
+  }
+  // Older heartbeats are forgotten only after kHeartbeatsKept newer ones.
+  if (heartbeat_sent_.size() < kHeartbeatsKept) return "lease held with no heartbeat a majority acknowledged";
+  return "";
 }
 
 }  // namespace ts::consensus

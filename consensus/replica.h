@@ -33,14 +33,28 @@ namespace ts::consensus {
 struct Config {
   NodeId id = kNoNode;
   std::vector<NodeId> members;  // includes id; 1..kMaxMembers entries
+  // The one set of timing defaults, for tsnode and the simulator alike, so
+  // the simulator proves what ships. A lease of five heartbeats outlives a
+  // few lost heartbeats or acks without a change of leader. The leader's
+  // lease and the acceptors' refusal run on different monotonic clocks: a
+  // 15 ms margin on 100 ms tolerates their rates differing by up to 15%,
+  // where quartz differs by well under 0.1% and the simulator drives clocks
+  // up to 2% apart. A jitter of 2.5 heartbeats lets one candidate's Prepares
+  // usually land before a rival's timer fires. A dead leader is replaced
+  // after lease + heartbeat + jitter = 120..170 ms of silence.
   uint64_t heartbeat_ms = 20;
-  uint64_t lease_ms = 120;          // acceptors refuse rival Prepares this long
-  uint64_t drift_ms = 20;           // the leader's lease is lease_ms - drift_ms
-  uint64_t election_jitter_ms = 60; // random extra wait before campaigning
+  uint64_t lease_ms = 100;          // acceptors refuse rival Prepares this long
+  uint64_t drift_ms = 15;           // the leader's lease is lease_ms - drift_ms
+  uint64_t election_jitter_ms = 50; // random extra wait before campaigning
   size_t message_bytes_max = 1 << 20;   // cap on entries per Accept/Promise/CatchupReply
   size_t inflight_slots_max = 16384;     // unchosen window; Propose answers Busy past it
   size_t memory_entries_max = 65536;     // applied entries kept in memory for catch-up
   std::string software_version = "0.0.0";
+  // Run CheckInvariants after every input and keep the first violation
+  // (invariant_violation()). Costs a few comparisons, a look at the entries
+  // the input stored and at the kept heartbeats, per input: the simulator and
+  // the tests turn it on, tsnode does not.
+  bool check_invariants = false;
 
   Status Validate() const;
 };
@@ -128,7 +142,8 @@ class Replica {
   Ready TakeReady();
   void Persisted(uint64_t token);
 
-  // Whether this node may take part in leadership (issue 3's version rules).
+  // Whether this node may take part in leadership (the version rules,
+  // DESIGN.md section 4).
   // An ineligible node never campaigns; an ineligible leader steps down at
   // its next lease renewal.
   void SetEligible(bool eligible);
@@ -148,8 +163,12 @@ class Replica {
   const Config& config() const { return config_; }
   NodeId leader_hint() const { return leader_; }
 
-  // Debug-build invariant check; called after every input when !NDEBUG.
-  void CheckInvariants() const;
+  // The replica's invariants over its current state (and what the last
+  // check saw): an explanation of the first that fails, empty if all hold.
+  std::string CheckInvariants() const;
+  // With Config::check_invariants, the first violation any input left,
+  // prefixed with the input; empty while none.
+  const std::string& invariant_violation() const { return invariant_violation_; }
 
  private:
   struct SlotState {
@@ -211,6 +230,9 @@ class Replica {
   bool LeaseRefuses(NodeId candidate) const;
   Slot LastSlot() const;
   uint64_t NextRandom();
+  void AfterInput(const char* input);
+
+  static constexpr size_t kHeartbeatsKept = 64;  // heartbeat_sent_ entries awaiting acks
 
   Config config_;
   const LogReader* reader_;
@@ -253,6 +275,12 @@ class Replica {
   Ready ready_;
   uint64_t next_token_ = 1;
   std::vector<SelfAck> self_acks_;
+
+  // Invariant checking (Config::check_invariants): what the last check saw,
+  // for the invariants that compare with the past, and the first violation.
+  Slot checked_chosen_upto_ = 0;
+  Ballot checked_promised_;
+  std::string invariant_violation_;
 };
 
 }  // namespace ts::consensus

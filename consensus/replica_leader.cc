@@ -1,8 +1,8 @@
 // Replica, proposer side: campaigning (phase 1), leadership, proposing and
 // committing (phase 2), heartbeats and the lease. See replica.h.
 #include <algorithm>
-#include <cassert>
 
+#include "consensus/check.h"
 #include "consensus/replica.h"
 
 namespace ts::consensus {
@@ -10,7 +10,7 @@ namespace ts::consensus {
 // ---------------------------------------------------------------- phase 1
 
 void Replica::Campaign() {
-  assert(eligible_);
+  TS_CHECK(eligible_, "an ineligible node campaigned");
   Ballot ballot{std::max(max_round_seen_, promised_.round) + 1, config_.id};
   RaisePromise(ballot);
   role_ = Role::kCandidate;
@@ -108,13 +108,14 @@ StatusOr<Slot> Replica::Propose(std::string value) {
   if (next_slot_ - chosen_upto_ > config_.inflight_slots_max) return Status::Busy("too many decrees in flight");
   Slot slot = next_slot_;
   AppendOwn(Entry{slot, leader_ballot_, std::move(value)});
+  AfterInput("Propose");
   return slot;
 }
 
 // Stores one of our own proposals: durable in the next Ready, sent to peers
 // with the next flush, and counted as our own accept once persisted.
 void Replica::AppendOwn(Entry e) {
-  assert(role_ == Role::kLeader && e.slot == next_slot_);
+  TS_CHECK(role_ == Role::kLeader && e.slot == next_slot_, "own proposals fill the next slot of a leader");
   Slot s = e.slot;
   ready_.entries.push_back(e);
   pending_accept_.push_back(e);
@@ -129,7 +130,7 @@ void Replica::AppendOwn(Entry e) {
 
 void Replica::FlushAccepts() {
   if (pending_accept_.empty()) return;
-  assert(role_ == Role::kLeader);
+  TS_CHECK(role_ == Role::kLeader, "accepts pending off the leader role");
   size_t begin = 0;
   while (begin < pending_accept_.size()) {
     size_t end = begin;
@@ -207,7 +208,7 @@ void Replica::Retransmit() {
 // ---------------------------------------------------------------- lease
 
 void Replica::SendHeartbeats() {
-  assert(role_ == Role::kLeader);
+  TS_CHECK(role_ == Role::kLeader, "heartbeats off the leader role");
   // Eligibility and lease are checked at every renewal: a leader that lost
   // eligibility, or has not held a lease for a whole lease period, leaves.
   uint64_t held_until_ms = std::max(lease_until_ms_, leader_since_ms_ + config_.lease_ms);
@@ -217,7 +218,7 @@ void Replica::SendHeartbeats() {
   }
   ++heartbeat_seq_;
   heartbeat_sent_[heartbeat_seq_] = {now_ms_, self_bit_};
-  while (heartbeat_sent_.size() > 64) heartbeat_sent_.erase(heartbeat_sent_.begin());
+  while (heartbeat_sent_.size() > kHeartbeatsKept) heartbeat_sent_.erase(heartbeat_sent_.begin());
   last_heard_ms_ = now_ms_;  // as an acceptor we, too, refuse rivals during our lease
   next_heartbeat_ms_ = now_ms_ + config_.heartbeat_ms;
   for (auto& [peer, p] : peers_) {
@@ -240,7 +241,14 @@ void Replica::HandleHeartbeatAck(NodeId from, const HeartbeatAck& m) {
       // The lease runs from the send time: every acceptor that acked heard
       // us no earlier than that, so it refuses rivals until at least then
       // plus lease_ms; drift_ms covers clock-rate differences.
+#if defined(TS_PLANTED_BUG) && TS_PLANTED_BUG == 4
+      // Negative control: the clock-drift margin is forgotten. The lease
+      // outlasts the acceptors' refusal only where clocks drift apart within
+      // one lease, which a rival rarely exploits; CheckInvariants states it.
+      lease_until_ms_ = std::max(lease_until_ms_, it->second.first + config_.lease_ms);
+#else
       lease_until_ms_ = std::max(lease_until_ms_, it->second.first + config_.lease_ms - config_.drift_ms);
+#endif
     }
   }
   PeerProgress& p = peers_[from];

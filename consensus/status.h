@@ -3,10 +3,11 @@
 // the class is [[nodiscard]].
 #pragma once
 
-#include <cassert>
 #include <optional>
 #include <string>
 #include <utility>
+
+#include "consensus/check.h"
 
 namespace ts {
 
@@ -79,11 +80,19 @@ template <typename T>
 class [[nodiscard]] StatusOr {
  public:
   StatusOr(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
-  StatusOr(Status status) : status_(std::move(status)) { assert(!status_.ok()); }  // NOLINT
+  StatusOr(Status status) : status_(std::move(status)) {  // NOLINT: implicit by design
+    TS_CHECK(!status_.ok(), "a StatusOr without a value needs an error");
+  }
   bool ok() const { return status_.ok(); }
   const Status& status() const { return status_; }
-  T& value() { assert(ok()); return *value_; }
-  const T& value() const { assert(ok()); return *value_; }
+  T& value() {
+    TS_CHECK(ok(), status_.ToString());
+    return *value_;
+  }
+  const T& value() const {
+    TS_CHECK(ok(), status_.ToString());
+    return *value_;
+  }
   T& operator*() { return value(); }
   const T& operator*() const { return value(); }
   T* operator->() { return &value(); }

@@ -91,6 +91,9 @@ void Station::Step(const consensus::Message& m) {
     if (version != nullptr && !version->empty()) HearVersion(m.from, *version);
   }
   replica_->Step(m);
+  // A message can depose this leader: its coordinator stops at once, not
+  // at the next tick.
+  if (rc_running_) SuperviseCoordinator();
 }
 
 void Station::LinkUp(const rpc::Handshake& h) {
@@ -343,6 +346,7 @@ std::optional<Semver> Station::ViewOf(consensus::NodeId member) const {
 std::string Station::CheckInvariants() const {
   consensus::ReplicaStatus s = replica_->GetStatus();
   auto at = [&](const std::string& what) { return "station " + std::to_string(id()) + ": " + what; };
+  if (!replica_->invariant_violation().empty()) return at("invariant violated " + replica_->invariant_violation());
   if (applied_slot_ > s.chosen_upto) {
     return at("applied slot " + std::to_string(applied_slot_) + " is past the chosen slot " +
               std::to_string(s.chosen_upto));

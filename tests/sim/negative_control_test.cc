@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <string>
 
 #include "tests/sim/simulation.h"
 
@@ -30,6 +31,7 @@ TEST(NegativeControl, RunSimulation_CatchesThePlantedBug) {
                   r.failure.c_str());
       EXPECT_NE(r.failure.find(TS_EXPECT_FAILURE), std::string::npos)
           << "caught, but not for the planted bug's reason: " << r.failure;
+      EXPECT_NE(r.replay.find("--seed " + std::to_string(seed)), std::string::npos) << r.replay;
       return;
     }
   }

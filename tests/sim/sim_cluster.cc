@@ -13,7 +13,11 @@ std::vector<NodeId> Members(size_t n) {
 
 }  // namespace
 
-consensus::Config SimCluster::DefaultConfig() { return consensus::Config{}; }
+consensus::Config SimCluster::DefaultConfig() {
+  consensus::Config c;  // the core's timing defaults: the simulator proves what tsnode ships
+  c.check_invariants = true;
+  return c;
+}
 
 SimCluster::SimCluster(size_t n, uint64_t seed, consensus::Config base) : net_(Members(n), seed), base_(std::move(base)) {
   for (NodeId id : members()) {
@@ -34,13 +38,23 @@ void SimCluster::Restart(NodeId id) {
 }
 
 void SimCluster::Crash(NodeId id, bool lose_unsynced) {
+  NoteViolation(id);
   nodes_.at(id).replica.reset();
   if (lose_unsynced) nodes_.at(id).disk.CrashLosesUnsynced();
 }
 
+void SimCluster::NoteViolation(NodeId id) {
+  const consensus::Replica* r = nodes_.at(id).replica.get();
+  if (r && invariant_violation_.empty() && !r->invariant_violation().empty()) {
+    invariant_violation_ = "node " + std::to_string(id) + ": invariant violated " + r->invariant_violation();
+  }
+}
+
 void SimCluster::Pump(NodeId id) {
   Node& n = nodes_.at(id);
-  while (n.replica && n.replica->HasReady()) {
+  // Every input reaches a replica just before a Pump or inside its loop
+  // (Persisted), and is looked at before the replica can be dropped.
+  for (NoteViolation(id); n.replica && n.replica->HasReady(); NoteViolation(id)) {
     consensus::Ready r = n.replica->TakeReady();
     for (Message& m : r.early_messages) net_.Send(std::move(m));
     n.disk.Persist(r);

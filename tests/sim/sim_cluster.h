@@ -58,6 +58,9 @@ class SimCluster {
   // Every node's applied log is a prefix of one sequence: an explanation if
   // not, empty if safe.
   std::string CheckAgreement() const;
+  // The first broken invariant any replica reported (Config::check_invariants,
+  // on in DefaultConfig), with the node; empty while none.
+  const std::string& invariant_violation() const { return invariant_violation_; }
 
  private:
   struct Node {
@@ -67,10 +70,12 @@ class SimCluster {
   };
 
   void Pump(NodeId id);
+  void NoteViolation(NodeId id);
 
   SimNetwork net_;
   consensus::Config base_;
   std::map<NodeId, Node> nodes_;
+  std::string invariant_violation_;
 };
 
 // Checks that every applied log in `logs` is a prefix of one sequence.

@@ -35,6 +35,7 @@ class StationCluster::DiskLog : public station::LogSource {
 
 station::StationOptions StationCluster::DefaultOptions() {
   station::StationOptions o;
+  o.consensus.check_invariants = true;
   o.health_period_ms = 200;
   o.request_timeout_ms = 3000;
   return o;
@@ -78,7 +79,14 @@ void StationCluster::Restart(NodeId id) {
   Pump(id);
 }
 
+void StationCluster::NoteViolation(NodeId id) {
+  const Node& n = nodes_.at(id);
+  if (!n.station || !invariant_violation_.empty()) return;
+  invariant_violation_ = n.station->CheckInvariants();
+}
+
 void StationCluster::Crash(NodeId id, bool lose_unsynced) {
+  NoteViolation(id);
   Node& n = nodes_.at(id);
   n.station.reset();
   n.handles.clear();  // those clients never hear back: their outcome is unknown
@@ -135,7 +143,9 @@ bool StationCluster::Write(NodeId id, const station::Ready& r) {
 
 void StationCluster::Pump(NodeId id) {
   Node& n = nodes_.at(id);
-  while (n.station && n.station->HasReady()) {
+  // Every input reaches a station just before a Pump or inside its loop
+  // (Persisted), and is looked at before the station can be dropped.
+  for (NoteViolation(id); n.station && n.station->HasReady(); NoteViolation(id)) {
     station::Ready r = n.station->TakeReady();
     if (on_ready_) on_ready_(id, r);
     for (const Message& m : r.consensus.early_messages) net_.Send(m);
@@ -245,6 +255,7 @@ std::string StationCluster::CheckAgreement() const {
 }
 
 std::string StationCluster::CheckInvariants() const {
+  if (!invariant_violation_.empty()) return invariant_violation_;
   for (NodeId id : members()) {
     const Node& n = nodes_.at(id);
     if (!n.disk.violation.empty()) return "node " + std::to_string(id) + ": " + n.disk.violation;

@@ -93,7 +93,8 @@ class StationCluster {
 
   // Every applied log is a prefix of one sequence.
   std::string CheckAgreement() const;
-  // Every live station's and core's own invariants.
+  // Every live station's and core's own invariants (the first violation,
+  // also of a station that crashed since).
   std::string CheckInvariants() const;
 
  private:
@@ -108,6 +109,7 @@ class StationCluster {
   };
 
   void Pump(NodeId id);
+  void NoteViolation(NodeId id);
   bool Write(NodeId id, const station::Ready& r);
   void OpenLinks();
   void Deliver(const Message& m, bool current);
@@ -127,6 +129,7 @@ class StationCluster {
   uint64_t write_faults_fired_ = 0;
   uint64_t next_handle_ = 1;
   std::map<uint64_t, rpc::ClientResponse> replies_;
+  std::string invariant_violation_;  // the first any station reported
 };
 
 }  // namespace ts::sim

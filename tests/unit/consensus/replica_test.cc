@@ -16,6 +16,7 @@ Config ThreeNodeConfig(NodeId id) {
   c.lease_ms = 100;
   c.drift_ms = 10;
   c.election_jitter_ms = 0;
+  c.check_invariants = true;  // every test below also ends with no invariant broken
   return c;
 }
 
@@ -28,6 +29,7 @@ class AcceptorTest : public ::testing::Test {
     r_.Tick(1000);
     r_.Tick(1000 + 150);
   }
+  void TearDown() override { EXPECT_EQ(r_.invariant_violation(), ""); }
   Ready Deliver(NodeId from, MessageBody body) {
     r_.Step(Message{from, 2, std::move(body)});
     Ready out = r_.TakeReady();
@@ -104,6 +106,7 @@ TEST(ReplicaRestart, Prepare_RefusedForOneLeaseAfterStart) {
   Ready out = r.TakeReady();
   ASSERT_EQ(out.messages.size(), 1u);
   EXPECT_TRUE(std::get<Promise>(out.messages[0].body).lease_refusal);
+  EXPECT_EQ(r.invariant_violation(), "");
 }
 
 TEST_F(AcceptorTest, Accept_StaleBallotIsRejectedAndStoresNothing) {
@@ -178,7 +181,9 @@ TEST(ReplicaPropose, Propose_RefusedOffLeaderAndForEmptyDecrees) {
   r.Tick(100);
   auto s = r.Propose("x");
   EXPECT_EQ(s.status().code(), Status::Code::kNotLeader);
+  EXPECT_EQ(r.Propose("").status().code(), Status::Code::kInvalidArgument);
   EXPECT_EQ(r.ReadIndex().status().code(), Status::Code::kNotLeader);
+  EXPECT_EQ(r.invariant_violation(), "");
 }
 
 TEST(ReplicaCandidate, Campaign_CountsOwnPromiseOnlyOncePersisted) {
@@ -195,6 +200,7 @@ TEST(ReplicaCandidate, Campaign_CountsOwnPromiseOnlyOncePersisted) {
   EXPECT_NE(r.GetStatus().role, Role::kLeader);
   r.Persisted(out.token);
   EXPECT_EQ(r.GetStatus().role, Role::kLeader);
+  EXPECT_EQ(r.invariant_violation(), "");
 }
 
 TEST(ReplicaCandidate, BecomeLeader_ReproposesHighestBallotValueAndFillsHoles) {
@@ -217,6 +223,7 @@ TEST(ReplicaCandidate, BecomeLeader_ReproposesHighestBallotValueAndFillsHoles) {
   for (const Entry& e : lead.entries) EXPECT_EQ(e.ballot, b);
   // Reads wait until the recovered slots are committed and a lease is held.
   EXPECT_FALSE(r.ReadIndex().ok());
+  EXPECT_EQ(r.invariant_violation(), "");
 }
 
 TEST(ReplicaCandidate, Promise_ChunkedRepliesAreRequestedUntilDone) {
@@ -243,6 +250,7 @@ TEST(ReplicaCandidate, Promise_ChunkedRepliesAreRequestedUntilDone) {
     from = p.next_slot;
   }
   EXPECT_EQ(got, 40u);
+  EXPECT_EQ(chunker.invariant_violation(), "");
 }
 
 }  // namespace

@@ -18,8 +18,8 @@
 #include <thread>
 #include <vector>
 
-#include "node/client.h"
-#include "node/endpoints.h"
+#include "node/client/client.h"
+#include "node/client/endpoints.h"
 #include "rpc/client_connection.h"
 #include "tests/bench/latency_histogram.h"
 
@@ -314,16 +314,16 @@ double Ms(uint64_t ns) { return static_cast<double>(ns) / 1e6; }
 double Round3(double v) { return static_cast<double>(std::llround(v * 1000.0)) / 1000.0; }
 
 int Run(const BenchOptions& o) {
-  auto endpoints = node::ResolveEndpoints(o.endpoints);
+  auto endpoints = client::ResolveEndpoints(o.endpoints);
   if (!endpoints.ok()) {
     std::cerr << endpoints.status().message() << '\n';
     return 2;
   }
-  node::ClientOptions co;
+  client::ClientOptions co;
   co.endpoints = *endpoints;
   co.timeout = milliseconds(o.timeout_ms);
   co.connect_timeout = std::min(co.timeout, co.connect_timeout);
-  node::Client client(co);
+  client::Client client(co);
   auto leader = client.FindLeader();
   if (!leader.ok()) {
     std::cerr << "cannot find the leader: " << leader.status().message() << '\n';

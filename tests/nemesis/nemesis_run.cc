@@ -42,7 +42,7 @@ void Say(const char* fmt, ...) {
 // records every read (final_read). Returns key -> value (nullopt: not
 // found); a key that could not be read in 5 attempts has no entry.
 std::map<std::string, std::optional<std::string>> FinalReads(const std::vector<std::string>& keys, bool fresh,
-                                                             size_t readers, const node::ClientOptions& co,
+                                                             size_t readers, const client::ClientOptions& co,
                                                              Recorder& rec) {
   std::map<std::string, std::optional<std::string>> out;
   std::mutex mu;
@@ -50,7 +50,7 @@ std::map<std::string, std::optional<std::string>> FinalReads(const std::vector<s
   std::vector<std::thread> pool;
   for (size_t t = 0; t < readers; ++t) {
     pool.emplace_back([&, t] {
-      node::Client client(co);
+      client::Client client(co);
       for (size_t i; (i = next.fetch_add(1)) < keys.size();) {
         for (int attempt = 0; attempt < 5; ++attempt) {
           rpc::ClientRequest req;
@@ -79,7 +79,7 @@ std::map<std::string, std::optional<std::string>> FinalReads(const std::vector<s
 // The negative control's two writes behind the history's back.
 // `fresh_key`: an acknowledged write-once key (empty: none).
 void TamperBehindHistory(const integration::ProcessCluster& cluster, const std::string& fresh_key) {
-  node::Client c(cluster.ClientOptionsFor(milliseconds(10'000)));
+  client::Client c(cluster.ClientOptionsFor(milliseconds(10'000)));
   rpc::ClientRequest put;
   put.op = rpc::ClientOp::kPut;
   put.key = RegisterKey(0, 0);
@@ -276,7 +276,7 @@ int RunNemesis(const NemesisOptions& o, const std::atomic<bool>& interrupted) {
   }
 
   // Final reads: every register key, then every write-once key.
-  const node::ClientOptions read_options = cluster->ClientOptionsFor(milliseconds(5'000));
+  const client::ClientOptions read_options = cluster->ClientOptionsFor(milliseconds(5'000));
   std::set<std::string> register_keys;
   std::vector<std::string> fresh_keys;
   rec.View([&](const std::vector<HistoryOp>& ops) {

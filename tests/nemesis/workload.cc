@@ -49,7 +49,7 @@ size_t Recorder::size() const {
 
 std::string RegisterKey(size_t slot, uint64_t gen) { return "r" + std::to_string(slot) + ".g" + std::to_string(gen); }
 
-HistoryOp Execute(node::Client& client, Recorder& rec, uint64_t client_id, rpc::ClientRequest req) {
+HistoryOp Execute(client::Client& client, Recorder& rec, uint64_t client_id, rpc::ClientRequest req) {
   HistoryOp op;
   op.client = client_id;
   op.kind = req.op == ClientOp::kPut ? Kind::kPut
@@ -100,7 +100,7 @@ void RunClient(size_t id, const WorkloadOptions& o, const std::atomic<bool>& sto
                WorkloadCounters& counters, std::chrono::steady_clock::time_point start) {
   assert(o.keys > 0);
   std::mt19937_64 rng(o.seed * 0x9E3779B97F4A7C15ULL + id + 1);
-  node::Client client(o.client);
+  client::Client client(o.client);
   std::map<std::string, std::optional<std::string>> last_seen;  // what this client last saw of a key
   uint64_t seq = 0;
   while (!stop.load()) {

@@ -1,4 +1,4 @@
-// ts::node::Client; see client.h for the retry rules.
+// ts::client::Client; see client.h for the retry rules.
 //
 // Note on kUnavailable: the client protocol has one code for "no leader / the
 // write lost its slot and was not applied" (safe to retry) and for the node's
@@ -7,13 +7,13 @@
 // still be chosen). The node says which in the message, so a write's
 // kUnavailable mentioning an unknown outcome is returned, never retried.
 // Retrying it could apply a cas twice or resurrect an overwritten put.
-#include "node/client.h"
+#include "node/client/client.h"
 
 #include <algorithm>
 #include <cassert>
 #include <thread>
 
-namespace ts::node {
+namespace ts::client {
 
 using Clock = std::chrono::steady_clock;
 using rpc::ClientCode;
@@ -346,4 +346,4 @@ StatusOr<HostPort> Client::FindLeader() {
                              " nodes answered; none leads or knows the leader");
 }
 
-}  // namespace ts::node
+}  // namespace ts::client

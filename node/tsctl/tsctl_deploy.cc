@@ -1,10 +1,10 @@
 // tsctl's deployment commands; see tsctl_deploy.h.
-#include "node/tsctl_deploy.h"
+#include "node/tsctl/tsctl_deploy.h"
 
 #include <cstdlib>
 #include <sstream>
 
-namespace ts::node {
+namespace ts::tsctl {
 
 namespace {
 
@@ -271,4 +271,4 @@ std::string FormatDeployView(const std::string& path, const nlohmann::json& view
   return view.dump(2) + "\n";
 }
 
-}  // namespace ts::node
+}  // namespace ts::tsctl

@@ -6,10 +6,10 @@
 #include <atomic>
 #include <chrono>
 
-#include "node/client.h"
-#include "tests/unit/node/client_fake_node.h"
+#include "node/client/client.h"
+#include "tests/unit/client/client_fake_node.h"
 
-namespace ts::node {
+namespace ts::client {
 namespace {
 
 using namespace std::chrono_literals;
@@ -400,4 +400,4 @@ TEST(Client, FindLeader_noLeaderAnywhereIsUnavailable) {
 }
 
 }  // namespace
-}  // namespace ts::node
+}  // namespace ts::client

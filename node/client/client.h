@@ -1,4 +1,4 @@
-// ts::node::Client: the blocking client library behind tsctl, tsbench's
+// ts::client::Client: the blocking client library behind tsctl, tsbench's
 // leader discovery and the integration tests. It sends one request at a time
 // to the cluster, follows leader hints, and retries within a deadline.
 //
@@ -38,7 +38,7 @@
 #include "rpc/client_protocol.h"
 #include "rpc/transport.h"
 
-namespace ts::node {
+namespace ts::client {
 
 struct ClientOptions {
   std::vector<rpc::HostPort> endpoints;             // at least one
@@ -127,4 +127,4 @@ bool IsLeaderOp(rpc::ClientOp op);
 // True for the operations that write a decree: leader operations but get.
 bool IsWriteOp(rpc::ClientOp op);
 
-}  // namespace ts::node
+}  // namespace ts::client

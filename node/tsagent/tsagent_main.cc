@@ -1,6 +1,6 @@
 // tsagent: the runtime executor of game rooms and LRP instances. Only the simulated executor
 // exists (--simulate): it polls the leader's scheduler state every period,
-// carries out the coordinator's decisions (node/agent.h) and reports room
+// carries out the coordinator's decisions (node/tsagent/agent.h) and reports room
 // status back as commands. On SIGINT/SIGTERM it prints its ledger as one line
 // (and writes it to --report after every step) so scripts can check that no
 // room was lost or duplicated.
@@ -12,9 +12,9 @@
 #include <iostream>
 #include <thread>
 
-#include "node/agent.h"
-#include "node/client.h"
-#include "node/endpoints.h"
+#include "node/tsagent/agent.h"
+#include "node/client/client.h"
+#include "node/client/endpoints.h"
 
 namespace {
 
@@ -57,18 +57,18 @@ int main(int argc, char** argv) {
     std::cerr << "tsagent: only the simulated executor exists; pass --simulate\n";
     return 2;
   }
-  auto endpoints = ts::node::ResolveEndpoints(endpoints_flag);
+  auto endpoints = ts::client::ResolveEndpoints(endpoints_flag);
   if (!endpoints.ok()) {
     std::cerr << "tsagent: " << endpoints.status().message() << '\n';
     return 2;
   }
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
-  ts::node::ClientOptions o;
+  ts::client::ClientOptions o;
   o.endpoints = std::move(*endpoints);
   o.timeout = std::chrono::milliseconds(2000);
-  ts::node::Client client(std::move(o));
-  ts::node::SimAgent agent(occupied_percent);
+  ts::client::Client client(std::move(o));
+  ts::tsagent::SimAgent agent(occupied_percent);
   std::cerr << "tsagent: simulating rooms, period " << period_ms << " ms, " << occupied_percent << "% occupied\n";
 
   auto query = [&client](const std::string& key) -> std::optional<std::pair<nlohmann::json, uint64_t>> {

@@ -9,12 +9,12 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "node/endpoints.h"
-#include "node/tsctl_cli.h"
-#include "node/tsctl_format.h"
-#include "tests/unit/node/client_fake_node.h"
+#include "node/client/endpoints.h"
+#include "node/tsctl/tsctl_cli.h"
+#include "node/tsctl/tsctl_format.h"
+#include "tests/unit/client/client_fake_node.h"
 
-namespace ts::node {
+namespace ts::tsctl {
 namespace {
 
 namespace fs = std::filesystem;
@@ -22,9 +22,10 @@ using rpc::ClientCode;
 using rpc::ClientOp;
 using rpc::ClientRequest;
 using rpc::ClientResponse;
-using testing::ClosedPort;
-using testing::Code;
-using testing::FakeNode;
+using client::kEndpointsEnvVar;
+using client::testing::ClosedPort;
+using client::testing::Code;
+using client::testing::FakeNode;
 
 struct Result {
   int code = -1;
@@ -288,7 +289,7 @@ TEST(Tsctl, Put_unreachableClusterExitsThreeWithOneLine) {
 TEST(Tsctl, PutAndGet_followTheFollowersHint) {
   FakeKv kv;
   FakeNode leader(kv.Script());
-  FakeNode follower(testing::Following([&] { return leader.addr().ToString(); }));
+  FakeNode follower(client::testing::Following([&] { return leader.addr().ToString(); }));
   Result put = Tsctl({"--endpoints", follower.addr().ToString(), "put", "k", "v"});
   EXPECT_EQ(put.code, 0) << put.err;
   Result get = Tsctl({"--endpoints", follower.addr().ToString(), "get", "k"});
@@ -326,4 +327,4 @@ TEST(TsctlFormat, Printable_escapesControlAndQuoteBytesAndCutsLongValues) {
 }
 
 }  // namespace
-}  // namespace ts::node
+}  // namespace ts::tsctl

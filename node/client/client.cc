@@ -1,12 +1,11 @@
 // ts::client::Client; see client.h for the retry rules.
 //
-// Note on kUnavailable: the client protocol has one code for "no leader / the
-// write lost its slot and was not applied" (safe to retry) and for the node's
-// own "timed out waiting for the write to be chosen; outcome unknown" and
-// "shutting down; outcome of the write unknown" (not safe: the decree may
-// still be chosen). The node says which in the message, so a write's
-// kUnavailable mentioning an unknown outcome is returned, never retried.
-// Retrying it could apply a cas twice or resurrect an overwritten put.
+// A write is retried only on answers that say it was not proposed
+// (kNotLeader, kUnavailable, kBusy, no connection). kOutcomeUnknown, and a
+// write's answer lost on the wire, mean the decree may still be chosen:
+// retrying could apply a cas twice or resurrect an overwritten put, so both
+// are returned as a response of code kOutcomeUnknown. The meaning travels in
+// that code, never in the message text.
 #include "node/client/client.h"
 
 #include <algorithm>
@@ -35,10 +34,6 @@ constexpr milliseconds kWriteIdleReuseMax{1000};
 
 // Time left, rounded up: a deadline 0.4 ms away still allows a 1 ms wait.
 milliseconds Left(Clock::time_point deadline) { return std::chrono::ceil<milliseconds>(deadline - Clock::now()); }
-
-bool SaysOutcomeUnknown(const std::string& message) {
-  return message.find("outcome") != std::string::npos && message.find("unknown") != std::string::npos;
-}
 
 bool Same(const HostPort& a, const HostPort& b) { return a.host == b.host && a.port == b.port; }
 
@@ -70,6 +65,15 @@ class ErrorList {
  private:
   std::vector<std::pair<std::string, std::string>> items_;
 };
+
+// The answer the client gives for a write whose own answer was lost: the
+// same code a node gives when it cannot tell, so callers handle one case.
+rpc::ClientResponse LostAnswer(const HostPort& target, const std::string& why) {
+  rpc::ClientResponse r;
+  r.code = ClientCode::kOutcomeUnknown;
+  r.message = target.ToString() + ": answer lost after the write was sent: " + why;
+  return r;
+}
 
 }  // namespace
 
@@ -112,152 +116,197 @@ StatusOr<rpc::BlockingClient*> Client::ConnectionTo(const HostPort& target, mill
 
 void Client::DropConnection(const HostPort& target) { connections_.erase(target.ToString()); }
 
+struct Client::CallState {
+  Clock::time_point deadline;
+  bool leader_op = false;
+  bool write = false;
+  std::vector<HostPort> order;  // the round: the last known leader first, then every endpoint
+  size_t cursor = 0;            // next index in `order`
+  std::optional<HostPort> next;  // a hint to follow or a node to retry, before the round goes on
+  size_t hops = 0;               // hints followed since the last backoff
+  milliseconds backoff{0};
+  std::optional<HostPort> says_it_leads;  // confirmed by a status probe in this call
+  ErrorList unreachable;                  // endpoints that could not be reached, and why
+  bool any_answer = false;
+  Status last;  // why the latest attempt gave no final answer
+};
+
 StatusOr<rpc::ClientResponse> Client::Call(rpc::ClientRequest req) {
   ++stats_.calls;
-  const Clock::time_point deadline = Clock::now() + options_.timeout;
-  const bool leader_op = IsLeaderOp(req.op);
-  const bool write = IsWriteOp(req.op);
-
-  // The round of candidates: the last known leader first, then every endpoint.
-  std::vector<HostPort> order;
-  if (leader_) order.push_back(*leader_);
-  for (const HostPort& e : options_.endpoints) {
-    if (!leader_ || !Same(e, *leader_)) order.push_back(e);
-  }
-  assert(!order.empty());
-
-  ErrorList unreachable;  // endpoints that could not be reached, and why
-  bool any_answer = false;
-  Status last =
-      Status::Unavailable("deadline of " + std::to_string(options_.timeout.count()) + " ms passed before any attempt");
-  std::optional<HostPort> next;  // a hint to follow or a node to retry, before the round goes on
-  size_t cursor = 0;
-  size_t hops = 0;  // hints followed since the last backoff
-  milliseconds backoff = options_.backoff_min;
-  auto back_off = [&] {
-    milliseconds left = Left(deadline);
-    if (left.count() <= 0) return;
-    std::this_thread::sleep_for(std::min(backoff, left));
-    backoff = std::min(backoff * 2, options_.backoff_max);
-    ++stats_.backoffs;
-    hops = 0;
-  };
-  auto forget_leader = [&](const HostPort& target) {
-    if (leader_ && Same(*leader_, target)) leader_.reset();
-  };
-  // Queues a leader address a node gave us, unless it is unusable.
-  auto follow = [&](const std::string& hint_text, const HostPort& target) {
-    if (hint_text.empty()) return;  // no hint: the round goes on; its end backs off
-    auto hint = rpc::ParseHostPort(hint_text);
-    if (!hint.ok() || Same(*hint, target)) return;
-    ++stats_.redirects;
-    // Hints that chase each other mean the nodes disagree mid-election.
-    if (++hops > order.size()) back_off();
-    next = *hint;
-  };
-  std::optional<HostPort> says_it_leads;  // confirmed by a status probe in this call
-
-  while (Left(deadline).count() > 0) {
-    HostPort target;
-    if (next) {
-      target = *next;
-      next.reset();
-    } else if (cursor == order.size()) {
-      // A whole round without a final answer: an election is under way or
-      // the cluster is down. Wait a little before the next round.
-      cursor = 0;
-      back_off();
-      continue;
-    } else {
-      target = order[cursor++];
-    }
-
-    auto conn = ConnectionTo(target, std::min(Left(deadline), options_.connect_timeout), write);
+  CallState call = StartCall(req);
+  while (Left(call.deadline).count() > 0) {
+    std::optional<HostPort> target = NextTarget(call);
+    if (!target) continue;  // a round ended and was backed off
+    auto conn = ConnectionTo(*target, std::min(Left(call.deadline), options_.connect_timeout), call.write);
     if (!conn.ok()) {
       ++stats_.connect_failures;
-      unreachable.Set(target, conn.status().message());
-      last = conn.status();
-      forget_leader(target);
+      call.unreachable.Set(*target, conn.status().message());
+      call.last = conn.status();
+      ForgetLeader(*target);
       continue;
     }
-    if (write && !(leader_ && Same(*leader_, target)) && !(says_it_leads && Same(*says_it_leads, target))) {
-      // A write is sent only to a node known to lead: once sent, a silent
-      // node (paused, partitioned) leaves its outcome unknown, so a follower
-      // that hangs must not get it. Asking for status first costs one round
-      // trip and is safe to time out and retry elsewhere.
-      milliseconds probe_timeout = std::min(Left(deadline), options_.read_attempt_timeout);
-      if (probe_timeout.count() <= 0) break;
-      ++stats_.probes;
-      rpc::ClientRequest probe;
-      probe.op = ClientOp::kStatus;
-      auto p = (*conn)->Call(std::move(probe), probe_timeout);
-      if (!p.ok()) {
-        DropConnection(target);
-        unreachable.Set(target, p.status().message());
-        last = p.status();
-        continue;
-      }
-      any_answer = true;
-      unreachable.Erase(target);
-      if (p->code == ClientCode::kOk && p->status.role == "leader") {
-        says_it_leads = target;
-      } else if (p->code == ClientCode::kOk) {
-        const std::string& hint = p->status.leader_client_addr;
-        last = Status::Unavailable(target.ToString() + " is " +
-                                   (p->status.role.empty() ? "not the leader" : p->status.role) +
-                                   (hint.empty() ? " and knows no leader" : "; leader is " + hint));
-        follow(hint, target);
-        continue;
-      } else {
-        last = Status::Unavailable(target.ToString() + ": " + p->message);
-        follow(p->leader_hint, target);
-        continue;
-      }
+    if (call.write && !KnownToLead(call, *target)) {
+      Next n = ProbeLeadership(call, *target, **conn);
+      if (n == Next::kOutOfTime) break;
+      if (n == Next::kNextTarget) continue;
     }
-    milliseconds attempt = write ? Left(deadline) : std::min(Left(deadline), options_.read_attempt_timeout);
-    if (attempt.count() <= 0) break;
-    ++stats_.attempts;
-    StatusOr<rpc::ClientResponse> r = (*conn)->Call(req, attempt);
-    if (!r.ok()) {
-      DropConnection(target);
-      forget_leader(target);
-      if (write) {
-        // The request may have reached the node and been proposed.
-        return Status::Unavailable("outcome unknown: " + target.ToString() + ": " + r.status().message());
-      }
-      unreachable.Set(target, r.status().message());
-      last = r.status();
-      continue;
-    }
-    any_answer = true;
-    unreachable.Erase(target);
-    if (auto c = connections_.find(target.ToString()); c != connections_.end()) c->second.last_used = Clock::now();
-    rpc::ClientResponse& resp = *r;
-    switch (resp.code) {
-      case ClientCode::kNotLeader:
-      case ClientCode::kUnavailable: {
-        forget_leader(target);
-        if (says_it_leads && Same(*says_it_leads, target)) says_it_leads.reset();
-        if (resp.code == ClientCode::kUnavailable && write && SaysOutcomeUnknown(resp.message)) {
-          return Status::Unavailable("outcome unknown: " + target.ToString() + ": " + resp.message);
-        }
-        last = Status::Unavailable(target.ToString() + ": " + resp.message);
-        follow(resp.leader_hint, target);
-        continue;
-      }
-      case ClientCode::kBusy:
-        last = Status::Busy(target.ToString() + ": " + resp.message);
-        back_off();
-        next = target;
-        continue;
-      default:
-        if (leader_op) leader_ = target;
-        return std::move(resp);
-    }
+    std::optional<StatusOr<rpc::ClientResponse>> result = Attempt(call, *target, **conn, req);
+    if (result) return std::move(*result);
   }
-  if (!any_answer) return Status::Unavailable("cluster unreachable: " + unreachable.Join());
-  if (last.code() == Status::Code::kBusy) return last;
-  return Status::Unavailable("no leader: " + last.message());
+  return GiveUp(call);
+}
+
+Client::CallState Client::StartCall(const rpc::ClientRequest& req) const {
+  CallState call;
+  call.deadline = Clock::now() + options_.timeout;
+  call.leader_op = IsLeaderOp(req.op);
+  call.write = IsWriteOp(req.op);
+  if (leader_) call.order.push_back(*leader_);
+  for (const HostPort& e : options_.endpoints) {
+    if (!leader_ || !Same(e, *leader_)) call.order.push_back(e);
+  }
+  assert(!call.order.empty());
+  call.backoff = options_.backoff_min;
+  call.last =
+      Status::Unavailable("deadline of " + std::to_string(options_.timeout.count()) + " ms passed before any attempt");
+  return call;
+}
+
+// The hint or retry queued, else the round's next candidate; nullopt when
+// the round is over (after backing off, so the caller checks the time).
+std::optional<HostPort> Client::NextTarget(CallState& call) {
+  if (call.next) {
+    HostPort target = *call.next;
+    call.next.reset();
+    return target;
+  }
+  if (call.cursor == call.order.size()) {
+    // A whole round without a final answer: an election is under way or the
+    // cluster is down. Wait a little before the next round.
+    call.cursor = 0;
+    BackOff(call);
+    return std::nullopt;
+  }
+  return call.order[call.cursor++];
+}
+
+void Client::BackOff(CallState& call) {
+  milliseconds left = Left(call.deadline);
+  if (left.count() <= 0) return;
+  std::this_thread::sleep_for(std::min(call.backoff, left));
+  call.backoff = std::min(call.backoff * 2, options_.backoff_max);
+  ++stats_.backoffs;
+  call.hops = 0;
+}
+
+// Queues a leader address a node gave us, unless it is unusable.
+void Client::Follow(CallState& call, const std::string& hint_text, const HostPort& target) {
+  if (hint_text.empty()) return;  // no hint: the round goes on; its end backs off
+  auto hint = rpc::ParseHostPort(hint_text);
+  if (!hint.ok() || Same(*hint, target)) return;
+  ++stats_.redirects;
+  // Hints that chase each other mean the nodes disagree mid-election.
+  if (++call.hops > call.order.size()) BackOff(call);
+  call.next = *hint;
+}
+
+void Client::ForgetLeader(const HostPort& target) {
+  if (leader_ && Same(*leader_, target)) leader_.reset();
+}
+
+bool Client::KnownToLead(const CallState& call, const HostPort& target) const {
+  return (leader_ && Same(*leader_, target)) || (call.says_it_leads && Same(*call.says_it_leads, target));
+}
+
+// A write is sent only to a node known to lead: once sent, a silent node
+// (paused, partitioned) leaves its outcome unknown, so a follower that hangs
+// must not get it. Asking for status first costs one round trip and is safe
+// to time out and retry elsewhere.
+Client::Next Client::ProbeLeadership(CallState& call, const HostPort& target, rpc::BlockingClient& conn) {
+  milliseconds probe_timeout = std::min(Left(call.deadline), options_.read_attempt_timeout);
+  if (probe_timeout.count() <= 0) return Next::kOutOfTime;
+  ++stats_.probes;
+  rpc::ClientRequest probe;
+  probe.op = ClientOp::kStatus;
+  auto p = conn.Call(std::move(probe), probe_timeout);
+  if (!p.ok()) {
+    DropConnection(target);
+    call.unreachable.Set(target, p.status().message());
+    call.last = p.status();
+    return Next::kNextTarget;
+  }
+  call.any_answer = true;
+  call.unreachable.Erase(target);
+  if (p->code == ClientCode::kOk && p->status.role == "leader") {
+    call.says_it_leads = target;
+    return Next::kProceed;
+  }
+  if (p->code == ClientCode::kOk) {
+    const std::string& hint = p->status.leader_client_addr;
+    call.last = Status::Unavailable(target.ToString() + " is " +
+                                    (p->status.role.empty() ? "not the leader" : p->status.role) +
+                                    (hint.empty() ? " and knows no leader" : "; leader is " + hint));
+    Follow(call, hint, target);
+  } else {
+    call.last = Status::Unavailable(target.ToString() + ": " + p->message);
+    Follow(call, p->leader_hint, target);
+  }
+  return Next::kNextTarget;
+}
+
+std::optional<StatusOr<rpc::ClientResponse>> Client::Attempt(CallState& call, const HostPort& target,
+                                                             rpc::BlockingClient& conn,
+                                                             const rpc::ClientRequest& req) {
+  milliseconds attempt =
+      call.write ? Left(call.deadline) : std::min(Left(call.deadline), options_.read_attempt_timeout);
+  if (attempt.count() <= 0) return GiveUp(call);
+  ++stats_.attempts;
+  StatusOr<rpc::ClientResponse> r = conn.Call(req, attempt);
+  if (!r.ok()) {
+    DropConnection(target);
+    ForgetLeader(target);
+    // The request may have reached the node and been proposed.
+    if (call.write) return LostAnswer(target, r.status().message());
+    call.unreachable.Set(target, r.status().message());
+    call.last = r.status();
+    return std::nullopt;
+  }
+  call.any_answer = true;
+  call.unreachable.Erase(target);
+  if (auto c = connections_.find(target.ToString()); c != connections_.end()) c->second.last_used = Clock::now();
+  return OnAnswer(call, target, std::move(*r));
+}
+
+std::optional<StatusOr<rpc::ClientResponse>> Client::OnAnswer(CallState& call, const HostPort& target,
+                                                              rpc::ClientResponse resp) {
+  switch (resp.code) {
+    case ClientCode::kNotLeader:
+    case ClientCode::kUnavailable:
+      ForgetLeader(target);
+      if (call.says_it_leads && Same(*call.says_it_leads, target)) call.says_it_leads.reset();
+      call.last = Status::Unavailable(target.ToString() + ": " + resp.message);
+      Follow(call, resp.leader_hint, target);
+      return std::nullopt;
+    case ClientCode::kBusy:
+      call.last = Status::Busy(target.ToString() + ": " + resp.message);
+      BackOff(call);
+      call.next = target;
+      return std::nullopt;
+    case ClientCode::kOutcomeUnknown:
+      // Final, as the client's own lost answer. The node may be shutting
+      // down: do not count on it as the leader.
+      ForgetLeader(target);
+      return resp;
+    default:
+      if (call.leader_op) leader_ = target;
+      return resp;
+  }
+}
+
+Status Client::GiveUp(const CallState& call) const {
+  if (!call.any_answer) return Status::Unavailable("cluster unreachable: " + call.unreachable.Join());
+  if (call.last.code() == Status::Code::kBusy) return call.last;
+  return Status::Unavailable("no leader: " + call.last.message());
 }
 
 StatusOr<rpc::NodeStatus> Client::StatusOf(const HostPort& endpoint) const {

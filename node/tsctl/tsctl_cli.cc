@@ -197,6 +197,10 @@ class Command {
         return Fail(kExitUsage, "bad request: " + r.message);
       case ClientCode::kCompareFailed:
         return Fail(kExitFailed, "compare failed: " + r.message);
+      case ClientCode::kOutcomeUnknown:
+        // The write may or may not be applied: a script must read before it
+        // retries, so the JSON says so in a field, not only in the text.
+        return Fail(kExitUnavailable, "outcome unknown: " + r.message, {{"outcome_unknown", true}});
       default:
         return Fail(kExitError, std::string(rpc::ClientCodeName(r.code)) + ": " + r.message);
     }

@@ -286,6 +286,26 @@ TEST(Tsctl, Put_unreachableClusterExitsThreeWithOneLine) {
   EXPECT_EQ(r.out, "");
 }
 
+TEST(Tsctl, Put_nodeAnswersOutcomeUnknownExitsThreeAndSaysSoInJson) {
+  FakeNode node(client::testing::Leading(
+      [](const ClientRequest&) { return Code(ClientCode::kOutcomeUnknown, "timed out"); }));
+  Result r = Tsctl({"--endpoints", node.addr().ToString(), "--json", "put", "k", "v"});
+  ExpectOneLineFailure(r, kExitUnavailable);
+  EXPECT_EQ(r.err, "outcome unknown: timed out\n");
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["ok"], false);
+  EXPECT_EQ(j["outcome_unknown"], true);
+  EXPECT_EQ(node.count(ClientOp::kPut), 1u) << "never retried";
+}
+
+TEST(Tsctl, Put_answerLostExitsThreeAsOutcomeUnknown) {
+  FakeNode hung(client::testing::Leading([](const ClientRequest&) { return std::optional<ClientResponse>(); }));
+  Result r = Tsctl({"--endpoints", hung.addr().ToString(), "--timeout-ms", "300", "put", "k", "v"});
+  ExpectOneLineFailure(r, kExitUnavailable);
+  EXPECT_EQ(r.err.rfind("outcome unknown: ", 0), 0u) << r.err;
+  EXPECT_EQ(hung.count(ClientOp::kPut), 1u) << "never retried";
+}
+
 TEST(Tsctl, PutAndGet_followTheFollowersHint) {
   FakeKv kv;
   FakeNode leader(kv.Script());

@@ -74,8 +74,10 @@ std::string RegisterKey(size_t slot, uint64_t gen);
 void RunClient(size_t id, const WorkloadOptions& o, const std::atomic<bool>& stop, Recorder& rec,
                WorkloadCounters& counters, std::chrono::steady_clock::time_point start);
 
-// Issues one operation through `client`, timing and classifying the answer.
-// (Also used for the final reads.)
-HistoryOp Execute(client::Client& client, Recorder& rec, uint64_t client_id, rpc::ClientRequest req);
+// Issues one operation through `client`, timing and classifying the answer
+// (RecordAnswer). Also used for the final reads. `unexpected_answer`, if
+// given, is set for an answer this workload never provokes.
+HistoryOp Execute(client::Client& client, Recorder& rec, uint64_t client_id, rpc::ClientRequest req,
+                  bool* unexpected_answer = nullptr);
 
 }  // namespace ts::nemesis

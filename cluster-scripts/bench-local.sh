@@ -13,8 +13,8 @@
 #   --warmup S       warm-up seconds before each run (default 1)
 #   --json           print one JSON object {machine, a, b} instead of text
 #
-# Environment: BUILD_DIR (default ./build) holds build/node/tsnode,
-# build/node/tsctl and build/tests/bench/tsbench (built by setup.sh if
+# Environment: BUILD_DIR (default ./build) holds build/node/tsnode/tsnode,
+# build/node/tsctl/tsctl and build/tests/bench/tsbench (built by setup.sh if
 # missing); CLUSTER_DIR (default ./.cluster-bench, wiped at start: a separate
 # directory so a cluster in ./.cluster is left alone).
 set -euo pipefail
@@ -48,7 +48,7 @@ export BUILD_DIR="$build_dir"
 export CLUSTER_DIR="${CLUSTER_DIR:-$root/.cluster-bench}"
 tsbench="$build_dir/tests/bench/tsbench"
 
-if [[ ! -x "$build_dir/node/tsnode" || ! -x "$build_dir/node/tsctl" || ! -x "$tsbench" ]]; then
+if [[ ! -x "$build_dir/node/tsnode/tsnode" || ! -x "$build_dir/node/tsctl/tsctl" || ! -x "$tsbench" ]]; then
   echo "bench-local.sh: building into $build_dir" >&2
   cluster-scripts/setup.sh --build-dir "$build_dir" >&2
 fi

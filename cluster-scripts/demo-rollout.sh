@@ -37,12 +37,12 @@ while [[ $# -gt 0 ]]; do
   shift
 done
 [[ "$rooms" =~ ^[0-9]+$ && "$rooms" -ge 4 && "$rooms" -le 1000 ]] || { echo "demo-rollout.sh: --rooms must be 4..1000" >&2; exit 2; }
-for b in tsnode tsctl tsagent; do
-  [[ -x "$build_dir/node/$b" ]] || cluster-scripts/setup.sh --build-dir "$build_dir" >/dev/null
+for b in node/tsnode/tsnode node/tsctl/tsctl node/tsagent/tsagent; do
+  [[ -f "$build_dir/$b" && -x "$build_dir/$b" ]] || cluster-scripts/setup.sh --build-dir "$build_dir" >/dev/null
 done
 export CLUSTER_DIR="${CLUSTER_DIR:-$(mktemp -d /tmp/ts-demo-rollout.XXXXXX)}"
 export BUILD_DIR="$build_dir"
-tsctl="$build_dir/node/tsctl"
+tsctl="$build_dir/node/tsctl/tsctl"
 agent_pid=""
 ok=0
 cleanup() {
@@ -71,7 +71,7 @@ leader_id() { ctl status --json | json "next((n['id'] for n in j['nodes'] if n.g
 sched() { ctl sched show rooms --json | json "$1"; }
 leaders="$(leader_id)"
 
-"$build_dir/node/tsagent" --simulate --endpoints "$endpoints" --period-ms 200 --occupied-percent 25 \
+"$build_dir/node/tsagent/tsagent" --simulate --endpoints "$endpoints" --period-ms 200 --occupied-percent 25 \
   --report "$CLUSTER_DIR/agent.json" >"$CLUSTER_DIR/agent.log" 2>&1 &
 agent_pid=$!
 

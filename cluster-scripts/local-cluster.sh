@@ -29,8 +29,8 @@ root=$(pwd)
 absolute() { case "$1" in /*) echo "$1" ;; *) echo "$root/$1" ;; esac; }
 cluster_dir=$(absolute "${CLUSTER_DIR:-.cluster}")
 build_dir=$(absolute "${BUILD_DIR:-build}")
-tsnode="$build_dir/node/tsnode"
-tsctl="$build_dir/node/tsctl"
+tsnode="$build_dir/node/tsnode/tsnode"
+tsctl="$build_dir/node/tsctl/tsctl"
 # A cluster remembers the binaries it was started with (start itself uses
 # BUILD_DIR's).
 if [[ "${1:-}" != start && -f "$cluster_dir/cluster.env" ]]; then

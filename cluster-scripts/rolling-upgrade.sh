@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 cluster_dir="${CLUSTER_DIR:-$root/.cluster}"
 build_dir="${BUILD_DIR:-$root/build}"
-tsctl="$build_dir/node/tsctl"
+tsctl="$build_dir/node/tsctl/tsctl"
 to_version=""
 binary=""
 settle_s=1

@@ -18,8 +18,8 @@
 #include <thread>
 #include <vector>
 
-#include "node/client.h"
-#include "node/endpoints.h"
+#include "node/client/client.h"
+#include "node/client/endpoints.h"
 #include "rpc/client_connection.h"
 #include "tests/bench/latency_histogram.h"
 
@@ -57,6 +57,7 @@ struct Counters {
   uint64_t errors = 0;
   uint64_t redirects = 0;
   uint64_t not_found = 0;  // gets of absent keys: answered, so counted as ops
+  uint64_t outcome_unknown = 0;  // writes the node could not tell the fate of (also errors)
   uint64_t connect_failures = 0;
   std::string first_error;
   LatencyHistogram latency;
@@ -70,6 +71,7 @@ struct Counters {
     errors += o.errors;
     redirects += o.redirects;
     not_found += o.not_found;
+    outcome_unknown += o.outcome_unknown;
     connect_failures += o.connect_failures;
     if (first_error.empty()) first_error = o.first_error;
     latency.Merge(o.latency);
@@ -246,8 +248,13 @@ class Worker {
         return;
       }
     }
-    if (counted) counters_.Error(std::string(rpc::ClientCodeName(resp.code)) + ": " + resp.message);
-    ReturnSlotAfter(c, kErrorRetryDelay);  // no leader yet, or overloaded: do not spin
+    if (counted) {
+      counters_.Error(std::string(rpc::ClientCodeName(resp.code)) + ": " + resp.message);
+      if (resp.code == ClientCode::kOutcomeUnknown) ++counters_.outcome_unknown;
+    }
+    // No leader yet, overloaded, or a write of unknown fate (the next request
+    // is a new one, never this write again): do not spin.
+    ReturnSlotAfter(c, kErrorRetryDelay);
   }
 
   void ReturnSlot(Conn& c) {
@@ -313,80 +320,99 @@ double Ms(uint64_t ns) { return static_cast<double>(ns) / 1e6; }
 // Rounds to 3 decimals for JSON, as the text output shows them.
 double Round3(double v) { return static_cast<double>(std::llround(v * 1000.0)) / 1000.0; }
 
-int Run(const BenchOptions& o) {
-  auto endpoints = node::ResolveEndpoints(o.endpoints);
-  if (!endpoints.ok()) {
-    std::cerr << endpoints.status().message() << '\n';
-    return 2;
-  }
-  node::ClientOptions co;
-  co.endpoints = *endpoints;
+// The leader every connection starts on; a kNotLeader later moves them.
+StatusOr<HostPort> FindLeader(const BenchOptions& o, const std::vector<HostPort>& endpoints) {
+  client::ClientOptions co;
+  co.endpoints = endpoints;
   co.timeout = milliseconds(o.timeout_ms);
   co.connect_timeout = std::min(co.timeout, co.connect_timeout);
-  node::Client client(co);
-  auto leader = client.FindLeader();
-  if (!leader.ok()) {
-    std::cerr << "cannot find the leader: " << leader.status().message() << '\n';
-    return 3;
-  }
+  client::Client client(co);
+  return client.FindLeader();
+}
 
+// Runs the workers for the warm-up and the window; their counters summed.
+Counters RunWorkers(const BenchOptions& o, const std::vector<HostPort>& endpoints, const HostPort& leader) {
   const Clock::time_point t0 = Clock::now();
   const auto window_start = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.warmup_s));
   const auto window_end =
       window_start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.duration_s));
   std::vector<std::unique_ptr<Worker>> workers;
   for (uint32_t t = 0; t < o.threads; ++t) {
-    workers.push_back(std::make_unique<Worker>(o, *endpoints, o.seed * 1000003 + t, window_start, window_end));
+    workers.push_back(std::make_unique<Worker>(o, endpoints, o.seed * 1000003 + t, window_start, window_end));
   }
   for (uint32_t i = 0; i < o.connections; ++i) {
     uint32_t slots = o.in_flight / o.connections + (i < o.in_flight % o.connections ? 1 : 0);
-    workers[i % o.threads]->AddConnection(*leader, slots);
+    workers[i % o.threads]->AddConnection(leader, slots);
   }
   std::vector<std::thread> threads;
   for (auto& w : workers) threads.emplace_back([&w] { w->Run(); });
   for (auto& t : threads) t.join();
-
   Counters total;
   for (auto& w : workers) total.Merge(w->counters());
+  return total;
+}
+
+void PrintJson(const BenchOptions& o, const HostPort& leader, const Counters& total) {
   const LatencyHistogram& h = total.latency;
-  const double ops_per_sec = static_cast<double>(total.ops) / o.duration_s;
+  nlohmann::json j = {{"op", o.op},
+                      {"leader", leader.ToString()},
+                      {"connections", o.connections},
+                      {"in_flight", o.in_flight},
+                      {"threads", o.threads},
+                      {"key_size", o.key_size},
+                      {"value_size", o.value_size},
+                      {"keys", o.keys},
+                      {"duration_s", o.duration_s},
+                      {"warmup_s", o.warmup_s},
+                      {"ops", total.ops},
+                      {"ops_per_sec", Round3(static_cast<double>(total.ops) / o.duration_s)},
+                      {"p50_ms", Round3(Ms(h.PercentileNs(50)))},
+                      {"p99_ms", Round3(Ms(h.PercentileNs(99)))},
+                      {"p999_ms", Round3(Ms(h.PercentileNs(99.9)))},
+                      {"max_ms", Round3(Ms(h.max_ns()))},
+                      {"mean_ms", Round3(h.mean_ns() / 1e6)},
+                      {"errors", total.errors},
+                      {"outcome_unknown", total.outcome_unknown},
+                      {"redirects", total.redirects},
+                      {"not_found", total.not_found},
+                      {"connect_failures", total.connect_failures},
+                      {"first_error", total.first_error}};
+  std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+}
+
+void PrintText(const BenchOptions& o, const HostPort& leader, const Counters& total) {
+  const LatencyHistogram& h = total.latency;
+  std::printf(
+      "tsbench %s: leader %s, %u connections, %u in flight, %u thread(s), keys %u B, values %u B, "
+      "keyspace %llu, %.1f s after %.1f s warm-up\n",
+      o.op.c_str(), leader.ToString().c_str(), o.connections, o.in_flight, o.threads, o.key_size, o.value_size,
+      static_cast<unsigned long long>(o.keys), o.duration_s, o.warmup_s);
+  std::printf("ops %llu  ops/s %.1f  errors %llu (outcome unknown %llu)  redirects %llu  connect failures %llu\n",
+              static_cast<unsigned long long>(total.ops), static_cast<double>(total.ops) / o.duration_s,
+              static_cast<unsigned long long>(total.errors), static_cast<unsigned long long>(total.outcome_unknown),
+              static_cast<unsigned long long>(total.redirects),
+              static_cast<unsigned long long>(total.connect_failures));
+  std::printf("latency ms  p50 %.3f  p99 %.3f  p999 %.3f  max %.3f  mean %.3f\n", Ms(h.PercentileNs(50)),
+              Ms(h.PercentileNs(99)), Ms(h.PercentileNs(99.9)), Ms(h.max_ns()), h.mean_ns() / 1e6);
+  if (!total.first_error.empty()) std::printf("first error: %s\n", total.first_error.c_str());
+}
+
+int Run(const BenchOptions& o) {
+  auto endpoints = client::ResolveEndpoints(o.endpoints);
+  if (!endpoints.ok()) {
+    std::cerr << endpoints.status().message() << '\n';
+    return 2;
+  }
+  auto leader = FindLeader(o, *endpoints);
+  if (!leader.ok()) {
+    std::cerr << "cannot find the leader: " << leader.status().message() << '\n';
+    return 3;
+  }
+  const Counters total = RunWorkers(o, *endpoints, *leader);
   if (o.json) {
-    nlohmann::json j = {{"op", o.op},
-                        {"leader", leader->ToString()},
-                        {"connections", o.connections},
-                        {"in_flight", o.in_flight},
-                        {"threads", o.threads},
-                        {"key_size", o.key_size},
-                        {"value_size", o.value_size},
-                        {"keys", o.keys},
-                        {"duration_s", o.duration_s},
-                        {"warmup_s", o.warmup_s},
-                        {"ops", total.ops},
-                        {"ops_per_sec", Round3(ops_per_sec)},
-                        {"p50_ms", Round3(Ms(h.PercentileNs(50)))},
-                        {"p99_ms", Round3(Ms(h.PercentileNs(99)))},
-                        {"p999_ms", Round3(Ms(h.PercentileNs(99.9)))},
-                        {"max_ms", Round3(Ms(h.max_ns()))},
-                        {"mean_ms", Round3(h.mean_ns() / 1e6)},
-                        {"errors", total.errors},
-                        {"redirects", total.redirects},
-                        {"not_found", total.not_found},
-                        {"connect_failures", total.connect_failures},
-                        {"first_error", total.first_error}};
-    std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+    PrintJson(o, *leader, total);
   } else {
-    std::printf(
-        "tsbench %s: leader %s, %u connections, %u in flight, %u thread(s), keys %u B, values %u B, "
-        "keyspace %llu, %.1f s after %.1f s warm-up\n",
-        o.op.c_str(), leader->ToString().c_str(), o.connections, o.in_flight, o.threads, o.key_size, o.value_size,
-        static_cast<unsigned long long>(o.keys), o.duration_s, o.warmup_s);
-    std::printf("ops %llu  ops/s %.1f  errors %llu  redirects %llu  connect failures %llu\n",
-                static_cast<unsigned long long>(total.ops), ops_per_sec, static_cast<unsigned long long>(total.errors),
-                static_cast<unsigned long long>(total.redirects),
-                static_cast<unsigned long long>(total.connect_failures));
-    std::printf("latency ms  p50 %.3f  p99 %.3f  p999 %.3f  max %.3f  mean %.3f\n", Ms(h.PercentileNs(50)),
-                Ms(h.PercentileNs(99)), Ms(h.PercentileNs(99.9)), Ms(h.max_ns()), h.mean_ns() / 1e6);
-    if (!total.first_error.empty()) std::printf("first error: %s\n", total.first_error.c_str());
+    PrintText(o, *leader, total);
   }
   if (total.ops == 0) {
     std::cerr << "no request succeeded in the window" << (total.first_error.empty() ? "" : ": " + total.first_error)

@@ -286,8 +286,8 @@ std::optional<uint64_t> ProcessCluster::PeakVirtualBytes(size_t i) const {
   return std::nullopt;
 }
 
-node::ClientOptions ProcessCluster::ClientOptionsFor(std::chrono::milliseconds timeout) const {
-  node::ClientOptions o;
+client::ClientOptions ProcessCluster::ClientOptionsFor(std::chrono::milliseconds timeout) const {
+  client::ClientOptions o;
   o.endpoints = endpoints();
   o.timeout = Scaled(timeout);
   return o;

@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "node/client.h"
+#include "node/client/client.h"
 #include "rpc/client_protocol.h"
 #include "rpc/transport.h"
 
@@ -88,7 +88,7 @@ class ProcessCluster {
   // a length field that was not checked first, even one never touched.
   std::optional<uint64_t> PeakVirtualBytes(size_t i) const;
 
-  node::ClientOptions ClientOptionsFor(std::chrono::milliseconds timeout = std::chrono::milliseconds(5000)) const;
+  client::ClientOptions ClientOptionsFor(std::chrono::milliseconds timeout = std::chrono::milliseconds(5000)) const;
   std::string LogTail(size_t i, size_t lines = 30) const;
   void DumpLogs() const;
 

@@ -48,7 +48,7 @@ ClientRequest Get(const std::string& k) {
   return r;
 }
 
-bool Write(node::Client& c, const std::string& k, const std::string& v) {
+bool Write(client::Client& c, const std::string& k, const std::string& v) {
   auto r = c.Call(Put(k, v));
   return r.ok() && r->code == ClientCode::kOk;
 }
@@ -66,7 +66,7 @@ TEST_F(ClusterTest, LeaderKilledUnderLoad_NoAcknowledgedWriteIsLost) {
   std::vector<std::thread> clients;
   for (int t = 0; t < kClients; ++t) {
     clients.emplace_back([&, t] {
-      node::Client c(cluster_->ClientOptionsFor(5000ms));
+      client::Client c(cluster_->ClientOptionsFor(5000ms));
       for (int i = t; i < kKeys; i += kClients) {
         std::string k = "key-" + std::to_string(i), v = "value-" + std::to_string(i);
         // A write whose outcome is unknown is retried with the same value
@@ -110,7 +110,7 @@ TEST_F(ClusterTest, LeaderKilledUnderLoad_NoAcknowledgedWriteIsLost) {
   cluster_->Start(*leader);
   ASSERT_TRUE(cluster_->WaitForLeader(10s));
   ASSERT_TRUE(cluster_->WaitForConvergence(20s)) << "nodes did not converge on one log";
-  node::Client reader(cluster_->ClientOptionsFor());
+  client::Client reader(cluster_->ClientOptionsFor());
   for (const auto& [k, v] : acked) {
     auto r = reader.Call(Get(k));
     ASSERT_TRUE(r.ok()) << k << ": " << r.status().ToString();
@@ -128,14 +128,14 @@ TEST_F(ClusterTest, PausedMinorityCannotCommit_MajorityKeepsCommitting) {
   ASSERT_TRUE(first_leader.has_value());
   size_t leader = *first_leader;
   size_t f1 = (leader + 1) % 3, f2 = (leader + 2) % 3;
-  node::Client c(cluster_->ClientOptionsFor(5000ms));
+  client::Client c(cluster_->ClientOptionsFor(5000ms));
   ASSERT_TRUE(Write(c, "a", "1"));
   // One follower paused: a majority remains and commits.
   cluster_->Pause(f1);
   for (int i = 0; i < 20; ++i) ASSERT_TRUE(Write(c, "m" + std::to_string(i), "x")) << i;
   // Both followers paused: the leader alone must not commit.
   cluster_->Pause(f2);
-  node::Client quick(cluster_->ClientOptionsFor(1000ms));
+  client::Client quick(cluster_->ClientOptionsFor(1000ms));
   auto r = quick.Call(Put("lonely", "no"));
   EXPECT_TRUE(!r.ok() || r->code != ClientCode::kOk) << "a write was acknowledged without a majority";
   // Resume both: commits flow again and the paused nodes catch up.
@@ -279,7 +279,7 @@ std::vector<Hostile> HostileInputs(rpc::FrameType type) {
 TEST_F(ClusterTest, HostileBytesOnBothPorts_NodeKeepsServing) {
   cluster_ = std::make_unique<ProcessCluster>(3);
   ASSERT_TRUE(cluster_->WaitForLeader(10s));
-  node::Client c(cluster_->ClientOptionsFor(5000ms));
+  client::Client c(cluster_->ClientOptionsFor(5000ms));
   ASSERT_TRUE(Write(c, "before", "ok"));
   // No length field may size an allocation before it is checked (DESIGN.md
   // s.7): the claims below are 1 GiB and 4 GiB, so a node's peak

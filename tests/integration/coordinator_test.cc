@@ -18,7 +18,7 @@ using rpc::ClientOp;
 
 class CoordinatorTest : public ClusterFixture {
  protected:
-  StatusOr<rpc::ClientResponse> Deploy(node::Client& c, const std::string& json) {
+  StatusOr<rpc::ClientResponse> Deploy(client::Client& c, const std::string& json) {
     rpc::ClientRequest r;
     r.op = ClientOp::kDeploy;
     r.value = json;
@@ -41,7 +41,7 @@ TEST_F(CoordinatorTest, RunsOnTheLeaseHolderOnly_AndMovesWithLeadership) {
   ASSERT_TRUE(leader.has_value());
   ASSERT_TRUE(WaitFor([&] { return Coordinators() == std::vector<size_t>{*leader}; }, 10s));
 
-  node::Client client(cluster_->ClientOptionsFor());
+  client::Client client(cluster_->ClientOptionsFor());
   auto created = Deploy(client, R"({"kind":"sched","op":"create","scheduler":"rooms","desired":3})");
   ASSERT_TRUE(created.ok()) << created.status().ToString();
   ASSERT_EQ(created->code, ClientCode::kOk) << created->message;

@@ -26,7 +26,7 @@ class RollingUpgradeTest : public ClusterFixture {
  protected:
 
   bool Write(const std::string& k, const std::string& v, std::chrono::milliseconds timeout = 10000ms) {
-    node::Client c(cluster_->ClientOptionsFor(timeout));
+    client::Client c(cluster_->ClientOptionsFor(timeout));
     ClientRequest r;
     r.op = ClientOp::kPut;
     r.key = k;
@@ -56,7 +56,7 @@ class RollingUpgradeTest : public ClusterFixture {
   }
 
   std::vector<rpc::LogRow> Log() {
-    node::Client c(cluster_->ClientOptionsFor());
+    client::Client c(cluster_->ClientOptionsFor());
     std::vector<rpc::LogRow> rows;
     for (uint64_t from = 1;;) {
       ClientRequest r;
@@ -248,7 +248,7 @@ TEST_F(RollingUpgradeTest, Downgrade_WithoutItANeverLeadsWithItAReadsEverything)
   ExpectNeverLeads(kA, 1500ms);
   cluster_->Resume(paused);
   // The downgrade: refused for a version that is not older, accepted for A.
-  node::Client c(cluster_->ClientOptionsFor(10000ms));
+  client::Client c(cluster_->ClientOptionsFor(10000ms));
   ClientRequest bad;
   bad.op = ClientOp::kDowngrade;
   bad.value = kC;
@@ -272,7 +272,7 @@ TEST_F(RollingUpgradeTest, Downgrade_WithoutItANeverLeadsWithItAReadsEverything)
   ASSERT_TRUE(WaitFor([&] { return LeaderVersion() == kA; }, 15s));
   ASSERT_TRUE(Write("last", "a2"));
   ASSERT_TRUE(cluster_->WaitForConvergence(15s));
-  node::Client reader(cluster_->ClientOptionsFor());
+  client::Client reader(cluster_->ClientOptionsFor());
   for (auto [k, v] : {std::pair{"before", "b0"}, std::pair{"during", "b1"}, std::pair{"still-b", "b2"},
                       std::pair{"after", "a1"}, std::pair{"last", "a2"}}) {
     ClientRequest g;
@@ -305,7 +305,7 @@ TEST_F(RollingUpgradeTest, Downgrade_UnderWriteLoadTheTargetResumesForGood) {
   std::vector<std::thread> writers;
   for (int w = 0; w < 4; ++w) {
     writers.emplace_back([&, w] {
-      node::Client c(cluster_->ClientOptionsFor(5000ms));
+      client::Client c(cluster_->ClientOptionsFor(5000ms));
       for (uint64_t i = 0; !stop; ++i) {
         ClientRequest r;
         r.op = ClientOp::kPut;
@@ -317,7 +317,7 @@ TEST_F(RollingUpgradeTest, Downgrade_UnderWriteLoadTheTargetResumesForGood) {
     });
   }
   ASSERT_TRUE(WaitFor([&] { return written >= 200; }, 10s));
-  node::Client c(cluster_->ClientOptionsFor(10000ms));
+  client::Client c(cluster_->ClientOptionsFor(10000ms));
   ClientRequest down;
   down.op = ClientOp::kDowngrade;
   down.value = kA;

@@ -121,6 +121,39 @@ StatusOr<std::vector<HistoryOp>> ReadHistory(const std::string& path) {
   return out;
 }
 
+bool RecordAnswer(const StatusOr<rpc::ClientResponse>& r, HistoryOp& op) {
+  const bool write = op.kind != Kind::kGet;
+  if (!r.ok()) {
+    // The client returns an error only when no attempt was applied: every
+    // node answered "nothing proposed" or "not applied", or none was
+    // reached. A read without an answer constrains nothing.
+    op.error = r.status().message();
+    op.outcome = Outcome::kNotApplied;
+    return true;
+  }
+  switch (r->code) {
+    case rpc::ClientCode::kOk:
+      op.outcome = Outcome::kOk;
+      if (!write) op.result = r->value;
+      return true;
+    case rpc::ClientCode::kNotFound:       // get, delete: no such key
+    case rpc::ClientCode::kCompareFailed:  // cas
+      op.outcome = Outcome::kNegative;
+      return true;
+    case rpc::ClientCode::kOutcomeUnknown:
+      op.error = std::string(rpc::ClientCodeName(r->code)) + ": " + r->message;
+      op.outcome = write ? Outcome::kUnknown : Outcome::kNotApplied;
+      return true;
+    default:
+      // Bad request or internal error: not expected from this workload. A
+      // write's decree may still have been chosen, so its outcome is
+      // unknown.
+      op.error = std::string(rpc::ClientCodeName(r->code)) + ": " + r->message;
+      op.outcome = write ? Outcome::kUnknown : Outcome::kNotApplied;
+      return false;
+  }
+}
+
 std::optional<sim::KvOperation> ToCheckerOp(const HistoryOp& op) {
   if (op.outcome == Outcome::kNotApplied) return std::nullopt;
   sim::KvOperation k;

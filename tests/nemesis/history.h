@@ -7,8 +7,8 @@
 //                 get found the key, `result` holds the value).
 //  - kNegative:   a definite answer that changed nothing (cas compare failed,
 //                 delete or get found no key).
-//  - kUnknown:    the answer was lost (timeout, broken connection, or the
-//                 node's own "outcome unknown"): no return time; the checker
+//  - kUnknown:    a write answered kOutcomeUnknown, by the node or by the
+//                 client for an answer lost on the wire: no return time; the checker
 //                 lets the operation take effect at any point after its call,
 //                 or never.
 //  - kNotApplied: a definite failure: nothing was proposed or the node said
@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "consensus/status.h"
+#include "rpc/client_protocol.h"
 #include "tests/sim/linearizability.h"
 
 namespace ts::nemesis {
@@ -58,6 +59,12 @@ StatusOr<HistoryOp> DecodeOp(const std::string& line);
 
 // Reads a whole history file; lines starting with {"meta" are skipped.
 StatusOr<std::vector<HistoryOp>> ReadHistory(const std::string& path);
+
+// What the result of Client::Call (node/client/client.h) for `op` means for
+// the history: sets op.outcome, op.result (a get's value) and op.error, by
+// the answer's code alone. Returns false for an answer this workload never
+// provokes (bad request, internal error), which the run reports.
+bool RecordAnswer(const StatusOr<rpc::ClientResponse>& r, HistoryOp& op);
 
 // What the linearizability checker sees of `op`; nullopt for operations it
 // must not see (kNotApplied).

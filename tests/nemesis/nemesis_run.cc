@@ -42,7 +42,7 @@ void Say(const char* fmt, ...) {
 // records every read (final_read). Returns key -> value (nullopt: not
 // found); a key that could not be read in 5 attempts has no entry.
 std::map<std::string, std::optional<std::string>> FinalReads(const std::vector<std::string>& keys, bool fresh,
-                                                             size_t readers, const node::ClientOptions& co,
+                                                             size_t readers, const client::ClientOptions& co,
                                                              Recorder& rec) {
   std::map<std::string, std::optional<std::string>> out;
   std::mutex mu;
@@ -50,7 +50,7 @@ std::map<std::string, std::optional<std::string>> FinalReads(const std::vector<s
   std::vector<std::thread> pool;
   for (size_t t = 0; t < readers; ++t) {
     pool.emplace_back([&, t] {
-      node::Client client(co);
+      client::Client client(co);
       for (size_t i; (i = next.fetch_add(1)) < keys.size();) {
         for (int attempt = 0; attempt < 5; ++attempt) {
           rpc::ClientRequest req;
@@ -79,7 +79,7 @@ std::map<std::string, std::optional<std::string>> FinalReads(const std::vector<s
 // The negative control's two writes behind the history's back.
 // `fresh_key`: an acknowledged write-once key (empty: none).
 void TamperBehindHistory(const integration::ProcessCluster& cluster, const std::string& fresh_key) {
-  node::Client c(cluster.ClientOptionsFor(milliseconds(10'000)));
+  client::Client c(cluster.ClientOptionsFor(milliseconds(10'000)));
   rpc::ClientRequest put;
   put.op = rpc::ClientOp::kPut;
   put.key = RegisterKey(0, 0);
@@ -99,248 +99,344 @@ void TamperBehindHistory(const integration::ProcessCluster& cluster, const std::
       d.ok() ? rpc::ClientCodeName(d->code) : d.status().ToString().c_str());
 }
 
-}  // namespace
+// The verdicts on a run's history, for the summary.
+struct Verdicts {
+  RegisterVerdict registers;
+  FreshVerdict fresh;
+  size_t unknown = 0, not_applied = 0, total_ops = 0;
+  uint64_t longest_gap_ns = 0;
+};
 
-int RunNemesis(const NemesisOptions& o, const std::atomic<bool>& interrupted) {
-  const uint64_t duration_ms = o.duration_s * 1000;
-  Say("tsnemesis: seed=%" PRIu64 " nodes=%zu duration=%" PRIu64 "s faults=%s clients=%zu keys=%zu%s", o.seed,
-      o.nodes, o.duration_s, FaultKindsToString(o.faults).c_str(), o.clients, o.keys,
-      o.negative_control ? " NEGATIVE CONTROL" : "");
-  FaultPlanOptions po;
-  po.seed = o.seed;
-  po.duration_ms = duration_ms;
-  po.nodes = o.nodes;
-  po.kinds = o.faults;
-  const std::vector<FaultEvent> plan = MakeFaultPlan(po);
-  Say("plan: %zu faults", plan.size());
+// One run, step by step: the main thread owns the cluster (nodes die with
+// the thread that started them) and walks the fault plan while the workload
+// clients run on their own threads.
+class NemesisRun {
+ public:
+  NemesisRun(const NemesisOptions& o, const std::atomic<bool>& interrupted)
+      : o_(o), interrupted_(interrupted), history_path_(HistoryPath(o)) {}
 
-  const std::string history_path = o.history_path.empty() ? std::filesystem::temp_directory_path().string() +
-                                                                "/tsnemesis-" + std::to_string(o.seed) + "-" +
-                                                                std::to_string(getpid()) + ".jsonl"
-                                                          : o.history_path;
-  auto keep_logs = [] { setenv("TS_KEEP_LOGS", "1", 1); };  // read by ~ProcessCluster
-  if (o.keep) keep_logs();
-  std::unique_ptr<integration::ProcessCluster> cluster;
-  try {
-    cluster = std::make_unique<integration::ProcessCluster>(o.nodes, std::vector<std::string>{"--fault-injection"});
-  } catch (const std::exception& e) {
-    Say("setup failed: cannot start the cluster: %s", e.what());
-    return 2;
+  int Run() {
+    const std::vector<FaultEvent> plan = Announce();
+    if (o_.keep) KeepLogs();
+    if (int rc = StartCluster(); rc != 0) return rc;
+    if (int rc = OpenHistory(); rc != 0) return rc;
+    StartWorkload();
+    RunFaultPlan(plan);
+    StopWorkload();
+    if (interrupted_.load()) {
+      KeepLogs();
+      Say("interrupted after %zu operations; history kept in %s, logs in %s", rec_->size(), history_path_.c_str(),
+          cluster_->dir().c_str());
+      return 130;
+    }
+    int rc = AwaitRecovery();
+    if (o_.negative_control) TamperBehindHistory(*cluster_, AcknowledgedFreshKey());
+    const auto fresh_values = ReadEverythingBack();
+    const Verdicts v = Check(fresh_values);
+    if (rc == 0 && v.fresh.unread > 0) rc = 3;
+    return Conclude(rc, v);
   }
-  Say("cluster: %zu nodes in %s (logs %s/node*.log)", o.nodes, cluster->dir().c_str(), cluster->dir().c_str());
-  auto setup_failed = [&](const std::string& why) {
+
+ private:
+  static std::string HistoryPath(const NemesisOptions& o) {
+    if (!o.history_path.empty()) return o.history_path;
+    return std::filesystem::temp_directory_path().string() + "/tsnemesis-" + std::to_string(o.seed) + "-" +
+           std::to_string(getpid()) + ".jsonl";
+  }
+
+  static void KeepLogs() { setenv("TS_KEEP_LOGS", "1", 1); }  // read by ~ProcessCluster
+
+  uint64_t ElapsedMs() const {
+    return static_cast<uint64_t>(std::chrono::duration_cast<milliseconds>(Clock::now() - epoch_).count());
+  }
+  double ElapsedS() const { return static_cast<double>(ElapsedMs()) / 1000.0; }
+
+  void Problem(std::string what) {
+    Say("PROBLEM: %s", what.c_str());
+    problems_.push_back(std::move(what));
+  }
+
+  int SetupFailed(const std::string& why) {
     Say("setup failed: %s", why.c_str());
-    cluster->DumpLogs();
-    keep_logs();
+    cluster_->DumpLogs();
+    KeepLogs();
     return 2;
-  };
-  auto first_leader = cluster->WaitForLeaderIndex(milliseconds(20'000));
-  if (!first_leader) return setup_failed("no leader within 20 s of starting the nodes");
-  Say("leader: node %zu", *first_leader + 1);
-  for (size_t i = 0; i < o.nodes; ++i) {
-    Status s = SendBlock(*cluster, i, "block", {});
-    if (!s.ok()) return setup_failed("fault injection: " + s.message());
   }
 
-  const Clock::time_point epoch = Clock::now();
-  Recorder rec(history_path, epoch);
-  if (!rec.ok()) return setup_failed("cannot write the history file " + history_path);
-  rec.WriteMeta(nlohmann::json{{"seed", o.seed},
-                               {"nodes", o.nodes},
-                               {"duration_s", o.duration_s},
-                               {"faults", FaultKindsToString(o.faults)},
-                               {"clients", o.clients},
-                               {"negative_control", o.negative_control}}
-                    .dump());
-  Say("history: %s", history_path.c_str());
-
-  WorkloadOptions wo;
-  wo.seed = o.seed;
-  wo.clients = o.clients;
-  wo.keys = o.keys;
-  wo.rotate_ms = o.rotate_s * 1000;
-  wo.fresh_percent = o.fresh_percent;
-  wo.client = cluster->ClientOptionsFor(milliseconds(o.client_timeout_ms));
-  std::atomic<bool> stop{false};
-  WorkloadCounters counters;
-  std::vector<std::thread> clients;
-  for (size_t id = 0; id < o.clients; ++id) {
-    clients.emplace_back([&, id] { RunClient(id, wo, stop, rec, counters, epoch); });
+  std::vector<FaultEvent> Announce() const {
+    Say("tsnemesis: seed=%" PRIu64 " nodes=%zu duration=%" PRIu64 "s faults=%s clients=%zu keys=%zu%s", o_.seed,
+        o_.nodes, o_.duration_s, FaultKindsToString(o_.faults).c_str(), o_.clients, o_.keys,
+        o_.negative_control ? " NEGATIVE CONTROL" : "");
+    FaultPlanOptions po;
+    po.seed = o_.seed;
+    po.duration_ms = o_.duration_s * 1000;
+    po.nodes = o_.nodes;
+    po.kinds = o_.faults;
+    std::vector<FaultEvent> plan = MakeFaultPlan(po);
+    Say("plan: %zu faults", plan.size());
+    return plan;
   }
 
-  FaultRunner runner(*cluster);
-  size_t faults = 0;
-  std::vector<std::string> problems;  // liveness and fault-injection trouble
-  auto elapsed_ms = [&] {
-    return static_cast<uint64_t>(std::chrono::duration_cast<milliseconds>(Clock::now() - epoch).count());
-  };
-  uint64_t next_progress_ms = 5000;
-  auto progress = [&] {
-    if (elapsed_ms() < next_progress_ms) return;
-    next_progress_ms += 5000;
+  // Starts the nodes with fault injection on, waits for a first leader and
+  // heals every link. Non-zero: the exit code of a failed setup.
+  int StartCluster() {
+    try {
+      cluster_ =
+          std::make_unique<integration::ProcessCluster>(o_.nodes, std::vector<std::string>{"--fault-injection"});
+    } catch (const std::exception& e) {
+      Say("setup failed: cannot start the cluster: %s", e.what());
+      return 2;
+    }
+    Say("cluster: %zu nodes in %s (logs %s/node*.log)", o_.nodes, cluster_->dir().c_str(), cluster_->dir().c_str());
+    auto first_leader = cluster_->WaitForLeaderIndex(milliseconds(20'000));
+    if (!first_leader) return SetupFailed("no leader within 20 s of starting the nodes");
+    Say("leader: node %zu", *first_leader + 1);
+    for (size_t i = 0; i < o_.nodes; ++i) {
+      Status s = SendBlock(*cluster_, i, "block", {});
+      if (!s.ok()) return SetupFailed("fault injection: " + s.message());
+    }
+    runner_ = std::make_unique<FaultRunner>(*cluster_);
+    return 0;
+  }
+
+  int OpenHistory() {
+    epoch_ = Clock::now();
+    rec_ = std::make_unique<Recorder>(history_path_, epoch_);
+    if (!rec_->ok()) return SetupFailed("cannot write the history file " + history_path_);
+    rec_->WriteMeta(nlohmann::json{{"seed", o_.seed},
+                                   {"nodes", o_.nodes},
+                                   {"duration_s", o_.duration_s},
+                                   {"faults", FaultKindsToString(o_.faults)},
+                                   {"clients", o_.clients},
+                                   {"negative_control", o_.negative_control}}
+                        .dump());
+    Say("history: %s", history_path_.c_str());
+    return 0;
+  }
+
+  void StartWorkload() {
+    workload_.seed = o_.seed;
+    workload_.clients = o_.clients;
+    workload_.keys = o_.keys;
+    workload_.rotate_ms = o_.rotate_s * 1000;
+    workload_.fresh_percent = o_.fresh_percent;
+    workload_.client = cluster_->ClientOptionsFor(milliseconds(o_.client_timeout_ms));
+    for (size_t id = 0; id < o_.clients; ++id) {
+      clients_.emplace_back([this, id] { RunClient(id, workload_, stop_, *rec_, counters_, epoch_); });
+    }
+  }
+
+  void Progress() {
+    if (ElapsedMs() < next_progress_ms_) return;
+    next_progress_ms_ += 5000;
     Say("[%6.1fs] ops=%" PRIu64 " ok=%" PRIu64 " negative=%" PRIu64 " unknown=%" PRIu64 " not_applied=%" PRIu64
         " faults=%zu",
-        static_cast<double>(elapsed_ms()) / 1000.0, counters.ops.load(), counters.ok.load(),
-        counters.negative.load(), counters.unknown.load(), counters.not_applied.load(), faults);
-  };
+        ElapsedS(), counters_.ops.load(), counters_.ok.load(), counters_.negative.load(), counters_.unknown.load(),
+        counters_.not_applied.load(), faults_);
+  }
+
   // Sleeps until `t_ms` since the start; false if interrupted.
-  auto wait_until = [&](uint64_t t_ms) {
-    while (elapsed_ms() < t_ms) {
-      if (interrupted.load()) return false;
-      progress();
+  bool WaitUntil(uint64_t t_ms) {
+    while (ElapsedMs() < t_ms) {
+      if (interrupted_.load()) return false;
+      Progress();
       std::this_thread::sleep_for(milliseconds(20));  // polling interval of the schedule
     }
-    return !interrupted.load();
-  };
-  size_t crashes_seen = 0;
-  auto report_crashes = [&] {
-    for (; crashes_seen < runner.crashed().size(); ++crashes_seen) {
-      size_t i = runner.crashed()[crashes_seen];
-      problems.push_back("node " + std::to_string(i + 1) + " died without being killed");
-      Say("PROBLEM: node %zu died without being killed; its log ends:\n%s", i + 1, cluster->LogTail(i, 40).c_str());
-    }
-  };
+    return !interrupted_.load();
+  }
 
-  for (const FaultEvent& planned : plan) {
-    if (!wait_until(planned.start_ms)) break;
+  void ReportCrashes() {
+    for (; crashes_seen_ < runner_->crashed().size(); ++crashes_seen_) {
+      size_t i = runner_->crashed()[crashes_seen_];
+      problems_.push_back("node " + std::to_string(i + 1) + " died without being killed");
+      Say("PROBLEM: node %zu died without being killed; its log ends:\n%s", i + 1, cluster_->LogTail(i, 40).c_str());
+    }
+  }
+
+  void RunFaultPlan(const std::vector<FaultEvent>& plan) {
+    for (const FaultEvent& planned : plan) {
+      if (!WaitUntil(planned.start_ms)) break;
+      if (!InjectAndHeal(planned)) break;
+      AwaitLeaderAfterHealing();
+    }
+    WaitUntil(o_.duration_s * 1000);
+  }
+
+  // Puts one fault in place for its duration, then heals it; false if
+  // interrupted meanwhile.
+  bool InjectAndHeal(const FaultEvent& planned) {
     FaultEvent e = planned;
     std::string leader_note;
     if (e.target_leader) {
-      auto l = cluster->LeaderIndex();
+      auto l = cluster_->LeaderIndex();
       if (l) e = WithLeaderFirst(e, *l);
       leader_note = l ? "; leader was node " + std::to_string(*l + 1) : "; no single leader known, plan order kept";
     }
-    ++faults;
-    Say("[%6.1fs] fault %zu: %s%s", static_cast<double>(elapsed_ms()) / 1000.0, faults, Describe(e).c_str(),
-        leader_note.c_str());
-    Status s = runner.Apply(e);
+    ++faults_;
+    Say("[%6.1fs] fault %zu: %s%s", ElapsedS(), faults_, Describe(e).c_str(), leader_note.c_str());
+    Status s = runner_->Apply(e);
     if (!s.ok()) {
-      problems.push_back("fault " + std::to_string(faults) + ": " + s.message());
+      problems_.push_back("fault " + std::to_string(faults_) + ": " + s.message());
       Say("PROBLEM: %s", s.message().c_str());
     }
-    if (!wait_until(elapsed_ms() + e.duration_ms)) break;
-    s = runner.Heal(e);
+    if (!WaitUntil(ElapsedMs() + e.duration_ms)) return false;
+    s = runner_->Heal(e);
     if (!s.ok()) {
-      problems.push_back("healing fault " + std::to_string(faults) + ": " + s.message());
+      problems_.push_back("healing fault " + std::to_string(faults_) + ": " + s.message());
       Say("PROBLEM: %s", s.message().c_str());
     }
-    report_crashes();
-    const Clock::time_point healed = Clock::now();
-    auto l = cluster->WaitForLeaderIndex(milliseconds(10'000));
-    const auto took = std::chrono::duration_cast<milliseconds>(Clock::now() - healed).count();
-    if (!l) {
-      problems.push_back("no leader 10 s after healing fault " + std::to_string(faults));
-      Say("PROBLEM: no leader 10 s after healing fault %zu", faults);
-    } else {
-      Say("[%6.1fs] healed; leader node %zu (%lld ms after healing)", static_cast<double>(elapsed_ms()) / 1000.0,
-          *l + 1, static_cast<long long>(took));
-    }
-  }
-  wait_until(duration_ms);
-  stop = true;
-  for (std::thread& t : clients) t.join();
-  rec.Flush();
-  Status healed = runner.HealAll();
-  report_crashes();
-  if (interrupted.load()) {
-    keep_logs();
-    Say("interrupted after %zu operations; history kept in %s, logs in %s", rec.size(), history_path.c_str(),
-        cluster->dir().c_str());
-    return 130;
+    ReportCrashes();
+    return true;
   }
 
-  Say("[%6.1fs] workload stopped: %zu operations; healing and waiting for convergence",
-      static_cast<double>(elapsed_ms()) / 1000.0, rec.size());
-  int rc = 0;
-  if (!healed.ok()) {
-    problems.push_back("final heal: " + healed.message());
-    Say("PROBLEM: final heal: %s", healed.message().c_str());
+  void AwaitLeaderAfterHealing() {
+    const Clock::time_point healed = Clock::now();
+    auto l = cluster_->WaitForLeaderIndex(milliseconds(10'000));
+    const auto took = std::chrono::duration_cast<milliseconds>(Clock::now() - healed).count();
+    if (!l) {
+      Problem("no leader 10 s after healing fault " + std::to_string(faults_));
+    } else {
+      Say("[%6.1fs] healed; leader node %zu (%lld ms after healing)", ElapsedS(), *l + 1,
+          static_cast<long long>(took));
+    }
   }
-  if (!cluster->WaitForLeaderIndex(milliseconds(30'000))) {
-    problems.push_back("no leader 30 s after the final heal");
-    Say("PROBLEM: no leader 30 s after the final heal");
-    rc = 3;
-  } else if (!cluster->WaitForConvergence(milliseconds(30'000))) {
-    problems.push_back("nodes did not converge (same applied slot and digest) 30 s after the final heal");
-    Say("PROBLEM: nodes did not converge 30 s after the final heal");
-    rc = 3;
+
+  void StopWorkload() {
+    stop_ = true;
+    for (std::thread& t : clients_) t.join();
+    rec_->Flush();
+    final_heal_ = runner_->HealAll();
+    ReportCrashes();
   }
-  if (o.negative_control) {
-    const std::string fresh_ok = rec.View([](const std::vector<HistoryOp>& ops) {
+
+  // Heals everything and waits for a leader and converged nodes; 3 if the
+  // cluster did not recover.
+  int AwaitRecovery() {
+    Say("[%6.1fs] workload stopped: %zu operations; healing and waiting for convergence", ElapsedS(), rec_->size());
+    if (!final_heal_.ok()) Problem("final heal: " + final_heal_.message());
+    if (!cluster_->WaitForLeaderIndex(milliseconds(30'000))) {
+      Problem("no leader 30 s after the final heal");
+      return 3;
+    }
+    if (!cluster_->WaitForConvergence(milliseconds(30'000))) {
+      problems_.push_back("nodes did not converge (same applied slot and digest) 30 s after the final heal");
+      Say("PROBLEM: nodes did not converge 30 s after the final heal");
+      return 3;
+    }
+    return 0;
+  }
+
+  // An acknowledged write-once key, for the negative control (empty: none).
+  std::string AcknowledgedFreshKey() const {
+    return rec_->View([](const std::vector<HistoryOp>& ops) {
       for (const HistoryOp& op : ops) {
         if (op.fresh && op.outcome == Outcome::kOk) return op.key;
       }
       return std::string();
     });
-    TamperBehindHistory(*cluster, fresh_ok);
   }
 
-  // Final reads: every register key, then every write-once key.
-  const node::ClientOptions read_options = cluster->ClientOptionsFor(milliseconds(5'000));
-  std::set<std::string> register_keys;
-  std::vector<std::string> fresh_keys;
-  rec.View([&](const std::vector<HistoryOp>& ops) {
-    for (const HistoryOp& op : ops) {
-      if (!op.fresh) register_keys.insert(op.key);
+  // Final reads: every register key, then every write-once key. Returns the
+  // write-once keys' values.
+  std::map<std::string, std::optional<std::string>> ReadEverythingBack() {
+    const client::ClientOptions read_options = cluster_->ClientOptionsFor(milliseconds(5'000));
+    std::set<std::string> register_keys;
+    std::vector<std::string> fresh_keys;
+    rec_->View([&](const std::vector<HistoryOp>& ops) {
+      for (const HistoryOp& op : ops) {
+        if (!op.fresh) register_keys.insert(op.key);
+      }
+      fresh_keys = FreshKeys(ops);
+    });
+    FinalReads(std::vector<std::string>(register_keys.begin(), register_keys.end()), false, o_.clients, read_options,
+               *rec_);
+    auto fresh_values = FinalReads(fresh_keys, true, o_.clients, read_options, *rec_);
+    rec_->Flush();
+    Say("[%6.1fs] final reads: %zu register keys, %zu write-once keys", ElapsedS(), register_keys.size(),
+        fresh_keys.size());
+    return fresh_values;
+  }
+
+  Verdicts Check(const std::map<std::string, std::optional<std::string>>& fresh_values) {
+    const Clock::time_point check_start = Clock::now();
+    const size_t threads = std::max<size_t>(1, std::thread::hardware_concurrency());
+    Verdicts v;
+    rec_->View([&](const std::vector<HistoryOp>& history) {  // no client thread runs any more
+      v.registers = CheckRegisters(history, o_.max_states, threads);
+      v.fresh = CheckFreshWrites(history, fresh_values);
+      for (const HistoryOp& op : history) {
+        v.unknown += op.outcome == Outcome::kUnknown;
+        v.not_applied += op.outcome == Outcome::kNotApplied;
+      }
+      v.total_ops = history.size();
+      v.longest_gap_ns = LongestAnswerGapNs(history);
+    });
+    Say("checked %zu register keys (%" PRIu64 " search steps) in %.1f s; %zu operations of unknown outcome, "
+        "%zu definitely not applied; %zu write-once puts acknowledged; longest gap between definite answers %.1f s",
+        v.registers.keys, v.registers.states, std::chrono::duration<double>(Clock::now() - check_start).count(),
+        v.unknown, v.not_applied, v.fresh.acknowledged, static_cast<double>(v.longest_gap_ns) / 1e9);
+    for (const std::string& e : v.registers.explanations) Say("VIOLATION: %s", e.c_str());
+    for (const std::string& e : v.fresh.explanations) {
+      Say("%s: %s", e.rfind("lost", 0) == 0 ? "LOST" : "VIOLATION", e.c_str());
     }
-    fresh_keys = FreshKeys(ops);
-  });
-  FinalReads(std::vector<std::string>(register_keys.begin(), register_keys.end()), false, o.clients, read_options,
-             rec);
-  const auto fresh_values = FinalReads(fresh_keys, true, o.clients, read_options, rec);
-  rec.Flush();
-  Say("[%6.1fs] final reads: %zu register keys, %zu write-once keys", static_cast<double>(elapsed_ms()) / 1000.0,
-      register_keys.size(), fresh_keys.size());
-
-  const Clock::time_point check_start = Clock::now();
-  const size_t threads = std::max<size_t>(1, std::thread::hardware_concurrency());
-  RegisterVerdict rv;
-  FreshVerdict fv;
-  size_t unknown = 0, not_applied = 0, total_ops = 0;
-  uint64_t longest_gap_ns = 0;
-  rec.View([&](const std::vector<HistoryOp>& history) {  // no client thread runs any more
-    rv = CheckRegisters(history, o.max_states, threads);
-    fv = CheckFreshWrites(history, fresh_values);
-    for (const HistoryOp& op : history) {
-      unknown += op.outcome == Outcome::kUnknown;
-      not_applied += op.outcome == Outcome::kNotApplied;
+    if (v.fresh.unread > 0) {
+      problems_.push_back(std::to_string(v.fresh.unread) + " write-once keys could not be read at the end");
+      Say("PROBLEM: %zu write-once keys could not be read at the end", v.fresh.unread);
     }
-    total_ops = history.size();
-    longest_gap_ns = LongestAnswerGapNs(history);
-  });
-  Say("checked %zu register keys (%" PRIu64 " search steps) in %.1f s; %zu operations of unknown outcome, "
-      "%zu definitely not applied; %zu write-once puts acknowledged; longest gap between definite answers %.1f s",
-      rv.keys, rv.states, std::chrono::duration<double>(Clock::now() - check_start).count(), unknown, not_applied,
-      fv.acknowledged, static_cast<double>(longest_gap_ns) / 1e9);
-  for (const std::string& e : rv.explanations) Say("VIOLATION: %s", e.c_str());
-  for (const std::string& e : fv.explanations) Say("%s: %s", e.rfind("lost", 0) == 0 ? "LOST" : "VIOLATION", e.c_str());
-  if (fv.unread > 0) {
-    problems.push_back(std::to_string(fv.unread) + " write-once keys could not be read at the end");
-    Say("PROBLEM: %zu write-once keys could not be read at the end", fv.unread);
-    if (rc == 0) rc = 3;
+    if (counters_.errors.load() > 0) {
+      Say("note: %" PRIu64 " bad-request/internal answers (see \"error\" in the history)", counters_.errors.load());
+    }
+    return v;
   }
-  if (counters.errors.load() > 0) Say("note: %" PRIu64 " bad-request/internal answers (see \"error\" in the history)",
-                                      counters.errors.load());
 
-  const size_t violations = rv.violations + fv.violations;
-  const size_t lost = fv.lost;
-  if (violations > 0 || lost > 0) rc = 1;
-  if (rc != 0 || !problems.empty()) {
-    keep_logs();
-    for (const std::string& p : problems) Say("problem: %s", p.c_str());
-    Say("seed: %" PRIu64, o.seed);
-    Say("reproduce (same fault plan; thread timing differs): %s", o.repro_command.c_str());
-    Say("history kept: %s", history_path.c_str());
-    Say("node logs kept: %s/node*.log", cluster->dir().c_str());
-  } else if (o.history_path.empty() && !o.keep) {
-    std::error_code ec;
-    std::filesystem::remove(history_path, ec);
-  } else {
-    Say("history: %s", history_path.c_str());
+  // Keeps the evidence of a failed run (or removes the temporary history of
+  // a clean one), stops the nodes and prints the summary line.
+  int Conclude(int rc, const Verdicts& v) {
+    const size_t violations = v.registers.violations + v.fresh.violations;
+    const size_t lost = v.fresh.lost;
+    if (violations > 0 || lost > 0) rc = 1;
+    if (rc != 0 || !problems_.empty()) {
+      KeepLogs();
+      for (const std::string& p : problems_) Say("problem: %s", p.c_str());
+      Say("seed: %" PRIu64, o_.seed);
+      Say("reproduce (same fault plan; thread timing differs): %s", o_.repro_command.c_str());
+      Say("history kept: %s", history_path_.c_str());
+      Say("node logs kept: %s/node*.log", cluster_->dir().c_str());
+    } else if (o_.history_path.empty() && !o_.keep) {
+      std::error_code ec;
+      std::filesystem::remove(history_path_, ec);
+    } else {
+      Say("history: %s", history_path_.c_str());
+    }
+    runner_.reset();
+    cluster_.reset();  // stops every node before the summary line
+    Say("ops=%zu faults=%zu violations=%zu lost=%zu", v.total_ops, faults_, violations, lost);
+    return rc;
   }
-  cluster.reset();  // stops every node before the summary line
-  Say("ops=%zu faults=%zu violations=%zu lost=%zu", total_ops, faults, violations, lost);
-  return rc;
+
+  const NemesisOptions& o_;
+  const std::atomic<bool>& interrupted_;
+  const std::string history_path_;
+  std::unique_ptr<integration::ProcessCluster> cluster_;
+  std::unique_ptr<FaultRunner> runner_;  // refers to *cluster_; reset first
+  Clock::time_point epoch_;
+  std::unique_ptr<Recorder> rec_;
+  WorkloadOptions workload_;
+  WorkloadCounters counters_;
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> clients_;
+  size_t faults_ = 0;
+  std::vector<std::string> problems_;  // liveness and fault-injection trouble
+  uint64_t next_progress_ms_ = 5000;
+  size_t crashes_seen_ = 0;
+  Status final_heal_;
+};
+
+}  // namespace
+
+int RunNemesis(const NemesisOptions& o, const std::atomic<bool>& interrupted) {
+  NemesisRun run(o, interrupted);
+  return run.Run();
 }
 
 }  // namespace ts::nemesis

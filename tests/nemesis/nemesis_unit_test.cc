@@ -94,6 +94,45 @@ TEST(History, ToCheckerOp_unknownHasNoReturnAndNotAppliedIsLeftOut) {
   EXPECT_FALSE(neg->ok);
 }
 
+rpc::ClientResponse Answer(rpc::ClientCode code, std::string message = "") {
+  rpc::ClientResponse r;
+  r.code = code;
+  r.message = std::move(message);
+  return r;
+}
+
+Outcome OutcomeOf(Kind kind, const StatusOr<rpc::ClientResponse>& r, bool* expected = nullptr) {
+  HistoryOp op;
+  op.kind = kind;
+  bool e = RecordAnswer(r, op);
+  if (expected != nullptr) *expected = e;
+  return op.outcome;
+}
+
+TEST(History, RecordAnswer_outcomeUnknownComesFromTheCodeNotTheText) {
+  EXPECT_EQ(OutcomeOf(Kind::kPut, Answer(rpc::ClientCode::kOutcomeUnknown, "timed out")), Outcome::kUnknown);
+  EXPECT_EQ(OutcomeOf(Kind::kCas, Answer(rpc::ClientCode::kOutcomeUnknown)), Outcome::kUnknown);
+  // An error Status means no attempt was applied, whatever its text says.
+  EXPECT_EQ(OutcomeOf(Kind::kPut, Status::Unavailable("outcome unknown: 127.0.0.1:1: reset")), Outcome::kNotApplied);
+  EXPECT_EQ(OutcomeOf(Kind::kGet, Answer(rpc::ClientCode::kOutcomeUnknown)), Outcome::kNotApplied)
+      << "a read without an answer constrains nothing";
+}
+
+TEST(History, RecordAnswer_definiteAnswersAndUnexpectedOnes) {
+  rpc::ClientResponse found = Answer(rpc::ClientCode::kOk);
+  found.value = "v";
+  HistoryOp get;
+  get.kind = Kind::kGet;
+  EXPECT_TRUE(RecordAnswer(found, get));
+  EXPECT_EQ(get.outcome, Outcome::kOk);
+  EXPECT_EQ(get.result, "v");
+  EXPECT_EQ(OutcomeOf(Kind::kCas, Answer(rpc::ClientCode::kCompareFailed)), Outcome::kNegative);
+  EXPECT_EQ(OutcomeOf(Kind::kDelete, Answer(rpc::ClientCode::kNotFound)), Outcome::kNegative);
+  bool expected = true;
+  EXPECT_EQ(OutcomeOf(Kind::kPut, Answer(rpc::ClientCode::kInternal), &expected), Outcome::kUnknown);
+  EXPECT_FALSE(expected) << "an internal error is reported by the run";
+}
+
 FaultPlanOptions PlanOptions(uint64_t seed, size_t nodes = 3) {
   FaultPlanOptions o;
   o.seed = seed;

@@ -9,7 +9,6 @@
 namespace ts::nemesis {
 
 using Kind = sim::KvOperation::Kind;
-using rpc::ClientCode;
 using rpc::ClientOp;
 
 Recorder::Recorder(const std::string& path, std::chrono::steady_clock::time_point epoch)
@@ -49,7 +48,8 @@ size_t Recorder::size() const {
 
 std::string RegisterKey(size_t slot, uint64_t gen) { return "r" + std::to_string(slot) + ".g" + std::to_string(gen); }
 
-HistoryOp Execute(node::Client& client, Recorder& rec, uint64_t client_id, rpc::ClientRequest req) {
+HistoryOp Execute(client::Client& client, Recorder& rec, uint64_t client_id, rpc::ClientRequest req,
+                  bool* unexpected_answer) {
   HistoryOp op;
   op.client = client_id;
   op.kind = req.op == ClientOp::kPut ? Kind::kPut
@@ -61,37 +61,11 @@ HistoryOp Execute(node::Client& client, Recorder& rec, uint64_t client_id, rpc::
   op.value = req.value;
   op.expected = req.expected;
   op.expected_absent = req.expected_absent;
-  const bool write = op.kind != Kind::kGet;
   op.call_ns = rec.NowNs();
   auto r = client.Call(std::move(req));
   op.return_ns = rec.NowNs();
-  if (!r.ok()) {
-    op.error = r.status().message();
-    // The client returns "outcome unknown: ..." only for a write that may
-    // have been proposed; every other failure ("no leader", "cluster
-    // unreachable", busy) means every attempt was answered "nothing
-    // proposed" or "not applied", or never sent. A read without an answer
-    // constrains nothing.
-    op.outcome = write && op.error.rfind("outcome unknown", 0) == 0 ? Outcome::kUnknown : Outcome::kNotApplied;
-  } else {
-    switch (r->code) {
-      case ClientCode::kOk:
-        op.outcome = Outcome::kOk;
-        if (!write) op.result = r->value;
-        break;
-      case ClientCode::kNotFound:       // get, delete: no such key
-      case ClientCode::kCompareFailed:  // cas
-        op.outcome = Outcome::kNegative;
-        break;
-      default:
-        // Bad request or internal error: not expected from this workload. A
-        // write's decree may still have been chosen, so its outcome is
-        // unknown; the error is counted and printed.
-        op.error = std::string(rpc::ClientCodeName(r->code)) + ": " + r->message;
-        op.outcome = write ? Outcome::kUnknown : Outcome::kNotApplied;
-        break;
-    }
-  }
+  const bool expected = RecordAnswer(r, op);
+  if (unexpected_answer != nullptr) *unexpected_answer = !expected;
   if (op.outcome == Outcome::kUnknown) op.return_ns = 0;
   return op;
 }
@@ -100,7 +74,7 @@ void RunClient(size_t id, const WorkloadOptions& o, const std::atomic<bool>& sto
                WorkloadCounters& counters, std::chrono::steady_clock::time_point start) {
   assert(o.keys > 0);
   std::mt19937_64 rng(o.seed * 0x9E3779B97F4A7C15ULL + id + 1);
-  node::Client client(o.client);
+  client::Client client(o.client);
   std::map<std::string, std::optional<std::string>> last_seen;  // what this client last saw of a key
   uint64_t seq = 0;
   while (!stop.load()) {
@@ -137,7 +111,8 @@ void RunClient(size_t id, const WorkloadOptions& o, const std::atomic<bool>& sto
         req.op = ClientOp::kDelete;
       }
     }
-    HistoryOp op = Execute(client, rec, id, std::move(req));
+    bool unexpected = false;
+    HistoryOp op = Execute(client, rec, id, std::move(req), &unexpected);
     op.fresh = fresh;
     // What this client now believes the key holds, to aim its next cas.
     if (!fresh) {
@@ -157,8 +132,7 @@ void RunClient(size_t id, const WorkloadOptions& o, const std::atomic<bool>& sto
       case Outcome::kUnknown: ++counters.unknown; break;
       case Outcome::kNotApplied: ++counters.not_applied; break;
     }
-    if (!op.error.empty() && op.error.find("bad request") != std::string::npos) ++counters.errors;
-    if (!op.error.empty() && op.error.find("internal error") != std::string::npos) ++counters.errors;
+    if (unexpected) ++counters.errors;
     rec.Add(std::move(op));
   }
 }

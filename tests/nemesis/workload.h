@@ -1,5 +1,5 @@
 // The nemesis's client workload: K threads, each with its own
-// ts::node::Client, issuing put/get/cas/delete on a small set of register
+// ts::client::Client, issuing put/get/cas/delete on a small set of register
 // keys (every value unique), plus a share of write-once puts to fresh keys
 // for the lost-write check. Every operation is recorded (history.h) with
 // call and return times and what came back.
@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "node/client.h"
+#include "node/client/client.h"
 #include "tests/nemesis/history.h"
 
 namespace ts::nemesis {
@@ -58,7 +58,7 @@ struct WorkloadOptions {
   size_t keys = 8;
   uint64_t rotate_ms = 10'000;  // 0: the same keys for the whole run
   uint32_t fresh_percent = 15;  // share of operations that are write-once puts
-  node::ClientOptions client;   // endpoints and timeouts
+  client::ClientOptions client;   // endpoints and timeouts
 };
 
 // Live counters for the progress lines.
@@ -74,8 +74,10 @@ std::string RegisterKey(size_t slot, uint64_t gen);
 void RunClient(size_t id, const WorkloadOptions& o, const std::atomic<bool>& stop, Recorder& rec,
                WorkloadCounters& counters, std::chrono::steady_clock::time_point start);
 
-// Issues one operation through `client`, timing and classifying the answer.
-// (Also used for the final reads.)
-HistoryOp Execute(node::Client& client, Recorder& rec, uint64_t client_id, rpc::ClientRequest req);
+// Issues one operation through `client`, timing and classifying the answer
+// (RecordAnswer). Also used for the final reads. `unexpected_answer`, if
+// given, is set for an answer this workload never provokes.
+HistoryOp Execute(client::Client& client, Recorder& rec, uint64_t client_id, rpc::ClientRequest req,
+                  bool* unexpected_answer = nullptr);
 
 }  // namespace ts::nemesis

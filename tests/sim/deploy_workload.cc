@@ -139,7 +139,7 @@ void DeployWorkload::Executor() {
 }
 
 std::string DeployWorkload::Check() const {
-  const node::AgentCounters& k = agent_.counters();
+  const tsagent::AgentCounters& k = agent_.counters();
   if (k.lost > 0 || k.duplicated > 0) {
     return "executor ledger: " + std::to_string(k.lost) + " rooms lost, " + std::to_string(k.duplicated) +
            " created twice: " + agent_.Report().dump();

@@ -14,7 +14,7 @@
 #include <random>
 #include <string>
 
-#include "node/agent.h"
+#include "node/tsagent/agent.h"
 #include "tests/sim/station_cluster.h"
 
 namespace ts::sim {
@@ -45,7 +45,7 @@ class DeployWorkload {
 
   StationCluster& c_;
   std::mt19937_64 rng_;
-  node::SimAgent agent_;
+  tsagent::SimAgent agent_;
   uint64_t next_operator_ms_ = 0;
   uint64_t next_executor_ms_ = 0;
   uint32_t bg_version_ = 0;

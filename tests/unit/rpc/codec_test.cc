@@ -266,9 +266,19 @@ TEST(Codec, Decode_RefusesUnknownClientOpAndResponseCode) {
     EXPECT_EQ(s.message(), "unknown client op " + std::to_string(op));
   }
   std::string resp = EncodeClientResponse(SampleResponse());
-  resp[8] = 8;  // one past kInternal
+  resp[8] = 9;  // one past kOutcomeUnknown
   ClientResponse r;
   EXPECT_EQ(DecodeClientResponse(resp, &r).code(), Status::Code::kInvalidArgument);
+}
+
+TEST(Codec, Decode_AcceptsOutcomeUnknown) {
+  ClientResponse sent = SampleResponse();
+  sent.code = ClientCode::kOutcomeUnknown;
+  std::string resp = EncodeClientResponse(sent);
+  ASSERT_EQ(resp[8], 8) << "the code's byte on the wire";
+  ClientResponse r;
+  ASSERT_TRUE(DecodeClientResponse(resp, &r).ok());
+  EXPECT_EQ(r.code, ClientCode::kOutcomeUnknown);
 }
 
 TEST(Codec, Decode_RefusesABoolThatIsNeitherZeroNorOne) {

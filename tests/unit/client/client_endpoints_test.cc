@@ -7,9 +7,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "node/endpoints.h"
+#include "node/client/endpoints.h"
 
-namespace ts::node {
+namespace ts::client {
 namespace {
 
 namespace fs = std::filesystem;
@@ -145,4 +145,4 @@ TEST_F(ResolveEndpointsTest, EmptyFileIsAnErrorNamingTheFile) {
 }
 
 }  // namespace
-}  // namespace ts::node
+}  // namespace ts::client

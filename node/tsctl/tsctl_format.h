@@ -12,7 +12,7 @@
 #include "rpc/client_protocol.h"
 #include "rpc/transport.h"
 
-namespace ts::node {
+namespace ts::tsctl {
 
 // Renders bytes on one line: backslash, quote and control or non-ASCII bytes
 // escaped (\n, \t, \xNN); more than `bytes_max` bytes are cut with a
@@ -42,4 +42,4 @@ nlohmann::json LogJson(uint64_t from_slot, const std::vector<rpc::LogRow>& rows)
 // rather than thrown on (values are arbitrary bytes).
 std::string DumpJson(const nlohmann::json& j);
 
-}  // namespace ts::node
+}  // namespace ts::tsctl

@@ -1,11 +1,11 @@
 // SimAgent, the executor behind tsagent --simulate: it carries out room
 // decisions one period late and its ledger catches rooms the state lost or
 // created twice.
-#include "node/agent.h"
+#include "node/tsagent/agent.h"
 
 #include <gtest/gtest.h>
 
-namespace ts::node {
+namespace ts::tsagent {
 namespace {
 
 nlohmann::json View(std::vector<std::pair<std::string, std::string>> rooms) {
@@ -75,4 +75,4 @@ TEST(SimAgent, StepLrp_MovesOneInstanceAtATimeToTheNewDefinition) {
 }
 
 }  // namespace
-}  // namespace ts::node
+}  // namespace ts::tsagent

@@ -2,6 +2,6 @@
 // but the process boundary lives in tsctl_cli.cc (tested in-process).
 #include <iostream>
 
-#include "node/tsctl_cli.h"
+#include "node/tsctl/tsctl_cli.h"
 
-int main(int argc, char** argv) { return ts::node::RunTsctl(argc, argv, std::cout, std::cerr); }
+int main(int argc, char** argv) { return ts::tsctl::RunTsctl(argc, argv, std::cout, std::cerr); }

@@ -1,6 +1,6 @@
 // tsctl: flags, commands and exit codes; see tsctl_cli.h. Every failure path
 // ends in Fail(), which writes the one stderr line (and the JSON object).
-#include "node/tsctl_cli.h"
+#include "node/tsctl/tsctl_cli.h"
 
 #include <CLI/CLI.hpp>
 #include <cassert>
@@ -10,21 +10,24 @@
 #include <thread>
 #include <vector>
 
-#include "node/client.h"
-#include "node/endpoints.h"
-#include "node/tsctl_deploy.h"
-#include "node/tsctl_format.h"
+#include "node/client/client.h"
+#include "node/client/endpoints.h"
+#include "node/tsctl/tsctl_deploy.h"
+#include "node/tsctl/tsctl_format.h"
 
 #ifndef TS_CLIENT_VERSION_STRING
 #define TS_CLIENT_VERSION_STRING "unknown"
 #endif
 
-namespace ts::node {
+namespace ts::tsctl {
 
 namespace {
 
 using rpc::ClientCode;
 using rpc::ClientOp;
+using client::Client;
+using client::ClientOptions;
+using client::ResolveEndpoints;
 
 constexpr int64_t kTimeoutMsMax = 3'600'000;
 constexpr uint32_t kLogLimitMax = 1000;  // the node's own cap per request
@@ -194,6 +197,10 @@ class Command {
         return Fail(kExitUsage, "bad request: " + r.message);
       case ClientCode::kCompareFailed:
         return Fail(kExitFailed, "compare failed: " + r.message);
+      case ClientCode::kOutcomeUnknown:
+        // The write may or may not be applied: a script must read before it
+        // retries, so the JSON says so in a field, not only in the text.
+        return Fail(kExitUnavailable, "outcome unknown: " + r.message, {{"outcome_unknown", true}});
       default:
         return Fail(kExitError, std::string(rpc::ClientCodeName(r.code)) + ": " + r.message);
     }
@@ -403,4 +410,4 @@ int RunTsctl(int argc, const char* const* argv, std::ostream& out, std::ostream&
   return command.Run(commands.front()->get_name());
 }
 
-}  // namespace ts::node
+}  // namespace ts::tsctl

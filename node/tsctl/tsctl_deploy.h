@@ -1,4 +1,4 @@
-// tsctl's deployment commands (issue 4): their flags, the JSON command each
+// tsctl's deployment commands: their flags, the JSON command each
 // one sends (node/deploy/deploy_state.h describes the format), and the text
 // rendering of the state the nodes answer with. Pure functions apart from
 // the flags, so tests can check them without a cluster.
@@ -14,7 +14,7 @@
 
 #include "consensus/status.h"
 
-namespace ts::node {
+namespace ts::tsctl {
 
 struct DeployArgs {
   std::string name;            // scheduler, deployment or process guid
@@ -47,4 +47,4 @@ std::string FormatDeployView(const std::string& path, const nlohmann::json& view
 // `tsctl rollout status`: one line like kubectl's, and whether it is done.
 std::string FormatRolloutStatus(const nlohmann::json& sched, bool* done);
 
-}  // namespace ts::node
+}  // namespace ts::tsctl

@@ -16,7 +16,7 @@
 #include "rpc/client_protocol.h"
 #include "rpc/transport.h"
 
-namespace ts::node::testing {
+namespace ts::client::testing {
 
 class FakeNode {
  public:
@@ -143,4 +143,4 @@ inline uint16_t ClosedPort() {
   return port;
 }
 
-}  // namespace ts::node::testing
+}  // namespace ts::client::testing

@@ -5,7 +5,7 @@
 
 #include <ostream>
 
-namespace ts::node {
+namespace ts::tsctl {
 
 // Exit codes of tsctl; --help lists them.
 inline constexpr int kExitOk = 0;
@@ -22,4 +22,4 @@ inline constexpr int kExitError = 4;        // internal error reported by a node
 // returns 0.
 int RunTsctl(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
 
-}  // namespace ts::node
+}  // namespace ts::tsctl

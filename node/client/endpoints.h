@@ -17,7 +17,7 @@
 #include "consensus/status.h"
 #include "rpc/transport.h"
 
-namespace ts::node {
+namespace ts::client {
 
 inline constexpr const char* kEndpointsEnvVar = "TSCTL_ENDPOINTS";
 inline constexpr const char* kEndpointsFile = ".cluster/endpoints";
@@ -43,4 +43,4 @@ StatusOr<std::vector<rpc::HostPort>> ResolveEndpoints(const std::string& flag_va
 // Joins endpoints as "a:1,b:2" (the flag syntax).
 std::string JoinEndpoints(const std::vector<rpc::HostPort>& endpoints);
 
-}  // namespace ts::node
+}  // namespace ts::client

@@ -1,4 +1,4 @@
-// ts::node::Client: the blocking client library behind tsctl, tsbench's
+// ts::client::Client: the blocking client library behind tsctl, tsbench's
 // leader discovery and the integration tests. It sends one request at a time
 // to the cluster, follows leader hints, and retries within a deadline.
 //
@@ -6,14 +6,16 @@
 //  - connect failure: the request was never sent; try the next endpoint.
 //  - kNotLeader: nothing was proposed; follow the hint (or, with no hint,
 //    try the next endpoint).
-//  - kUnavailable: the node has no leader, or says the write lost its slot
-//    and was not applied; retry after a short backoff. A kUnavailable whose
-//    message says the outcome is unknown (the node's own write timeout) is
-//    returned, not retried: see the note in client.cc.
+//  - kUnavailable: the node has no leader, or the write lost its slot and
+//    was not applied; retry after a short backoff.
 //  - kBusy: nothing was proposed; retry after a backoff.
+//  - kOutcomeUnknown: the node proposed the write but cannot tell whether it
+//    was chosen (it timed out, or it is shutting down). Final: returned to
+//    the caller, never retried.
 //  - a write whose connection times out or breaks after it was sent: the
-//    outcome is unknown; return Unavailable("outcome unknown: ...") rather
-//    than retrying. A read-only request is retried on another endpoint.
+//    outcome is unknown too, and the client answers it exactly as the node
+//    would, with a response of code kOutcomeUnknown; it is never retried.
+//    A read-only request is retried on another endpoint.
 //  - so that a hung follower (paused, partitioned) cannot strand a write,
 //    a write goes only to the remembered leader or to a node that has just
 //    said, in answer to a status probe, that it leads. A probe is read-only
@@ -38,7 +40,7 @@
 #include "rpc/client_protocol.h"
 #include "rpc/transport.h"
 
-namespace ts::node {
+namespace ts::client {
 
 struct ClientOptions {
   std::vector<rpc::HostPort> endpoints;             // at least one
@@ -74,10 +76,12 @@ class Client {
   // leader operation go to the leader, the last known one first; status and
   // log are answered by the first node that answers (the last known leader
   // first) and are never redirected.
-  // Returns the final ClientResponse, or:
+  // Returns the final ClientResponse, code kOutcomeUnknown included (from
+  // the node, or made by the client when a write's answer was lost: the
+  // message then names the endpoint and what broke). An error Status means
+  // the request was applied by no attempt of this call:
   //   Unavailable("cluster unreachable: ...") if no node could be reached,
   //   Unavailable("no leader: ...") if nodes answered but none could serve it,
-  //   Unavailable("outcome unknown: ...") for a write whose answer was lost,
   //   Busy(...) if the leader stayed overloaded until the deadline.
   StatusOr<rpc::ClientResponse> Call(rpc::ClientRequest req);
 
@@ -113,6 +117,29 @@ class Client {
   StatusOr<rpc::BlockingClient*> ConnectionTo(const rpc::HostPort& target, std::chrono::milliseconds timeout,
                                               bool for_write);
   void DropConnection(const rpc::HostPort& target);
+
+  // One Call's progress: its deadline, the round of candidates, the hint to
+  // follow next, the backoff, and the errors to report if it gives up.
+  struct CallState;
+  // What a step of Call leaves to do: go on to the next target, stop for
+  // lack of time, or carry on with this target.
+  enum class Next { kNextTarget, kOutOfTime, kProceed };
+
+  // The steps of Call, in the order it takes them for one target.
+  CallState StartCall(const rpc::ClientRequest& req) const;
+  std::optional<rpc::HostPort> NextTarget(CallState& call);
+  void BackOff(CallState& call);
+  void Follow(CallState& call, const std::string& hint_text, const rpc::HostPort& target);
+  void ForgetLeader(const rpc::HostPort& target);
+  bool KnownToLead(const CallState& call, const rpc::HostPort& target) const;
+  Next ProbeLeadership(CallState& call, const rpc::HostPort& target, rpc::BlockingClient& conn);
+  // Sends the request; returns the final result, or nullopt to go on.
+  std::optional<StatusOr<rpc::ClientResponse>> Attempt(CallState& call, const rpc::HostPort& target,
+                                                       rpc::BlockingClient& conn, const rpc::ClientRequest& req);
+  std::optional<StatusOr<rpc::ClientResponse>> OnAnswer(CallState& call, const rpc::HostPort& target,
+                                                        rpc::ClientResponse resp);
+  Status GiveUp(const CallState& call) const;
+
   StatusOr<rpc::NodeStatus> StatusWithin(const rpc::HostPort& endpoint, std::chrono::milliseconds timeout) const;
   std::vector<StatusOr<rpc::NodeStatus>> StatusOfAllWithin(std::chrono::milliseconds timeout) const;
 
@@ -127,4 +154,4 @@ bool IsLeaderOp(rpc::ClientOp op);
 // True for the operations that write a decree: leader operations but get.
 bool IsWriteOp(rpc::ClientOp op);
 
-}  // namespace ts::node
+}  // namespace ts::client

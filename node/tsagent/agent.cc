@@ -1,7 +1,7 @@
 // SimAgent; see agent.h.
-#include "node/agent.h"
+#include "node/tsagent/agent.h"
 
-namespace ts::node {
+namespace ts::tsagent {
 
 bool SimAgent::Occupies(const std::string& id) const {
   uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a: stable across runs and builds
@@ -97,4 +97,4 @@ nlohmann::json SimAgent::Report() const {
           {"stale_views", counters_.stale_views}};
 }
 
-}  // namespace ts::node
+}  // namespace ts::tsagent

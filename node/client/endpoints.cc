@@ -1,5 +1,5 @@
 // Endpoint resolution for the client tools; see endpoints.h.
-#include "node/endpoints.h"
+#include "node/client/endpoints.h"
 
 #include <cassert>
 #include <cerrno>
@@ -9,7 +9,7 @@
 #include <set>
 #include <sstream>
 
-namespace ts::node {
+namespace ts::client {
 
 namespace {
 
@@ -118,4 +118,4 @@ std::string JoinEndpoints(const std::vector<rpc::HostPort>& endpoints) {
   return out;
 }
 
-}  // namespace ts::node
+}  // namespace ts::client

@@ -1,4 +1,4 @@
-// The simulated runtime executor behind `tsagent --simulate` (issue 4): it
+// The simulated runtime executor behind `tsagent --simulate`: it
 // carries out the coordinator's room decisions the way spec/002_*'s tables
 // assume, so a local cluster runs the whole health-controller loop.
 //
@@ -29,7 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace ts::node {
+namespace ts::tsagent {
 
 struct AgentCounters {
   uint64_t created = 0;
@@ -65,4 +65,4 @@ class SimAgent {
   AgentCounters counters_;
 };
 
-}  // namespace ts::node
+}  // namespace ts::tsagent

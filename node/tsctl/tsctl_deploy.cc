@@ -1,10 +1,10 @@
 // tsctl's deployment commands; see tsctl_deploy.h.
-#include "node/tsctl_deploy.h"
+#include "node/tsctl/tsctl_deploy.h"
 
 #include <cstdlib>
 #include <sstream>
 
-namespace ts::node {
+namespace ts::tsctl {
 
 namespace {
 
@@ -22,9 +22,8 @@ void PutParams(const DeployArgs& a, nlohmann::json& j) {
   if (a.add_limit) j["add_limit"] = *a.add_limit;
 }
 
-}  // namespace
-
-void AddDeployCommands(CLI::App& app, DeployArgs* a) {
+// sched create, update, scale, show.
+void AddSchedCommands(CLI::App& app, DeployArgs* a) {
   CLI::App* sched = app.add_subcommand("sched", "Schedulers of game rooms (spec/002_*): create, update, scale, show");
   sched->require_subcommand(1);
   CLI::App* create = sched->add_subcommand("create", "create NAME --desired N: a scheduler at version v1.0");
@@ -45,7 +44,10 @@ void AddDeployCommands(CLI::App& app, DeployArgs* a) {
   AddSchedParams(scale, a);
   CLI::App* show = sched->add_subcommand("show", "show [NAME]: every scheduler, or one with its rooms");
   show->add_option("NAME", a->name, "Scheduler name");
+}
 
+// rollout status [--watch].
+void AddRolloutCommands(CLI::App& app, DeployArgs* a) {
   CLI::App* rollout = app.add_subcommand("rollout", "Rolling updates of game rooms");
   rollout->require_subcommand(1);
   CLI::App* rstatus = rollout->add_subcommand(
@@ -53,7 +55,10 @@ void AddDeployCommands(CLI::App& app, DeployArgs* a) {
                 "with --watch, wait until it completes (exit 3 at --timeout-ms)");
   rstatus->add_option("SCHEDULER", a->name, "Scheduler name")->required();
   rstatus->add_flag("--watch", a->watch, "Print progress until the rollout completes");
+}
 
+// bg register, promote, rollback, delete, show.
+void AddBlueGreenCommands(CLI::App& app, DeployArgs* a) {
   CLI::App* bg = app.add_subcommand(
       "bg", "Blue-green deployments (spec/000_*): register, promote, rollback, delete, show");
   bg->require_subcommand(1);
@@ -78,7 +83,10 @@ void AddDeployCommands(CLI::App& app, DeployArgs* a) {
   bdelete->add_option("VERSION", a->id, "Version number")->required();
   CLI::App* bshow = bg->add_subcommand("show", "show [DEPLOYMENT]: versions, clusters, endpoints and routes");
   bshow->add_option("DEPLOYMENT", a->name, "Deployment name");
+}
 
+// lrp desire, update, cancel, rollback, prune, move, remove, show.
+void AddLrpCommands(CLI::App& app, DeployArgs* a) {
   CLI::App* lrp = app.add_subcommand(
       "lrp", "Desired LRPs (spec/004_*): desire, update, cancel, rollback, prune, move, remove, show");
   lrp->require_subcommand(1);
@@ -119,11 +127,24 @@ void AddDeployCommands(CLI::App& app, DeployArgs* a) {
   guid(lremove);
   CLI::App* lshow = lrp->add_subcommand("show", "show [GUID]: every LRP, or one with its instances");
   lshow->add_option("GUID", a->name, "Process guid");
+}
 
+// command JSON: any deployment command as is.
+void AddRawCommand(CLI::App& app, DeployArgs* a) {
   CLI::App* raw = app.add_subcommand(
       "command", "command JSON: send one deployment command as JSON, e.g. "
                  "'{\"kind\":\"sched\",\"op\":\"scale\",\"scheduler\":\"rooms\",\"desired\":50}'");
   raw->add_option("JSON", a->raw, "The command: a JSON object with kind and op")->required();
+}
+
+}  // namespace
+
+void AddDeployCommands(CLI::App& app, DeployArgs* a) {
+  AddSchedCommands(app, a);
+  AddRolloutCommands(app, a);
+  AddBlueGreenCommands(app, a);
+  AddLrpCommands(app, a);
+  AddRawCommand(app, a);
 }
 
 std::string DeployCommandPath(const CLI::App& app) {
@@ -271,4 +292,4 @@ std::string FormatDeployView(const std::string& path, const nlohmann::json& view
   return view.dump(2) + "\n";
 }
 
-}  // namespace ts::node
+}  // namespace ts::tsctl

@@ -1,5 +1,5 @@
 // tsctl output formatting; see tsctl_format.h.
-#include "node/tsctl_format.h"
+#include "node/tsctl/tsctl_format.h"
 
 #include <algorithm>
 #include <cassert>
@@ -7,7 +7,7 @@
 #include <map>
 #include <utility>
 
-namespace ts::node {
+namespace ts::tsctl {
 
 namespace {
 
@@ -226,4 +226,4 @@ std::string DumpJson(const nlohmann::json& j) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-}  // namespace ts::node
+}  // namespace ts::tsctl

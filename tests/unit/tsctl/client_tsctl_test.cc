@@ -9,12 +9,12 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "node/endpoints.h"
-#include "node/tsctl_cli.h"
-#include "node/tsctl_format.h"
-#include "tests/unit/node/client_fake_node.h"
+#include "node/client/endpoints.h"
+#include "node/tsctl/tsctl_cli.h"
+#include "node/tsctl/tsctl_format.h"
+#include "tests/unit/client/client_fake_node.h"
 
-namespace ts::node {
+namespace ts::tsctl {
 namespace {
 
 namespace fs = std::filesystem;
@@ -22,9 +22,10 @@ using rpc::ClientCode;
 using rpc::ClientOp;
 using rpc::ClientRequest;
 using rpc::ClientResponse;
-using testing::ClosedPort;
-using testing::Code;
-using testing::FakeNode;
+using client::kEndpointsEnvVar;
+using client::testing::ClosedPort;
+using client::testing::Code;
+using client::testing::FakeNode;
 
 struct Result {
   int code = -1;
@@ -285,10 +286,30 @@ TEST(Tsctl, Put_unreachableClusterExitsThreeWithOneLine) {
   EXPECT_EQ(r.out, "");
 }
 
+TEST(Tsctl, Put_nodeAnswersOutcomeUnknownExitsThreeAndSaysSoInJson) {
+  FakeNode node(client::testing::Leading(
+      [](const ClientRequest&) { return Code(ClientCode::kOutcomeUnknown, "timed out"); }));
+  Result r = Tsctl({"--endpoints", node.addr().ToString(), "--json", "put", "k", "v"});
+  ExpectOneLineFailure(r, kExitUnavailable);
+  EXPECT_EQ(r.err, "outcome unknown: timed out\n");
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["ok"], false);
+  EXPECT_EQ(j["outcome_unknown"], true);
+  EXPECT_EQ(node.count(ClientOp::kPut), 1u) << "never retried";
+}
+
+TEST(Tsctl, Put_answerLostExitsThreeAsOutcomeUnknown) {
+  FakeNode hung(client::testing::Leading([](const ClientRequest&) { return std::optional<ClientResponse>(); }));
+  Result r = Tsctl({"--endpoints", hung.addr().ToString(), "--timeout-ms", "300", "put", "k", "v"});
+  ExpectOneLineFailure(r, kExitUnavailable);
+  EXPECT_EQ(r.err.rfind("outcome unknown: ", 0), 0u) << r.err;
+  EXPECT_EQ(hung.count(ClientOp::kPut), 1u) << "never retried";
+}
+
 TEST(Tsctl, PutAndGet_followTheFollowersHint) {
   FakeKv kv;
   FakeNode leader(kv.Script());
-  FakeNode follower(testing::Following([&] { return leader.addr().ToString(); }));
+  FakeNode follower(client::testing::Following([&] { return leader.addr().ToString(); }));
   Result put = Tsctl({"--endpoints", follower.addr().ToString(), "put", "k", "v"});
   EXPECT_EQ(put.code, 0) << put.err;
   Result get = Tsctl({"--endpoints", follower.addr().ToString(), "get", "k"});
@@ -326,4 +347,4 @@ TEST(TsctlFormat, Printable_escapesControlAndQuoteBytesAndCutsLongValues) {
 }
 
 }  // namespace
-}  // namespace ts::node
+}  // namespace ts::tsctl

@@ -1,0 +1,398 @@
+// ts::client::Client; see client.h for the retry rules.
+//
+// A write is retried only on answers that say it was not proposed
+// (kNotLeader, kUnavailable, kBusy, no connection). kOutcomeUnknown, and a
+// write's answer lost on the wire, mean the decree may still be chosen:
+// retrying could apply a cas twice or resurrect an overwritten put, so both
+// are returned as a response of code kOutcomeUnknown. The meaning travels in
+// that code, never in the message text.
+#include "node/client/client.h"
+
+#include <algorithm>
+#include <cassert>
+#include <thread>
+
+namespace ts::client {
+
+using Clock = std::chrono::steady_clock;
+using rpc::ClientCode;
+using rpc::ClientOp;
+using rpc::HostPort;
+using std::chrono::milliseconds;
+
+namespace {
+
+// More distinct addresses than this in the connection cache means hints point
+// all over the place; start afresh rather than grow without bound.
+constexpr size_t kConnectionsMax = 16;
+
+// A connection unused for longer than this is replaced before a write (see
+// ConnectionTo): nodes do not close idle client connections, so a stale one
+// means the node restarted, and that is worth one extra connect to find out
+// before the write is sent rather than after.
+constexpr milliseconds kWriteIdleReuseMax{1000};
+
+// Time left, rounded up: a deadline 0.4 ms away still allows a 1 ms wait.
+milliseconds Left(Clock::time_point deadline) { return std::chrono::ceil<milliseconds>(deadline - Clock::now()); }
+
+bool Same(const HostPort& a, const HostPort& b) { return a.host == b.host && a.port == b.port; }
+
+// Endpoint errors in first-seen order, one per endpoint.
+class ErrorList {
+ public:
+  void Set(const HostPort& where, std::string message) {
+    for (auto& [key, m] : items_) {
+      if (key == where.ToString()) {
+        m = std::move(message);
+        return;
+      }
+    }
+    items_.emplace_back(where.ToString(), std::move(message));
+  }
+  void Erase(const HostPort& where) {
+    std::erase_if(items_, [&](const auto& item) { return item.first == where.ToString(); });
+  }
+  std::string Join() const {
+    std::string out;
+    for (const auto& [key, m] : items_) {
+      if (!out.empty()) out += "; ";
+      // Connection errors already name the endpoint; do not say it twice.
+      out += m.find(key) == std::string::npos ? key + ": " + m : m;
+    }
+    return out;
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::string>> items_;
+};
+
+// The answer the client gives for a write whose own answer was lost: the
+// same code a node gives when it cannot tell, so callers handle one case.
+rpc::ClientResponse LostAnswer(const HostPort& target, const std::string& why) {
+  rpc::ClientResponse r;
+  r.code = ClientCode::kOutcomeUnknown;
+  r.message = target.ToString() + ": answer lost after the write was sent: " + why;
+  return r;
+}
+
+}  // namespace
+
+// Only status and log are answered by any node; every other operation
+// (including ones added later) is served by the leader, and every one but
+// get writes a decree. Defaulting a new op to "write" errs on the safe side:
+// it is never retried after its answer is lost.
+bool IsLeaderOp(ClientOp op) { return op != ClientOp::kStatus && op != ClientOp::kLog; }
+
+bool IsWriteOp(ClientOp op) { return IsLeaderOp(op) && op != ClientOp::kGet && op != ClientOp::kDeployQuery; }
+
+Client::Client(ClientOptions options) : options_(std::move(options)) {
+  assert(!options_.endpoints.empty());
+  assert(options_.backoff_min.count() > 0 && options_.backoff_min <= options_.backoff_max);
+}
+
+Client::~Client() = default;
+
+StatusOr<rpc::BlockingClient*> Client::ConnectionTo(const HostPort& target, milliseconds timeout, bool for_write) {
+  const std::string key = target.ToString();
+  const Clock::time_point now = Clock::now();
+  auto it = connections_.find(key);
+  if (it != connections_.end() && it->second.conn->connected() &&
+      (!for_write || now - it->second.last_used <= kWriteIdleReuseMax)) {
+    it->second.last_used = now;
+    return it->second.conn.get();
+  }
+  if (it == connections_.end()) {
+    if (connections_.size() >= kConnectionsMax) connections_.clear();
+    it = connections_.emplace(key, CachedConnection{std::make_unique<rpc::BlockingClient>(), now}).first;
+  }
+  Status s = it->second.conn->Connect(target, timeout);  // closes a stale connection first
+  if (!s.ok()) {
+    connections_.erase(it);
+    return s;
+  }
+  it->second.last_used = now;
+  return it->second.conn.get();
+}
+
+void Client::DropConnection(const HostPort& target) { connections_.erase(target.ToString()); }
+
+struct Client::CallState {
+  Clock::time_point deadline;
+  bool leader_op = false;
+  bool write = false;
+  std::vector<HostPort> order;  // the round: the last known leader first, then every endpoint
+  size_t cursor = 0;            // next index in `order`
+  std::optional<HostPort> next;  // a hint to follow or a node to retry, before the round goes on
+  size_t hops = 0;               // hints followed since the last backoff
+  milliseconds backoff{0};
+  std::optional<HostPort> says_it_leads;  // confirmed by a status probe in this call
+  ErrorList unreachable;                  // endpoints that could not be reached, and why
+  bool any_answer = false;
+  Status last;  // why the latest attempt gave no final answer
+};
+
+StatusOr<rpc::ClientResponse> Client::Call(rpc::ClientRequest req) {
+  ++stats_.calls;
+  CallState call = StartCall(req);
+  while (Left(call.deadline).count() > 0) {
+    std::optional<HostPort> target = NextTarget(call);
+    if (!target) continue;  // a round ended and was backed off
+    auto conn = ConnectionTo(*target, std::min(Left(call.deadline), options_.connect_timeout), call.write);
+    if (!conn.ok()) {
+      ++stats_.connect_failures;
+      call.unreachable.Set(*target, conn.status().message());
+      call.last = conn.status();
+      ForgetLeader(*target);
+      continue;
+    }
+    if (call.write && !KnownToLead(call, *target)) {
+      Next n = ProbeLeadership(call, *target, **conn);
+      if (n == Next::kOutOfTime) break;
+      if (n == Next::kNextTarget) continue;
+    }
+    std::optional<StatusOr<rpc::ClientResponse>> result = Attempt(call, *target, **conn, req);
+    if (result) return std::move(*result);
+  }
+  return GiveUp(call);
+}
+
+Client::CallState Client::StartCall(const rpc::ClientRequest& req) const {
+  CallState call;
+  call.deadline = Clock::now() + options_.timeout;
+  call.leader_op = IsLeaderOp(req.op);
+  call.write = IsWriteOp(req.op);
+  if (leader_) call.order.push_back(*leader_);
+  for (const HostPort& e : options_.endpoints) {
+    if (!leader_ || !Same(e, *leader_)) call.order.push_back(e);
+  }
+  assert(!call.order.empty());
+  call.backoff = options_.backoff_min;
+  call.last =
+      Status::Unavailable("deadline of " + std::to_string(options_.timeout.count()) + " ms passed before any attempt");
+  return call;
+}
+
+// The hint or retry queued, else the round's next candidate; nullopt when
+// the round is over (after backing off, so the caller checks the time).
+std::optional<HostPort> Client::NextTarget(CallState& call) {
+  if (call.next) {
+    HostPort target = *call.next;
+    call.next.reset();
+    return target;
+  }
+  if (call.cursor == call.order.size()) {
+    // A whole round without a final answer: an election is under way or the
+    // cluster is down. Wait a little before the next round.
+    call.cursor = 0;
+    BackOff(call);
+    return std::nullopt;
+  }
+  return call.order[call.cursor++];
+}
+
+void Client::BackOff(CallState& call) {
+  milliseconds left = Left(call.deadline);
+  if (left.count() <= 0) return;
+  std::this_thread::sleep_for(std::min(call.backoff, left));
+  call.backoff = std::min(call.backoff * 2, options_.backoff_max);
+  ++stats_.backoffs;
+  call.hops = 0;
+}
+
+// Queues a leader address a node gave us, unless it is unusable.
+void Client::Follow(CallState& call, const std::string& hint_text, const HostPort& target) {
+  if (hint_text.empty()) return;  // no hint: the round goes on; its end backs off
+  auto hint = rpc::ParseHostPort(hint_text);
+  if (!hint.ok() || Same(*hint, target)) return;
+  ++stats_.redirects;
+  // Hints that chase each other mean the nodes disagree mid-election.
+  if (++call.hops > call.order.size()) BackOff(call);
+  call.next = *hint;
+}
+
+void Client::ForgetLeader(const HostPort& target) {
+  if (leader_ && Same(*leader_, target)) leader_.reset();
+}
+
+bool Client::KnownToLead(const CallState& call, const HostPort& target) const {
+  return (leader_ && Same(*leader_, target)) || (call.says_it_leads && Same(*call.says_it_leads, target));
+}
+
+// A write is sent only to a node known to lead: once sent, a silent node
+// (paused, partitioned) leaves its outcome unknown, so a follower that hangs
+// must not get it. Asking for status first costs one round trip and is safe
+// to time out and retry elsewhere.
+Client::Next Client::ProbeLeadership(CallState& call, const HostPort& target, rpc::BlockingClient& conn) {
+  milliseconds probe_timeout = std::min(Left(call.deadline), options_.read_attempt_timeout);
+  if (probe_timeout.count() <= 0) return Next::kOutOfTime;
+  ++stats_.probes;
+  rpc::ClientRequest probe;
+  probe.op = ClientOp::kStatus;
+  auto p = conn.Call(std::move(probe), probe_timeout);
+  if (!p.ok()) {
+    DropConnection(target);
+    call.unreachable.Set(target, p.status().message());
+    call.last = p.status();
+    return Next::kNextTarget;
+  }
+  call.any_answer = true;
+  call.unreachable.Erase(target);
+  if (p->code == ClientCode::kOk && p->status.role == "leader") {
+    call.says_it_leads = target;
+    return Next::kProceed;
+  }
+  if (p->code == ClientCode::kOk) {
+    const std::string& hint = p->status.leader_client_addr;
+    call.last = Status::Unavailable(target.ToString() + " is " +
+                                    (p->status.role.empty() ? "not the leader" : p->status.role) +
+                                    (hint.empty() ? " and knows no leader" : "; leader is " + hint));
+    Follow(call, hint, target);
+  } else {
+    call.last = Status::Unavailable(target.ToString() + ": " + p->message);
+    Follow(call, p->leader_hint, target);
+  }
+  return Next::kNextTarget;
+}
+
+std::optional<StatusOr<rpc::ClientResponse>> Client::Attempt(CallState& call, const HostPort& target,
+                                                             rpc::BlockingClient& conn,
+                                                             const rpc::ClientRequest& req) {
+  milliseconds attempt =
+      call.write ? Left(call.deadline) : std::min(Left(call.deadline), options_.read_attempt_timeout);
+  if (attempt.count() <= 0) return GiveUp(call);
+  ++stats_.attempts;
+  StatusOr<rpc::ClientResponse> r = conn.Call(req, attempt);
+  if (!r.ok()) {
+    DropConnection(target);
+    ForgetLeader(target);
+    // The request may have reached the node and been proposed.
+    if (call.write) return LostAnswer(target, r.status().message());
+    call.unreachable.Set(target, r.status().message());
+    call.last = r.status();
+    return std::nullopt;
+  }
+  call.any_answer = true;
+  call.unreachable.Erase(target);
+  if (auto c = connections_.find(target.ToString()); c != connections_.end()) c->second.last_used = Clock::now();
+  return OnAnswer(call, target, std::move(*r));
+}
+
+std::optional<StatusOr<rpc::ClientResponse>> Client::OnAnswer(CallState& call, const HostPort& target,
+                                                              rpc::ClientResponse resp) {
+  switch (resp.code) {
+    case ClientCode::kNotLeader:
+    case ClientCode::kUnavailable:
+      ForgetLeader(target);
+      if (call.says_it_leads && Same(*call.says_it_leads, target)) call.says_it_leads.reset();
+      call.last = Status::Unavailable(target.ToString() + ": " + resp.message);
+      Follow(call, resp.leader_hint, target);
+      return std::nullopt;
+    case ClientCode::kBusy:
+      call.last = Status::Busy(target.ToString() + ": " + resp.message);
+      BackOff(call);
+      call.next = target;
+      return std::nullopt;
+    case ClientCode::kOutcomeUnknown:
+      // Final, as the client's own lost answer. The node may be shutting
+      // down: do not count on it as the leader.
+      ForgetLeader(target);
+      return resp;
+    default:
+      if (call.leader_op) leader_ = target;
+      return resp;
+  }
+}
+
+Status Client::GiveUp(const CallState& call) const {
+  if (!call.any_answer) return Status::Unavailable("cluster unreachable: " + call.unreachable.Join());
+  if (call.last.code() == Status::Code::kBusy) return call.last;
+  return Status::Unavailable("no leader: " + call.last.message());
+}
+
+StatusOr<rpc::NodeStatus> Client::StatusOf(const HostPort& endpoint) const {
+  return StatusWithin(endpoint, options_.timeout);
+}
+
+std::vector<StatusOr<rpc::NodeStatus>> Client::StatusOfAll() const { return StatusOfAllWithin(options_.timeout); }
+
+StatusOr<rpc::NodeStatus> Client::StatusWithin(const HostPort& endpoint, milliseconds timeout) const {
+  const Clock::time_point deadline = Clock::now() + timeout;
+  rpc::BlockingClient conn;
+  Status s = conn.Connect(endpoint, std::min(options_.connect_timeout, timeout));
+  if (!s.ok()) return s;
+  milliseconds left = Left(deadline);
+  if (left.count() <= 0) return Status::Unavailable(endpoint.ToString() + ": no time left after connecting");
+  rpc::ClientRequest req;
+  req.op = ClientOp::kStatus;
+  auto r = conn.Call(std::move(req), left);
+  if (!r.ok()) {
+    const std::string& m = r.status().message();
+    return Status::Unavailable(m.find(endpoint.ToString()) == std::string::npos ? endpoint.ToString() + ": " + m : m);
+  }
+  if (r->code != ClientCode::kOk) {
+    return Status::Unavailable(endpoint.ToString() + ": " + rpc::ClientCodeName(r->code) + ": " + r->message);
+  }
+  return std::move(r->status);
+}
+
+std::vector<StatusOr<rpc::NodeStatus>> Client::StatusOfAllWithin(milliseconds timeout) const {
+  // One thread per endpoint: a paused node must not delay the others' rows.
+  std::vector<std::optional<StatusOr<rpc::NodeStatus>>> slots(options_.endpoints.size());
+  std::vector<std::thread> threads;
+  threads.reserve(options_.endpoints.size());
+  for (size_t i = 0; i < options_.endpoints.size(); ++i) {
+    threads.emplace_back(
+        [this, i, timeout, &slots] { slots[i].emplace(StatusWithin(options_.endpoints[i], timeout)); });
+  }
+  for (std::thread& t : threads) t.join();
+  std::vector<StatusOr<rpc::NodeStatus>> out;
+  out.reserve(slots.size());
+  for (auto& s : slots) {
+    assert(s.has_value());
+    out.push_back(std::move(*s));
+  }
+  return out;
+}
+
+StatusOr<HostPort> Client::FindLeader() {
+  // A silent node cannot lead anyone; do not wait the whole deadline for it.
+  std::vector<StatusOr<rpc::NodeStatus>> all =
+      StatusOfAllWithin(std::min(options_.timeout, options_.read_attempt_timeout));
+  assert(all.size() == options_.endpoints.size());
+  ErrorList unreachable;
+  const rpc::NodeStatus* best_leader = nullptr;  // a node that says it leads
+  size_t best_index = 0;
+  const rpc::NodeStatus* best_hint = nullptr;  // highest ballot that knows a leader
+  size_t answered = 0;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (!all[i].ok()) {
+      unreachable.Set(options_.endpoints[i], all[i].status().message());
+      continue;
+    }
+    ++answered;
+    const rpc::NodeStatus& s = *all[i];
+    if (s.role == "leader" && (best_leader == nullptr || best_leader->ballot < s.ballot)) {
+      best_leader = &s;
+      best_index = i;
+    }
+    if (!s.leader_client_addr.empty() && (best_hint == nullptr || best_hint->ballot < s.ballot)) best_hint = &s;
+  }
+  if (best_leader != nullptr) {
+    // The address we reached it on, not the one it announces: the caller can
+    // certainly reach this one.
+    leader_ = options_.endpoints[best_index];
+    return *leader_;
+  }
+  if (best_hint != nullptr) {
+    auto hint = rpc::ParseHostPort(best_hint->leader_client_addr);
+    if (hint.ok()) {
+      leader_ = *hint;
+      return *leader_;
+    }
+  }
+  if (answered == 0) return Status::Unavailable("cluster unreachable: " + unreachable.Join());
+  return Status::Unavailable("no leader: " + std::to_string(answered) + " of " + std::to_string(all.size()) +
+                             " nodes answered; none leads or knows the leader");
+}
+
+}  // namespace ts::client

@@ -1,0 +1,158 @@
+// tsagent: the runtime executor of game rooms and LRP instances. Only the simulated executor
+// exists (--simulate): it polls the leader's scheduler state every period,
+// carries out the coordinator's decisions (node/tsagent/agent.h) and reports room
+// status back as commands. On SIGINT/SIGTERM it prints its ledger as one line
+// (and writes it to --report after every step) so scripts can check that no
+// room was lost or duplicated.
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "node/client/client.h"
+#include "node/client/endpoints.h"
+#include "node/tsagent/agent.h"
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+void OnSignal(int) { g_stop = true; }
+
+void WriteReport(const std::string& path, const nlohmann::json& report) {
+  if (path.empty()) return;
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::trunc);
+    f << report.dump() << '\n';
+  }
+  std::rename(tmp.c_str(), path.c_str());  // readers never see half a report
+}
+
+struct Flags {
+  bool simulate = false;
+  std::string endpoints;
+  std::string report_path;
+  std::vector<std::string> only;  // schedulers to serve; empty: all
+  uint32_t period_ms = 500;
+  uint32_t occupied_percent = 25;
+};
+
+void AddFlags(CLI::App& app, Flags& f) {
+  app.add_flag("--simulate", f.simulate, "Simulate rooms (the only executor there is; required)");
+  app.add_option("--endpoints", f.endpoints,
+                 "Client endpoints host:port,... (else $TSCTL_ENDPOINTS, else .cluster/endpoints)");
+  app.add_option("--period-ms", f.period_ms, "How often to poll and act; a created room is ready one period later")
+      ->check(CLI::Range(10u, 600000u))
+      ->capture_default_str();
+  app.add_option("--occupied-percent", f.occupied_percent, "Share of new rooms that come up occupied")
+      ->check(CLI::Range(0u, 100u))
+      ->capture_default_str();
+  app.add_option("--scheduler", f.only, "Only these schedulers (repeatable; default: all)");
+  app.add_option("--report", f.report_path, "Write the ledger (JSON) to this file after every step");
+}
+
+// A deployment query's JSON answer and the slot it was read at; nullopt if
+// the cluster did not answer it (the next period asks again).
+std::optional<std::pair<nlohmann::json, uint64_t>> Query(ts::client::Client& client, const std::string& key) {
+  ts::rpc::ClientRequest req;
+  req.op = ts::rpc::ClientOp::kDeployQuery;
+  req.key = key;
+  auto r = client.Call(std::move(req));
+  if (!r.ok() || r->code != ts::rpc::ClientCode::kOk) return std::nullopt;
+  nlohmann::json j = nlohmann::json::parse(r->value, nullptr, false);
+  if (j.is_discarded()) return std::nullopt;
+  return std::make_pair(std::move(j), r->slot);
+}
+
+ts::StatusOr<ts::rpc::ClientResponse> SendCommand(ts::client::Client& client, const nlohmann::json& cmd) {
+  ts::rpc::ClientRequest req;
+  req.op = ts::rpc::ClientOp::kDeploy;
+  req.value = cmd.dump();
+  return client.Call(std::move(req));
+}
+
+// One period for the schedulers: act on each one's rooms and report.
+void StepSchedulers(ts::client::Client& client, ts::tsagent::SimAgent& agent, const std::vector<std::string>& only) {
+  std::vector<std::string> names = only;
+  if (names.empty()) {
+    if (auto all = Query(client, "sched/")) {
+      for (const auto& s : all->first) names.push_back(s.at("scheduler").get<std::string>());
+    }
+  }
+  for (const std::string& name : names) {
+    auto view = Query(client, "sched/" + name);
+    if (!view) continue;
+    auto cmd = agent.Step(view->first, view->second);
+    if (!cmd) continue;
+    auto r = SendCommand(client, *cmd);
+    if (!r.ok() || r->code != ts::rpc::ClientCode::kOk) {
+      // Not fatal: what was not applied is reported again next period.
+      std::cerr << "tsagent: report for " << name << " not applied: "
+                << (r.ok() ? r->message : r.status().message()) << '\n';
+    }
+  }
+}
+
+// One period for the desired LRPs: move one instance of each update.
+void StepLrps(ts::client::Client& client, const ts::tsagent::SimAgent& agent) {
+  auto all = Query(client, "lrp/");
+  if (!all) return;
+  for (const auto& lrp : all->first) {
+    auto cmd = agent.StepLrp(lrp);
+    if (cmd) (void)SendCommand(client, *cmd);  // a lost move is made again next period
+  }
+}
+
+void RunUntilSignalled(ts::client::Client& client, ts::tsagent::SimAgent& agent, const Flags& f) {
+  while (!g_stop) {
+    auto next = std::chrono::steady_clock::now() + std::chrono::milliseconds(f.period_ms);
+    StepSchedulers(client, agent, f.only);
+    StepLrps(client, agent);
+    WriteReport(f.report_path, agent.Report());
+    while (!g_stop && std::chrono::steady_clock::now() < next) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app("tsagent: runtime executor of game rooms; polls the cluster's schedulers and carries out the recovery "
+               "coordinator's decisions",
+               "tsagent");
+  Flags f;
+  AddFlags(app, f);
+  CLI11_PARSE(app, argc, argv);
+  if (!f.simulate) {
+    std::cerr << "tsagent: only the simulated executor exists; pass --simulate\n";
+    return 2;
+  }
+  auto endpoints = ts::client::ResolveEndpoints(f.endpoints);
+  if (!endpoints.ok()) {
+    std::cerr << "tsagent: " << endpoints.status().message() << '\n';
+    return 2;
+  }
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  ts::client::ClientOptions o;
+  o.endpoints = std::move(*endpoints);
+  o.timeout = std::chrono::milliseconds(2000);
+  ts::client::Client client(std::move(o));
+  ts::tsagent::SimAgent agent(f.occupied_percent);
+  std::cerr << "tsagent: simulating rooms, period " << f.period_ms << " ms, " << f.occupied_percent << "% occupied\n";
+  RunUntilSignalled(client, agent, f);
+  nlohmann::json rep = agent.Report();
+  WriteReport(f.report_path, rep);
+  std::cout << "tsagent: created=" << rep["created"] << " destroyed=" << rep["destroyed"] << " running=" << rep["running"]
+            << " lost=" << rep["lost"] << " duplicated=" << rep["duplicated"] << '\n';
+  return 0;
+}

@@ -68,7 +68,11 @@ bool DeployCommand::Internal() const {
   return std::visit([](const auto& cmd) { return IsInternal(cmd); }, command);
 }
 
-std::string DeployCommand::Payload() const { return ToJson(*this).dump(); }
+std::string DeployCommand::Payload() const {
+  nlohmann::json j = ToJson(*this);
+  if (validated_at) j["validated_at"] = *validated_at;
+  return j.dump();
+}
 
 std::string DeployCommand::Describe() const {
   nlohmann::json j = ToJson(*this);
@@ -103,7 +107,14 @@ StatusOr<DeployCommand> ParseClientCommand(std::string_view json_text) {
 StatusOr<DeployCommand> ParseDecreeCommand(Kind kind, std::string_view payload) {
   auto j = ParseCommandJson(payload);
   if (!j.ok()) return j.status();
-  return ParseAs(kind, *j);
+  auto c = ParseAs(kind, *j);
+  if (!c.ok()) return c;
+  auto at = j->find("validated_at");
+  if (at != j->end()) {
+    if (!at->is_number_unsigned()) return Status::InvalidArgument("'validated_at' must be a slot number");
+    c->validated_at = at->get<uint64_t>();
+  }
+  return c;
 }
 
 Status DeployState::Check(const DeployCommand& c) const {
@@ -113,6 +124,17 @@ Status DeployState::Check(const DeployCommand& c) const {
 }
 
 StatusOr<std::string> DeployState::Apply(const DeployCommand& c, uint64_t slot) {
+  if (c.validated_at && *c.validated_at != version_) {
+    return Status::Aborted("not applied: the deployment state changed (at slot " + std::to_string(version_) +
+                           ") after the command was validated (at slot " + std::to_string(*c.validated_at) +
+                           "); retry");
+  }
+  StatusOr<std::string> outcome = ApplyToModel(c, slot);
+  if (outcome.ok()) version_ = slot;
+  return outcome;
+}
+
+StatusOr<std::string> DeployState::ApplyToModel(const DeployCommand& c, uint64_t slot) {
   if (const auto* s = std::get_if<SchedCommand>(&c.command)) return schedulers_.Apply(*s, slot);
   if (const auto* b = std::get_if<BgCommand>(&c.command)) {
     if (Status st = bg_.Apply(*b); !st.ok()) return st;
@@ -139,6 +161,7 @@ std::string DeployState::SnapshotDump() const {
   j["sched"] = schedulers_.Snapshot();
   j["lrp"] = lrps_.Snapshot();
   j["bg"] = bg_.Snapshot();
+  j["version"] = version_;
   return j.dump();
 }
 

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -29,6 +30,12 @@ enum class Kind : uint8_t { kScheduler, kLrp, kBlueGreen };
 struct DeployCommand {
   Kind kind = Kind::kScheduler;
   std::variant<SchedCommand, LrpCommand, BgCommand> command;
+  // The state version (DeployState::version()) the coordinator validated
+  // this command against. Applied to any other, the decree changes nothing:
+  // Paxos may choose a decree of an earlier leadership after one the next
+  // coordinator validated without it. Absent in decrees written before it
+  // existed, which apply unconditionally; never taken from a client.
+  std::optional<uint64_t> validated_at;
 
   bool Internal() const;      // written by the coordinator only
   std::string Payload() const;  // the decree payload: canonical JSON
@@ -44,21 +51,26 @@ class DeployState {
  public:
   Status Check(const DeployCommand& c) const;
   // Applies a chosen command in slot order; on error nothing changed and the
-  // status says why (the proposer answers its client with it). On success
-  // the string says what happened.
+  // status says why (the proposer answers its client with it): Aborted when
+  // the state is no longer the one the command was validated against. On
+  // success the string says what happened.
   StatusOr<std::string> Apply(const DeployCommand& c, uint64_t slot);
   // key: "sched/NAME" (NAME empty: all), "bg/NAME", "lrp/GUID".
   StatusOr<nlohmann::json> Query(const std::string& key) const;
   // Canonical dump of the whole state; equal on every node at equal slots.
   std::string SnapshotDump() const;
 
+  // The slot of the last deployment decree that changed the state (0: none).
+  uint64_t version() const { return version_; }
   const Schedulers& schedulers() const { return schedulers_; }
   const DesiredLrps& lrps() const { return lrps_; }
 
  private:
+  StatusOr<std::string> ApplyToModel(const DeployCommand& c, uint64_t slot);
   Schedulers schedulers_;
   DesiredLrps lrps_;
   BlueGreen bg_;
+  uint64_t version_ = 0;
 };
 
 }  // namespace ts::deploy

@@ -40,7 +40,9 @@ StatusOr<std::unique_ptr<Station>> Station::Open(StationOptions options, Station
     // The version view survives restarts: a member not heard since counts
     // with the version it last announced, like a paused one.
     auto it = boot.versions.find(id);
-    st->peers_[id].software_version = it == boot.versions.end() ? "" : it->second;
+    PeerView& view = st->peers_[id];
+    view.software_version = it == boot.versions.end() ? "" : it->second;
+    view.version = Semver::Parse(view.software_version);
   }
   for (const Entry& e : boot.consensus.unchosen) st->versions_.ObserveRecorded(e.value);
   st->Log(LogLevel::kInfo, "replayed " + std::to_string(boot.consensus.chosen_upto) +
@@ -278,8 +280,11 @@ void Station::ReplyToWrite(consensus::Slot slot, const Decree* d, const KvResult
     if (deploy->ok()) {
       r.message = **deploy;
     } else {
-      r.code = deploy->status().code() == Status::Code::kNotFound ? rpc::ClientCode::kNotFound
-                                                                  : rpc::ClientCode::kBadRequest;
+      switch (deploy->status().code()) {
+        case Status::Code::kNotFound: r.code = rpc::ClientCode::kNotFound; break;
+        case Status::Code::kAborted: r.code = rpc::ClientCode::kUnavailable; break;  // stale: retry
+        default: r.code = rpc::ClientCode::kBadRequest; break;
+      }
       r.message = deploy->status().message();
     }
   } else if (result.code == KvResult::Code::kCompareFailed) {
@@ -339,8 +344,8 @@ std::string Station::StateDigest() const {
 std::optional<Semver> Station::ViewOf(consensus::NodeId member) const {
   if (member == id()) return versions_.self();
   auto it = peers_.find(member);
-  if (it == peers_.end() || it->second.software_version.empty()) return std::nullopt;
-  return Semver::Parse(it->second.software_version);
+  if (it == peers_.end()) return std::nullopt;
+  return it->second.version;
 }
 
 std::string Station::CheckInvariants() const {
@@ -358,9 +363,7 @@ std::string Station::CheckInvariants() const {
     std::string why = CoordinatorMayNotRun();
     if (!why.empty()) return at("coordinator running though " + why);
   }
-  if (!rc_running_ && (!deploy_queue_.empty() || deploy_inflight_)) {
-    return at("deployment work queued while no coordinator runs");
-  }
+  if (!rc_running_ && !deploy_queue_.empty()) return at("deployment commands queued while no coordinator runs");
   if (eligibility_.eligible && stuck_at_) return at("eligible while stuck on an unreadable decree");
   return "";
 }

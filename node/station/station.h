@@ -172,8 +172,11 @@ class Station {
   // Deployment decrees applied, and how many of those the state refused:
   // a refusal means a coordinator proposed what it had not validated
   // against the state the decree met.
+  // Stale ones (validated against an older state) change nothing and are
+  // not refusals.
   uint64_t deploy_applied() const { return deploy_applied_; }
   uint64_t deploy_refused() const { return deploy_refused_; }
+  uint64_t deploy_stale() const { return deploy_stale_; }
 
  private:
   struct PendingWrite {
@@ -209,6 +212,7 @@ class Station {
   struct PeerView {
     std::string client_addr;
     std::string software_version;
+    std::optional<Semver> version;  // software_version parsed, if it is X.Y.Z
     uint64_t last_heard_ms = 0;
     bool heard = false;
   };
@@ -258,7 +262,7 @@ class Station {
   std::string CoordinatorMayNotRun() const;
   void StopCoordinator(const std::string& why);
   void RunCoordinator();
-  bool ProposeDeploy(const deploy::DeployCommand& c, PendingDeploy* client);
+  bool ProposeDeploy(deploy::DeployCommand c, PendingDeploy* client);
 
   StationOptions options_;
   const LogSource* log_;
@@ -279,10 +283,12 @@ class Station {
   bool rc_running_ = false;
   std::deque<PendingDeploy> deploy_queue_;          // client commands, in arrival order
   std::optional<consensus::Slot> deploy_inflight_;  // the one deployment decree not yet applied
+  consensus::Ballot inflight_ballot_;               // the leadership that proposed it
   uint64_t next_health_ms_ = 0;
   std::set<std::string> sched_health_done_;  // schedulers decided in this health loop
   uint64_t deploy_applied_ = 0;
   uint64_t deploy_refused_ = 0;
+  uint64_t deploy_stale_ = 0;
 
   uint64_t epoch_ = 0;
   uint64_t next_seq_ = 0;

@@ -99,7 +99,8 @@ void Station::HandleDeployQuery(uint64_t handle, const ClientRequest& req) {
   Respond(handle, std::move(r));
 }
 
-bool Station::ProposeDeploy(const deploy::DeployCommand& c, PendingDeploy* client) {
+bool Station::ProposeDeploy(deploy::DeployCommand c, PendingDeploy* client) {
+  c.validated_at = deploy_.version();  // validated against the state as it is now
   Decree d;
   d.header = versions_.HeaderFor(static_cast<uint16_t>(DecreeTypeOf(c.kind)));
   d.payload = c.Payload();
@@ -112,6 +113,7 @@ bool Station::ProposeDeploy(const deploy::DeployCommand& c, PendingDeploy* clien
     return false;
   }
   deploy_inflight_ = *slot;
+  inflight_ballot_ = replica_->GetStatus().promised;
   if (client != nullptr) {
     pending_writes_[*slot] =
         PendingWrite{d.tag, rpc::ClientOp::kDeploy, client->handle, client->request_id, client->deadline_ms};
@@ -123,7 +125,9 @@ bool Station::ProposeDeploy(const deploy::DeployCommand& c, PendingDeploy* clien
 void Station::StopCoordinator(const std::string& why) {
   Log(LogLevel::kWarn, "recovery coordinator stopped: " + why);
   rc_running_ = false;
-  deploy_inflight_.reset();
+  // The decree in flight stays in flight: if this leadership resumes its
+  // coordinator (a lease lapsed and came back), it waits for that decree
+  // rather than validating the next command without it.
   for (PendingDeploy& p : deploy_queue_) {
     Respond(p.handle, Unavailable(p.request_id, ClientCode::kUnavailable,
                                   "not applied: the coordinator stopped (" + why + "); retry"));
@@ -153,6 +157,10 @@ void Station::SuperviseCoordinator() {
   }
   if (!rc_running_) {
     rc_running_ = true;
+    // A new leadership's phase 1 settled every earlier proposal: what it did
+    // not choose is gone (or, chosen later, skipped as validated against an
+    // older state).
+    if (deploy_inflight_ && inflight_ballot_ != replica_->GetStatus().promised) deploy_inflight_.reset();
     next_health_ms_ = now_ms_;  // one loop at once: continue where the last coordinator stopped
     Log(LogLevel::kInfo, "recovery coordinator started at applied slot " + std::to_string(applied_slot_) +
                              " (ballot " + consensus::ToString(replica_->GetStatus().promised) + ")");
@@ -202,6 +210,9 @@ void Station::ApplyDeploy(consensus::Slot slot, const Decree& d, bool replay_onl
     ++deploy_refused_;
     Log(LogLevel::kError, "slot " + std::to_string(slot) + ": deployment decree not understood, skipped: " +
                               cmd.status().ToString());
+  } else if (outcome.status().code() == Status::Code::kAborted) {
+    ++deploy_stale_;
+    if (!replay_only) Log(LogLevel::kInfo, "slot " + std::to_string(slot) + ": " + outcome.status().message());
   } else if (!outcome.ok()) {
     ++deploy_refused_;
     if (!replay_only) {

@@ -19,6 +19,7 @@ void Station::HearVersion(consensus::NodeId peer, const std::string& version) {
                              view.software_version + ")");
   }
   view.software_version = version;
+  view.version = Semver::Parse(version);
   ready_.meta.emplace_back("version/" + std::to_string(peer), version);
 }
 
@@ -31,7 +32,7 @@ void Station::UpdateEligibility() {
   for (const auto& [peer, view] : peers_) {
     // A member keeps the version last heard from it, also while it is down
     // or paused: a paused B node still counts for B.
-    in.members[peer] = view.software_version.empty() ? std::nullopt : Semver::Parse(view.software_version);
+    in.members[peer] = view.version;
     if (in.members[peer] && versions_.Bars(*in.members[peer])) refused |= uint64_t{1} << peer;
   }
   replica_->SetRefusedCandidates(refused);

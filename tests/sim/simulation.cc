@@ -165,9 +165,16 @@ class Run {
     }
   }
 
+  // A client writes to a node that claims to lead, as a client following
+  // leader hints would: while a deposed leader still believes it leads,
+  // either one may get the write.
   void WriteOne() {
-    auto l = c_.Leader();
-    if (!l) return;
+    std::vector<NodeId> claimants;
+    for (NodeId id : c_.members()) {
+      if (c_.IsUp(id) && c_.station(id).replica().GetStatus().role == consensus::Role::kLeader) claimants.push_back(id);
+    }
+    if (claimants.empty()) return;
+    std::optional<NodeId> l = claimants[rng_() % claimants.size()];
     // Few keys, so that later writes overwrite earlier ones.
     std::string key = "k" + std::to_string(next_value_ % 8);
     std::string value = "s" + std::to_string(o_.seed) + "-" + std::to_string(next_value_++);

@@ -101,7 +101,7 @@ class VersionLayer : public SimLayer {
 
   bool DowngradeApplied(const Semver& t) const {
     for (NodeId id : vc_.cluster().members()) {
-      if (vc_.state(id).downgrade_to() == t) return true;
+      if (vc_.cluster().IsUp(id) && vc_.state(id).downgrade_to() == t) return true;
     }
     return false;
   }

@@ -1,0 +1,160 @@
+// Station: the contract a client sees, driven on the simulated cluster
+// (tests/sim/station_cluster.h), one scenario per test.
+#include "node/station/station.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/sim/station_cluster.h"
+
+namespace ts::station {
+namespace {
+
+using sim::StationCluster;
+
+rpc::ClientRequest Put(const std::string& key, const std::string& value) {
+  rpc::ClientRequest r;
+  r.op = rpc::ClientOp::kPut;
+  r.key = key;
+  r.value = value;
+  return r;
+}
+
+rpc::ClientRequest Get(const std::string& key) {
+  rpc::ClientRequest r;
+  r.op = rpc::ClientOp::kGet;
+  r.key = key;
+  return r;
+}
+
+// Sends `req` to `to` and runs until it is answered (or limit_ms passes).
+std::optional<rpc::ClientResponse> Call(StationCluster& c, consensus::NodeId to, rpc::ClientRequest req,
+                                        uint64_t limit_ms = 3000) {
+  uint64_t h = c.Send(to, std::move(req));
+  std::optional<rpc::ClientResponse> r;
+  c.RunUntil([&] { return (r = c.TakeReply(h)).has_value() || !c.Pending(h); }, limit_ms);
+  return r;
+}
+
+consensus::NodeId StableLeader(StationCluster& c) {
+  EXPECT_TRUE(c.RunUntil([&] { return c.HasStableLeader() && c.station(*c.Leader()).coordinator_running(); }, 5000));
+  return *c.Leader();
+}
+
+TEST(Station, Put_AnsweredWithItsSlotOnceApplied_ThenALeaseReadSeesIt) {
+  StationCluster c(3, 1);
+  consensus::NodeId l = StableLeader(c);
+  auto put = Call(c, l, Put("k", "v1"));
+  ASSERT_TRUE(put.has_value());
+  ASSERT_EQ(put->code, rpc::ClientCode::kOk) << put->message;
+  EXPECT_GT(put->slot, 0u);
+  EXPECT_GE(c.station(l).applied_slot(), put->slot);
+  auto get = Call(c, l, Get("k"));
+  ASSERT_TRUE(get.has_value());
+  EXPECT_EQ(get->code, rpc::ClientCode::kOk);
+  EXPECT_EQ(get->value, "v1");
+  EXPECT_GE(get->slot, put->slot);
+}
+
+TEST(Station, Follower_RedirectsToTheLeadersClientAddress) {
+  StationCluster c(3, 2);
+  consensus::NodeId l = StableLeader(c);
+  consensus::NodeId f = l % 3 + 1;
+  auto r = Call(c, f, Put("k", "v"));
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->code, rpc::ClientCode::kNotLeader);
+  EXPECT_EQ(r->leader_hint, "sim:" + std::to_string(l));
+}
+
+TEST(Station, WriteThatCannotBeChosen_IsAnsweredOutcomeUnknown) {
+  StationCluster c(3, 3);
+  consensus::NodeId l = StableLeader(c);
+  c.network().Isolate(l, true);
+  uint64_t h = c.Send(l, Put("k", "lost?"));
+  std::optional<rpc::ClientResponse> r;
+  c.RunUntil([&] { return (r = c.TakeReply(h)).has_value(); }, 10000);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->code, rpc::ClientCode::kOutcomeUnknown) << r->message;
+}
+
+TEST(Station, InvalidDeployCommand_IsRefusedAndWritesNothing) {
+  StationCluster c(3, 4);
+  consensus::NodeId l = StableLeader(c);
+  c.Run(200);
+  consensus::Slot before = c.station(l).replica().GetStatus().last_slot;
+  rpc::ClientRequest req;
+  req.op = rpc::ClientOp::kDeploy;
+  req.value = R"({"kind":"sched","op":"scale","scheduler":"nope","desired":3})";
+  auto r = Call(c, l, req);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->code, rpc::ClientCode::kNotFound) << r->message;
+  EXPECT_EQ(c.station(l).replica().GetStatus().last_slot, before);
+  req.value = R"({"kind":"sched","op":"health","scheduler":"nope","add":1})";
+  r = Call(c, l, req);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->code, rpc::ClientCode::kBadRequest) << "the coordinator's own decisions are refused from clients";
+  EXPECT_EQ(c.station(l).replica().GetStatus().last_slot, before);
+}
+
+TEST(Station, DeployCommand_AppliedOnEveryNode_WithEqualStateDigests) {
+  StationCluster c(3, 5);
+  consensus::NodeId l = StableLeader(c);
+  rpc::ClientRequest req;
+  req.op = rpc::ClientOp::kDeploy;
+  req.value = R"({"kind":"sched","op":"create","scheduler":"rooms","desired":3})";
+  auto r = Call(c, l, req);
+  ASSERT_TRUE(r.has_value());
+  ASSERT_EQ(r->code, rpc::ClientCode::kOk) << r->message;
+  c.Run(500);  // the health loop adds rooms
+  ASSERT_NE(c.station(l).deploy_state().schedulers().Find("rooms"), nullptr);
+  for (consensus::NodeId id : c.members()) {
+    EXPECT_EQ(c.station(id).applied_slot(), c.station(l).applied_slot());
+    EXPECT_EQ(c.station(id).StateDigest(), c.station(l).StateDigest()) << "node " << id;
+    EXPECT_EQ(c.station(id).deploy_refused(), 0u);
+  }
+}
+
+TEST(Station, Restart_ReplaysTheLogIntoTheSameState) {
+  StationCluster c(3, 6);
+  consensus::NodeId l = StableLeader(c);
+  for (int i = 0; i < 20; ++i) ASSERT_EQ(Call(c, l, Put("k" + std::to_string(i % 5), "v"))->code, rpc::ClientCode::kOk);
+  c.Run(200);
+  consensus::NodeId f = l % 3 + 1;
+  std::string digest = c.station(f).StateDigest();
+  consensus::Slot applied = c.station(f).applied_slot();
+  c.Crash(f);
+  c.Restart(f);
+  EXPECT_EQ(c.station(f).applied_slot(), applied);
+  EXPECT_EQ(c.station(f).StateDigest(), digest);
+}
+
+TEST(Station, Status_AnsweredByAnyNode_WithTheLeadersAddressAndTheCoordinator) {
+  StationCluster c(3, 7);
+  consensus::NodeId l = StableLeader(c);
+  for (consensus::NodeId id : c.members()) {
+    rpc::ClientRequest req;
+    req.op = rpc::ClientOp::kStatus;
+    auto r = Call(c, id, req);
+    ASSERT_TRUE(r.has_value());
+    EXPECT_EQ(r->status.id, id);
+    EXPECT_EQ(r->status.leader, l);
+    EXPECT_EQ(r->status.leader_client_addr, "sim:" + std::to_string(l));
+    EXPECT_EQ(r->status.coordinator, id == l);
+    EXPECT_EQ(r->status.peers.size(), 2u);
+  }
+}
+
+TEST(Station, Shutdown_AnswersEveryWaitingWrite) {
+  StationCluster c(3, 8);
+  consensus::NodeId l = StableLeader(c);
+  c.network().Isolate(l, true);
+  uint64_t h = c.Send(l, Put("k", "v"));
+  c.Run(5);
+  c.station(l).Shutdown();
+  c.Run(1);
+  auto r = c.TakeReply(h);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->code, rpc::ClientCode::kOutcomeUnknown);
+}
+
+}  // namespace
+}  // namespace ts::station

@@ -95,7 +95,7 @@ class PeerTransport {
   const TransportMetrics& metrics() const;
   uint16_t bound_port() const;  // the listening port (tests bind port 0)
 
-  // Fault injection for tests (issue 5): while blocked, frames to/from that
+  // Fault injection for tests and the nemesis: while blocked, frames to/from that
   // peer are silently dropped in this process.
   void SetBlocked(consensus::NodeId peer, bool blocked_out, bool blocked_in);
 

@@ -296,10 +296,9 @@ const DesiredLrp* DesiredLrps::Find(const std::string& process_guid) const {
   return it == lrps_.end() ? nullptr : &it->second;
 }
 
-Status DesiredLrps::Check(const LrpCommand& c) const {
-  const std::string& g = c.process_guid;
-  // A command built in code rather than parsed must still be whole.
-  if (!ValidName(g)) return Status::InvalidArgument("invalid process guid");
+// A command built in code rather than parsed must still be whole.
+static Status CheckShape(const LrpCommand& c) {
+  if (!ValidName(c.process_guid)) return Status::InvalidArgument("invalid process guid");
   bool whole = c.op == Op::kDesire   ? c.instances && c.definition
                : c.op == Op::kUpdate ? c.instances || c.definition
                                      : true;
@@ -313,7 +312,12 @@ Status DesiredLrps::Check(const LrpCommand& c) const {
     }
   }
   if (c.instances && *c.instances > kLrpInstancesMax) return Status::InvalidArgument("too many instances");
+  return Status::Ok();
+}
 
+Status DesiredLrps::Check(const LrpCommand& c) const {
+  if (Status s = CheckShape(c); !s.ok()) return s;
+  const std::string& g = c.process_guid;
   const DesiredLrp* l = Find(g);
   if (c.op == Op::kDesire) {
     if (l != nullptr) return Status::InvalidArgument("desired LRP " + g + " already exists");

@@ -126,7 +126,8 @@ Ready Station::TakeReady() {
 }
 
 void Station::Persisted(const Ready& ready) {
-  if (ready.consensus.token != 0) replica_->Persisted(ready.consensus.token);
+  if (ready.consensus.token == 0) return;  // replies and log lines only: nothing changed
+  replica_->Persisted(ready.consensus.token);
   for (const Entry& e : ready.consensus.committed) Apply(e);
   NoteRoleChange();
   RunDuties();

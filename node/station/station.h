@@ -12,15 +12,18 @@
 //      Request(handle, request) calls, in any order.
 //   2. While HasReady():
 //      a. ready = TakeReady().
-//      b. Send ready.consensus.early_messages (they depend on nothing in
-//         this batch).
+//      b. Send ready.consensus.early_messages and deliver ready.replies to
+//         their handles: neither depends on this batch's write (a reply
+//         speaks of applied state, and only chosen, persisted decrees are
+//         applied), so clients do not wait for it.
 //      c. Persist ready.meta, then ready.consensus's promise, entries and
 //         chosen mark in one write, synced if ready.consensus.NeedsSync().
 //         A failed write is fatal: log it and stop (never retry an fsync).
-//      d. Persisted(ready): the station applies ready.consensus.committed.
-//      e. Send ready.consensus.messages (only now: replies must not precede
-//         durability), deliver ready.replies to their handles, carry out
-//         ready.link_faults, and log ready.events.
+//      d. Send ready.consensus.messages (only now: a peer must not hear of
+//         state before it is durable).
+//      e. Persisted(ready): the station applies ready.consensus.committed
+//         (after the sends, so peers need not wait for it).
+//      f. Carry out ready.link_faults and log ready.events.
 // Time moves only through Tick; every deadline is on that clock. The same
 // options, bootstrap, log contents and inputs give the same outputs.
 //
@@ -276,6 +279,15 @@ class Station {
   std::optional<consensus::Slot> stuck_at_;  // first decree this node cannot read
   VersionState versions_;
   Eligibility eligibility_;
+  // What eligibility was last computed from; recomputed only when it changes.
+  struct EligibilityKey {
+    uint64_t versions = ~uint64_t{0};
+    uint64_t view = 0;
+    bool stuck = false;
+    bool operator==(const EligibilityKey&) const = default;
+  };
+  EligibilityKey eligibility_key_;
+  uint64_t view_generation_ = 0;  // bumped whenever a peer's version changes
   consensus::Ballot marker_checked_;  // leadership whose marker duty is done
   std::optional<PendingDowngrade> pending_downgrade_;
 

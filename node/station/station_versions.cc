@@ -20,10 +20,15 @@ void Station::HearVersion(consensus::NodeId peer, const std::string& version) {
   }
   view.software_version = version;
   view.version = Semver::Parse(version);
+  ++view_generation_;
   ready_.meta.emplace_back("version/" + std::to_string(peer), version);
 }
 
 void Station::UpdateEligibility() {
+  // Inputs: the version state, the version view, whether this node is stuck.
+  EligibilityKey key{versions_.generation(), view_generation_, stuck_at_.has_value()};
+  if (key == eligibility_key_) return;
+  eligibility_key_ = key;
   EligibilityInput in;
   in.self = versions_.self();
   in.latest_marker = versions_.barring_marker();

@@ -40,13 +40,17 @@ bool Reads(const Semver& reader, const Decree& d) {
 void VersionState::Observe(const Decree& d) {
   if (!d.header.min_reader_version.empty()) {
     if (auto need = Semver::Parse(d.header.min_reader_version)) {
-      if (!newest_reader_needed_ || *need > *newest_reader_needed_) newest_reader_needed_ = *need;
+      if (!newest_reader_needed_ || *need > *newest_reader_needed_) {
+        newest_reader_needed_ = *need;
+        ++generation_;
+      }
     }
   }
   if (d.header.type == static_cast<uint16_t>(DecreeType::kVersionMarker)) {
     VersionMarker m;
     if (DecodeVersionMarker(d.payload, &m).ok()) {
       if (auto v = Semver::Parse(m.version)) latest_marker_ = *v;
+      ++generation_;
     }
   } else if (d.header.type == static_cast<uint16_t>(DecreeType::kDowngrade)) {
     Downgrade g;
@@ -55,6 +59,7 @@ void VersionState::Observe(const Decree& d) {
       else if (auto v = Semver::Parse(g.target)) downgrade_to_ = *v;
       prepared_downgrade_.reset();
       restate_needed_ = false;  // a downgrade decree restates the whole log
+      ++generation_;
     }
   } else if (downgrade_to_ && !restate_needed_ && !Reads(*downgrade_to_, d)) {
     restate_needed_ = true;
@@ -70,7 +75,10 @@ void VersionState::ObserveRecorded(std::string_view bytes) {
   VersionMarker m;
   if (!DecodeDecree(bytes, &d).ok() || !DecodeVersionMarker(d.payload, &m).ok()) return;
   auto v = Semver::Parse(m.version);
-  if (v && (!recorded_marker_ || *v > *recorded_marker_)) recorded_marker_ = *v;
+  if (v && (!recorded_marker_ || *v > *recorded_marker_)) {
+    recorded_marker_ = *v;
+    ++generation_;
+  }
 }
 
 std::optional<Semver> VersionState::barring_marker() const {

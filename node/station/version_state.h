@@ -70,6 +70,11 @@ class VersionState {
   // The header a new decree of `type` gets now.
   DecreeHeader HeaderFor(uint16_t type) const;
 
+  // Changes whenever what the version rules read here may have changed
+  // (markers, downgrades, the newest reader needed), so a caller can skip
+  // recomputing eligibility when it has not.
+  uint64_t generation() const { return generation_; }
+
   const Semver& self() const { return self_; }
   const std::optional<Semver>& latest_marker() const { return latest_marker_; }
   const std::optional<Semver>& downgrade_to() const { return downgrade_to_; }
@@ -83,6 +88,7 @@ class VersionState {
   std::optional<Semver> prepared_downgrade_;
   bool restate_needed_ = false;
   std::optional<Semver> newest_reader_needed_;
+  uint64_t generation_ = 0;
 };
 
 // Restates a decree so that `target` can read it, if possible: a key-value

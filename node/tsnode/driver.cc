@@ -142,9 +142,11 @@ void Driver::Flush() {
     station::Ready r = station_->TakeReady();
     for (const consensus::Message& m : r.consensus.early_messages) transport_->Send(m);
     if (!r.consensus.early_messages.empty()) transport_->FlushWrites();  // on the wire before the fsync
+    Reply(r);
     Write(r);
+    for (const consensus::Message& m : r.consensus.messages) transport_->Send(m);
     station_->Persisted(r);
-    Deliver(r);
+    CarryOut(r);
   }
 }
 
@@ -157,8 +159,7 @@ void Driver::Write(const station::Ready& r) {
   }
 }
 
-void Driver::Deliver(station::Ready& r) {
-  for (const consensus::Message& m : r.consensus.messages) transport_->Send(m);
+void Driver::Reply(station::Ready& r) {
   for (station::Reply& reply : r.replies) {
     auto it = responders_.find(reply.handle);
     if (it == responders_.end()) continue;
@@ -170,6 +171,9 @@ void Driver::Deliver(station::Ready& r) {
     it->second(std::move(reply.response));
     responders_.erase(it);
   }
+}
+
+void Driver::CarryOut(const station::Ready& r) {
   if (r.link_faults) {
     for (const auto& [peer, dirs] : r.link_faults->blocked) transport_->SetBlocked(peer, dirs.first, dirs.second);
   }

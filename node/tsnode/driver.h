@@ -57,7 +57,8 @@ class Driver {
   Status StartClientPort();
   void Flush();
   void Write(const station::Ready& r);
-  void Deliver(station::Ready& r);
+  void Reply(station::Ready& r);
+  void CarryOut(const station::Ready& r);
   void OnClientRequest(rpc::ClientRequest&& req, rpc::ClientServer::Responder respond);
   [[noreturn]] void StorageFailed(const Status& s);
 

@@ -1,4 +1,4 @@
-// Real tsnode processes on loopback (issue 2's acceptance):
+// Real tsnode processes on loopback:
 //  (a) the leader is SIGKILLed under a 32-client load: writes resume, the node
 //      restarts and catches up, no acknowledged write is lost, one digest;
 //  (b) a paused minority cannot stop commits, a paused majority stops them,

@@ -1,4 +1,4 @@
-// The recovery supervisor and coordinator on real tsnode processes (issue 4):
+// The recovery supervisor and coordinator on real tsnode processes:
 //  - the coordinator runs on the lease holder only;
 //  - an invalid command is answered with its error and writes nothing;
 //  - a paused leader's coordinator is replaced, and stops as soon as the old

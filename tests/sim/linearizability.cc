@@ -73,18 +73,19 @@ std::string Describe(const KvOperation& op) {
   return s + (op.ok ? " -> ok" : " -> failed");
 }
 
-LinearizabilityResult CheckKey(const std::vector<const KvOperation*>& ops, uint64_t max_states) {
-  LinearizabilityResult r;
+// The history as a doubly linked list of call and return events, sorted by
+// time (at equal times calls first: the permissive reading of a clock that
+// could not tell them apart); ev[0] is the head sentinel and each event's
+// match is its partner.
+std::vector<Event> BuildEvents(const std::vector<const KvOperation*>& ops) {
   const uint64_t kNever = std::numeric_limits<uint64_t>::max();
-  // Events sorted by time; at equal times calls come first (the permissive
-  // reading of a clock that could not tell them apart).
   std::vector<std::pair<std::pair<uint64_t, int>, std::pair<int, bool>>> order;
   for (size_t i = 0; i < ops.size(); ++i) {
     order.push_back({{ops[i]->call_ns, 0}, {static_cast<int>(i), true}});
     order.push_back({{ops[i]->return_ns.value_or(kNever), 1}, {static_cast<int>(i), false}});
   }
   std::sort(order.begin(), order.end());
-  std::vector<Event> ev(order.size() + 1);  // ev[0] is the head sentinel
+  std::vector<Event> ev(order.size() + 1);
   std::vector<int> call_of(ops.size()), ret_of(ops.size());
   for (size_t k = 0; k < order.size(); ++k) {
     int idx = static_cast<int>(k) + 1;
@@ -100,23 +101,29 @@ LinearizabilityResult CheckKey(const std::vector<const KvOperation*>& ops, uint6
     ev[k].prev = static_cast<int>(k) - 1;
     ev[k].next = k + 1 < ev.size() ? static_cast<int>(k) + 1 : -1;
   }
-  auto unlink = [&](int i) {
+  return ev;
+}
+
+// Taking an operation out of the list (linearized) and putting it back
+// (backtracking), call and return together.
+void Lift(std::vector<Event>& ev, int call) {
+  for (int i : {call, ev[call].match}) {
     ev[ev[i].prev].next = ev[i].next;
     if (ev[i].next != -1) ev[ev[i].next].prev = ev[i].prev;
-  };
-  auto relink = [&](int i) {
+  }
+}
+
+void Unlift(std::vector<Event>& ev, int call) {
+  for (int i : {ev[call].match, call}) {
     ev[ev[i].prev].next = i;
     if (ev[i].next != -1) ev[ev[i].next].prev = i;
-  };
-  auto lift = [&](int call) {
-    unlink(call);
-    unlink(ev[call].match);
-  };
-  auto unlift = [&](int call) {
-    relink(ev[call].match);
-    relink(call);
-  };
+  }
+}
 
+// Wing and Gong's search with Lowe's memo of (linearized set, state).
+LinearizabilityResult CheckKey(const std::vector<const KvOperation*>& ops, uint64_t max_states) {
+  LinearizabilityResult r;
+  std::vector<Event> ev = BuildEvents(ops);
   std::vector<uint64_t> bits((ops.size() + 63) / 64, 0);
   State state;
   std::unordered_set<MemoKey, MemoHash> memo;
@@ -137,7 +144,7 @@ LinearizabilityResult CheckKey(const std::vector<const KvOperation*>& ops, uint6
         if (memo.insert(MemoKey{bits, next}).second) {
           stack.push_back({entry, state});
           state = std::move(next);
-          lift(entry);
+          Lift(ev, entry);
           deepest = std::max(deepest, stack.size());
           entry = ev[0].next;
           continue;
@@ -157,7 +164,7 @@ LinearizabilityResult CheckKey(const std::vector<const KvOperation*>& ops, uint6
       state = std::move(prev_state);
       int op = ev[call].op;
       bits[op / 64] &= ~(uint64_t{1} << (op % 64));
-      unlift(call);
+      Unlift(ev, call);
       entry = ev[call].next;
     }
   }

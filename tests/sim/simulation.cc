@@ -401,6 +401,9 @@ class Run {
     }
     r_.acknowledged = acked_.size();
     r_.chosen = log.size();
+    // A station counts what it applied since it started, replay included:
+    // on the longest log's node, every deployment decree of the log.
+    if (c_.IsUp(l)) r_.deploy_stale = c_.station(l).deploy_stale();
     for (const Entry& e : log) {
       station::Decree d;
       if (!e.IsNoop() && station::DecodeDecree(e.value, &d).ok() &&
@@ -458,6 +461,7 @@ SweepResult SweepSeeds(SimOptions o, uint64_t count, size_t max_failures,
     t.version_steps += r.version_steps;
     t.simulated_ms += r.simulated_ms;
     t.deploy_decrees += r.deploy_decrees;
+    t.deploy_stale += r.deploy_stale;
     t.coordinator_handovers += r.coordinator_handovers;
     t.last_trace_hash = r.trace_hash;
     if (!r.ok) {
@@ -472,10 +476,11 @@ std::string SweepResult::Summary() const {
   char line[320];
   std::snprintf(line, sizeof line,
                 "seeds=%llu failed=%llu acknowledged=%llu faults=%llu write_faults=%llu version_steps=%llu "
-                "deploy_decrees=%llu coordinator_handovers=%llu simulated_hours=%.2f",
+                "deploy_decrees=%llu (stale %llu) coordinator_handovers=%llu simulated_hours=%.2f",
                 (unsigned long long)seeds, (unsigned long long)failed, (unsigned long long)acknowledged,
                 (unsigned long long)faults, (unsigned long long)write_faults, (unsigned long long)version_steps,
-                (unsigned long long)deploy_decrees, (unsigned long long)coordinator_handovers,
+                (unsigned long long)deploy_decrees, (unsigned long long)deploy_stale,
+                (unsigned long long)coordinator_handovers,
                 simulated_ms / 3600000.0);
   return line;
 }

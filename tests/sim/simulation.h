@@ -41,6 +41,7 @@ struct SimResult {
   uint64_t simulated_ms = 0;
   uint64_t version_steps = 0;  // nodes restarted on another version, downgrade decrees
   uint64_t deploy_decrees = 0;  // deployment decrees in the final log
+  uint64_t deploy_stale = 0;    // of those, validated against an older state: changed nothing
   uint64_t coordinator_handovers = 0;  // times the coordinator started on another node
 };
 
@@ -75,7 +76,7 @@ uint64_t SeedsFromEnv(const char* name, uint64_t fallback);
 // Totals over a run of consecutive seeds.
 struct SweepResult {
   uint64_t seeds = 0, failed = 0, acknowledged = 0, faults = 0, write_faults = 0, version_steps = 0,
-           simulated_ms = 0, deploy_decrees = 0, coordinator_handovers = 0;
+           simulated_ms = 0, deploy_decrees = 0, deploy_stale = 0, coordinator_handovers = 0;
   uint64_t last_trace_hash = 0;
   std::vector<std::string> failures;  // "seed S: what broke\n  replay: COMMAND"
   std::string Summary() const;        // one line of the totals

@@ -149,18 +149,18 @@ void StationCluster::Pump(NodeId id) {
     station::Ready r = n.station->TakeReady();
     if (on_ready_) on_ready_(id, r);
     for (const Message& m : r.consensus.early_messages) net_.Send(m);
+    for (station::Reply& reply : r.replies) {
+      if (n.handles.erase(reply.handle)) replies_[reply.handle] = std::move(reply.response);
+    }
     if (!Write(id, r)) {
       Crash(id);
       return;
     }
+    for (const Message& m : r.consensus.messages) net_.Send(m);
     n.station->Persisted(r);
-    for (Message& m : r.consensus.messages) net_.Send(std::move(m));
     for (Entry& e : r.consensus.committed) {
       assert(n.applied.empty() || n.applied.back().slot + 1 == e.slot);
       n.applied.push_back(std::move(e));
-    }
-    for (station::Reply& reply : r.replies) {
-      if (n.handles.erase(reply.handle)) replies_[reply.handle] = std::move(reply.response);
     }
     for (station::LogEvent& e : r.events) {
       n.events.push_back(std::to_string(now_ms()) + "ms " + e.text);

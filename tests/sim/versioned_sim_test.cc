@@ -16,6 +16,7 @@ TEST(VersionedSimulation, RunVersionedSimulation_ManySeedsKeepEveryInvariant) {
   for (const std::string& f : t.failures) ADD_FAILURE() << f;
   EXPECT_GT(t.acknowledged, seeds) << "the runs did real work";
   EXPECT_GT(t.version_steps, 3 * seeds) << "nodes must actually change versions";
+  EXPECT_GT(t.deploy_decrees, 5 * seeds) << "the deployment workload must actually run";
   std::printf("versioned simulation: %s\n", t.Summary().c_str());
 }
 

@@ -308,8 +308,8 @@ TEST(PeerTransport, Reconnect_AfterThePeerRestartsOnTheSamePort) {
   EXPECT_EQ(std::get<consensus::Heartbeat>(p.b->received[0].body).seq, 2u);
 }
 
-// A link that never came back after a restart was seen once (session 1 of
-// issue 5). Node 2 is restarted many times, at seeded moments: while links
+// A link that never came back after a restart was seen once, under the
+// nemesis. Node 2 is restarted many times, at seeded moments: while links
 // are up, while node 1 is mid-dial or backing off, and while the new node 2
 // is itself still dialling. Each time both links must come back, carry a
 // message each way, and node 1 must learn the new process's version.

@@ -1,10 +1,11 @@
 // RunSimulation; see simulation.h. Checked every simulated millisecond: at
 // most one node holds a lease; at most one coordinator runs, and only on a
-// lease holder; every station's and core's invariants; the promised ballot
-// never goes down on disk (torn writes included). Every second and at the
-// end: all applied logs are prefixes of one log, stations at equal applied
-// slots hold equal state digests, no deployment decree was refused at apply
-// (each was validated against the state it met), the executor lost no room.
+// lease holder; no deployment decree was refused at apply (each was
+// validated against the state it met); every station's and core's
+// invariants; the promised ballot never goes down on disk (torn writes
+// included). Every second and at the end (a digest costs a dump of the whole
+// state): all applied logs are prefixes of one log, stations at equal
+// applied slots hold equal state digests, the executor lost no room.
 // At the end: every acknowledged write is in the log at its slot, and after
 // healing the cluster commits again and every rollout finishes within
 // heal_limit_ms.
@@ -116,13 +117,19 @@ class Run {
 
   // Leases never overlap; a coordinator runs only on a lease holder, so
   // never two at once. Judged here from the outside, not by the station's
-  // own supervisor (which a bug may have broken).
+  // own supervisor (which a bug may have broken). And no deployment decree
+  // was refused at apply.
   void CheckLeasesAndCoordinators() {
     int holders = 0;
     int coordinators = 0;
     for (NodeId id : c_.members()) {
       if (!c_.IsUp(id)) continue;
       const station::Station& st = c_.station(id);
+      if (st.deploy_refused() > 0) {
+        Fail("node " + std::to_string(id) + " refused " + std::to_string(st.deploy_refused()) +
+             " deployment decrees at apply: a coordinator proposed what it had not validated against the state "
+             "the decree met" + c_.RecentEvents(id));
+      }
       bool lease = st.replica().GetStatus().lease_left_ms > 0;
       holders += lease;
       if (!st.coordinator_running()) continue;
@@ -152,11 +159,6 @@ class Run {
       if (!c_.IsUp(id)) continue;
       const station::Station& st = c_.station(id);
       if (st.stuck_at()) continue;
-      if (st.deploy_refused() > 0) {
-        Fail("node " + std::to_string(id) + " refused " + std::to_string(st.deploy_refused()) +
-             " deployment decrees at apply: a coordinator proposed what it had not validated against the state "
-             "the decree met" + c_.RecentEvents(id));
-      }
       auto [it, fresh] = digests_.emplace(st.applied_slot(), std::make_pair(id, st.StateDigest()));
       if (!fresh && it->second.second != st.StateDigest()) {
         Fail("nodes " + std::to_string(it->second.first) + " and " + std::to_string(id) +

@@ -83,23 +83,11 @@ void SimCluster::Run(uint64_t ms) {
 }
 
 bool SimCluster::RunUntil(const std::function<bool()>& pred, uint64_t limit_ms) {
-  for (uint64_t i = 0; i < limit_ms; ++i) {
-    if (pred()) return true;
-    Run(1);
-  }
-  return pred();
+  return StepUntil([this] { Run(1); }, pred, limit_ms);
 }
 
 std::optional<NodeId> SimCluster::Leader() const {
-  std::optional<NodeId> found;
-  for (NodeId id : members()) {
-    const Node& n = nodes_.at(id);
-    if (n.replica && n.replica->GetStatus().role == consensus::Role::kLeader) {
-      if (found) return std::nullopt;  // two claimants: no single leader
-      found = id;
-    }
-  }
-  return found;
+  return SoleLeader(members(), [this](NodeId id) { return nodes_.at(id).replica.get(); });
 }
 
 bool SimCluster::HasStableLeader() const {

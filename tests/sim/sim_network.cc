@@ -74,4 +74,25 @@ void SimNetwork::NoteDelivery(const Message& m) {
   }
 }
 
+bool StepUntil(const std::function<void()>& step, const std::function<bool()>& pred, uint64_t limit_ms) {
+  for (uint64_t i = 0; i < limit_ms; ++i) {
+    if (pred()) return true;
+    step();
+  }
+  return pred();
+}
+
+std::optional<NodeId> SoleLeader(const std::vector<NodeId>& members,
+                                 const std::function<const consensus::Replica*(NodeId)>& replica_of) {
+  std::optional<NodeId> found;
+  for (NodeId id : members) {
+    const consensus::Replica* r = replica_of(id);
+    if (r && r->GetStatus().role == consensus::Role::kLeader) {
+      if (found) return std::nullopt;  // two claimants: no single leader
+      found = id;
+    }
+  }
+  return found;
+}
+
 }  // namespace ts::sim

@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "consensus/messages.h"
+#include "consensus/replica.h"
 
 namespace ts::sim {
 
@@ -88,5 +88,14 @@ class SimNetwork {
   NetworkFaults faults_;
   std::map<NodeId, uint64_t> incarnations_;
 };
+
+// Runs `step` (one simulated millisecond) until `pred` holds, at most
+// `limit_ms` times; whether it held.
+bool StepUntil(const std::function<void()>& step, const std::function<bool()>& pred, uint64_t limit_ms);
+
+// The one member whose replica (null while down) is in role leader; none if
+// no member or two claim it.
+std::optional<NodeId> SoleLeader(const std::vector<NodeId>& members,
+                                 const std::function<const consensus::Replica*(NodeId)>& replica_of);
 
 }  // namespace ts::sim

@@ -217,22 +217,11 @@ void StationCluster::Run(uint64_t ms) {
 }
 
 bool StationCluster::RunUntil(const std::function<bool()>& pred, uint64_t limit_ms) {
-  for (uint64_t i = 0; i < limit_ms; ++i) {
-    if (pred()) return true;
-    Run(1);
-  }
-  return pred();
+  return StepUntil([this] { Run(1); }, pred, limit_ms);
 }
 
 std::optional<NodeId> StationCluster::Leader() const {
-  std::optional<NodeId> found;
-  for (NodeId id : members()) {
-    if (IsUp(id) && station(id).replica().GetStatus().role == consensus::Role::kLeader) {
-      if (found) return std::nullopt;  // two claimants: no single leader
-      found = id;
-    }
-  }
-  return found;
+  return SoleLeader(members(), [this](NodeId id) { return IsUp(id) ? &station(id).replica() : nullptr; });
 }
 
 bool StationCluster::HasStableLeader() const {

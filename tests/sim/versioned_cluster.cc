@@ -84,11 +84,7 @@ void VersionedCluster::AfterStep() {
 }
 
 bool VersionedCluster::RunUntil(const std::function<bool()>& pred, uint64_t limit_ms) {
-  for (uint64_t i = 0; i < limit_ms; ++i) {
-    if (pred()) return true;
-    Run(1);
-  }
-  return pred();
+  return StepUntil([this] { Run(1); }, pred, limit_ms);
 }
 
 void VersionedCluster::Upgrade(NodeId id, Semver version) {

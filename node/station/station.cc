@@ -129,14 +129,15 @@ void Station::Persisted(const Ready& ready) {
   if (ready.consensus.token == 0) return;  // replies and log lines only: nothing changed
   replica_->Persisted(ready.consensus.token);
   for (const Entry& e : ready.consensus.committed) Apply(e);
-  NoteRoleChange();
   RunDuties();
 }
 
-// What the driver's loop ran after each batch before the station existed:
-// eligibility, the new leader's marker, a waiting downgrade, the
-// coordinator, lease reads and write deadlines. Each is cheap when idle.
+// After every tick and every persisted batch: the role change's log line
+// (and a deposed leader's write deadlines), eligibility, the new leader's
+// marker, a waiting downgrade, the coordinator, lease reads and write
+// deadlines. Each is cheap when idle.
 void Station::RunDuties() {
+  NoteRoleChange();
   UpdateEligibility();
   MaybeProposeMarker();
   MaybeProposeDowngrade();

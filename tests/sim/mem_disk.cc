@@ -1,7 +1,7 @@
 // MemDisk; see mem_disk.h.
 #include "tests/sim/mem_disk.h"
 
-#include <cassert>
+#include "consensus/check.h"
 
 namespace ts::sim {
 
@@ -45,7 +45,7 @@ size_t MemDisk::RecordCount(const consensus::Ready& r) {
 }
 
 void MemDisk::PersistPrefix(const consensus::Ready& r, size_t records) {
-  assert(records <= RecordCount(r));
+  TS_CHECK(records <= RecordCount(r), "a torn write cannot land more records than it has");
   size_t left = records;
   if (r.promised && left > 0) {
     --left;

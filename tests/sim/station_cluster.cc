@@ -2,8 +2,8 @@
 // time, messages, writes and replies, and decides nothing about them.
 #include "tests/sim/station_cluster.h"
 
-#include <cassert>
 
+#include "consensus/check.h"
 #include "tests/sim/sim_cluster.h"
 
 namespace ts::sim {
@@ -54,7 +54,7 @@ StationCluster::~StationCluster() = default;
 
 void StationCluster::Restart(NodeId id) {
   Node& n = nodes_.at(id);
-  assert(!n.station);
+  TS_CHECK(!n.station, "restarting a node that is up");
   net_.Restarted(id);
   station::StationOptions o = base_;
   o.consensus.id = id;
@@ -70,7 +70,7 @@ void StationCluster::Restart(NodeId id) {
   n.applied = n.disk.ReadRange(1, n.disk.chosen_upto);
   n.log = std::make_unique<DiskLog>(n.disk);
   auto st = station::Station::Open(o, std::move(boot), n.log.get());
-  assert(st.ok());  // the simulated disk is never corrupt
+  TS_CHECK(st.ok(), "a station could not open its simulated disk, which is never corrupt");
   n.station = std::move(*st);
   for (NodeId m : members()) {
     if (m != id) links_to_open_.insert({std::min(id, m), std::max(id, m)});
@@ -159,7 +159,7 @@ void StationCluster::Pump(NodeId id) {
     for (const Message& m : r.consensus.messages) net_.Send(m);
     n.station->Persisted(r);
     for (Entry& e : r.consensus.committed) {
-      assert(n.applied.empty() || n.applied.back().slot + 1 == e.slot);
+      TS_CHECK(n.applied.empty() || n.applied.back().slot + 1 == e.slot, "slots applied out of order");
       n.applied.push_back(std::move(e));
     }
     for (station::LogEvent& e : r.events) {

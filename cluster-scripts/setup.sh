@@ -63,6 +63,11 @@ fi
 
 [[ $do_build -eq 1 ]] || exit 0
 # TS_SANITIZE is always stated so a directory never keeps an older choice.
+# Build dirs from before node/ had a folder per program hold the programs
+# where their folders now go (build/node/tsctl was a file): clear them.
+for prog in tsnode tsctl tsagent; do
+  if [[ -f "$build_dir/node/$prog" ]]; then rm -f "$build_dir/node/$prog"; fi
+done
 cmake_args=(-S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo)
 if [[ $sanitize -eq 1 ]]; then cmake_args+=(-DTS_SANITIZE=ON); else cmake_args+=(-DTS_SANITIZE=OFF); fi
 cmake "${cmake_args[@]}" >/dev/null

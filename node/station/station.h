@@ -27,8 +27,8 @@
 // Time moves only through Tick; every deadline is on that clock. The same
 // options, bootstrap, log contents and inputs give the same outputs.
 //
-// A reply to kStatus leaves PeerStatus::connected false: links are the
-// driver's, so the driver fills that field in.
+// A reply to kStatus leaves PeerStatus::connected and peer_addr empty:
+// links and addresses are the driver's, so the driver fills them in.
 #pragma once
 
 #include <cstdint>

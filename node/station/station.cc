@@ -148,28 +148,19 @@ void Station::RunDuties() {
 
 void Station::Shutdown() {
   for (auto& [slot, w] : pending_writes_) {
-    rpc::ClientResponse r;
-    r.id = w.request_id;
-    r.code = rpc::ClientCode::kOutcomeUnknown;
-    r.message = "node shutting down before the write was applied";
-    Respond(w.handle, std::move(r));
+    Respond(w.handle, Answer(w.request_id, rpc::ClientCode::kOutcomeUnknown,
+                             "node shutting down before the write was applied"));
   }
   pending_writes_.clear();
   if (pending_downgrade_ && pending_downgrade_->handle) {
-    rpc::ClientResponse r;
-    r.id = pending_downgrade_->req.id;
-    r.code = rpc::ClientCode::kUnavailable;
-    r.message = "node shutting down before the downgrade decree was proposed; nothing was written";
-    Respond(*pending_downgrade_->handle, std::move(r));
+    Respond(*pending_downgrade_->handle,
+            Answer(pending_downgrade_->req.id, rpc::ClientCode::kUnavailable,
+                   "node shutting down before the downgrade decree was proposed; nothing was written"));
   }
   pending_downgrade_.reset();
   if (rc_running_) StopCoordinator("node shutting down");
   for (PendingRead& p : pending_reads_) {
-    rpc::ClientResponse r;
-    r.id = p.req.id;
-    r.code = rpc::ClientCode::kUnavailable;
-    r.message = "node shutting down";
-    Respond(p.handle, std::move(r));
+    Respond(p.handle, Answer(p.req.id, rpc::ClientCode::kUnavailable, "node shutting down"));
   }
   pending_reads_.clear();
   Log(LogLevel::kInfo, "stopped at applied slot " + std::to_string(applied_slot_));
@@ -312,11 +303,8 @@ void Station::ExpireWrites() {
       ++it;
       continue;
     }
-    rpc::ClientResponse r;
-    r.id = it->second.request_id;
-    r.code = rpc::ClientCode::kOutcomeUnknown;
-    r.message = "timed out waiting for the write to be chosen";
-    Respond(it->second.handle, std::move(r));
+    Respond(it->second.handle, Answer(it->second.request_id, rpc::ClientCode::kOutcomeUnknown,
+                                      "timed out waiting for the write to be chosen"));
     it = pending_writes_.erase(it);
   }
 }

@@ -102,6 +102,9 @@ struct LinkFaults {
   std::map<consensus::NodeId, std::pair<bool, bool>> blocked;  // peer -> (out, in)
 };
 
+// An answer to request `id` with `code` and a message for people.
+rpc::ClientResponse Answer(uint64_t id, rpc::ClientCode code, std::string message);
+
 // The decree type of each deployment command kind, and back.
 DecreeType DecreeTypeOf(deploy::Kind kind);
 std::optional<deploy::Kind> DeployKindOf(uint16_t decree_type);

@@ -14,17 +14,13 @@ using rpc::ClientOp;
 using rpc::ClientRequest;
 using rpc::ClientResponse;
 
-namespace {
-
-ClientResponse Error(uint64_t id, ClientCode code, std::string message) {
+ClientResponse Answer(uint64_t id, ClientCode code, std::string message) {
   ClientResponse r;
   r.id = id;
   r.code = code;
   r.message = std::move(message);
   return r;
 }
-
-}  // namespace
 
 void Station::Request(uint64_t handle, ClientRequest req) {
   switch (req.op) {
@@ -52,7 +48,7 @@ void Station::Request(uint64_t handle, ClientRequest req) {
     case ClientOp::kDelete:
       return HandleWrite(handle, std::move(req));
   }
-  Respond(handle, Error(req.id, ClientCode::kBadRequest, "unknown operation"));
+  Respond(handle, Answer(req.id, ClientCode::kBadRequest, "unknown operation"));
 }
 
 std::string Station::ClientAddrOf(consensus::NodeId node) const {
@@ -83,14 +79,14 @@ bool Station::TakesWrites() const {
 
 void Station::HandleRead(uint64_t handle, ClientRequest&& req) {
   if (req.key.empty() || req.key.size() > options_.key_bytes_max) {
-    return Respond(handle, Error(req.id, ClientCode::kBadRequest,
+    return Respond(handle, Answer(req.id, ClientCode::kBadRequest,
                                  "key must be 1.." + std::to_string(options_.key_bytes_max) + " bytes"));
   }
   if (replica_->GetStatus().role != consensus::Role::kLeader) {
     return Respond(handle, Redirect(req, "this node does not lead"));
   }
   if (pending_reads_.size() + pending_writes_.size() >= options_.pending_requests_max) {
-    return Respond(handle, Error(req.id, ClientCode::kBusy, "too many requests in flight"));
+    return Respond(handle, Answer(req.id, ClientCode::kBusy, "too many requests in flight"));
   }
   // Served in ServeReads once the lease and the applied slot allow it.
   uint64_t deadline = now_ms_ + options_.consensus.lease_ms * 4;
@@ -100,19 +96,19 @@ void Station::HandleRead(uint64_t handle, ClientRequest&& req) {
 
 void Station::HandleWrite(uint64_t handle, ClientRequest&& req) {
   if (req.key.empty() || req.key.size() > options_.key_bytes_max) {
-    return Respond(handle, Error(req.id, ClientCode::kBadRequest,
+    return Respond(handle, Answer(req.id, ClientCode::kBadRequest,
                                  "key must be 1.." + std::to_string(options_.key_bytes_max) + " bytes"));
   }
   if (req.value.size() > options_.value_bytes_max || req.expected.size() > options_.value_bytes_max) {
-    return Respond(handle, Error(req.id, ClientCode::kBadRequest,
+    return Respond(handle, Answer(req.id, ClientCode::kBadRequest,
                                  "value larger than " + std::to_string(options_.value_bytes_max) + " bytes"));
   }
   if (pending_reads_.size() + pending_writes_.size() >= options_.pending_requests_max) {
-    return Respond(handle, Error(req.id, ClientCode::kBusy, "too many requests in flight"));
+    return Respond(handle, Answer(req.id, ClientCode::kBusy, "too many requests in flight"));
   }
   if (replica_->GetStatus().role == Role::kLeader && !TakesWrites()) {
     // A new leader first recovers the log and writes its version marker.
-    return Respond(handle, Error(req.id, ClientCode::kUnavailable, "leader is recovering the log; retry"));
+    return Respond(handle, Answer(req.id, ClientCode::kUnavailable, "leader is recovering the log; retry"));
   }
   auto type = static_cast<uint16_t>(req.op == ClientOp::kPut      ? DecreeType::kKvPut
                                     : req.op == ClientOp::kDelete ? DecreeType::kKvDelete
@@ -130,20 +126,20 @@ void Station::HandleWrite(uint64_t handle, ClientRequest&& req) {
   auto slot = ProposeDecree(d);
   if (!slot.ok()) {
     if (slot.status().code() == Status::Code::kNotLeader) return Respond(handle, Redirect(req, "this node does not lead"));
-    return Respond(handle, Error(req.id, ClientCode::kBusy, slot.status().message()));
+    return Respond(handle, Answer(req.id, ClientCode::kBusy, slot.status().message()));
   }
   pending_writes_[*slot] = PendingWrite{d.tag, req.op, handle, req.id, now_ms_ + options_.request_timeout_ms};
 }
 
 void Station::HandleFault(uint64_t handle, const ClientRequest& req) {
   if (!options_.fault_injection) {
-    return Respond(handle, Error(req.id, ClientCode::kBadRequest,
+    return Respond(handle, Answer(req.id, ClientCode::kBadRequest,
                                  "fault injection is off (start tsnode with --fault-injection)"));
   }
   bool out = req.key == "block" || req.key == "block-out";
   bool in = req.key == "block" || req.key == "block-in";
   if (!out && !in) {
-    return Respond(handle, Error(req.id, ClientCode::kBadRequest, "fault: key must be block, block-out or block-in"));
+    return Respond(handle, Answer(req.id, ClientCode::kBadRequest, "fault: key must be block, block-out or block-in"));
   }
   std::set<consensus::NodeId> blocked;
   size_t pos = 0;
@@ -154,7 +150,7 @@ void Station::HandleFault(uint64_t handle, const ClientRequest& req) {
     char* end = nullptr;
     unsigned long peer = std::strtoul(item.c_str(), &end, 10);
     if (item.empty() || *end != '\0' || peers_.count(static_cast<consensus::NodeId>(peer)) == 0) {
-      return Respond(handle, Error(req.id, ClientCode::kBadRequest, "fault: '" + item + "' is not a peer id of this node"));
+      return Respond(handle, Answer(req.id, ClientCode::kBadRequest, "fault: '" + item + "' is not a peer id of this node"));
     }
     blocked.insert(static_cast<consensus::NodeId>(peer));
   }
@@ -191,7 +187,7 @@ void Station::ServeReads() {
     } else if (index.status().code() == Status::Code::kNotLeader) {
       Respond(r.handle, Redirect(r.req, "leadership lost"));
     } else if (now_ms_ >= r.deadline_ms) {
-      Respond(r.handle, Error(r.req.id, ClientCode::kUnavailable,
+      Respond(r.handle, Answer(r.req.id, ClientCode::kUnavailable,
                               "leader could not confirm its lease: " + index.status().message()));
     } else {
       return;  // wait for the lease (a new leader's first heartbeat round)
@@ -242,7 +238,7 @@ ClientResponse Station::BuildLog(const ClientRequest& req) const {
   consensus::Slot from = std::max<uint64_t>(req.from_slot, 1);
   if (from > chosen) return r;
   auto entries = log_->ReadRange(from, std::min<consensus::Slot>(chosen, from + limit - 1));
-  if (!entries.ok()) return Error(req.id, ClientCode::kInternal, entries.status().ToString());
+  if (!entries.ok()) return Answer(req.id, ClientCode::kInternal, entries.status().ToString());
   for (const consensus::Entry& e : *entries) {
     rpc::LogRow row;
     row.slot = e.slot;

@@ -27,19 +27,7 @@ using rpc::ClientResponse;
 namespace {
 
 ClientResponse ErrorFor(uint64_t id, const Status& s) {
-  ClientResponse r;
-  r.id = id;
-  r.code = s.code() == Status::Code::kNotFound ? ClientCode::kNotFound : ClientCode::kBadRequest;
-  r.message = s.message();
-  return r;
-}
-
-ClientResponse Unavailable(uint64_t id, ClientCode code, std::string why) {
-  ClientResponse r;
-  r.id = id;
-  r.code = code;
-  r.message = std::move(why);
-  return r;
+  return Answer(id, s.code() == Status::Code::kNotFound ? ClientCode::kNotFound : ClientCode::kBadRequest, s.message());
 }
 
 constexpr std::pair<deploy::Kind, DecreeType> kDeployTypes[] = {
@@ -75,13 +63,13 @@ void Station::HandleDeploy(uint64_t handle, ClientRequest&& req) {
     return Respond(handle, Redirect(req, "this node does not lead"));
   }
   if (!rc_running_) {
-    return Respond(handle, Unavailable(req.id, ClientCode::kUnavailable,
+    return Respond(handle, Answer(req.id, ClientCode::kUnavailable,
                                        "recovery coordinator not running yet (leader recovering the log); retry"));
   }
   // Invalid: answered now, nothing written.
   if (Status s = deploy_.Check(*cmd); !s.ok()) return Respond(handle, ErrorFor(req.id, s));
   if (deploy_queue_.size() >= options_.deploy_queue_max) {
-    return Respond(handle, Unavailable(req.id, ClientCode::kBusy, "too many deployment commands waiting"));
+    return Respond(handle, Answer(req.id, ClientCode::kBusy, "too many deployment commands waiting"));
   }
   deploy_queue_.push_back(PendingDeploy{std::move(*cmd), handle, req.id, now_ms_ + options_.request_timeout_ms});
   RunCoordinator();
@@ -107,7 +95,7 @@ bool Station::ProposeDeploy(deploy::DeployCommand c, PendingDeploy* client) {
   auto slot = ProposeDecree(d);
   if (!slot.ok()) {
     if (client != nullptr) {
-      Respond(client->handle, Unavailable(client->request_id, ClientCode::kUnavailable,
+      Respond(client->handle, Answer(client->request_id, ClientCode::kUnavailable,
                                           "not applied: " + slot.status().message()));
     }
     return false;
@@ -129,7 +117,7 @@ void Station::StopCoordinator(const std::string& why) {
   // coordinator (a lease lapsed and came back), it waits for that decree
   // rather than validating the next command without it.
   for (PendingDeploy& p : deploy_queue_) {
-    Respond(p.handle, Unavailable(p.request_id, ClientCode::kUnavailable,
+    Respond(p.handle, Answer(p.request_id, ClientCode::kUnavailable,
                                   "not applied: the coordinator stopped (" + why + "); retry"));
   }
   deploy_queue_.clear();
@@ -175,7 +163,7 @@ void Station::RunCoordinator() {
     PendingDeploy p = std::move(deploy_queue_.front());
     deploy_queue_.pop_front();
     if (now_ms_ >= p.deadline_ms) {
-      Respond(p.handle, Unavailable(p.request_id, ClientCode::kUnavailable,
+      Respond(p.handle, Answer(p.request_id, ClientCode::kUnavailable,
                                     "not applied: waited too long for the coordinator; retry"));
     } else if (Status st = deploy_.Check(p.command); !st.ok()) {
       Respond(p.handle, ErrorFor(p.request_id, st));

@@ -148,13 +148,7 @@ StatusOr<std::vector<Rewrite>> Station::RewritesFor(const Semver& target) const 
 // before or just after the downgrade decree, and the target's nodes stuck
 // for good.
 void Station::HandleDowngrade(uint64_t handle, rpc::ClientRequest&& req) {
-  auto fail = [&](ClientCode code, std::string why) {
-    ClientResponse r;
-    r.id = req.id;
-    r.code = code;
-    r.message = std::move(why);
-    Respond(handle, std::move(r));
-  };
+  auto fail = [&](ClientCode code, std::string why) { Respond(handle, Answer(req.id, code, std::move(why))); };
   consensus::ReplicaStatus s = replica_->GetStatus();
   if (s.role != consensus::Role::kLeader) return Respond(handle, Redirect(req, "this node does not lead"));
   if (pending_downgrade_) return fail(ClientCode::kBusy, "another downgrade request is waiting to be proposed; retry");
@@ -187,11 +181,7 @@ void Station::MaybeProposeDowngrade() {
     pending_downgrade_.reset();
   };
   auto fail = [&](ClientCode code, std::string why) {
-    ClientResponse r;
-    r.id = p.req.id;
-    r.code = code;
-    r.message = std::move(why) + "; nothing was written";
-    finish(std::move(r));
+    finish(Answer(p.req.id, code, std::move(why) + "; nothing was written"));
   };
   consensus::ReplicaStatus s = replica_->GetStatus();
   if (s.role != consensus::Role::kLeader || s.promised != p.ballot) {

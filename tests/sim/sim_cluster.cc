@@ -3,23 +3,13 @@
 
 namespace ts::sim {
 
-namespace {
-
-std::vector<NodeId> Members(size_t n) {
-  std::vector<NodeId> m;
-  for (NodeId id = 1; id <= n; ++id) m.push_back(id);
-  return m;
-}
-
-}  // namespace
-
 consensus::Config SimCluster::DefaultConfig() {
   consensus::Config c;  // the core's timing defaults: the simulator proves what tsnode ships
   c.check_invariants = true;
   return c;
 }
 
-SimCluster::SimCluster(size_t n, uint64_t seed, consensus::Config base) : net_(Members(n), seed), base_(std::move(base)) {
+SimCluster::SimCluster(size_t n, uint64_t seed, consensus::Config base) : net_(MemberIds(n), seed), base_(std::move(base)) {
   for (NodeId id : members()) {
     nodes_[id];
     Restart(id);

@@ -74,6 +74,12 @@ void SimNetwork::NoteDelivery(const Message& m) {
   }
 }
 
+std::vector<NodeId> MemberIds(size_t n) {
+  std::vector<NodeId> m;
+  for (NodeId id = 1; id <= n; ++id) m.push_back(id);
+  return m;
+}
+
 bool StepUntil(const std::function<void()>& step, const std::function<bool()>& pred, uint64_t limit_ms) {
   for (uint64_t i = 0; i < limit_ms; ++i) {
     if (pred()) return true;

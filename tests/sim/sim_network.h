@@ -89,6 +89,9 @@ class SimNetwork {
   std::map<NodeId, uint64_t> incarnations_;
 };
 
+// Node ids 1..n.
+std::vector<NodeId> MemberIds(size_t n);
+
 // Runs `step` (one simulated millisecond) until `pred` holds, at most
 // `limit_ms` times; whether it held.
 bool StepUntil(const std::function<void()>& step, const std::function<bool()>& pred, uint64_t limit_ms);

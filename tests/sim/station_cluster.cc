@@ -10,12 +10,6 @@ namespace ts::sim {
 
 namespace {
 
-std::vector<NodeId> Members(size_t n) {
-  std::vector<NodeId> m;
-  for (NodeId id = 1; id <= n; ++id) m.push_back(id);
-  return m;
-}
-
 constexpr size_t kEventsKept = 12;
 
 }  // namespace
@@ -42,7 +36,7 @@ station::StationOptions StationCluster::DefaultOptions() {
 }
 
 StationCluster::StationCluster(size_t n, uint64_t seed, station::StationOptions base)
-    : net_(Members(n), seed), base_(std::move(base)) {
+    : net_(MemberIds(n), seed), base_(std::move(base)) {
   for (NodeId id : members()) {
     versions_[id] = base_.consensus.software_version;
     nodes_[id];

@@ -45,6 +45,10 @@ std::optional<std::pair<std::string, std::string>> PutIn(const std::string& byte
   return std::make_pair(b.ops[0].command.key, b.ops[0].command.value);
 }
 
+// Simulated time given to a frozen layer's last moves (a restart) before
+// the final checks: links open at once when unblocked, heartbeats every 20 ms.
+constexpr uint64_t kSettleMs = 200;
+
 class Run {
  public:
   Run(const SimOptions& o, const LayerFactory& layer)
@@ -363,6 +367,12 @@ class Run {
     if (!deploy_.Settled(&why)) {
       Fail("deployments did not finish within " + std::to_string(o_.heal_limit_ms) + "ms after faults healed: " +
            why + DescribeNodes());
+    }
+    if (layer_) {
+      // The plan may have moved a node a moment ago: let links open and
+      // heartbeats flow before judging views.
+      layer_->Freeze();
+      for (uint64_t settle = 0; settle < kSettleMs; ++settle) Step(false);
     }
     WaitForCatchUp();
     PeriodicChecks();

@@ -55,6 +55,9 @@ class SimLayer {
   virtual void AfterStep() = 0;
   // Starts a node that is down (the layer decides what it runs).
   virtual void Restart(consensus::NodeId id) = 0;
+  // No more changes of the layer's own (version moves): the final checks
+  // judge a cluster that has settled.
+  virtual void Freeze() = 0;
   // The layer's invariants, empty if they hold; `settled` once faults are
   // healed and every node has caught up.
   virtual std::string Check(bool settled) = 0;

@@ -62,6 +62,7 @@ class VersionLayer : public SimLayer {
     vc_.Restart(id, v);
   }
 
+  void Freeze() override { frozen_ = true; }
   std::string Check(bool settled) override { return vc_.CheckVersionRules(settled); }
   std::string Describe(NodeId id) const override { return vc_.Describe(id); }
   uint64_t version_steps() const override { return steps_; }
@@ -69,7 +70,7 @@ class VersionLayer : public SimLayer {
  private:
   void PlanStep() {
     StationCluster& c = vc_.cluster();
-    if (c.now_ms() < next_step_ms_ || target_ >= plan_.targets.size()) return;
+    if (frozen_ || c.now_ms() < next_step_ms_ || target_ >= plan_.targets.size()) return;
     next_step_ms_ = c.now_ms() + 300 + rng_() % 1200;
     const Semver& t = plan_.targets[target_];
     std::vector<NodeId> off;
@@ -112,6 +113,7 @@ class VersionLayer : public SimLayer {
   size_t target_ = 0;
   uint64_t next_step_ms_ = 0;
   uint64_t steps_ = 0;
+  bool frozen_ = false;
   std::map<NodeId, Semver> pending_;
 };
 

@@ -13,14 +13,25 @@
 namespace ts::rpc {
 
 struct Handshake {
-  std::string cluster_id;
+  std::string cluster_id;  // the readable name (--cluster-id)
   consensus::NodeId node_id = 0;
   std::string software_version;        // semver
   std::string client_addr;             // host:port of its client port (leader hints)
   std::vector<uint32_t> format_versions;  // decree-format versions it reads
+  // The cluster's identity: a random UUID created once, at bootstrap (the
+  // genesis decree), stored in every data dir. Empty while the node has not
+  // learned it yet (a bootstrap member before genesis, or an empty data dir
+  // joining an existing cluster).
+  std::string cluster_uuid;
+  // The identity of this node's acceptor state: 0 for a bootstrap member's
+  // first data dir, a fresh random number for every data dir created after.
+  // A quorum counts a vote only from the incarnation the membership binds.
+  uint64_t incarnation = 0;
 
   template <class A>
-  void serialize(A& ar) { ar(cluster_id, node_id, software_version, client_addr, format_versions); }
+  void serialize(A& ar) {
+    ar(cluster_id, node_id, software_version, client_addr, format_versions, cluster_uuid, incarnation);
+  }
 };
 
 struct HandshakeAck {
@@ -28,9 +39,29 @@ struct HandshakeAck {
   std::string reason;  // why refused
   consensus::NodeId node_id = 0;
   std::string software_version;
+  std::string cluster_uuid;  // the acknowledging node's, as in Handshake
+  uint64_t incarnation = 0;
 
   template <class A>
-  void serialize(A& ar) { ar(ok, reason, node_id, software_version); }
+  void serialize(A& ar) { ar(ok, reason, node_id, software_version, cluster_uuid, incarnation); }
 };
+
+// Why a node refuses a peer's handshake, or empty to accept it: another
+// cluster name, or another cluster identity (both non-empty and different).
+// Both identities are named. An empty identity on either side is accepted:
+// that side learns the other's (DESIGN.md, "Cluster identity").
+std::string HandshakeRefusal(const Handshake& ours, const Handshake& theirs);
+
+inline std::string HandshakeRefusal(const Handshake& ours, const Handshake& theirs) {
+  auto name = [](const Handshake& h) {
+    return "cluster '" + h.cluster_id + "' (" + (h.cluster_uuid.empty() ? std::string("identity not yet known") : "uuid " + h.cluster_uuid) + ")";
+  };
+  if (theirs.cluster_id != ours.cluster_id || (!theirs.cluster_uuid.empty() && !ours.cluster_uuid.empty() &&
+                                               theirs.cluster_uuid != ours.cluster_uuid)) {
+    return "node " + std::to_string(theirs.node_id) + " belongs to " + name(theirs) + ", this node " +
+           std::to_string(ours.node_id) + " to " + name(ours) + ": another cluster's node or data dir";
+  }
+  return "";
+}
 
 }  // namespace ts::rpc

@@ -5,14 +5,20 @@
 #include "storage/log_store.h"
 
 #include <rocksdb/db.h>
+#include <rocksdb/env.h>
 #include <rocksdb/iterator.h>
 #include <rocksdb/options.h>
 #include <rocksdb/slice.h>
 #include <rocksdb/write_batch.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <limits>
+#include <mutex>
 #include <optional>
 
 #include "storage/record.h"
@@ -31,6 +37,82 @@ constexpr size_t kBatchKeepBytesMax = 8 << 20;
 std::string_view View(const rocksdb::Slice& s) { return {s.data(), s.size()}; }
 
 Status IoError(const std::string& what, const rocksdb::Status& s) { return Status::IoError(what + ": " + s.ToString()); }
+
+// What a damaged store means and how to rebuild it, in the words the
+// operator reads when the node refuses to start (DESIGN.md s.3: a node never
+// votes with a shorter memory than it promised).
+std::string RebuildAdvice(const std::string& dir) {
+  std::error_code ec;
+  std::string abs = std::filesystem::absolute(dir, ec).string();
+  if (ec || abs.empty()) abs = dir;
+  return "This node's acceptor state is damaged: it must not vote with a shorter memory. To rebuild it, stop it, "
+         "move the data dir aside (mv " +
+         abs + " " + abs +
+         ".damaged), and start it again with an empty data dir and the same flags: it rejoins the existing cluster "
+         "as a non-voting learner, catches up, and the leader makes it a voter again.";
+}
+
+// A Corruption found in the store at `dir`, as the operator must read it: the
+// damage, then the way to rebuild. Other codes pass through unchanged.
+Status Damaged(const std::string& dir, const Status& s) {
+  if (s.code() != Status::Code::kCorruption) return s;
+  return Status::Corruption("data dir " + dir + " is damaged: " + s.message() + ". " + RebuildAdvice(dir));
+}
+
+// RocksDB's info log (the LOG file in the data dir), forwarded unchanged,
+// that also keeps the corruption warnings RocksDB logs while the DB opens.
+// DB::Open returns only the reason ("Corruption: checksum mismatch"); the
+// damaged WAL file and the bytes recovery would drop are named only in these
+// lines ("DIR/000004.log: dropping 4653 bytes; Corruption: checksum mismatch").
+class OpenDamageLog : public rocksdb::LoggerWrapper {
+ public:
+  explicit OpenDamageLog(std::shared_ptr<rocksdb::Logger> target)
+      : LoggerWrapper(target.get()), target_(std::move(target)) {}
+
+  using LoggerWrapper::Logv;
+  void Logv(const rocksdb::InfoLogLevel level, const char* format, va_list ap) override {
+    if (level >= rocksdb::InfoLogLevel::WARN_LEVEL && keeping_.load(std::memory_order_acquire)) {
+      va_list copy;
+      va_copy(copy, ap);
+      Keep(format, copy);
+      va_end(copy);
+    }
+    LoggerWrapper::Logv(level, format, ap);
+  }
+
+  // Called once DB::Open has returned: what it reported, in order.
+  std::vector<std::string> StopKeeping() {
+    keeping_.store(false, std::memory_order_release);
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::move(kept_);
+  }
+
+ private:
+  static constexpr size_t kKeptMax = 4;
+
+  void Keep(const char* format, va_list ap) {
+    char buf[512];
+    int n = std::vsnprintf(buf, sizeof buf, format, ap);
+    if (n < 0) return;
+    std::string line(buf, std::min(static_cast<size_t>(n), sizeof buf - 1));
+    // Only the damage itself; DB::Open's own summary is its return value.
+    if (line.find("Corruption") == std::string::npos || line.find("DB::Open() failed") != std::string::npos) return;
+    // Drop the "[db/db_impl/db_impl_open.cc:982] " source prefix.
+    if (line.rfind("[", 0) == 0) {
+      size_t end = line.find("] ");
+      if (end != std::string::npos) line.erase(0, end + 2);
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    if (kept_.size() < kKeptMax && std::find(kept_.begin(), kept_.end(), line) == kept_.end()) {
+      kept_.push_back(std::move(line));
+    }
+  }
+
+  std::shared_ptr<rocksdb::Logger> target_;
+  std::atomic<bool> keeping_{true};
+  std::mutex mu_;
+  std::vector<std::string> kept_;
+};
 
 // Reads the record at `key`: nullopt if absent, else the raw bytes.
 StatusOr<std::optional<std::string>> GetRaw(rocksdb::DB* db, const rocksdb::Slice& key) {
@@ -89,9 +171,17 @@ StatusOr<std::unique_ptr<LogStore>> LogStore::Open(const std::string& dir, Store
   // it matters: a storage error must stop the node, not be worked around).
   o.paranoid_checks = true;
   // A crash can tear the WAL's tail only after the last synced write (the
-  // unsynced chosen marks): point-in-time recovery drops exactly that tail
-  // and keeps every acknowledged batch.
-  o.wal_recovery_mode = rocksdb::WALRecoveryMode::kPointInTimeRecovery;
+  // unsynced chosen marks, or a batch never acknowledged). This mode
+  // tolerates exactly that: an incomplete last record (and preallocated
+  // zeros after it) is dropped. Any other WAL damage fails the open.
+  // Point-in-time recovery (RocksDB's default) would instead stop replaying
+  // at the first damaged record, open, and silently drop every synced
+  // promise and acceptance after it (issue #12): an acceptor that forgets
+  // what it promised or accepted breaks Paxos, so a damaged store is missing
+  // state and the node must refuse to start (see RebuildAdvice).
+  // A last record whose bytes are all there but wrong (not torn, garbled)
+  // also fails the open: the safe side, as it cannot be told from damage.
+  o.wal_recovery_mode = rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords;
   // Write-heavy and read mostly at start or for catch-up: a large memtable
   // means fewer, larger flushes and less write amplification; three of them
   // let writes continue while one flushes.
@@ -105,23 +195,38 @@ StatusOr<std::unique_ptr<LogStore>> LogStore::Open(const std::string& dir, Store
   o.keep_log_file_num = 4;
   o.max_log_file_size = 8 << 20;
 
+  // The info log RocksDB would create itself (same file, same options),
+  // wrapped to keep the damage it reports while opening. If it cannot be
+  // created, DB::Open tries again and reports why.
+  std::shared_ptr<OpenDamageLog> damage_log;
+  if (std::shared_ptr<rocksdb::Logger> info_log; rocksdb::CreateLoggerFromOptions(dir, o, &info_log).ok()) {
+    damage_log = std::make_shared<OpenDamageLog>(std::move(info_log));
+    o.info_log = damage_log;
+  }
+
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(o, dir, &raw);
+  std::vector<std::string> reported = damage_log ? damage_log->StopKeeping() : std::vector<std::string>();
   if (!s.ok()) {
     // RocksDB reports a held LOCK file as an IOError mentioning the lock;
     // say plainly what it means for an operator.
     if (s.IsIOError() && s.ToString().find("lock") != std::string::npos) {
       return Status::IoError("data dir " + dir + " is in use (another tsnode holds its lock): " + s.ToString());
     }
-    if (s.IsCorruption()) return Status::Corruption("open data dir " + dir + ": " + s.ToString());
+    if (s.IsCorruption()) {
+      std::string damage = "RocksDB refused to open it: " + s.ToString();
+      for (size_t i = 0; i < reported.size(); ++i) damage += (i ? "; " : " (") + reported[i];
+      if (!reported.empty()) damage += ")";
+      return Damaged(dir, Status::Corruption(damage));
+    }
     return IoError("open data dir " + dir, s);
   }
   std::unique_ptr<LogStore> store(new LogStore(dir, std::unique_ptr<rocksdb::DB>(raw), options));
   auto chosen = GetRaw(store->db_.get(), record::kChosenKey);
-  if (!chosen.ok()) return chosen.status();
+  if (!chosen.ok()) return Damaged(dir, chosen.status());
   if (chosen->has_value()) {
     auto c = record::DecodeU64(**chosen, "chosen watermark (key m/chosen)");
-    if (!c.ok()) return c.status();
+    if (!c.ok()) return Damaged(dir, c.status());
     store->chosen_upto_ = *c;
   }
   return store;
@@ -129,9 +234,9 @@ StatusOr<std::unique_ptr<LogStore>> LogStore::Open(const std::string& dir, Store
 
 Status LogStore::CheckIdentity(const NodeIdentity& id) {
   auto cluster = GetRaw(db_.get(), record::kClusterKey);
-  if (!cluster.ok()) return cluster.status();
+  if (!cluster.ok()) return Damaged(dir_, cluster.status());
   auto node = GetRaw(db_.get(), record::kNodeKey);
-  if (!node.ok()) return node.status();
+  if (!node.ok()) return Damaged(dir_, node.status());
   if (!cluster->has_value() && !node->has_value()) {
     // A fresh store: record who owns it, durably, before anything else.
     rocksdb::WriteBatch b;
@@ -145,13 +250,14 @@ Status LogStore::CheckIdentity(const NodeIdentity& id) {
   }
   // Both are written in one batch, so one without the other is damage.
   if (!cluster->has_value() || !node->has_value()) {
-    return Status::Corruption("data dir " + dir_ + " records a " + (cluster->has_value() ? "cluster id" : "node id") +
-                              " but no " + (cluster->has_value() ? "node id" : "cluster id"));
+    return Damaged(dir_, Status::Corruption(std::string("it records a ") +
+                                            (cluster->has_value() ? "cluster id" : "node id") + " but no " +
+                                            (cluster->has_value() ? "node id" : "cluster id")));
   }
   auto stored_cluster = record::DecodeString(**cluster, "cluster id (key m/cluster)");
-  if (!stored_cluster.ok()) return stored_cluster.status();
+  if (!stored_cluster.ok()) return Damaged(dir_, stored_cluster.status());
   auto stored_node = record::DecodeU64(**node, "node id (key m/node)");
-  if (!stored_node.ok()) return stored_node.status();
+  if (!stored_node.ok()) return Damaged(dir_, stored_node.status());
   if (*stored_cluster != id.cluster_id || *stored_node != id.node_id) {
     return Status::InvalidArgument("data dir " + dir_ + " belongs to cluster '" + std::string(*stored_cluster) +
                                    "' node " + std::to_string(*stored_node) + ", but this node was started as cluster '" +
@@ -170,20 +276,20 @@ Status LogStore::PutMeta(const std::string& name, const std::string& value) {
 
 StatusOr<std::string> LogStore::GetMeta(const std::string& name) const {
   auto raw = GetRaw(db_.get(), record::kMetaPrefix + name);
-  if (!raw.ok()) return raw.status();
+  if (!raw.ok()) return Damaged(dir_, raw.status());
   if (!raw->has_value()) return Status::NotFound("metadata '" + name + "'");
   auto body = record::DecodeString(**raw, "metadata '" + name + "'");
-  if (!body.ok()) return body.status();
+  if (!body.ok()) return Damaged(dir_, body.status());
   return std::string(*body);
 }
 
 StatusOr<consensus::Bootstrap> LogStore::LoadBootstrap() const {
   consensus::Bootstrap b;
   auto promised = GetRaw(db_.get(), record::kPromisedKey);
-  if (!promised.ok()) return promised.status();
+  if (!promised.ok()) return Damaged(dir_, promised.status());
   if (promised->has_value()) {
     auto p = DecodeBallotRecord(**promised);
-    if (!p.ok()) return p.status();
+    if (!p.ok()) return Damaged(dir_, p.status());
     b.promised = *p;
   }
   b.chosen_upto = chosen_upto_;
@@ -192,7 +298,7 @@ StatusOr<consensus::Bootstrap> LogStore::LoadBootstrap() const {
     b.unchosen.push_back(std::move(e));
     return true;
   });
-  if (!s.ok()) return s;
+  if (!s.ok()) return Damaged(dir_, s);
   return b;
 }
 
@@ -246,7 +352,7 @@ StatusOr<std::vector<Entry>> LogStore::ReadRange(Slot from, Slot to) const {
     out.push_back(std::move(e));
     return true;
   });
-  if (!s.ok()) return s;
+  if (!s.ok()) return Damaged(dir_, s);
   return out;
 }
 
@@ -266,7 +372,7 @@ std::vector<Entry> LogStore::ReadChosen(Slot from, size_t max_bytes) const {
     // LogReader has no error path; serving a short log would leave the
     // lagging replica asking forever. A storage error stops the node.
     std::fprintf(stderr, "storage error reading the chosen log in %s, stopping the node: %s\n", dir_.c_str(),
-                 s.ToString().c_str());
+                 Damaged(dir_, s).ToString().c_str());
     std::fflush(stderr);
     std::abort();
   }

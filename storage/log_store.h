@@ -5,6 +5,13 @@
 //
 // Every record carries a format byte and a CRC-32C; a record that fails
 // either check is reported as Corruption, never returned as data.
+//
+// A damaged store is missing state: an acceptor must never vote with a
+// shorter memory than it promised. So every Corruption a LogStore method
+// returns names the data dir ("data dir DIR is damaged: ...") and ends with
+// the way to rebuild the node (move the dir aside, start it empty with the
+// same flags: it rejoins as a learner and catches up). Only a torn last WAL
+// record, the unsynced tail a crash leaves, is dropped silently.
 #pragma once
 
 #include <memory>
@@ -35,8 +42,11 @@ struct StoreOptions {
 class LogStore : public consensus::LogReader {
  public:
   // Opens (creating if missing) the store in `dir`. Errors: IoError when the
-  // directory cannot be opened or locked (another tsnode uses it),
-  // Corruption when RocksDB reports it.
+  // directory cannot be opened or locked (another tsnode uses it);
+  // Corruption when RocksDB reports damage anywhere but in a torn last WAL
+  // record (a damaged WAL record or table file, a bad MANIFEST), naming the
+  // damaged file as RocksDB reports it, or when the chosen watermark fails
+  // its checks. Never opens a store by dropping what follows a damage.
   static StatusOr<std::unique_ptr<LogStore>> Open(const std::string& dir, StoreOptions options = {});
   ~LogStore() override;
 

@@ -21,9 +21,13 @@ namespace ts::consensus {
 struct Prepare {
   Ballot ballot;
   Slot from_slot = 1;  // first slot the candidate does not know to be chosen
+  // Set when the leader of this ballot handed leadership to the candidate
+  // (TimeoutNow): it gave up its lease first, so acceptors that follow it
+  // need not wait for the lease to run out.
+  Ballot transfer_from;
 
   template <class A>
-  void serialize(A& ar) { ar(ballot, from_slot); }
+  void serialize(A& ar) { ar(ballot, from_slot, transfer_from); }
 };
 
 // Reply to Prepare. ok=false: `promised` is the higher ballot that refused
@@ -114,23 +118,35 @@ struct CatchupReply {
   void serialize(A& ar) { ar(ballot, entries, commit_upto); }
 };
 
+// A leader that leaves (it was removed from the configuration) asks its most
+// caught-up voter to campaign now rather than after the lease.
+struct TimeoutNow {
+  Ballot ballot;  // the leaving leader's
+
+  template <class A>
+  void serialize(A& ar) { ar(ballot); }
+};
+
 using MessageBody = std::variant<Prepare, Promise, Accept, Accepted, Heartbeat, HeartbeatAck,
-                                 CatchupRequest, CatchupReply>;
+                                 CatchupRequest, CatchupReply, TimeoutNow>;
 
 struct Message {
   NodeId from = kNoNode;
   NodeId to = kNoNode;
   MessageBody body;
+  // The sender's incarnation (its acceptor state's identity): a vote counts
+  // only if the configuration binds this incarnation to `from`.
+  uint64_t incarnation = 0;
 
   template <class A>
-  void serialize(A& ar) { ar(from, to, body); }
+  void serialize(A& ar) { ar(from, to, incarnation, body); }
 };
 
 const char* MessageName(const MessageBody& body);
 
 inline const char* MessageName(const MessageBody& body) {
   static constexpr const char* kNames[] = {"Prepare",   "Promise",      "Accept",         "Accepted",
-                                           "Heartbeat", "HeartbeatAck", "CatchupRequest", "CatchupReply"};
+                                           "Heartbeat", "HeartbeatAck", "CatchupRequest", "CatchupReply",   "TimeoutNow"};
   return kNames[body.index()];
 }
 

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -32,7 +33,17 @@ namespace ts::consensus {
 
 struct Config {
   NodeId id = kNoNode;
-  std::vector<NodeId> members;  // includes id; 1..kMaxMembers entries
+  // The bootstrap configuration: voters at incarnation 0, in force until the
+  // log's first membership decree. Includes id; 1..kMaxMembers entries.
+  std::vector<NodeId> members;
+  // This node's incarnation: 0 for a bootstrap member's first data dir, a
+  // fresh random number for a data dir created later (DESIGN.md, "Rebuilding
+  // nodes"). Sent with every message.
+  uint64_t incarnation = 0;
+  // Tells membership decrees from other values: true, with the new
+  // configuration in *out, if `value` is one. Null: the configuration never
+  // changes. It must be a pure function of the bytes.
+  std::function<bool(const std::string& value, Membership* out)> membership_of;
   // The one set of timing defaults, for tsnode and the simulator alike, so
   // the simulator proves what ships. A lease of five heartbeats outlives a
   // few lost heartbeats or acks without a change of leader. The leader's
@@ -66,6 +77,9 @@ struct Bootstrap {
   Ballot promised;
   Slot chosen_upto = 0;
   std::vector<Entry> unchosen;  // accepted entries with slot > chosen_upto
+  // The configuration in force at chosen_upto + 1 (the last membership
+  // decree of the chosen prefix); none: Config::members, at incarnation 0.
+  std::optional<Membership> membership;
 };
 
 // Read access to chosen entries that are no longer in memory (catch-up of a
@@ -115,6 +129,17 @@ struct ReplicaStatus {
   // Leader only: every slot phase 1 recovered is chosen, so the log holds
   // everything any earlier leader may have had chosen.
   bool leader_ready = false;
+  // Whether this node's incarnation votes in a configuration it knows (the
+  // one in force or one being chosen); false: a learner.
+  bool voter = false;
+};
+
+// What a leader knows of one peer.
+struct PeerInfo {
+  Slot match = 0;              // the peer holds every slot up to here
+  uint64_t incarnation = 0;    // as its last reply said
+  bool heard = false;          // a reply arrived in this leadership
+  uint64_t last_heard_ms = 0;  // when
 };
 
 class Replica {
@@ -154,6 +179,16 @@ class Replica {
   // barring decree refuses, no barred candidate can complete phase 1.
   void SetRefusedCandidates(uint64_t mask) { refused_candidates_ = mask; }
 
+  // The configuration in force at the next unchosen slot, and the newest one
+  // the log holds (a membership decree not yet chosen; else the same).
+  const Membership& membership() const { return applied_members_; }
+  const Membership& latest_membership() const { return LatestConfig(); }
+  // Leader only: what it knows of each peer (empty otherwise).
+  std::map<NodeId, PeerInfo> Peers() const;
+  // A node that learned its data dir is a new one (DESIGN.md, "Cluster
+  // identity") takes a new incarnation; only before it has voted.
+  void SetIncarnation(uint64_t incarnation);
+
   // Linearizable read support: if this node is the leader with a valid lease
   // and has committed an entry of its own ballot, returns the slot a read
   // must wait to have applied; otherwise NotLeader/Unavailable.
@@ -178,11 +213,18 @@ class Replica {
   struct PeerProgress {
     Slot match = 0;  // the peer accepted (or has chosen) every slot up to here
     uint64_t last_progress_ms = 0;
+    uint64_t incarnation = 0;  // from its last reply
+    bool heard = false;
+    uint64_t last_heard_ms = 0;
   };
   struct Phase1 {
     Ballot ballot;
     Slot from_slot = 1;
-    uint64_t done_mask = 0;             // members whose whole promise arrived
+    // Whose whole promise arrived, with the incarnation that made it; our own
+    // counts once durable.
+    std::map<NodeId, uint64_t> done;
+    std::set<NodeId> asked;             // sent a Prepare
+    Ballot transfer_from;               // see Prepare::transfer_from
     std::map<Slot, Entry> best;         // highest-ballot accepted value per slot
     std::map<Slot, std::string> chosen; // values some acceptor knows chosen
   };
@@ -200,12 +242,16 @@ class Replica {
   void HandleHeartbeatAck(NodeId from, const HeartbeatAck& m);
   void HandleCatchupRequest(NodeId from, const CatchupRequest& m);
   void HandleCatchupReply(NodeId from, const CatchupReply& m);
+  void HandleTimeoutNow(NodeId from, const TimeoutNow& m);
 
-  void Campaign();
-  void BecomeLeader();
+  void Campaign(Ballot transfer_from = Ballot{});
+  void BecomeLeader(const std::vector<Membership>& chain);
+  bool MayVote(NodeId peer) const;
   void BecomeFollower(Ballot ballot, NodeId leader);
   void StepDown(NodeId hint);
   void FollowLeader(NodeId from, Ballot ballot);
+  bool LearnerFollow(NodeId from, Ballot ballot);
+  void RecomputeLease();
   void RaisePromise(Ballot b);
   void ObserveBallot(Ballot b);
   void ResetElectionDeadline();
@@ -213,7 +259,8 @@ class Replica {
   void MaybeFinishPhase1();
   void MergePromise(const Promise& m);
   void AppendOwn(Entry e);
-  void RecordAck(NodeId from, Slot first, Slot last);
+  void RecordAck(NodeId from, uint64_t incarnation, Slot first, Slot last);
+  void NotePeer(NodeId from, uint64_t incarnation);
   void AdvanceLeaderCommit();
   void LearnCommit(Ballot ballot, Slot commit_upto, NodeId from);
   void SetChosen(Slot upto);
@@ -224,10 +271,18 @@ class Replica {
   std::vector<Entry> ChosenFrom(Slot from, size_t max_bytes) const;
   void Send(NodeId to, MessageBody body);
   void SendEarly(NodeId to, MessageBody body);
-  uint64_t MemberBit(NodeId id) const;
-  bool IsMember(NodeId id) const;
-  bool IsQuorum(uint64_t mask) const;
-  bool LeaseRefuses(NodeId candidate) const;
+  // Membership: the configuration at each slot (DESIGN.md, "Membership").
+  const Membership& ConfigAt(Slot slot) const;
+  const Membership& LatestConfig() const;
+  // Whether the configuration counts a vote from this incarnation of `id`.
+  bool Counts(const Membership& c, NodeId id, uint64_t incarnation) const;
+  bool VoterSomewhere() const;  // our incarnation votes in the applied or a pending config
+  void NoteStored(const Entry& e);  // tracks membership decrees among unchosen entries
+  void AskForPromises();          // Prepares to every member of the configs phase 1 knows
+  bool LeaseQuorum(const std::map<NodeId, uint64_t>& acks) const;
+  void MaybeLeave();              // a leader no longer a voter hands over
+  void ReleaseHeld();
+  bool LeaseRefuses(NodeId candidate, Ballot transfer_from) const;
   Slot LastSlot() const;
   uint64_t NextRandom();
   void AfterInput(const char* input);
@@ -237,11 +292,11 @@ class Replica {
   Config config_;
   const LogReader* reader_;
   uint64_t rng_;
-  uint64_t self_bit_ = 0;
   uint64_t now_ms_ = 0;
   bool started_ = false;
   bool eligible_ = true;
   uint64_t refused_candidates_ = 0;
+  uint64_t msg_incarnation_ = 0;  // the sender's, of the message being handled
 
   // Acceptor state; durable once the Ready carrying it is persisted.
   Ballot promised_;
@@ -249,6 +304,8 @@ class Replica {
   std::map<Slot, SlotState> log_;  // unapplied entries plus recent applied ones
   Slot applied_upto_ = 0;
   uint64_t max_round_seen_ = 0;
+  Membership applied_members_;                 // in force at chosen_upto_ + 1
+  std::map<Slot, Membership> pending_configs_; // membership decrees above chosen_upto_ in log_
 
   // Role.
   Role role_ = Role::kFollower;
@@ -265,8 +322,16 @@ class Replica {
   Slot recovered_upto_ = 0;       // last slot re-proposed by phase 1
   std::map<NodeId, PeerProgress> peers_;
   std::vector<Entry> pending_accept_;  // proposed, not yet sent
+  // Proposed while a membership decree is being chosen: nothing is proposed
+  // past it until it is (DESIGN.md, "Membership"), so these wait, in order,
+  // for the slots after it.
+  std::vector<std::string> held_;
   uint64_t heartbeat_seq_ = 0;
-  std::map<uint64_t, std::pair<uint64_t, uint64_t>> heartbeat_sent_;  // seq -> (sent_ms, ack mask)
+  struct SentHeartbeat {
+    uint64_t sent_ms = 0;
+    std::map<NodeId, uint64_t> acks;  // who acknowledged, with its incarnation (us included)
+  };
+  std::map<uint64_t, SentHeartbeat> heartbeat_sent_;
   uint64_t next_heartbeat_ms_ = 0;
   uint64_t lease_until_ms_ = 0;
   uint64_t leader_since_ms_ = 0;

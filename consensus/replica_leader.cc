@@ -9,8 +9,9 @@ namespace ts::consensus {
 
 // ---------------------------------------------------------------- phase 1
 
-void Replica::Campaign() {
+void Replica::Campaign(Ballot transfer_from) {
   TS_CHECK(eligible_, "an ineligible node campaigned");
+  TS_CHECK(Counts(LatestConfig(), config_.id, config_.incarnation), "a node that votes nowhere campaigned");
   Ballot ballot{std::max(max_round_seen_, promised_.round) + 1, config_.id};
   RaisePromise(ballot);
   role_ = Role::kCandidate;
@@ -21,11 +22,10 @@ void Replica::Campaign() {
   phase1_ = Phase1{};
   phase1_->ballot = ballot;
   phase1_->from_slot = chosen_upto_ + 1;
+  phase1_->transfer_from = transfer_from;
   // Our own promise counts once it is durable (Persisted with this token).
   phase1_self_token_ = next_token_;
-  for (NodeId m : config_.members) {
-    if (m != config_.id) Send(m, Prepare{ballot, phase1_->from_slot});
-  }
+  AskForPromises();
   last_heard_ms_ = 0;  // nobody leads now; our retry timer starts from now
   election_deadline_ms_ = now_ms_ + config_.lease_ms + (config_.election_jitter_ms ? NextRandom() % config_.election_jitter_ms : 0);
 }
@@ -46,11 +46,25 @@ void Replica::HandlePromise(NodeId from, const Promise& m) {
   }
   MergePromise(m);
   if (!m.done) {
-    Send(from, Prepare{phase1_->ballot, m.next_slot});
+    Send(from, Prepare{phase1_->ballot, m.next_slot, phase1_->transfer_from});
     return;
   }
-  phase1_->done_mask |= MemberBit(from);
+  phase1_->done[from] = msg_incarnation_;
   MaybeFinishPhase1();
+}
+
+// Asks every voter of every configuration phase 1 knows of so far: the one
+// in force at from_slot, those our log holds above it, and those the
+// promises revealed.
+void Replica::AskForPromises() {
+  auto ask = [&](const Membership& c) {
+    for (const auto& [id, info] : c.members) {
+      if (id == config_.id || !info.voter || !phase1_->asked.insert(id).second) continue;
+      Send(id, Prepare{phase1_->ballot, phase1_->from_slot, phase1_->transfer_from});
+    }
+  };
+  ask(applied_members_);
+  for (const auto& [slot, c] : pending_configs_) ask(c);
 }
 
 void Replica::MergePromise(const Promise& m) {
@@ -65,11 +79,48 @@ void Replica::MergePromise(const Promise& m) {
   }
 }
 
+// Phase 1 is complete once a majority of every configuration in force from
+// from_slot on has promised: the one at from_slot and each membership
+// decree the recovered log will re-propose (the value phase 1 picked for its
+// slot). Each slot's chosen value sits on a majority of that slot's
+// configuration, so the promises meet it (DESIGN.md, "Membership").
 void Replica::MaybeFinishPhase1() {
-  if (phase1_ && !phase1_self_token_ && (phase1_->done_mask & self_bit_) && IsQuorum(phase1_->done_mask)) BecomeLeader();
+  if (!phase1_ || phase1_self_token_ || !phase1_->done.count(config_.id)) return;
+  std::vector<Membership> chain{applied_members_};
+  if (config_.membership_of) {
+    auto chosen = phase1_->chosen.begin();
+    auto best = phase1_->best.begin();
+    Membership m;
+    while (chosen != phase1_->chosen.end() || best != phase1_->best.end()) {
+      const std::string* value;
+      if (best == phase1_->best.end() || (chosen != phase1_->chosen.end() && chosen->first <= best->first)) {
+        if (best != phase1_->best.end() && best->first == chosen->first) ++best;
+        value = &chosen->second;
+        ++chosen;
+      } else {
+        value = &best->second.value;
+        ++best;
+      }
+      if (config_.membership_of(*value, &m)) chain.push_back(m);
+    }
+  }
+  bool complete = true;
+  for (const Membership& c : chain) {
+    for (const auto& [id, info] : c.members) {
+      if (id != config_.id && info.voter && phase1_->asked.insert(id).second) {
+        Send(id, Prepare{phase1_->ballot, phase1_->from_slot, phase1_->transfer_from});
+      }
+    }
+    uint64_t votes = 0;
+    for (const auto& [id, inc] : phase1_->done) {
+      if (Counts(c, id, inc)) votes |= uint64_t{1} << id;
+    }
+    if (!c.IsMajority(votes)) complete = false;
+  }
+  if (complete) BecomeLeader(chain);
 }
 
-void Replica::BecomeLeader() {
+void Replica::BecomeLeader(const std::vector<Membership>& chain) {
   Phase1 p = std::move(*phase1_);
   phase1_.reset();
   role_ = Role::kLeader;
@@ -82,9 +133,12 @@ void Replica::BecomeLeader() {
   // highest ballot, a value known chosen, or a no-op for a hole.
   next_slot_ = std::max(chosen_upto_ + 1, p.from_slot);
   peers_.clear();
-  for (NodeId m : config_.members) {
-    if (m != config_.id) peers_[m] = PeerProgress{0, now_ms_};
+  for (const Membership& c : chain) {
+    for (const auto& [id, info] : c.members) {
+      if (id != config_.id) peers_.try_emplace(id, PeerProgress{0, now_ms_});
+    }
   }
+  held_.clear();
   for (Slot s = next_slot_; s <= last; ++s) {
     std::string value;
     if (auto c = p.chosen.find(s); c != p.chosen.end()) value = std::move(c->second);
@@ -105,11 +159,71 @@ void Replica::BecomeLeader() {
 StatusOr<Slot> Replica::Propose(std::string value) {
   if (value.empty()) return Status::InvalidArgument("a decree must not be empty");
   if (role_ != Role::kLeader) return Status::NotLeader(leader_ == kNoNode ? "no known leader" : std::to_string(leader_));
-  if (next_slot_ - chosen_upto_ > config_.inflight_slots_max) return Status::Busy("too many decrees in flight");
+  if (next_slot_ + held_.size() - chosen_upto_ > config_.inflight_slots_max) return Status::Busy("too many decrees in flight");
+  Membership m;
+  bool membership = config_.membership_of && config_.membership_of(value, &m);
+  if (membership) {
+    if (!pending_configs_.empty()) return Status::Busy("a membership change is still being chosen");
+    if (m.Voters() == 0) return Status::InvalidArgument("a configuration needs at least one voter");
+  } else if (!pending_configs_.empty()) {
+    // Nothing is proposed past a membership decree until it is chosen: the
+    // configuration of the slots after it depends on it.
+    Slot slot = next_slot_ + held_.size();
+    held_.push_back(std::move(value));
+    AfterInput("Propose");
+    return slot;
+  }
   Slot slot = next_slot_;
   AppendOwn(Entry{slot, leader_ballot_, std::move(value)});
+  if (membership) {
+    for (const auto& [id, info] : m.members) {
+      if (id != config_.id) peers_.try_emplace(id, PeerProgress{0, now_ms_});
+    }
+    RecomputeLease();
+  }
   AfterInput("Propose");
   return slot;
+}
+
+void Replica::ReleaseHeld() {
+  if (!pending_configs_.empty() || held_.empty()) return;
+  std::vector<std::string> held = std::move(held_);
+  held_.clear();
+  for (std::string& v : held) AppendOwn(Entry{next_slot_, leader_ballot_, std::move(v)});
+}
+
+// A leader that the configuration in force no longer counts as a voter
+// hands over to its most caught-up voter and steps down. What it held is
+// dropped: those slots are filled by the next leader.
+void Replica::MaybeLeave() {
+  if (role_ != Role::kLeader || Counts(applied_members_, config_.id, config_.incarnation)) return;
+  NodeId target = kNoNode;
+  Slot best = 0;
+  for (const auto& [id, p] : peers_) {
+    if (!p.heard || !Counts(applied_members_, id, p.incarnation)) continue;
+    if (target == kNoNode || p.match > best) {
+      target = id;
+      best = p.match;
+    }
+  }
+  held_.clear();
+  Ballot ballot = leader_ballot_;
+  StepDown(target);
+  if (target != kNoNode) Send(target, TimeoutNow{ballot});
+}
+
+// The lease stands only on heartbeats a majority of every configuration
+// now in play acknowledged: a new configuration can shorten it, never
+// lengthen it.
+void Replica::RecomputeLease() {
+  uint64_t until = 0;
+  for (auto it = heartbeat_sent_.rbegin(); it != heartbeat_sent_.rend(); ++it) {
+    if (LeaseQuorum(it->second.acks)) {
+      until = it->second.sent_ms + config_.lease_ms - config_.drift_ms;
+      break;
+    }
+  }
+  lease_until_ms_ = std::min(lease_until_ms_, until);
 }
 
 // Stores one of our own proposals: durable in the next Ready, sent to peers
@@ -119,6 +233,7 @@ void Replica::AppendOwn(Entry e) {
   Slot s = e.slot;
   ready_.entries.push_back(e);
   pending_accept_.push_back(e);
+  NoteStored(e);
   log_[s] = SlotState{std::move(e), 0};
   ++next_slot_;
   if (!self_acks_.empty() && self_acks_.back().token == next_token_ && self_acks_.back().last + 1 == s) {
@@ -142,7 +257,7 @@ void Replica::FlushAccepts() {
     std::vector<Entry> run(pending_accept_.begin() + static_cast<std::ptrdiff_t>(begin),
                            pending_accept_.begin() + static_cast<std::ptrdiff_t>(end));
     for (auto& [peer, progress] : peers_) {
-      SendEarly(peer, Accept{leader_ballot_, run, chosen_upto_});
+      if (MayVote(peer)) SendEarly(peer, Accept{leader_ballot_, run, chosen_upto_});
     }
     begin = end;
   }
@@ -154,14 +269,41 @@ void Replica::HandleAccepted(NodeId from, const Accepted& m) {
     ObserveBallot(m.promised);
     return;
   }
-  if (role_ == Role::kLeader && m.ballot == leader_ballot_) RecordAck(from, m.first_slot, m.last_slot);
+  if (role_ == Role::kLeader && m.ballot == leader_ballot_) {
+    NotePeer(from, msg_incarnation_);
+    RecordAck(from, msg_incarnation_, m.first_slot, m.last_slot);
+  }
 }
 
-void Replica::RecordAck(NodeId from, Slot first, Slot last) {
-  uint64_t bit = MemberBit(from);
-  if (bit == 0 || first == 0 || last < first) return;
+void Replica::NotePeer(NodeId from, uint64_t incarnation) {
+  auto it = peers_.find(from);
+  if (it == peers_.end()) return;
+  it->second.incarnation = incarnation;
+  it->second.heard = true;
+  it->second.last_heard_ms = now_ms_;
+}
+
+// Whether `peer` votes, at some incarnation, in a configuration in play:
+// only those get Accepts (a learner fetches chosen entries instead).
+bool Replica::MayVote(NodeId peer) const {
+  auto votes = [&](const Membership& c) {
+    auto it = c.members.find(peer);
+    return it != c.members.end() && it->second.voter;
+  };
+  if (votes(applied_members_)) return true;
+  for (const auto& [slot, c] : pending_configs_) {
+    if (votes(c)) return true;
+  }
+  return false;
+}
+
+void Replica::RecordAck(NodeId from, uint64_t incarnation, Slot first, Slot last) {
+  if (from == kNoNode || from > kMaxNodeId || first == 0 || last < first) return;
+  uint64_t bit = uint64_t{1} << from;
   for (auto it = log_.lower_bound(std::max(first, chosen_upto_ + 1)); it != log_.end() && it->first <= last; ++it) {
-    if (it->second.entry.ballot == leader_ballot_) it->second.ack_mask |= bit;
+    if (it->second.entry.ballot == leader_ballot_ && Counts(ConfigAt(it->first), from, incarnation)) {
+      it->second.ack_mask |= bit;
+    }
   }
   if (from != config_.id) {
     // match advances only over a contiguous prefix: an ack for a later run
@@ -178,7 +320,10 @@ void Replica::RecordAck(NodeId from, Slot first, Slot last) {
 void Replica::AdvanceLeaderCommit() {
   Slot upto = chosen_upto_;
   for (auto it = log_.upper_bound(upto); it != log_.end(); ++it) {
-    if (it->first != upto + 1 || it->second.entry.ballot != leader_ballot_ || !IsQuorum(it->second.ack_mask)) break;
+    if (it->first != upto + 1 || it->second.entry.ballot != leader_ballot_ ||
+        !ConfigAt(it->first).IsMajority(it->second.ack_mask)) {
+      break;
+    }
     upto = it->first;
   }
   SetChosen(upto);
@@ -189,7 +334,7 @@ void Replica::AdvanceLeaderCommit() {
 void Replica::Retransmit() {
   Slot last = next_slot_ - 1;
   for (auto& [peer, p] : peers_) {
-    if (p.match >= last || now_ms_ < p.last_progress_ms + 3 * config_.heartbeat_ms) continue;
+    if (!MayVote(peer) || p.match >= last || now_ms_ < p.last_progress_ms + 3 * config_.heartbeat_ms) continue;
     Slot from = std::max(p.match, chosen_upto_) + 1;
     if (from > last) continue;
     std::vector<Entry> run;
@@ -216,15 +361,19 @@ void Replica::SendHeartbeats() {
     StepDown(kNoNode);
     return;
   }
+  MaybeLeave();
+  if (role_ != Role::kLeader) return;
   ++heartbeat_seq_;
-  heartbeat_sent_[heartbeat_seq_] = {now_ms_, self_bit_};
+  heartbeat_sent_[heartbeat_seq_] = SentHeartbeat{now_ms_, {{config_.id, config_.incarnation}}};
   while (heartbeat_sent_.size() > kHeartbeatsKept) heartbeat_sent_.erase(heartbeat_sent_.begin());
   last_heard_ms_ = now_ms_;  // as an acceptor we, too, refuse rivals during our lease
   next_heartbeat_ms_ = now_ms_ + config_.heartbeat_ms;
   for (auto& [peer, p] : peers_) {
     SendEarly(peer, Heartbeat{leader_ballot_, heartbeat_seq_, chosen_upto_, config_.software_version});
   }
-  if (IsQuorum(self_bit_)) lease_until_ms_ = now_ms_ + config_.lease_ms - config_.drift_ms;  // single node
+  if (LeaseQuorum(heartbeat_sent_[heartbeat_seq_].acks)) {
+    lease_until_ms_ = now_ms_ + config_.lease_ms - config_.drift_ms;  // single voter
+  }
   Retransmit();
 }
 
@@ -234,10 +383,11 @@ void Replica::HandleHeartbeatAck(NodeId from, const HeartbeatAck& m) {
     return;
   }
   if (role_ != Role::kLeader || m.ballot != leader_ballot_) return;
+  NotePeer(from, msg_incarnation_);
   auto it = heartbeat_sent_.find(m.seq);
   if (it != heartbeat_sent_.end()) {
-    it->second.second |= MemberBit(from);
-    if (IsQuorum(it->second.second)) {
+    it->second.acks[from] = msg_incarnation_;
+    if (LeaseQuorum(it->second.acks)) {
       // The lease runs from the send time: every acceptor that acked heard
       // us no earlier than that, so it refuses rivals until at least then
       // plus lease_ms; drift_ms covers clock-rate differences.
@@ -245,13 +395,15 @@ void Replica::HandleHeartbeatAck(NodeId from, const HeartbeatAck& m) {
       // Negative control: the clock-drift margin is forgotten. The lease
       // outlasts the acceptors' refusal only where clocks drift apart within
       // one lease, which a rival rarely exploits; CheckInvariants states it.
-      lease_until_ms_ = std::max(lease_until_ms_, it->second.first + config_.lease_ms);
+      lease_until_ms_ = std::max(lease_until_ms_, it->second.sent_ms + config_.lease_ms);
 #else
-      lease_until_ms_ = std::max(lease_until_ms_, it->second.first + config_.lease_ms - config_.drift_ms);
+      lease_until_ms_ = std::max(lease_until_ms_, it->second.sent_ms + config_.lease_ms - config_.drift_ms);
 #endif
     }
   }
-  PeerProgress& p = peers_[from];
+  auto peer = peers_.find(from);
+  if (peer == peers_.end()) return;
+  PeerProgress& p = peer->second;
   if (m.chosen_upto > p.match) {
     p.match = m.chosen_upto;
     p.last_progress_ms = now_ms_;
@@ -295,6 +447,7 @@ void Replica::BecomeFollower(Ballot ballot, NodeId leader) {
   phase1_.reset();
   phase1_self_token_.reset();
   pending_accept_.clear();
+  held_.clear();
   peers_.clear();
   heartbeat_sent_.clear();
   lease_until_ms_ = 0;

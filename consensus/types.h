@@ -6,6 +6,7 @@
 
 #include <compare>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,67 @@ struct Entry {
     ar(slot, ballot, value);
   }
 };
+
+// One member of a configuration. A voter's incarnation names the acceptor
+// state that votes for it: a node whose data dir was lost comes back with a
+// new incarnation and is not counted until the log binds that incarnation
+// (DESIGN.md, "Rebuilding nodes"). A learner receives the log and never
+// votes; its incarnation is not used.
+struct MemberInfo {
+  uint64_t incarnation = 0;
+  bool voter = true;
+
+  bool operator==(const MemberInfo&) const = default;
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(incarnation, voter);
+  }
+};
+
+// The configuration in force at a slot: every quorum for that slot is a
+// majority of its voters.
+struct Membership {
+  std::map<NodeId, MemberInfo> members;
+
+  bool operator==(const Membership&) const = default;
+  size_t Voters() const {
+    size_t n = 0;
+    for (const auto& [id, m] : members) n += m.voter ? 1 : 0;
+    return n;
+  }
+  // Whether (id, incarnation) votes in this configuration.
+  bool Votes(NodeId id, uint64_t incarnation) const {
+    auto it = members.find(id);
+    return it != members.end() && it->second.voter && it->second.incarnation == incarnation;
+  }
+  bool Has(NodeId id) const { return members.count(id) != 0; }
+  // A majority of the voters, given the set of those that voted (bit i =
+  // node i, already checked with Votes).
+  bool IsMajority(uint64_t votes) const;
+
+  template <class Archive>
+  void serialize(Archive& ar) {
+    ar(members);
+  }
+};
+
+inline bool Membership::IsMajority(uint64_t votes) const {
+  size_t n = 0;
+  for (const auto& [id, m] : members) {
+    if (m.voter && id < 64 && (votes >> id) & 1) ++n;
+  }
+  return n * 2 > Voters();
+}
+
+std::string ToString(const Membership& m);
+inline std::string ToString(const Membership& m) {
+  std::string out;
+  for (const auto& [id, info] : m.members) {
+    if (!out.empty()) out += ",";
+    out += std::to_string(id) + (info.voter ? "" : "(learner)");
+  }
+  return "{" + out + "}";
+}
 
 // Bytes an entry costs in a message or batch: what size caps are counted in.
 inline size_t EntryBytes(const Entry& e) { return e.value.size() + 32; }

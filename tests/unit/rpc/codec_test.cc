@@ -40,18 +40,19 @@ consensus::Message SampleAccept() {
 }
 
 std::vector<consensus::MessageBody> EveryMessageBody() {
-  return {consensus::Prepare{{3, 1}, 5},
+  return {consensus::Prepare{{3, 1}, 5, {2, 3}},
           consensus::Promise{{3, 1}, true, false, {3, 1}, 4, {{5, {2, 2}, "v"}}, 0, true},
           SampleAccept().body,
           consensus::Accepted{{7, 2}, true, {7, 2}, 10, 11},
           consensus::Heartbeat{{7, 2}, 99, 11, "1.1.0"},
           consensus::HeartbeatAck{{7, 2}, true, {7, 2}, 99, 11, "1.0.0"},
           consensus::CatchupRequest{{7, 2}, 3},
-          consensus::CatchupReply{{7, 2}, {{3, {1, 1}, "c"}}, 3}};
+          consensus::CatchupReply{{7, 2}, {{3, {1, 1}, "c"}}, 3},
+          consensus::TimeoutNow{{7, 2}}};
 }
 
 Handshake SampleHandshake() {
-  return Handshake{"cluster-a", 3, "1.2.3", "127.0.0.1:7001", {1, 2}};
+  return Handshake{"cluster-a", 3, "1.2.3", "127.0.0.1:7001", {1, 2}, "5f0c", 7};
 }
 
 ClientRequest SampleRequest() {
@@ -88,11 +89,12 @@ ClientResponse SampleResponse() {
 
 TEST(Codec, EncodeDecode_RoundTripsEveryPeerMessage) {
   for (const auto& body : EveryMessageBody()) {
-    consensus::Message m{1, 2, body};
+    consensus::Message m{1, 2, body, 77};
     consensus::Message back;
     ASSERT_TRUE(DecodeMessage(EncodeMessage(m), &back).ok()) << consensus::MessageName(body);
     EXPECT_EQ(back.from, 1u);
     EXPECT_EQ(back.to, 2u);
+    EXPECT_EQ(back.incarnation, 77u);
     EXPECT_EQ(back.body.index(), body.index());
     EXPECT_EQ(EncodeMessage(back), EncodeMessage(m)) << consensus::MessageName(body);
   }
@@ -112,7 +114,7 @@ TEST(Codec, EncodeDecode_RoundTripsHandshakesAndClientMessages) {
   EXPECT_EQ(h.format_versions, (std::vector<uint32_t>{1, 2}));
 
   HandshakeAck ack;
-  ASSERT_TRUE(DecodeHandshakeAck(EncodeHandshakeAck(HandshakeAck{false, "why", 2, "1.0.0"}), &ack).ok());
+  ASSERT_TRUE(DecodeHandshakeAck(EncodeHandshakeAck(HandshakeAck{false, "why", 2, "1.0.0", "", 0}), &ack).ok());
   EXPECT_FALSE(ack.ok);
   EXPECT_EQ(ack.reason, "why");
   EXPECT_EQ(ack.node_id, 2u);
@@ -139,12 +141,14 @@ TEST(Codec, EncodeDecode_RoundTripsHandshakesAndClientMessages) {
 }
 
 TEST(Codec, Encode_GoldenBytesOfAPrepareAndAClientRequest) {
-  consensus::Message prepare{1, 2, consensus::Prepare{{3, 1}, 5}};
+  consensus::Message prepare{1, 2, consensus::Prepare{{3, 1}, 5, {}}};
   EXPECT_EQ(Hex(EncodeMessage(prepare)),
             "01000000" "02000000"   // from, to (u32)
+            "0000000000000000"      // the sender's incarnation (u64)
             "00000000"              // variant index: Prepare (i32)
             "0300000000000000" "01000000"  // ballot: round (u64), node (u32)
-            "0500000000000000");    // from_slot (u64)
+            "0500000000000000"      // from_slot (u64)
+            "0000000000000000" "00000000");  // transfer_from: none
   ClientRequest r;
   r.id = 1;
   r.op = ClientOp::kPut;
@@ -199,7 +203,8 @@ TEST(Codec, Decode_LyingEntryCountAllocatesInProportionToTheBytesConsumed) {
   // entry until the buffer runs out. Memory must track what was decoded,
   // not sizeof(Entry) times the claimed count.
   const size_t zeros = 240000;
-  std::string m = U32(1) + U32(2) + U32(2) /*Accept*/ + std::string(12, '\0') /*ballot*/ +
+  std::string m = U32(1) + U32(2) + std::string(8, '\0') /*incarnation*/ + U32(2) /*Accept*/ +
+                  std::string(12, '\0') /*ballot*/ +
                   U32(static_cast<uint32_t>(zeros)) + std::string(zeros, '\0');
   consensus::Message back;
   Status s;
@@ -212,8 +217,8 @@ TEST(Codec, Decode_LyingEntryCountAllocatesInProportionToTheBytesConsumed) {
 
 TEST(Codec, Decode_HostileLengthInsideANestedVectorIsRefused) {
   std::string m = EncodeMessage(SampleAccept());
-  // The entries' count follows from, to, index and the 12-byte ballot.
-  m.replace(24, 4, U32(0xFFFFFFFF));
+  // The entries' count follows from, to, incarnation, index and the 12-byte ballot.
+  m.replace(32, 4, U32(0xFFFFFFFF));
   consensus::Message back;
   Status s = DecodeMessage(m, &back);
   EXPECT_FALSE(s.ok());
@@ -241,15 +246,15 @@ TEST(Codec, Decode_RefusesEveryTruncationAndTrailingBytes) {
     ExpectEveryTruncationRefused<consensus::Message>(EncodeMessage({1, 2, body}), DecodeMessage);
   }
   ExpectEveryTruncationRefused<Handshake>(EncodeHandshake(SampleHandshake()), DecodeHandshake);
-  ExpectEveryTruncationRefused<HandshakeAck>(EncodeHandshakeAck({true, "", 1, "1.0.0"}), DecodeHandshakeAck);
+  ExpectEveryTruncationRefused<HandshakeAck>(EncodeHandshakeAck({true, "", 1, "1.0.0", "5f0c", 9}), DecodeHandshakeAck);
   ExpectEveryTruncationRefused<ClientRequest>(EncodeClientRequest(SampleRequest()), DecodeClientRequest);
   ExpectEveryTruncationRefused<ClientResponse>(EncodeClientResponse(SampleResponse()), DecodeClientResponse);
 }
 
 TEST(Codec, Decode_RefusesOutOfRangeVariantIndexEitherSign) {
-  for (uint32_t index : {8u, 42u, 0x7FFFFFFFu, 0xFFFFFFFFu /* -1 */, 0x80000000u}) {
+  for (uint32_t index : {9u, 42u, 0x7FFFFFFFu, 0xFFFFFFFFu /* -1 */, 0x80000000u}) {
     std::string m = EncodeMessage(SampleAccept());
-    m.replace(8, 4, U32(index));
+    m.replace(16, 4, U32(index));
     consensus::Message back;
     Status s = DecodeMessage(m, &back);
     EXPECT_EQ(s.code(), Status::Code::kCorruption) << "index " << index;
@@ -283,7 +288,7 @@ TEST(Codec, Decode_AcceptsOutcomeUnknown) {
 
 TEST(Codec, Decode_RefusesABoolThatIsNeitherZeroNorOne) {
   std::string ack = EncodeMessage(consensus::Message{1, 2, consensus::Accepted{{1, 1}, true, {1, 1}, 1, 1}});
-  ack[24] = 2;  // `ok` follows from, to, index and the ballot
+  ack[32] = 2;  // `ok` follows from, to, incarnation, index and the ballot
   consensus::Message back;
   Status s = DecodeMessage(ack, &back);
   EXPECT_EQ(s.code(), Status::Code::kCorruption);

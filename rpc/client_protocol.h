@@ -25,6 +25,8 @@ enum class ClientOp : uint8_t {
   kFault = 11,           // fault injection, only with tsnode --fault-injection: key "block", value:
                          // comma-separated peer ids whose traffic this node drops both ways ("" heals);
                          // key "block-out"/"block-in": one direction only
+  kMember = 12,          // membership: key "list" | "add" (value "ID=HOST:PORT") | "promote" (value "ID")
+                         // | "remove" (value "ID"); the answer's status.members holds the configuration
 };
 
 enum class ClientCode : uint8_t {
@@ -64,9 +66,26 @@ struct PeerStatus {  // this node's view of one member
   bool connected = false;
   std::string software_version;  // last heard, empty if never
   int64_t last_heard_ms_ago = -1;
+  uint64_t refusals = 0;         // handshakes refused with this id (either side), e.g. another cluster's
+  std::string last_refusal;      // why, naming both identities
 
   template <class A>
-  void serialize(A& ar) { ar(id, peer_addr, connected, software_version, last_heard_ms_ago); }
+  void serialize(A& ar) { ar(id, peer_addr, connected, software_version, last_heard_ms_ago, refusals, last_refusal); }
+};
+
+struct MemberStatus {  // one member of the configuration in force
+  consensus::NodeId id = 0;
+  bool voter = false;
+  uint64_t incarnation = 0;   // bound (voters)
+  std::string peer_addr;
+  // Known on the leader only:
+  bool heard = false;
+  uint64_t heard_incarnation = 0;  // what the node announces now
+  uint64_t match = 0;              // it holds every slot up to here
+  std::string note;                // "rebuilding: ...", "caught up", "behind by N"
+
+  template <class A>
+  void serialize(A& ar) { ar(id, voter, incarnation, peer_addr, heard, heard_incarnation, match, note); }
 };
 
 struct NodeStatus {
@@ -93,12 +112,17 @@ struct NodeStatus {
   uint64_t stuck_at_slot = 0;      // first decree this node cannot decode (0: none)
   std::string state_digest;        // hex digest of the applied state (key-value and deployments)
   bool coordinator = false;        // the recovery coordinator runs on this node
+  // Identity and membership (DESIGN.md, "Cluster identity", "Membership").
+  std::string cluster_uuid;        // empty until learned
+  uint64_t incarnation = 0;
+  bool voter = false;              // false: a learner (rebuilding, added, or removed)
+  std::vector<MemberStatus> members;
 
   template <class A>
   void serialize(A& ar) {
     ar(id, role, ballot, leader, leader_client_addr, chosen_slot, applied_slot, last_slot, lease_left_ms,
        software_version, cluster_id, log_digest, keys, peers, latest_marker, downgrade_to, kv_write_model, eligible,
-       ineligible_reason, stuck_at_slot, state_digest, coordinator);
+       ineligible_reason, stuck_at_slot, state_digest, coordinator, cluster_uuid, incarnation, voter, members);
   }
 };
 

@@ -19,6 +19,7 @@
 
 #include <cereal/cereal.hpp>
 #include <cereal/types/common.hpp>
+#include <cereal/types/map.hpp>
 #include <cereal/types/string.hpp>
 #include <cereal/types/variant.hpp>
 #include <cereal/types/vector.hpp>

@@ -15,6 +15,7 @@ const char* DecreeTypeName(uint16_t type) {
     case DecreeType::kBlueGreen: return "bg";
     case DecreeType::kScheduler: return "sched";
     case DecreeType::kLrp: return "lrp";
+    case DecreeType::kMembership: return "membership";
   }
   return nullptr;
 }
@@ -29,6 +30,7 @@ DecreeFamily FamilyOf(uint16_t type) {
     case DecreeType::kBlueGreen:
     case DecreeType::kScheduler:
     case DecreeType::kLrp: return DecreeFamily::kDeploy;
+    case DecreeType::kMembership: return DecreeFamily::kMembership;
   }
   return DecreeFamily::kUnknown;
 }
@@ -61,6 +63,11 @@ std::string DescribeDecree(const Decree& d) {
       if (g.cancel) return "cancel downgrade";
       return "downgrade to " + g.target + " (" + std::to_string(g.rewrites.size()) + " restated)";
     }
+    case DecreeType::kMembership: {
+      MembershipDecree m;
+      if (!DecodeMembership(d.payload, &m).ok()) return "membership ?";
+      return m.cluster_uuid.empty() ? "membership: " + m.change : "genesis of cluster " + m.cluster_uuid;
+    }
     case DecreeType::kBlueGreen:
     case DecreeType::kScheduler:
     case DecreeType::kLrp:
@@ -79,5 +86,33 @@ std::string EncodeVersionMarker(const VersionMarker& m) { return rpc::EncodeBoun
 Status DecodeVersionMarker(std::string_view bytes, VersionMarker* out) { return rpc::DecodeBounded(bytes, out); }
 std::string EncodeDowngrade(const Downgrade& d) { return rpc::EncodeBounded(d); }
 Status DecodeDowngrade(std::string_view bytes, Downgrade* out) { return rpc::DecodeBounded(bytes, out); }
+
+}  // namespace ts::station
+
+namespace ts::station {
+
+std::string EncodeMembership(const MembershipDecree& m) { return rpc::EncodeBounded(m); }
+Status DecodeMembership(std::string_view bytes, MembershipDecree* out) { return rpc::DecodeBounded(bytes, out); }
+
+consensus::Membership ToConsensus(const MembershipDecree& m) {
+  consensus::Membership out;
+  for (const MemberRecord& r : m.members) out.members[r.id] = consensus::MemberInfo{r.incarnation, r.voter};
+  return out;
+}
+
+bool MembershipOf(const std::string& value, consensus::Membership* out) {
+  // The header's type leads the encoding (a little-endian u16): most values
+  // are told apart without decoding.
+  constexpr auto kType = static_cast<uint16_t>(DecreeType::kMembership);
+  if (value.size() < 2 || static_cast<uint8_t>(value[0]) != (kType & 0xFF) ||
+      static_cast<uint8_t>(value[1]) != (kType >> 8)) {
+    return false;
+  }
+  Decree d;
+  MembershipDecree m;
+  if (!DecodeDecree(value, &d).ok() || d.header.type != kType || !DecodeMembership(d.payload, &m).ok()) return false;
+  *out = ToConsensus(m);
+  return true;
+}
 
 }  // namespace ts::station

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "consensus/status.h"
+#include "consensus/types.h"
 
 namespace ts::station {
 
@@ -24,6 +25,9 @@ enum class DecreeType : uint16_t {
   kBlueGreen = 200,      // spec/000_*
   kScheduler = 201,      // spec/002_*: schedulers and game rooms
   kLrp = 202,            // spec/004_*: desired LRPs
+  // The configuration: who votes, who learns, at which incarnation, at which
+  // address. The first one (genesis) also creates the cluster identity.
+  kMembership = 300,
 };
 
 const char* DecreeTypeName(uint16_t type);
@@ -31,7 +35,7 @@ const char* DecreeTypeName(uint16_t type);
 // Decree types come in families that are applied by different parts of the
 // station: the key-value store, the version rules, the deployment state.
 // Unknown types (a newer version's) are kUnknown: recorded, never applied.
-enum class DecreeFamily { kKeyValue, kVersion, kDeploy, kUnknown };
+enum class DecreeFamily { kKeyValue, kVersion, kDeploy, kMembership, kUnknown };
 DecreeFamily FamilyOf(uint16_t type);
 
 struct DecreeHeader {
@@ -118,6 +122,27 @@ struct Downgrade {
   void serialize(A& ar) { ar(target, cancel, rewrites); }
 };
 
+struct MemberRecord {
+  uint32_t id = 0;
+  uint64_t incarnation = 0;  // the acceptor state that votes (voters only)
+  bool voter = true;
+  std::string peer_addr;     // host:port of its peer port
+
+  bool operator==(const MemberRecord&) const = default;
+  template <class A>
+  void serialize(A& ar) { ar(id, incarnation, voter, peer_addr); }
+};
+
+// The whole new configuration (not a delta), in force from the next slot.
+struct MembershipDecree {
+  std::string cluster_uuid;  // set by genesis only: the cluster's identity
+  std::vector<MemberRecord> members;
+  std::string change;        // what changed, for people: "add 4 as a learner"
+
+  template <class A>
+  void serialize(A& ar) { ar(cluster_uuid, members, change); }
+};
+
 // One line for `tsctl log`: "put k1", "version 1.1.0", "downgrade to 1.0.0".
 std::string DescribeDecree(const Decree& d);
 
@@ -131,5 +156,12 @@ std::string EncodeVersionMarker(const VersionMarker& m);
 Status DecodeVersionMarker(std::string_view bytes, VersionMarker* out);
 std::string EncodeDowngrade(const Downgrade& d);
 Status DecodeDowngrade(std::string_view bytes, Downgrade* out);
+std::string EncodeMembership(const MembershipDecree& m);
+Status DecodeMembership(std::string_view bytes, MembershipDecree* out);
+
+// consensus::Config::membership_of: whether `value` is a membership decree,
+// with the configuration it sets.
+bool MembershipOf(const std::string& value, consensus::Membership* out);
+consensus::Membership ToConsensus(const MembershipDecree& m);
 
 }  // namespace ts::station

@@ -34,15 +34,24 @@ StatusOr<std::unique_ptr<Station>> Station::Open(StationOptions options, Station
   }
   if (log == nullptr) return Status::InvalidArgument("a station needs a log source");
   std::unique_ptr<Station> st(new Station(std::move(options), log));
+  st->InitMembership();
+  st->SyncPeers();
   if (Status s = st->Replay(boot.consensus.chosen_upto); !s.ok()) return s;
-  for (consensus::NodeId id : st->options_.consensus.members) {
-    if (id == st->id()) continue;
+  for (auto& [id, view] : st->peers_) {
     // The version view survives restarts: a member not heard since counts
     // with the version it last announced, like a paused one.
     auto it = boot.versions.find(id);
-    PeerView& view = st->peers_[id];
     view.software_version = it == boot.versions.end() ? "" : it->second;
     view.version = Semver::Parse(view.software_version);
+  }
+  boot.consensus.membership = ToConsensus(st->membership_);
+  if (!st->cluster_uuid_.empty() || st->incarnation() != 0) {
+    st->ready_.identity = IdentityChange{st->cluster_uuid_, st->incarnation()};
+  }
+  if (!ToConsensus(st->membership_).Votes(st->id(), st->incarnation())) {
+    st->Log(LogLevel::kWarn, "this node does not vote (incarnation " + std::to_string(st->incarnation()) +
+                                 " is not bound in the configuration): it follows the log as a learner until the "
+                                 "leader binds it");
   }
   for (const Entry& e : boot.consensus.unchosen) st->versions_.ObserveRecorded(e.value);
   st->Log(LogLevel::kInfo, "replayed " + std::to_string(boot.consensus.chosen_upto) +
@@ -99,6 +108,7 @@ void Station::Step(const consensus::Message& m) {
 }
 
 void Station::LinkUp(const rpc::Handshake& h) {
+  AdoptIdentity(h);
   auto it = peers_.find(h.node_id);
   if (it == peers_.end()) return;
   it->second.last_heard_ms = now_ms_;
@@ -113,7 +123,8 @@ void Station::LinkUp(const rpc::Handshake& h) {
 }
 
 bool Station::HasReady() const {
-  return replica_->HasReady() || !ready_.meta.empty() || !ready_.replies.empty() || ready_.link_faults ||
+  return replica_->HasReady() || !ready_.meta.empty() || ready_.identity || ready_.peer_addrs ||
+         !ready_.replies.empty() || ready_.link_faults ||
          !ready_.events.empty() || !ready_.proposed.empty();
 }
 
@@ -139,7 +150,9 @@ void Station::Persisted(const Ready& ready) {
 void Station::RunDuties() {
   NoteRoleChange();
   UpdateEligibility();
+  MaybeProposeGenesis();
   MaybeProposeMarker();
+  MaybeRebind();
   MaybeProposeDowngrade();
   SuperviseCoordinator();
   ServeReads();
@@ -245,6 +258,9 @@ bool Station::ApplyDecree(consensus::Slot slot, const std::string& bytes, bool r
       return true;
     case DecreeFamily::kKeyValue:
       result = kv_.Apply(d);
+      break;
+    case DecreeFamily::kMembership:
+      ApplyMembership(slot, d, replay_only);
       break;
     case DecreeFamily::kVersion:  // VersionState::Observe took what it says
     case DecreeFamily::kUnknown:  // CanRead already refused a type we do not know

@@ -67,6 +67,14 @@ struct StationOptions {
   bool fault_injection = false;  // accept ClientOp::kFault (tests and nemesis only)
   uint64_t health_period_ms = 1000;  // the coordinator's health-controller loop (spec/002_*)
   size_t deploy_queue_max = 1024;    // deployment commands waiting; Busy beyond
+  // Identity (DESIGN.md, "Cluster identity"), as the data dir holds it.
+  // consensus.incarnation is this data dir's incarnation.
+  std::string cluster_uuid;          // empty until genesis or a peer tells it
+  // The bootstrap members' peer addresses (--peers), for the genesis decree.
+  std::map<consensus::NodeId, std::string> peer_addrs;
+  // A leader makes a rebuilt voter vote again (or promotes a learner) only
+  // once it is at most this many slots behind.
+  consensus::Slot caught_up_slots = 256;
 };
 
 // Read access to the durable log: the chosen prefix at start, catch-up of
@@ -116,8 +124,19 @@ struct Proposed {
   DecreeHeader header;
 };
 
+// What the driver must change in its links when the identity or the
+// configuration changes.
+struct IdentityChange {
+  std::string cluster_uuid;  // handshakes carry it from now on
+  uint64_t incarnation = 0;  // messages carry it from now on
+};
+
 struct Ready {
   consensus::Ready consensus;
+  std::optional<IdentityChange> identity;
+  // The peer address of every member (self excluded) when the configuration
+  // in force changed: the driver dials the new ones and drops the others.
+  std::optional<std::map<consensus::NodeId, std::string>> peer_addrs;
   std::vector<std::pair<std::string, std::string>> meta;  // small records to persist (name, value)
   std::vector<Reply> replies;
   std::optional<LinkFaults> link_faults;
@@ -171,6 +190,10 @@ class Station {
   bool coordinator_running() const { return rc_running_; }
   const deploy::DeployState& deploy_state() const { return deploy_; }
   const KvStore& kv() const { return kv_; }
+  const MembershipDecree& members() const { return membership_; }
+  const std::string& cluster_uuid() const { return cluster_uuid_; }
+  uint64_t incarnation() const { return options_.consensus.incarnation; }
+  bool genesis_applied() const { return genesis_applied_; }
   std::string StateDigest() const;
   std::string LogDigestHex() const { return digest_.Hex(); }
   // The version `member` is counted with (self: its own), if ever heard.
@@ -260,6 +283,20 @@ class Station {
   void MaybeProposeDowngrade();
   StatusOr<std::vector<Rewrite>> RewritesFor(const Semver& target) const;
 
+  // station_members.cc: identity, genesis, membership changes, rebuilding.
+  void InitMembership();
+  void ApplyMembership(consensus::Slot slot, const Decree& d, bool replay_only);
+  void SyncPeers();
+  void AdoptIdentity(const rpc::Handshake& h);
+  void MaybeProposeGenesis();
+  void MaybeRebind();
+  void HandleMember(uint64_t handle, rpc::ClientRequest&& req);
+  std::vector<rpc::MemberStatus> BuildMembers() const;
+  // Why `peer`, at this incarnation, may not vote yet (empty: it may).
+  std::string JoinRefusal(consensus::NodeId peer) const;
+  StatusOr<consensus::Slot> ProposeMembership(MembershipDecree m, RequestTag* tag = nullptr);
+  uint64_t NextRandom();
+
   // station_deploy.cc: the recovery supervisor and coordinator.
   void HandleDeploy(uint64_t handle, rpc::ClientRequest&& req);
   void HandleDeployQuery(uint64_t handle, const rpc::ClientRequest& req);
@@ -312,6 +349,13 @@ class Station {
   uint64_t next_expiry_ms_ = 0;
 
   std::map<consensus::NodeId, PeerView> peers_;
+
+  std::string cluster_uuid_;
+  MembershipDecree membership_;     // in force (the bootstrap one before genesis)
+  bool genesis_applied_ = false;
+  consensus::Ballot genesis_ballot_;  // the leadership that proposed genesis
+  uint64_t rng_ = 0;
+  std::map<consensus::NodeId, uint32_t> peer_formats_;  // highest decree format each peer reads (handshake)
   consensus::Role last_role_ = consensus::Role::kFollower;
   consensus::NodeId last_leader_ = consensus::kNoNode;
 };

@@ -43,6 +43,8 @@ void Station::Request(uint64_t handle, ClientRequest req) {
       return HandleDeployQuery(handle, req);
     case ClientOp::kFault:
       return HandleFault(handle, req);
+    case ClientOp::kMember:
+      return HandleMember(handle, std::move(req));
     case ClientOp::kPut:
     case ClientOp::kCas:
     case ClientOp::kDelete:
@@ -74,7 +76,7 @@ ClientResponse Station::Redirect(const ClientRequest& req, const std::string& wh
 
 bool Station::TakesWrites() const {
   consensus::ReplicaStatus s = replica_->GetStatus();
-  return s.role == Role::kLeader && s.leader_ready && marker_checked_ == s.promised;
+  return s.role == Role::kLeader && s.leader_ready && marker_checked_ == s.promised && genesis_applied_;
 }
 
 void Station::HandleRead(uint64_t handle, ClientRequest&& req) {
@@ -220,6 +222,10 @@ rpc::NodeStatus Station::BuildStatus() const {
   st.stuck_at_slot = stuck_at_.value_or(0);
   st.state_digest = StateDigest();
   st.coordinator = rc_running_;
+  st.cluster_uuid = cluster_uuid_;
+  st.incarnation = incarnation();
+  st.voter = replica_->GetStatus().voter;
+  st.members = BuildMembers();
   for (const auto& [peer, view] : peers_) {
     rpc::PeerStatus p;
     p.id = peer;

@@ -22,6 +22,7 @@ uint16_t MaxModelRead(const Semver& v, uint16_t type) {
     case DecreeType::kBlueGreen:  // every deployment model is at version 1
     case DecreeType::kScheduler:
     case DecreeType::kLrp:
+    case DecreeType::kMembership:
       return 1;
     default:
       break;

@@ -43,14 +43,19 @@ Status Driver::Start() {
   auto boot = store_->LoadBootstrap();
   if (!boot.ok()) return boot.status();
 
+  if (Status s = LoadIdentity(*boot); !s.ok()) return s;
+
   station::StationBootstrap sb;
   sb.consensus = std::move(*boot);
   so.consensus.members.clear();
   for (const auto& [id, addr] : options_.members) {
     so.consensus.members.push_back(id);
-    if (id == so.consensus.id) continue;
+    so.peer_addrs[id] = addr.ToString();
+    if (id != so.consensus.id) peer_addrs_[id] = addr;
+  }
+  for (consensus::NodeId id = 1; id <= consensus::kMaxNodeId; ++id) {
     auto v = store_->GetMeta("version/" + std::to_string(id));
-    if (v.ok()) sb.versions[id] = *v;
+    if (v.ok() && id != so.consensus.id) sb.versions[id] = *v;
   }
   // Leave room for framing and the message's other fields under the cap.
   so.consensus.message_bytes_max = std::max<size_t>(1024, options_.frame_bytes_max / 2);
@@ -66,10 +71,44 @@ Status Driver::Start() {
   if (Status s = StartTransport(); !s.ok()) return s;
   if (Status s = StartClientPort(); !s.ok()) return s;
   Flush();  // the replay's log lines
-  spdlog::info("node {} of cluster '{}' (version {}) serving peers on {} and clients on {}", so.consensus.id,
-               so.cluster_id, so.consensus.software_version, options_.members.at(so.consensus.id).ToString(),
-               options_.client_addr.ToString());
+  spdlog::info("node {} of cluster '{}' ({}), incarnation {:016x}, version {}: serving peers on {} and clients on {}",
+               so.consensus.id, so.cluster_id,
+               station_->cluster_uuid().empty() ? "identity not yet known" : "uuid " + station_->cluster_uuid(),
+               station_->incarnation(), so.consensus.software_version,
+               options_.members.at(so.consensus.id).ToString(), options_.client_addr.ToString());
   return Status::Ok();
+}
+
+// The data dir's identity: the cluster UUID (once known) and the incarnation
+// of its acceptor state, created with the data dir (DESIGN.md, "Cluster
+// identity", "Rebuilding nodes").
+Status Driver::LoadIdentity(const consensus::Bootstrap& boot) {
+  station::StationOptions& so = options_.station;
+  auto uuid = store_->GetMeta("identity/cluster_uuid");
+  if (uuid.ok()) so.cluster_uuid = *uuid;
+  else if (uuid.status().code() != Status::Code::kNotFound) return uuid.status();
+  auto inc = store_->GetMeta("identity/incarnation");
+  if (inc.ok()) {
+    char* end = nullptr;
+    so.consensus.incarnation = std::strtoull(inc->c_str(), &end, 10);
+    if (inc->empty() || *end != '\0') return Status::Corruption("data dir " + options_.data_dir + ": incarnation record '" + *inc + "' is not a number");
+    return Status::Ok();
+  }
+  if (inc.status().code() != Status::Code::kNotFound) return inc.status();
+  bool fresh = boot.promised.IsZero() && boot.chosen_upto == 0 && boot.unchosen.empty();
+  if (fresh && !options_.initial_cluster_new) {
+    std::random_device rd;
+    while (so.consensus.incarnation == 0) so.consensus.incarnation = (uint64_t{rd()} << 32) ^ rd();
+    spdlog::warn("empty data dir {}: joining an existing cluster as a non-voting learner (incarnation {:016x}); "
+                 "it votes once the leader has seen it catch up. To create a new cluster instead, start every "
+                 "bootstrap member with --initial-cluster-state new",
+                 options_.data_dir, so.consensus.incarnation);
+  } else if (fresh) {
+    spdlog::info("empty data dir {}: a bootstrap member of a new cluster (--initial-cluster-state new)", options_.data_dir);
+  }
+  // A data dir written before incarnations existed keeps voting as the
+  // bootstrap member it was (incarnation 0).
+  return store_->PutMeta("identity/incarnation", std::to_string(so.consensus.incarnation));
 }
 
 Status Driver::StartTransport() {
@@ -86,6 +125,8 @@ Status Driver::StartTransport() {
     if (id != so.consensus.id) topt.peers[id] = addr;
   }
   topt.frame_bytes_max = options_.frame_bytes_max;
+  topt.cluster_uuid = station_->cluster_uuid();
+  topt.incarnation = station_->incarnation();
   transport_ = std::make_unique<rpc::PeerTransport>(
       io_, topt, [this](consensus::Message&& m) { station_->Step(m); },
       [this](const rpc::Handshake& h) { station_->LinkUp(h); });
@@ -164,9 +205,14 @@ void Driver::Reply(station::Ready& r) {
     auto it = responders_.find(reply.handle);
     if (it == responders_.end()) continue;
     // Links are the driver's: the station leaves these fields to us.
+    auto refusals = transport_->refusals();
     for (rpc::PeerStatus& p : reply.response.status.peers) {
       p.connected = transport_->Connected(p.id);
-      p.peer_addr = options_.members.at(p.id).ToString();
+      if (auto a = peer_addrs_.find(p.id); a != peer_addrs_.end()) p.peer_addr = a->second.ToString();
+      if (auto f = refusals.find(p.id); f != refusals.end()) {
+        p.refusals = f->second.count;
+        p.last_refusal = f->second.last_reason;
+      }
     }
     it->second(std::move(reply.response));
     responders_.erase(it);
@@ -174,6 +220,20 @@ void Driver::Reply(station::Ready& r) {
 }
 
 void Driver::CarryOut(const station::Ready& r) {
+  if (r.identity) {
+    transport_->SetClusterUuid(r.identity->cluster_uuid);
+    transport_->SetIncarnation(r.identity->incarnation);
+  }
+  if (r.peer_addrs) {
+    std::map<consensus::NodeId, rpc::HostPort> addrs;
+    for (const auto& [id, text] : *r.peer_addrs) {
+      auto hp = rpc::ParseHostPort(text);
+      if (hp.ok()) addrs[id] = *hp;
+      else spdlog::error("member {} has no usable peer address '{}': {}", id, text, hp.status().ToString());
+    }
+    peer_addrs_ = addrs;
+    transport_->SetPeers(std::move(addrs));
+  }
   if (r.link_faults) {
     for (const auto& [peer, dirs] : r.link_faults->blocked) transport_->SetBlocked(peer, dirs.first, dirs.second);
   }

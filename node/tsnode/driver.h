@@ -32,6 +32,10 @@ struct DriverOptions {
   rpc::HostPort client_addr;
   std::string data_dir;
   size_t frame_bytes_max = rpc::kDefaultFrameBytesMax;
+  // --initial-cluster-state new: an empty data dir is a bootstrap member of
+  // a cluster not yet created (incarnation 0). Otherwise an empty data dir
+  // joins an existing cluster as a learner (a fresh random incarnation).
+  bool initial_cluster_new = false;
 };
 
 class Driver {
@@ -55,6 +59,7 @@ class Driver {
   uint64_t NowMs() const;
   Status StartTransport();
   Status StartClientPort();
+  Status LoadIdentity(const consensus::Bootstrap& boot);
   void Flush();
   void Write(const station::Ready& r);
   void Reply(station::Ready& r);
@@ -73,6 +78,7 @@ class Driver {
   std::chrono::steady_clock::time_point start_;
   bool stopping_ = false;
   uint64_t next_handle_ = 1;
+  std::map<consensus::NodeId, rpc::HostPort> peer_addrs_;  // the configuration's, as the station last said
   std::map<uint64_t, rpc::ClientServer::Responder> responders_;
 };
 

@@ -59,6 +59,13 @@ int main(int argc, char** argv) {
       ->required();
   app.add_option("--client-addr", client_addr, "host:port of the client port (tsctl, tsbench)")->required();
   app.add_option("--data-dir", o.data_dir, "directory of this node's RocksDB store (created if missing)")->required();
+  std::string initial_state = "existing";
+  app.add_option("--initial-cluster-state", initial_state,
+                 "new: an empty data dir is a bootstrap member of a cluster being created (give it to every "
+                 "member of --peers, on their first start only); existing: an empty data dir joins the running "
+                 "cluster as a non-voting learner and votes once caught up. Ignored once the data dir holds state")
+      ->check(CLI::IsMember({"new", "existing"}))
+      ->capture_default_str();
   app.add_option("--cluster-id", so.cluster_id, "cluster name; peers and data dirs of another cluster are refused")
       ->capture_default_str();
   app.add_option("--heartbeat-ms", cc.heartbeat_ms, "leader heartbeat period")->capture_default_str();
@@ -104,6 +111,7 @@ int main(int argc, char** argv) {
   if (!members.ok()) return fail(members.status().message());
   o.members = std::move(*members);
   cc.id = id;
+  o.initial_cluster_new = initial_state == "new";
   if (!o.members.count(cc.id)) return fail("--id " + std::to_string(id) + " is not listed in --peers");
   auto ca = ts::rpc::ParseHostPort(client_addr);
   if (!ca.ok()) return fail("--client-addr: " + ca.status().message());

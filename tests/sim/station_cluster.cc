@@ -35,13 +35,66 @@ station::StationOptions StationCluster::DefaultOptions() {
   return o;
 }
 
-StationCluster::StationCluster(size_t n, uint64_t seed, station::StationOptions base)
-    : net_(MemberIds(n), seed), base_(std::move(base)) {
+StationCluster::StationCluster(size_t n, uint64_t seed, station::StationOptions base, size_t spares)
+    : net_(MemberIds(n + spares), seed), base_(std::move(base)), bootstrap_(n) {
   for (NodeId id : members()) {
     versions_[id] = base_.consensus.software_version;
     nodes_[id];
-    Restart(id);
+    // A bootstrap member's first data dir: incarnation 0, identity unknown.
+    if (id <= n) nodes_[id].disk.meta["identity/incarnation"] = "0";
   }
+  for (NodeId id : members()) {
+    if (id <= n) Restart(id);
+  }
+}
+
+void StationCluster::Wipe(NodeId id) {
+  Node& n = nodes_.at(id);
+  TS_CHECK(!n.station, "wiping the disk of a running node");
+  n.disk = MemDisk{};
+  n.applied.clear();
+}
+
+void StationCluster::ImplantForeignDisk(NodeId id) {
+  Node& n = nodes_.at(id);
+  TS_CHECK(!n.station, "replacing the disk of a running node");
+  n.disk = MemDisk{};
+  n.applied.clear();
+  // Another cluster's data dir: its identity and a chosen log of its own.
+  n.disk.meta["identity/cluster_uuid"] = "foreign-" + std::to_string(++foreign_seq_);
+  n.disk.meta["identity/incarnation"] = "0";
+  station::Decree d;
+  d.header.type = static_cast<uint16_t>(station::DecreeType::kKvPut);
+  d.payload = station::EncodeKvCommand(station::KvCommand{"foreign", "x", "", false});
+  consensus::Ready r;
+  r.promised = consensus::Ballot{9, id};
+  for (Slot s = 1; s <= 3; ++s) r.entries.push_back(Entry{s, {9, id}, station::EncodeDecree(d)});
+  r.chosen_upto = 3;
+  n.disk.Persist(r);
+}
+
+rpc::Handshake StationCluster::HandshakeOf(NodeId id) const {
+  rpc::Handshake h;
+  h.cluster_id = base_.cluster_id;
+  h.node_id = id;
+  h.software_version = versions_.at(id);
+  h.client_addr = "sim:" + std::to_string(id);
+  h.cluster_uuid = station(id).cluster_uuid();
+  h.incarnation = station(id).incarnation();
+  return h;
+}
+
+// The transport refuses (and closes) a link between different clusters.
+// Judged from what each data dir holds, so also for in-flight messages of
+// a node that has since crashed.
+bool StationCluster::Foreign(NodeId a, NodeId b) const {
+  auto uuid = [&](NodeId id) {
+    const auto& meta = nodes_.at(id).disk.meta;
+    auto it = meta.find("identity/cluster_uuid");
+    return it == meta.end() ? std::string() : it->second;
+  };
+  std::string ua = uuid(a), ub = uuid(b);
+  return !ua.empty() && !ub.empty() && ua != ub;
 }
 
 StationCluster::~StationCluster() = default;
@@ -52,7 +105,22 @@ void StationCluster::Restart(NodeId id) {
   net_.Restarted(id);
   station::StationOptions o = base_;
   o.consensus.id = id;
-  o.consensus.members = members();
+  o.consensus.members.clear();
+  for (NodeId m = 1; m <= bootstrap_; ++m) {
+    o.consensus.members.push_back(m);
+    o.peer_addrs[m] = "sim-peer:" + std::to_string(m);
+  }
+  if (id > bootstrap_) o.consensus.members.push_back(id);  // its flags name itself
+  // The data dir's identity; an empty one joins as a learner.
+  auto inc = n.disk.meta.find("identity/incarnation");
+  if (inc == n.disk.meta.end()) {
+    uint64_t fresh = 0;
+    while (fresh == 0) fresh = net_.rng()();
+    n.disk.meta["identity/incarnation"] = std::to_string(fresh);
+    inc = n.disk.meta.find("identity/incarnation");
+  }
+  o.consensus.incarnation = std::stoull(inc->second);
+  if (auto u = n.disk.meta.find("identity/cluster_uuid"); u != n.disk.meta.end()) o.cluster_uuid = u->second;
   o.consensus.software_version = versions_.at(id);
   o.client_addr = "sim:" + std::to_string(id);
   o.seed = net_.rng()();
@@ -173,14 +241,14 @@ void StationCluster::OpenLinks() {
       ++it;
       continue;
     }
+    if (Foreign(a, b)) {
+      refusals_ += 2;  // each side refuses the other, naming both identities
+      it = links_to_open_.erase(it);
+      continue;
+    }
     for (auto [self, peer] : {std::pair{a, b}, std::pair{b, a}}) {
-      rpc::Handshake h;
-      h.cluster_id = base_.cluster_id;
-      h.node_id = peer;
-      h.software_version = versions_.at(peer);
-      h.client_addr = "sim:" + std::to_string(peer);
       heard_[self][peer] = net_.incarnation(peer);
-      station(self).LinkUp(h);
+      station(self).LinkUp(HandshakeOf(peer));
       Pump(self);
     }
     it = links_to_open_.erase(it);
@@ -192,6 +260,8 @@ void StationCluster::Deliver(const Message& m, bool current) {
   if (!dst.station) return;
   // Once the new process's link is up, the old one's frames are gone.
   if (!current && heard_[m.to][m.from] == net_.incarnation(m.from)) return;
+  // No link stands between different clusters (the handshake refused it).
+  if (Foreign(m.to, m.from)) return;
   net_.NoteDelivery(m);
   dst.station->Step(m);
   Pump(m.to);

@@ -31,8 +31,10 @@ namespace ts::sim {
 class StationCluster {
  public:
   // `base`: options every station starts with (id, members and seed are
-  // filled in per node).
-  StationCluster(size_t n, uint64_t seed, station::StationOptions base = DefaultOptions());
+  // filled in per node). Nodes 1..n bootstrap the cluster (incarnation 0,
+  // as with --initial-cluster-state new); `spares` more ids exist, down,
+  // for membership changes: started, they join as learners.
+  StationCluster(size_t n, uint64_t seed, station::StationOptions base = DefaultOptions(), size_t spares = 0);
   ~StationCluster();
   // The simulator's options: consensus::Config's timings (what tsnode
   // ships), the core's invariant checks on, a faster health loop.
@@ -60,6 +62,15 @@ class StationCluster {
 
   void Crash(NodeId id, bool lose_unsynced = false);
   void Restart(NodeId id);  // reopens the station from its disk
+  // The node's disk is lost: the next Restart finds an empty data dir and
+  // joins as a learner with a new incarnation. The node must be down.
+  void Wipe(NodeId id);
+  // The node's disk is replaced by one of another cluster (its identity and
+  // a log of its own). The node must be down.
+  void ImplantForeignDisk(NodeId id);
+  // Handshakes refused for another cluster's identity (both sides count).
+  uint64_t refusals() const { return refusals_; }
+  size_t bootstrap_size() const { return bootstrap_; }
   // Crashes `id` at its next write: after it sent what may leave before the
   // write (early messages), before the write reaches its disk.
   void CrashAtNextWrite(NodeId id) { crash_at_next_write_.insert(id); }
@@ -127,6 +138,11 @@ class StationCluster {
   std::set<NodeId> crash_at_next_write_;
   std::map<NodeId, WriteFault> write_faults_;
   uint64_t write_faults_fired_ = 0;
+  size_t bootstrap_ = 0;
+  uint64_t refusals_ = 0;
+  uint64_t foreign_seq_ = 0;
+  rpc::Handshake HandshakeOf(NodeId id) const;
+  bool Foreign(NodeId a, NodeId b) const;
   uint64_t next_handle_ = 1;
   std::map<uint64_t, rpc::ClientResponse> replies_;
   std::string invariant_violation_;  // the first any station reported

@@ -263,7 +263,7 @@ TEST(Codec, Decode_RefusesOutOfRangeVariantIndexEitherSign) {
 
 TEST(Codec, Decode_RefusesUnknownClientOpAndResponseCode) {
   std::string req = EncodeClientRequest(SampleRequest());
-  for (uint8_t op : {0, 12, 99, 255}) {  // 12: one past kFault
+  for (uint8_t op : {0, 13, 99, 255}) {  // 13: one past kMember
     req[8] = static_cast<char>(op);
     ClientRequest r;
     Status s = DecodeClientRequest(req, &r);

@@ -1,0 +1,336 @@
+// Station: the cluster's identity and its membership (DESIGN.md, "Cluster
+// identity", "Rebuilding nodes", "Membership").
+//
+// - Genesis: the first leader of a cluster that has none proposes the first
+//   membership decree, which carries a random cluster UUID. Every data dir
+//   stores it; every handshake carries it; another cluster's peer is refused.
+// - Rebuilding: a node whose data dir is new (its incarnation is not the one
+//   the configuration binds) is a learner. Once it has caught up, the leader
+//   binds its incarnation with a membership decree, and only then it votes.
+// - Changes: `tsctl member add|promote|remove`, one membership decree at a
+//   time, each carrying the whole new configuration.
+#include <algorithm>
+#include <cstdio>
+
+#include "node/station/station.h"
+
+namespace ts::station {
+
+using consensus::Role;
+using rpc::ClientCode;
+using rpc::ClientRequest;
+
+namespace {
+
+MemberRecord* Find(MembershipDecree& m, consensus::NodeId id) {
+  for (MemberRecord& r : m.members) {
+    if (r.id == id) return &r;
+  }
+  return nullptr;
+}
+
+size_t Voters(const MembershipDecree& m) {
+  return static_cast<size_t>(std::count_if(m.members.begin(), m.members.end(), [](const MemberRecord& r) { return r.voter; }));
+}
+
+std::string Hex(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// "ID" in 1..kMaxNodeId.
+std::optional<consensus::NodeId> ParseId(const std::string& text) {
+  if (text.empty() || text.size() > 2 || !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return std::nullopt;
+  }
+  unsigned long id = std::stoul(text);
+  if (id == 0 || id > consensus::kMaxNodeId) return std::nullopt;
+  return static_cast<consensus::NodeId>(id);
+}
+
+}  // namespace
+
+uint64_t Station::NextRandom() {
+  // splitmix64 over the seed the driver gave: deterministic under simulation.
+  uint64_t z = (rng_ += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+void Station::InitMembership() {
+  rng_ = options_.seed ^ 0x5DEECE66Dull;
+  options_.consensus.membership_of = MembershipOf;
+  cluster_uuid_ = options_.cluster_uuid;
+  // Until genesis, the bootstrap members vote at incarnation 0.
+  for (consensus::NodeId id : options_.consensus.members) {
+    auto addr = options_.peer_addrs.find(id);
+    membership_.members.push_back(MemberRecord{id, 0, true, addr == options_.peer_addrs.end() ? "" : addr->second});
+  }
+}
+
+void Station::ApplyMembership(consensus::Slot slot, const Decree& d, bool replay_only) {
+  MembershipDecree m;
+  if (!DecodeMembership(d.payload, &m).ok()) {
+    Log(LogLevel::kError, "slot " + std::to_string(slot) + ": unreadable membership decree; configuration unchanged");
+    return;
+  }
+  if (!m.cluster_uuid.empty()) {
+    if (cluster_uuid_.empty()) {
+      cluster_uuid_ = m.cluster_uuid;
+      ready_.meta.emplace_back("identity/cluster_uuid", cluster_uuid_);
+      ready_.identity = IdentityChange{cluster_uuid_, options_.consensus.incarnation};
+    } else if (cluster_uuid_ != m.cluster_uuid) {
+      // The handshake refuses other clusters, so this is a bug or a data
+      // dir assembled by hand: say so loudly, never adopt it.
+      Log(LogLevel::kError, "slot " + std::to_string(slot) + ": genesis of cluster " + m.cluster_uuid +
+                                " in the log of a node of cluster " + cluster_uuid_);
+    }
+    genesis_applied_ = true;
+  }
+  bool was_voter = ToConsensus(membership_).Votes(id(), incarnation());
+  membership_ = std::move(m);
+  SyncPeers();
+  if (replay_only) return;
+  Log(LogLevel::kInfo, "slot " + std::to_string(slot) + ": configuration " + consensus::ToString(ToConsensus(membership_)) +
+                           (membership_.change.empty() ? "" : " (" + membership_.change + ")"));
+  bool voter = ToConsensus(membership_).Votes(id(), incarnation());
+  if (was_voter && !voter) {
+    Log(LogLevel::kWarn, Find(membership_, id()) == nullptr
+                             ? "this node was removed from the configuration: it no longer votes or leads; stop it"
+                             : "this node no longer votes");
+  } else if (!was_voter && voter) {
+    Log(LogLevel::kWarn, "this node votes again (incarnation " + Hex(incarnation()) + " bound at slot " +
+                             std::to_string(slot) + ")");
+  }
+}
+
+// The version view and the driver's links follow the configuration in force.
+void Station::SyncPeers() {
+  std::map<consensus::NodeId, std::string> addrs;
+  for (const MemberRecord& r : membership_.members) {
+    if (r.id == id()) continue;
+    addrs[r.id] = r.peer_addr;
+    peers_.try_emplace(r.id);
+  }
+  for (auto it = peers_.begin(); it != peers_.end();) {
+    it = addrs.count(it->first) ? std::next(it) : peers_.erase(it);
+  }
+  ++view_generation_;
+  ready_.peer_addrs = std::move(addrs);
+}
+
+// A handshake tells a node that has no identity yet which cluster it joined.
+// A node whose log is still empty cannot tell whether it voted before under
+// a data dir it has since lost, so it takes a new incarnation: it rebuilds
+// as a learner until the leader binds it (DESIGN.md, "Rebuilding nodes").
+void Station::AdoptIdentity(const rpc::Handshake& h) {
+  if (!cluster_uuid_.empty() || h.cluster_uuid.empty()) return;
+  cluster_uuid_ = h.cluster_uuid;
+  ready_.meta.emplace_back("identity/cluster_uuid", cluster_uuid_);
+  consensus::ReplicaStatus s = replica_->GetStatus();
+  bool empty = s.promised.IsZero() && s.last_slot == 0;
+  if (empty && incarnation() == 0) {
+    uint64_t inc = 0;
+    while (inc == 0) inc = NextRandom();
+    options_.consensus.incarnation = inc;
+    replica_->SetIncarnation(inc);
+    ready_.meta.emplace_back("identity/incarnation", std::to_string(inc));
+  }
+  ready_.identity = IdentityChange{cluster_uuid_, incarnation()};
+  Log(empty ? LogLevel::kWarn : LogLevel::kInfo,
+      "joined cluster " + cluster_uuid_ + " (learned from node " + std::to_string(h.node_id) + ")" +
+          (empty ? ": this data dir is new, so the node starts as a non-voting learner (incarnation " +
+                       Hex(incarnation()) + ") and votes once the leader has seen it catch up"
+                 : ""));
+}
+
+void Station::MaybeProposeGenesis() {
+  consensus::ReplicaStatus s = replica_->GetStatus();
+  if (genesis_applied_ || s.role != consensus::Role::kLeader || !s.leader_ready || genesis_ballot_ == s.promised) return;
+  if (applied_slot_ < s.chosen_upto) return;  // the recovered log may hold it
+  if (!cluster_uuid_.empty()) {
+    // This node learned an identity from a peer but its log has no genesis:
+    // never create a second one.
+    return;
+  }
+  MembershipDecree m = membership_;
+  char uuid[40];
+  uint64_t a = NextRandom(), b = NextRandom();
+  std::snprintf(uuid, sizeof uuid, "%08llx-%04llx-4%03llx-%04llx-%012llx", static_cast<unsigned long long>(a >> 32),
+                static_cast<unsigned long long>((a >> 16) & 0xFFFF), static_cast<unsigned long long>(a & 0xFFF),
+                static_cast<unsigned long long>(0x8000 | ((b >> 48) & 0x3FFF)),
+                static_cast<unsigned long long>(b & 0xFFFFFFFFFFFFull));
+  m.cluster_uuid = uuid;
+  m.change = "genesis";
+  auto slot = ProposeMembership(std::move(m));
+  if (!slot.ok()) return;  // retried at the next duty round
+  genesis_ballot_ = s.promised;
+  Log(LogLevel::kInfo, "proposed the genesis of cluster " + std::string(uuid) + " at slot " + std::to_string(*slot));
+}
+
+StatusOr<consensus::Slot> Station::ProposeMembership(MembershipDecree m, RequestTag* tag) {
+  Decree d;
+  d.header = versions_.HeaderFor(static_cast<uint16_t>(DecreeType::kMembership));
+  d.payload = EncodeMembership(m);
+  auto slot = ProposeDecree(d);
+  if (tag != nullptr) *tag = d.tag;
+  return slot;
+}
+
+std::string Station::JoinRefusal(consensus::NodeId peer) const {
+  auto view = peers_.find(peer);
+  if (view == peers_.end() || !view->second.version) {
+    return "node " + std::to_string(peer) + " has not announced its version yet (is it running and connected?)";
+  }
+  const Semver& v = *view->second.version;
+  if (versions_.Bars(v)) {
+    return "node " + std::to_string(peer) + " runs " + v.ToString() + ", below the latest version marker " +
+           versions_.barring_marker()->ToString() + ": upgrade it to at least that version first (spec/003_*)";
+  }
+  if (versions_.newest_reader_needed() && v < *versions_.newest_reader_needed()) {
+    return "node " + std::to_string(peer) + " runs " + v.ToString() + " and cannot read the log, which needs " +
+           versions_.newest_reader_needed()->ToString() + ": upgrade it first";
+  }
+  auto peers = replica_->Peers();
+  auto p = peers.find(peer);
+  if (p == peers.end() || !p->second.heard) {
+    return "node " + std::to_string(peer) + " has not answered this leader yet; wait for it to connect";
+  }
+  consensus::Slot chosen = replica_->GetStatus().chosen_upto;
+  if (p->second.match + options_.caught_up_slots < chosen) {
+    return "node " + std::to_string(peer) + " is " + std::to_string(chosen - p->second.match) +
+           " slots behind; wait for it to catch up (tsctl member list shows its progress)";
+  }
+  return "";
+}
+
+// A voter that came back with a new data dir (another incarnation) votes
+// again once it has caught up: the leader binds its new incarnation.
+void Station::MaybeRebind() {
+  if (!TakesWrites() || replica_->latest_membership() != replica_->membership()) return;
+  auto peers = replica_->Peers();
+  for (const MemberRecord& r : membership_.members) {
+    auto p = peers.find(r.id);
+    if (!r.voter || p == peers.end() || !p->second.heard || p->second.incarnation == r.incarnation) continue;
+    if (!JoinRefusal(r.id).empty()) continue;
+    MembershipDecree m = membership_;
+    m.cluster_uuid.clear();
+    Find(m, r.id)->incarnation = p->second.incarnation;
+    m.change = "node " + std::to_string(r.id) + " rebuilt: votes with incarnation " + Hex(p->second.incarnation) +
+               " (was " + Hex(r.incarnation) + ")";
+    auto slot = ProposeMembership(m);
+    if (slot.ok()) Log(LogLevel::kWarn, "slot " + std::to_string(*slot) + ": " + m.change);
+    return;  // one change at a time
+  }
+}
+
+void Station::HandleMember(uint64_t handle, ClientRequest&& req) {
+  auto answer = [&](ClientCode code, std::string message) { Respond(handle, Answer(req.id, code, std::move(message))); };
+  const std::string& action = req.key;
+  if (action != "list" && action != "add" && action != "promote" && action != "remove") {
+    return answer(ClientCode::kBadRequest, "member: action must be list, add, promote or remove, not '" + action + "'");
+  }
+  consensus::ReplicaStatus s = replica_->GetStatus();
+  if (s.role != Role::kLeader) return Respond(handle, Redirect(req, "membership is served by the leader"));
+  if (action == "list") {
+    rpc::ClientResponse r;
+    r.id = req.id;
+    r.status = BuildStatus();
+    return Respond(handle, std::move(r));
+  }
+  if (!TakesWrites()) return answer(ClientCode::kUnavailable, "leader is recovering the log; retry");
+  if (replica_->latest_membership() != replica_->membership()) {
+    return answer(ClientCode::kBusy, "a membership change is still being chosen; retry when `tsctl member list` shows it");
+  }
+  MembershipDecree m = membership_;
+  m.cluster_uuid.clear();
+  std::string arg = req.value;
+  if (action == "add") {
+    size_t eq = arg.find('=');
+    auto nid = ParseId(arg.substr(0, eq));
+    if (eq == std::string::npos || !nid) {
+      return answer(ClientCode::kBadRequest, "member add: expected ID=HOST:PORT with ID in 1..63, got '" + arg + "'");
+    }
+    std::string addr = arg.substr(eq + 1);
+    size_t colon = addr.rfind(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == addr.size()) {
+      return answer(ClientCode::kBadRequest, "member add: '" + addr + "' is not HOST:PORT");
+    }
+    if (Find(m, *nid) != nullptr) {
+      return answer(ClientCode::kBadRequest, "member add: node " + std::to_string(*nid) +
+                                                 " is already a member; remove it first to replace it");
+    }
+    if (m.members.size() >= consensus::kMaxMembers) {
+      return answer(ClientCode::kBadRequest, "member add: the configuration already has " +
+                                                 std::to_string(m.members.size()) + " members, the most allowed");
+    }
+    m.members.push_back(MemberRecord{*nid, 0, false, addr});
+    m.change = "add " + std::to_string(*nid) + " at " + addr + " as a learner";
+  } else {
+    auto nid = ParseId(arg);
+    if (!nid) return answer(ClientCode::kBadRequest, "member " + action + ": expected a node id in 1..63, got '" + arg + "'");
+    MemberRecord* r = Find(m, *nid);
+    if (r == nullptr) {
+      return answer(ClientCode::kBadRequest, "member " + action + ": node " + std::to_string(*nid) +
+                                                 " is not a member (tsctl member list shows them)");
+    }
+    if (action == "promote") {
+      if (r->voter) return answer(ClientCode::kBadRequest, "member promote: node " + arg + " already votes");
+      if (std::string why = JoinRefusal(*nid); !why.empty()) return answer(ClientCode::kUnavailable, "member promote: " + why);
+      r->voter = true;
+      r->incarnation = replica_->Peers().at(*nid).incarnation;
+      m.change = "promote " + arg + " to voter";
+    } else {
+      if (r->voter && Voters(m) == 1) {
+        return answer(ClientCode::kBadRequest, "member remove: node " + arg + " is the last voter; add and promote another first");
+      }
+      m.members.erase(m.members.begin() + (r - m.members.data()));
+      m.change = "remove " + arg;
+    }
+  }
+  RequestTag tag;
+  auto slot = ProposeMembership(m, &tag);
+  if (!slot.ok()) {
+    if (slot.status().code() == Status::Code::kNotLeader) return Respond(handle, Redirect(req, "this node does not lead"));
+    return answer(ClientCode::kBusy, slot.status().message());
+  }
+  Log(LogLevel::kInfo, "proposed at slot " + std::to_string(*slot) + ": " + m.change);
+  pending_writes_[*slot] = PendingWrite{tag, req.op, handle, req.id, now_ms_ + options_.request_timeout_ms};
+}
+
+std::vector<rpc::MemberStatus> Station::BuildMembers() const {
+  std::vector<rpc::MemberStatus> out;
+  auto peers = replica_->Peers();
+  consensus::Slot chosen = replica_->GetStatus().chosen_upto;
+  for (const MemberRecord& r : membership_.members) {
+    rpc::MemberStatus m;
+    m.id = r.id;
+    m.voter = r.voter;
+    m.incarnation = r.incarnation;
+    m.peer_addr = r.peer_addr;
+    if (r.id == id()) {
+      m.heard = true;
+      m.heard_incarnation = incarnation();
+      m.match = chosen;
+    } else if (auto p = peers.find(r.id); p != peers.end() && p->second.heard) {
+      m.heard = true;
+      m.heard_incarnation = p->second.incarnation;
+      m.match = p->second.match;
+    }
+    if (!m.heard) {
+      m.note = peers.empty() ? "" : "not heard";
+    } else if (r.voter && m.heard_incarnation != r.incarnation) {
+      m.note = "rebuilding: new data dir, votes once caught up";
+    } else if (m.match + options_.caught_up_slots < chosen) {
+      m.note = "behind by " + std::to_string(chosen - m.match);
+    } else {
+      m.note = "caught up";
+    }
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+}  // namespace ts::station

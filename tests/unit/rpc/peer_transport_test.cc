@@ -77,7 +77,7 @@ struct Pair {
 };
 
 std::string HandshakeFrame(const std::string& cluster, consensus::NodeId id) {
-  return EncodeFrame(FrameType::kHandshake, EncodeHandshake(Handshake{cluster, id, "9.9.9", "h:1", {1}}));
+  return EncodeFrame(FrameType::kHandshake, EncodeHandshake(Handshake{cluster, id, "9.9.9", "h:1", {1}, "", 0}));
 }
 
 std::string MessageFrame(const consensus::Message& m) {

@@ -171,7 +171,9 @@ TEST(PeerTransport, Handshake_RefusalCarriesTheReasonAndLaterFramesAreIgnored) {
   HandshakeAck ack;
   ASSERT_TRUE(DecodeHandshakeAck(payload, &ack).ok());
   EXPECT_FALSE(ack.ok);
-  EXPECT_EQ(ack.reason, "cluster id mismatch: expected c1, got c2");
+  EXPECT_EQ(ack.reason,
+            "node 2 belongs to cluster 'c2' (identity not yet known), this node 1 to cluster 'c1' (identity not yet "
+            "known): another cluster's node or data dir");
   EXPECT_EQ(ack.node_id, 1u);
   EXPECT_TRUE(raw.WaitClosed());
   EXPECT_EQ(a.transport.metrics().handshakes_refused, 1u);

@@ -131,6 +131,9 @@ class PeerTransport {
   // member whose address changed. An entry under our own id is ignored.
   // Before Start() it only records the set.
   void SetPeers(std::map<consensus::NodeId, HostPort> peers);
+  // SetClusterUuid, SetIncarnation and SetPeers may also be called from
+  // inside OnMessage or OnHandshake (even removing that very peer).
+
   // Handshake refusals per peer id (see PeerRefusals), made and received.
   std::map<consensus::NodeId, PeerRefusals> refusals() const;
 

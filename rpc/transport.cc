@@ -44,6 +44,9 @@ namespace {
 // closed and redialled (a peer that accepted but never answers).
 constexpr auto kHandshakeTimeout = std::chrono::milliseconds(2000);
 
+// Refusal counts are kept per peer id for at most this many ids.
+constexpr size_t kRefusalIdsMax = 1024;
+
 using Life = std::shared_ptr<char>;
 using LifeRef = std::weak_ptr<char>;
 
@@ -74,15 +77,23 @@ uint16_t BoundPort(const tcp::acceptor& acceptor) {
 // ------------------------------------------------------------ PeerTransport
 
 struct PeerTransport::Impl {
-  // One configured member: our dialled link to it, and fault-injection state.
+  // One current member: our dialled link to it, and fault-injection state.
+  // Members come and go (SetPeers), so a handler never holds a Link: it
+  // holds the member id and the link's serial and looks both up (Find).
   struct Link {
-    explicit Link(asio::io_context& io) : retry(io), deadline(io) {}
+    Link(asio::io_context& io, uint64_t serial) : serial(serial), retry(io), deadline(io) {}
+    const uint64_t serial;  // unique per Link object: a removed and re-added member is another Link
     HostPort addr;
     std::shared_ptr<tcp::socket> connecting;  // dial in progress
     std::shared_ptr<Connection> out;          // dialled connection
     bool ready = false;                       // our handshake was acknowledged
+    Handshake peer;                           // from its acknowledgement, once ready
     asio::steady_timer retry;                 // backoff before the next dial
     asio::steady_timer deadline;              // connect + handshake must finish by then
+    // Bumped by every dial and every scheduled retry: a timer handler that
+    // was already queued when its timer was cancelled or re-armed sees a
+    // newer epoch and does nothing.
+    uint64_t epoch = 0;
     uint64_t backoff_ms = 0;
     bool blocked_out = false;
     bool blocked_in = false;
@@ -95,11 +106,46 @@ struct PeerTransport::Impl {
     explicit Inbound(asio::io_context& io) : deadline(io) {}
     std::shared_ptr<Connection> conn;
     consensus::NodeId peer = consensus::kNoNode;
+    Handshake hello;  // the peer's accepted handshake
     asio::steady_timer deadline;
   };
 
   Impl(asio::io_context& io, PeerTransportOptions o, OnMessage m, OnHandshake h)
-      : io(io), opts(std::move(o)), on_message(std::move(m)), on_handshake(std::move(h)), acceptor(io) {}
+      : io(io), opts(std::move(o)), on_message(std::move(m)), on_handshake(std::move(h)), acceptor(io) {
+    for (const auto& [id, addr] : opts.peers) {
+      if (id != opts.self) AddLink(id, addr);  // never dial ourselves
+    }
+  }
+
+  // The handshake this node sends now (its identity may be learned later).
+  Handshake Ours() const {
+    Handshake h;
+    h.cluster_id = opts.cluster_id;
+    h.node_id = opts.self;
+    h.software_version = opts.software_version;
+    h.client_addr = opts.client_addr;
+    h.format_versions = opts.format_versions;
+    h.cluster_uuid = opts.cluster_uuid;
+    h.incarnation = opts.incarnation;
+    return h;
+  }
+
+  // The link to `id` if it is still the one with `serial`, else null.
+  Link* Find(consensus::NodeId id, uint64_t serial) {
+    auto it = links.find(id);
+    return it != links.end() && it->second->serial == serial ? it->second.get() : nullptr;
+  }
+
+  // Counts a refusal involving peer `id`, made or received. Any bytes on
+  // the peer port can claim any id: past kRefusalIdsMax ids, one that is
+  // not a member only counts in the total.
+  void CountRefusal(consensus::NodeId id, const std::string& reason) {
+    ++metrics.handshakes_refused;
+    if (refusals.size() >= kRefusalIdsMax && refusals.count(id) == 0 && links.count(id) == 0) return;
+    PeerRefusals& r = refusals[id];
+    ++r.count;
+    r.last_reason = reason;
+  }
 
   void Accept() {
     acceptor.async_accept([this, life = LifeRef(life)](const std::error_code& ec, tcp::socket sock) {
@@ -149,7 +195,7 @@ struct PeerTransport::Impl {
       return Status::Ok();
     }
     auto it = links.find(in->peer);
-    if (it != links.end() && it->second->blocked_in) {
+    if (it == links.end() || it->second->blocked_in) {  // no longer a member (its links close with it)
       ++metrics.dropped_frames;
       return Status::Ok();
     }
@@ -164,22 +210,31 @@ struct PeerTransport::Impl {
     }
     Handshake h;
     if (Status s = DecodeHandshake(payload, &h); !s.ok()) return s;
+    const Handshake ours = Ours();
     HandshakeAck ack;
     ack.node_id = opts.self;
     ack.software_version = opts.software_version;
-    if (h.cluster_id != opts.cluster_id) {
-      ack.reason = "cluster id mismatch: expected " + opts.cluster_id + ", got " + h.cluster_id;
-    } else if (h.node_id == opts.self || links.count(h.node_id) == 0) {
+    ack.cluster_uuid = opts.cluster_uuid;
+    ack.incarnation = opts.incarnation;
+    ack.reason = HandshakeRefusal(ours, h);
+    const bool other_cluster = !ack.reason.empty();
+    if (!other_cluster && (h.node_id == opts.self || links.count(h.node_id) == 0)) {
       ack.reason = "node " + std::to_string(h.node_id) + " is not a member of this cluster";
     }
     in->deadline.cancel();
     if (!ack.reason.empty()) {
-      ++metrics.handshakes_refused;
+      CountRefusal(h.node_id, ack.reason);
       // A misconfigured peer redials every backoff_max_ms: say it once, then
       // now and then.
-      uint64_t n = ++refusals_by_node[h.node_id];
+      uint64_t n = refusals_logged_by_node.size() < kRefusalIdsMax || refusals_logged_by_node.count(h.node_id)
+                       ? ++refusals_logged_by_node[h.node_id]
+                       : 2;  // an id past the cap: not logged
       if (n == 1 || n % 100 == 0) {
-        spdlog::warn("refused peer {} from {} ({} times): {}", h.node_id, in->conn->remote(), n, ack.reason);
+        if (other_cluster) {
+          spdlog::error("refused peer {} from {} ({} times): {}", h.node_id, in->conn->remote(), n, ack.reason);
+        } else {
+          spdlog::warn("refused peer {} from {} ({} times): {}", h.node_id, in->conn->remote(), n, ack.reason);
+        }
       }
       in->conn->SendFrame(FrameType::kHandshakeAck, EncodeHandshakeAck(ack));
       in->conn->CloseAfterWrites("handshake refused");
@@ -187,6 +242,7 @@ struct PeerTransport::Impl {
     }
     ack.ok = true;
     in->peer = h.node_id;
+    in->hello = h;
     CloseSupersededInbound(in);
     in->conn->SendFrame(FrameType::kHandshakeAck, EncodeHandshakeAck(ack));
     if (on_handshake) on_handshake(h);
@@ -209,10 +265,46 @@ struct PeerTransport::Impl {
     }
   }
 
+  // Closes every accepted link `id` dialled to us, or (with a predicate)
+  // those it selects.
+  void CloseInboundFrom(consensus::NodeId id, const std::string& reason,
+                        const std::function<bool(const Inbound&)>& which = nullptr) {
+    std::vector<std::shared_ptr<Connection>> conns;  // Close() erases from `inbound`
+    for (const auto& [key, in] : inbound) {
+      if (in->peer == id && (!which || which(*in))) conns.push_back(in->conn);
+    }
+    for (const auto& c : conns) c->Close(reason);
+  }
+
+  void AddLink(consensus::NodeId id, const HostPort& addr) {
+    auto l = std::make_unique<Link>(io, ++link_serials);
+    l->addr = addr;
+    links[id] = std::move(l);
+  }
+
+  // Abandons the link's dial, connection and timers without redialling.
+  // The caller redials or forgets the link.
+  void ResetLink(Link& l, const std::string& reason) {
+    ++l.epoch;
+    l.retry.cancel();
+    l.deadline.cancel();
+    std::error_code ignored;
+    if (l.connecting) l.connecting->close(ignored);  // its handler finds it superseded
+    l.connecting.reset();
+    // Detached first, so its close handler sees another connection and
+    // does not redial.
+    if (std::shared_ptr<Connection> out = std::move(l.out)) out->Close(reason);
+    l.ready = false;
+    l.backoff_ms = 0;
+    l.refusal_logged = false;
+  }
+
   void Dial(consensus::NodeId id) {
     if (stopped) return;
     Link& l = *links.at(id);
     assert(!l.out && !l.connecting);
+    const uint64_t serial = l.serial;
+    const uint64_t epoch = ++l.epoch;
     auto ep = ResolveEndpoint(io, l.addr);
     if (!ep.ok()) {
       spdlog::debug("peer {}: {}", id, ep.status().message());
@@ -222,23 +314,24 @@ struct PeerTransport::Impl {
     auto sock = std::make_shared<tcp::socket>(io);
     l.connecting = sock;
     l.deadline.expires_after(kHandshakeTimeout);
-    l.deadline.async_wait([this, id, life = LifeRef(life)](const std::error_code& ec) {
+    l.deadline.async_wait([this, id, serial, epoch, life = LifeRef(life)](const std::error_code& ec) {
       if (ec || life.expired() || stopped) return;
-      Link& l = *links.at(id);
+      Link* l = Find(id, serial);
+      if (!l || l->epoch != epoch) return;
       std::error_code ignored;
-      if (l.connecting) {
-        l.connecting->close(ignored);  // its handler sees operation_aborted and redials
-      } else if (l.out && !l.ready) {
-        l.out->Close("handshake timed out");
+      if (l->connecting) {
+        l->connecting->close(ignored);  // its handler sees operation_aborted and redials
+      } else if (l->out && !l->ready) {
+        l->out->Close("handshake timed out");
       }
     });
-    sock->async_connect(*ep, [this, id, sock, life = LifeRef(life)](const std::error_code& ec) {
+    sock->async_connect(*ep, [this, id, serial, sock, life = LifeRef(life)](const std::error_code& ec) {
       if (life.expired() || stopped) return;
-      Link& l = *links.at(id);
-      if (l.connecting != sock) return;  // superseded
-      l.connecting.reset();
+      Link* l = Find(id, serial);
+      if (!l || l->connecting != sock) return;  // superseded or removed
+      l->connecting.reset();
       if (ec) {
-        l.deadline.cancel();
+        l->deadline.cancel();
         Redial(id);
         return;
       }
@@ -248,33 +341,31 @@ struct PeerTransport::Impl {
 
   void Connected(consensus::NodeId id, tcp::socket sock) {
     Link& l = *links.at(id);
+    const uint64_t serial = l.serial;
     l.out = std::make_shared<Connection>(std::move(sock), "peer", opts.frame_bytes_max, opts.queue_bytes_max,
                                          &metrics);
     Connection* conn = l.out.get();
     l.out->Start(
-        [this, id, conn](FrameType type, std::string_view payload) { return OnAck(id, conn, type, payload); },
-        [this, id, conn](const std::string& reason) {
+        [this, id, serial, conn](FrameType type, std::string_view payload) {
+          Link* l = Find(id, serial);
+          if (!l || l->out.get() != conn) return Status::Ok();  // a frame racing its link's removal
+          return OnAck(id, *l, conn, type, payload);
+        },
+        [this, id, serial, conn](const std::string& reason) {
           if (stopped) return;
-          Link& l = *links.at(id);
-          if (l.out.get() != conn) return;
-          if (l.ready) spdlog::info("link to peer {} at {} is down: {}", id, l.addr.ToString(), reason);
-          l.out.reset();
-          l.ready = false;
-          l.deadline.cancel();
+          Link* l = Find(id, serial);
+          if (!l || l->out.get() != conn) return;
+          if (l->ready) spdlog::info("link to peer {} at {} is down: {}", id, l->addr.ToString(), reason);
+          l->out.reset();
+          l->ready = false;
+          l->deadline.cancel();
           Redial(id);
         });
-    Handshake h;
-    h.cluster_id = opts.cluster_id;
-    h.node_id = opts.self;
-    h.software_version = opts.software_version;
-    h.client_addr = opts.client_addr;
-    h.format_versions = opts.format_versions;
-    l.out->SendFrame(FrameType::kHandshake, EncodeHandshake(h));
+    l.out->SendFrame(FrameType::kHandshake, EncodeHandshake(Ours()));
   }
 
   // Only a HandshakeAck ever flows back on a link we dialled.
-  Status OnAck(consensus::NodeId id, Connection* conn, FrameType type, std::string_view payload) {
-    Link& l = *links.at(id);
+  Status OnAck(consensus::NodeId id, Link& l, Connection* conn, FrameType type, std::string_view payload) {
     if (l.ready || type != FrameType::kHandshakeAck) {
       return Status::InvalidArgument("unexpected frame type " + std::to_string(static_cast<int>(type)) +
                                      " on an outgoing peer link");
@@ -284,6 +375,7 @@ struct PeerTransport::Impl {
     if (!ack.ok) {
       // A refusal is configuration, not a bad frame: say it loudly, retry
       // with growing backoff (the operator may fix the other side).
+      CountRefusal(id, "refused by peer " + std::to_string(id) + ": " + ack.reason);
       if (!l.refusal_logged) {
         spdlog::error("peer {} at {} refused our handshake: {} (retrying every {} ms)", id, l.addr.ToString(),
                       ack.reason, opts.backoff_max_ms);
@@ -298,31 +390,110 @@ struct PeerTransport::Impl {
       conn->Close("wrong node id");
       return Status::Ok();
     }
+    // The acknowledgement names the peer's identity, version and
+    // incarnation: what its own handshake would (it accepted ours, so its
+    // cluster name is ours).
+    Handshake theirs;
+    theirs.cluster_id = opts.cluster_id;
+    theirs.node_id = ack.node_id;
+    theirs.software_version = ack.software_version;
+    theirs.cluster_uuid = ack.cluster_uuid;
+    theirs.incarnation = ack.incarnation;
+    // It accepted us, but its identity is not ours (it did not check, or
+    // ours was learned while our handshake was on its way): refuse it.
+    if (std::string reason = HandshakeRefusal(Ours(), theirs); !reason.empty()) {
+      CountRefusal(id, reason);
+      if (!l.refusal_logged) {
+        spdlog::error("refused peer {} at {} on its acknowledgement: {} (retrying every {} ms)", id,
+                      l.addr.ToString(), reason, opts.backoff_max_ms);
+      }
+      l.refusal_logged = true;
+      conn->Close("refused: " + reason);
+      return Status::Ok();
+    }
     l.ready = true;
+    l.peer = theirs;
     l.refusal_logged = false;
     l.backoff_ms = 0;
     l.deadline.cancel();
     spdlog::info("link to peer {} at {} is up (version {})", id, l.addr.ToString(), ack.software_version);
-    // The acknowledgement names the peer's version too: report it, so a
-    // node's version view does not hang on the peer's own link to us.
-    if (on_handshake) {
-      Handshake h;
-      h.node_id = id;
-      h.software_version = ack.software_version;
-      on_handshake(h);
-    }
+    // Report it, so a node's view of the peer does not hang on the peer's
+    // own link to us.
+    if (on_handshake) on_handshake(theirs);
     return Status::Ok();
   }
 
   void Redial(consensus::NodeId id) {
     if (stopped) return;
     Link& l = *links.at(id);
+    const uint64_t serial = l.serial;
+    const uint64_t epoch = ++l.epoch;
     l.backoff_ms = l.backoff_ms == 0 ? opts.backoff_min_ms : std::min(opts.backoff_max_ms, l.backoff_ms * 2);
     l.retry.expires_after(std::chrono::milliseconds(l.backoff_ms));
-    l.retry.async_wait([this, id, life = LifeRef(life)](const std::error_code& ec) {
+    l.retry.async_wait([this, id, serial, epoch, life = LifeRef(life)](const std::error_code& ec) {
       if (ec || life.expired() || stopped) return;
+      Link* l = Find(id, serial);
+      if (!l || l->epoch != epoch) return;
       Dial(id);
     });
+  }
+
+  void SetClusterUuid(const std::string& uuid) {
+    if (uuid == opts.cluster_uuid) return;
+    spdlog::info("cluster identity: {} (was {})", uuid.empty() ? "not known" : uuid,
+                 opts.cluster_uuid.empty() ? "not known" : opts.cluster_uuid);
+    opts.cluster_uuid = uuid;
+    const Handshake ours = Ours();
+    // Every peer whose link, either way, announced another identity.
+    std::map<consensus::NodeId, std::string> refused;
+    for (const auto& [id, l] : links) {
+      if (!l->ready) continue;  // an acknowledgement on its way is checked against the new identity
+      if (std::string reason = HandshakeRefusal(ours, l->peer); !reason.empty()) refused[id] = reason;
+    }
+    for (const auto& [key, in] : inbound) {
+      if (in->peer == consensus::kNoNode) continue;
+      if (std::string reason = HandshakeRefusal(ours, in->hello); !reason.empty()) refused[in->peer] = reason;
+    }
+    for (const auto& [id, reason] : refused) {
+      CountRefusal(id, reason);
+      spdlog::error("closing the links to and from peer {}: {}", id, reason);
+      CloseInboundFrom(id, "refused: " + reason, [&](const Inbound& in) {
+        return !HandshakeRefusal(ours, in.hello).empty();
+      });
+      auto it = links.find(id);
+      if (it != links.end() && it->second->ready && !HandshakeRefusal(ours, it->second->peer).empty()) {
+        it->second->refusal_logged = true;  // said just now
+        it->second->out->Close("refused: " + reason);  // redials with backoff
+      }
+    }
+  }
+
+  void SetPeers(std::map<consensus::NodeId, HostPort> peers) {
+    peers.erase(opts.self);
+    std::vector<consensus::NodeId> gone;
+    for (const auto& [id, l] : links) {
+      if (peers.count(id) == 0) gone.push_back(id);
+    }
+    for (consensus::NodeId id : gone) {
+      spdlog::info("peer {} at {} is no longer a member: closing its links", id, links.at(id)->addr.ToString());
+      ResetLink(*links.at(id), "no longer a member");
+      links.erase(id);  // its timers' handlers find no link and do nothing
+      CloseInboundFrom(id, "no longer a member");
+    }
+    for (const auto& [id, addr] : peers) {
+      auto it = links.find(id);
+      if (it == links.end()) {
+        spdlog::info("peer {} at {} is a new member", id, addr.ToString());
+        AddLink(id, addr);
+        if (started && !stopped) Dial(id);
+      } else if (it->second->addr.host != addr.host || it->second->addr.port != addr.port) {
+        spdlog::info("peer {} moved from {} to {}: redialling", id, it->second->addr.ToString(), addr.ToString());
+        ResetLink(*it->second, "the peer's address changed");
+        it->second->addr = addr;
+        if (started && !stopped) Dial(id);
+      }
+    }
+    opts.peers = std::move(peers);
   }
 
   void Stop() {
@@ -355,8 +526,10 @@ struct PeerTransport::Impl {
   OnHandshake on_handshake;
   tcp::acceptor acceptor;
   std::map<consensus::NodeId, std::unique_ptr<Link>> links;
+  uint64_t link_serials = 0;
   std::unordered_map<Connection*, std::unique_ptr<Inbound>> inbound;
-  std::map<consensus::NodeId, uint64_t> refusals_by_node;
+  std::map<consensus::NodeId, PeerRefusals> refusals;
+  std::map<consensus::NodeId, uint64_t> refusals_logged_by_node;  // refusals we made, for log rate limiting
   TransportMetrics metrics;
   bool started = false;
   bool stopped = false;
@@ -367,12 +540,6 @@ PeerTransport::PeerTransport(asio::io_context& io, PeerTransportOptions options,
                              OnHandshake on_handshake)
     : impl_(std::make_unique<Impl>(io, std::move(options), std::move(on_message), std::move(on_handshake))) {
   assert(impl_->opts.backoff_min_ms > 0 && impl_->opts.backoff_min_ms <= impl_->opts.backoff_max_ms);
-  for (const auto& [id, addr] : impl_->opts.peers) {
-    if (id == impl_->opts.self) continue;  // never dial ourselves
-    auto l = std::make_unique<Impl::Link>(io);
-    l->addr = addr;
-    impl_->links.emplace(id, std::move(l));
-  }
 }
 
 PeerTransport::~PeerTransport() { impl_->Stop(); }
@@ -426,6 +593,14 @@ void PeerTransport::SetBlocked(consensus::NodeId peer, bool blocked_out, bool bl
   it->second->blocked_out = blocked_out;
   it->second->blocked_in = blocked_in;
 }
+
+void PeerTransport::SetClusterUuid(const std::string& cluster_uuid) { impl_->SetClusterUuid(cluster_uuid); }
+
+void PeerTransport::SetIncarnation(uint64_t incarnation) { impl_->opts.incarnation = incarnation; }
+
+void PeerTransport::SetPeers(std::map<consensus::NodeId, HostPort> peers) { impl_->SetPeers(std::move(peers)); }
+
+std::map<consensus::NodeId, PeerRefusals> PeerTransport::refusals() const { return impl_->refusals; }
 
 // ------------------------------------------------------------ ClientServer
 

@@ -1,9 +1,12 @@
 // PeerTransport: Asio TCP links between replicas. Each node dials every other
 // member and sends on that outgoing link; it receives on the links peers dial
-// to it. Both directions open with a Handshake (cluster id, node id, software
-// version). Lost links are redialled with exponential backoff. Sending never
-// blocks: frames are queued per peer up to a byte cap and dropped beyond it or
-// while the link is down (Paxos retransmits what matters).
+// to it. Both directions open with a Handshake (cluster id and identity, node
+// id, incarnation, software version); each side refuses the other with
+// HandshakeRefusal (another cluster) or for an id that is not a current
+// member. Lost links are redialled with exponential backoff. The member set
+// may change at runtime (SetPeers). Sending never blocks: frames are queued
+// per peer up to a byte cap and dropped beyond it or while the link is down
+// (Paxos retransmits what matters).
 //
 // ClientServer: the client port. Runs the client protocol; the handler answers
 // through a Responder that stays valid after the connection closes (sending
@@ -44,31 +47,44 @@ struct TransportMetrics {
   uint64_t frames_in = 0;
   uint64_t frames_out = 0;
   uint64_t bad_frames = 0;          // closed a connection for a malformed frame
-  uint64_t handshakes_refused = 0;
+  uint64_t handshakes_refused = 0;  // PeerTransport: the sum of refusals() counts
   uint64_t dropped_frames = 0;      // queue full or link down
 };
 
 struct PeerTransportOptions {
   std::string cluster_id;
+  // The cluster identity (Handshake::cluster_uuid); empty while this node has
+  // not learned it (SetClusterUuid later).
+  std::string cluster_uuid;
+  uint64_t incarnation = 0;  // this node's acceptor incarnation (Handshake::incarnation)
   consensus::NodeId self = 0;
   std::string software_version;
   std::vector<uint32_t> format_versions;
   std::string client_addr;                         // announced in the handshake
   HostPort listen;                                 // this node's peer port
-  std::map<consensus::NodeId, HostPort> peers;     // other members
+  std::map<consensus::NodeId, HostPort> peers;     // other members (initially; see SetPeers)
   size_t frame_bytes_max = kDefaultFrameBytesMax;
   size_t queue_bytes_max = 64 << 20;               // per peer
   uint64_t backoff_min_ms = 20;
   uint64_t backoff_max_ms = 250;
 };
 
+// Handshake refusals involving one peer id: those this node made (its
+// handshake to us was refused, or a link to it was closed because the
+// identities differ) and those it received (that peer refused ours).
+struct PeerRefusals {
+  uint64_t count = 0;
+  std::string last_reason;  // names both sides' cluster and identity for a cluster mismatch
+};
+
 class PeerTransport {
  public:
   using OnMessage = std::function<void(consensus::Message&&)>;
   // Called whenever a peer's Handshake is accepted on a link it dialled to
-  // us (a full Handshake, with client_addr and format versions), and when a
-  // link we dialled is acknowledged (then only node_id and software_version
-  // are set: the HandshakeAck carries no more). May be null.
+  // us (the full Handshake: cluster_uuid, incarnation, client_addr, format
+  // versions), and when a link we dialled is acknowledged (then only
+  // node_id, software_version, cluster_uuid and incarnation are set: the
+  // HandshakeAck carries no more; client_addr is empty). May be null.
   using OnHandshake = std::function<void(const Handshake&)>;
 
   PeerTransport(asio::io_context& io, PeerTransportOptions options, OnMessage on_message,
@@ -96,8 +112,30 @@ class PeerTransport {
   uint16_t bound_port() const;  // the listening port (tests bind port 0)
 
   // Fault injection for tests and the nemesis: while blocked, frames to/from that
-  // peer are silently dropped in this process.
+  // peer are silently dropped in this process. A no-op for a non-member;
+  // cleared when the peer is removed (SetPeers).
   void SetBlocked(consensus::NodeId peer, bool blocked_out, bool blocked_in);
+
+  // This node learned its cluster identity: from now on its handshakes and
+  // acknowledgements carry it, and every link (either direction) whose peer
+  // announced another non-empty identity is closed and counted as a refusal.
+  // A link whose peer announced none stays up.
+  void SetClusterUuid(const std::string& cluster_uuid);
+  // From now on handshakes and acknowledgements carry `incarnation`; links
+  // already up are not re-announced.
+  void SetIncarnation(uint64_t incarnation);
+  // Replaces the member set (the other members and their peer ports):
+  // starts dialling new members, closes every link to and from a member no
+  // longer listed (its queued frames are dropped, its timers cancelled; from
+  // then on its handshakes are refused as a non-member's), and redials a
+  // member whose address changed. An entry under our own id is ignored.
+  // Before Start() it only records the set.
+  void SetPeers(std::map<consensus::NodeId, HostPort> peers);
+  // SetClusterUuid, SetIncarnation and SetPeers may also be called from
+  // inside OnMessage or OnHandshake (even removing that very peer).
+
+  // Handshake refusals per peer id (see PeerRefusals), made and received.
+  std::map<consensus::NodeId, PeerRefusals> refusals() const;
 
  private:
   struct Impl;

@@ -52,7 +52,7 @@ std::vector<consensus::MessageBody> EveryMessageBody() {
 }
 
 Handshake SampleHandshake() {
-  return Handshake{"cluster-a", 3, "1.2.3", "127.0.0.1:7001", {1, 2}, "5f0c", 7};
+  return Handshake{"cluster-a", 3, "1.2.3", "127.0.0.1:7001", {1, 2}, "5f0c6a1e-uuid", 0x1122334455667788};
 }
 
 ClientRequest SampleRequest() {
@@ -112,12 +112,16 @@ TEST(Codec, EncodeDecode_RoundTripsHandshakesAndClientMessages) {
   EXPECT_EQ(h.node_id, 3u);
   EXPECT_EQ(h.client_addr, "127.0.0.1:7001");
   EXPECT_EQ(h.format_versions, (std::vector<uint32_t>{1, 2}));
+  EXPECT_EQ(h.cluster_uuid, "5f0c6a1e-uuid");
+  EXPECT_EQ(h.incarnation, 0x1122334455667788u);
 
   HandshakeAck ack;
-  ASSERT_TRUE(DecodeHandshakeAck(EncodeHandshakeAck(HandshakeAck{false, "why", 2, "1.0.0", "", 0}), &ack).ok());
+  ASSERT_TRUE(DecodeHandshakeAck(EncodeHandshakeAck(HandshakeAck{false, "why", 2, "1.0.0", "u-2", 9}), &ack).ok());
   EXPECT_FALSE(ack.ok);
   EXPECT_EQ(ack.reason, "why");
   EXPECT_EQ(ack.node_id, 2u);
+  EXPECT_EQ(ack.cluster_uuid, "u-2");
+  EXPECT_EQ(ack.incarnation, 9u);
 
   ClientRequest req;
   ASSERT_TRUE(DecodeClientRequest(EncodeClientRequest(SampleRequest()), &req).ok());
@@ -246,7 +250,7 @@ TEST(Codec, Decode_RefusesEveryTruncationAndTrailingBytes) {
     ExpectEveryTruncationRefused<consensus::Message>(EncodeMessage({1, 2, body}), DecodeMessage);
   }
   ExpectEveryTruncationRefused<Handshake>(EncodeHandshake(SampleHandshake()), DecodeHandshake);
-  ExpectEveryTruncationRefused<HandshakeAck>(EncodeHandshakeAck({true, "", 1, "1.0.0", "5f0c", 9}), DecodeHandshakeAck);
+  ExpectEveryTruncationRefused<HandshakeAck>(EncodeHandshakeAck({true, "", 1, "1.0.0", "u-1", 7}), DecodeHandshakeAck);
   ExpectEveryTruncationRefused<ClientRequest>(EncodeClientRequest(SampleRequest()), DecodeClientRequest);
   ExpectEveryTruncationRefused<ClientResponse>(EncodeClientResponse(SampleResponse()), DecodeClientResponse);
 }

@@ -1,10 +1,12 @@
 // PeerTransport on loopback: two transports exchange messages, handshakes
-// are checked (cluster id, membership, first frame), hostile bytes close
-// only their own connection, a restarted peer is redialled, and Stop lets
-// the io_context run out of work.
+// are checked (cluster id and identity, membership, first frame) on both
+// sides, hostile bytes close only their own connection, a restarted peer is
+// redialled, members come and go at runtime, and Stop lets the io_context
+// run out of work.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <random>
 #include <vector>
@@ -57,17 +59,25 @@ struct Node {
   std::vector<Handshake> handshakes;
 };
 
-// Two members, 1 and 2, connected both ways.
+using Tweak = std::function<void(PeerTransportOptions&)>;
+
+// Two members, 1 and 2, connected both ways. The tweaks adjust each node's
+// options (its cluster identity, say).
 struct Pair {
-  explicit Pair(asio::io_context& io, std::string cluster2 = "c1") {
+  explicit Pair(asio::io_context& io, std::string cluster2 = "c1") : Pair(io, nullptr, nullptr, std::move(cluster2)) {}
+  Pair(asio::io_context& io, const Tweak& tweak1, const Tweak& tweak2, std::string cluster2 = "c1") {
     // Node 2's port is chosen before it binds, so another process (tests run
     // in parallel) can take it first: then choose again.
     Status s;
     for (int attempt = 0; attempt < 20; ++attempt) {
       uint16_t port2 = FreePort(io);
-      a = std::make_unique<Node>(io, Options(1, 0, {{2, port2}}));
+      PeerTransportOptions o1 = Options(1, 0, {{2, port2}});
+      if (tweak1) tweak1(o1);
+      a = std::make_unique<Node>(io, o1);
       EXPECT_TRUE(a->transport.Start().ok());
-      b = std::make_unique<Node>(io, Options(2, port2, {{1, a->transport.bound_port()}}, cluster2));
+      PeerTransportOptions o2 = Options(2, port2, {{1, a->transport.bound_port()}}, cluster2);
+      if (tweak2) tweak2(o2);
+      b = std::make_unique<Node>(io, o2);
       s = b->transport.Start();
       if (s.ok()) return;
     }
@@ -82,6 +92,48 @@ std::string HandshakeFrame(const std::string& cluster, consensus::NodeId id) {
 
 std::string MessageFrame(const consensus::Message& m) {
   return EncodeFrame(FrameType::kPeerMessage, EncodeMessage(m));
+}
+
+Tweak Identity(std::string uuid, uint64_t incarnation) {
+  return [uuid, incarnation](PeerTransportOptions& o) {
+    o.cluster_uuid = uuid;
+    o.incarnation = incarnation;
+  };
+}
+
+HostPort Loopback(uint16_t port) { return {"127.0.0.1", port}; }
+
+bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+PeerRefusals RefusalsOf(const PeerTransport& t, consensus::NodeId peer) {
+  auto all = t.refusals();
+  auto it = all.find(peer);
+  return it == all.end() ? PeerRefusals{} : it->second;
+}
+
+uint64_t SumOfRefusals(const PeerTransport& t) {
+  uint64_t sum = 0;
+  for (const auto& [id, r] : t.refusals()) sum += r.count;
+  return sum;
+}
+
+// A connection a test's listener accepted; `closed` once the other side hung up.
+struct Accepted {
+  explicit Accepted(asio::ip::tcp::socket s) : socket(std::move(s)) {}
+  asio::ip::tcp::socket socket;
+  char buf[4096];
+  bool closed = false;
+};
+
+void ReadToEnd(std::shared_ptr<Accepted> c) {
+  Accepted* raw = c.get();
+  raw->socket.async_read_some(asio::buffer(raw->buf), [c = std::move(c)](const std::error_code& ec, size_t) {
+    if (ec) {
+      c->closed = true;
+      return;
+    }
+    ReadToEnd(c);
+  });
 }
 
 TEST(PeerTransport, Send_DeliversMessagesBothWaysAfterTheHandshake) {
@@ -171,7 +223,9 @@ TEST(PeerTransport, Handshake_RefusalCarriesTheReasonAndLaterFramesAreIgnored) {
   HandshakeAck ack;
   ASSERT_TRUE(DecodeHandshakeAck(payload, &ack).ok());
   EXPECT_FALSE(ack.ok);
-  EXPECT_EQ(ack.reason, "cluster id mismatch: expected c1, got c2");
+  EXPECT_EQ(ack.reason,
+            "node 2 belongs to cluster 'c2' (identity not yet known), this node 1 to cluster 'c1' (identity not yet "
+            "known): another cluster's node or data dir");
   EXPECT_EQ(ack.node_id, 1u);
   EXPECT_TRUE(raw.WaitClosed());
   EXPECT_EQ(a.transport.metrics().handshakes_refused, 1u);
@@ -448,6 +502,386 @@ TEST(PeerTransport, Stop_LetsTheIoContextRunOutOfWork) {
   EXPECT_TRUE(io.stopped());
   EXPECT_LT(std::chrono::steady_clock::now() - start, testing::kDeadline);
   EXPECT_FALSE(p.a->transport.Connected(2));
+}
+
+// ---------------------------------------------------------- cluster identity
+
+// Two nodes of the same cluster name but another identity (a data dir from
+// another cluster): each refuses the other's dial and is refused on its own,
+// both count it per peer, and every reason names both identities.
+TEST(PeerTransport, Identity_DifferentUuidsAreRefusedOnBothSidesNamingBoth) {
+  asio::io_context io;
+  Pair p(io, Identity("uuid-a", 0), Identity("uuid-b", 7));
+  ASSERT_TRUE(RunUntil(io, [&] {
+    return RefusalsOf(p.a->transport, 2).count >= 2 && RefusalsOf(p.b->transport, 1).count >= 2;
+  }));
+  p.a->transport.Send(Heartbeat(1, 2, 1));
+  p.b->transport.Send(Heartbeat(2, 1, 1));
+  RunFor(io, std::chrono::milliseconds(100));  // several redial rounds: still refused
+  EXPECT_FALSE(p.a->transport.Connected(2));
+  EXPECT_FALSE(p.b->transport.Connected(1));
+  EXPECT_TRUE(p.a->received.empty());
+  EXPECT_TRUE(p.b->received.empty());
+  EXPECT_TRUE(p.a->handshakes.empty());
+  EXPECT_TRUE(p.b->handshakes.empty());
+  for (Node* n : {p.a.get(), p.b.get()}) {
+    auto refusals = n->transport.refusals();
+    ASSERT_EQ(refusals.size(), 1u);
+    const std::string& reason = refusals.begin()->second.last_reason;
+    EXPECT_TRUE(Contains(reason, "uuid uuid-a") && Contains(reason, "uuid uuid-b")) << reason;
+    EXPECT_EQ(n->transport.metrics().handshakes_refused, refusals.begin()->second.count);
+    EXPECT_EQ(n->transport.metrics().bad_frames, 0u);
+  }
+}
+
+// The refusal a node sends names both identities and carries its own.
+TEST(PeerTransport, Identity_RefusalAcknowledgementNamesBothAndCarriesOurs) {
+  asio::io_context io;
+  PeerTransportOptions o = Options(1, 0, {{2, FreePort(io)}});
+  Identity("uuid-a", 5)(o);
+  Node a(io, o);
+  ASSERT_TRUE(a.transport.Start().ok());
+  RawClient raw(io);
+  raw.Connect(a.transport.bound_port());
+  raw.Write(EncodeFrame(FrameType::kHandshake,
+                        EncodeHandshake(Handshake{"c1", 2, "9.9.9", "h:1", {1}, "uuid-x", 3})));
+  FrameType type;
+  std::string payload;
+  ASSERT_TRUE(raw.ReadFrame(&type, &payload));
+  ASSERT_EQ(type, FrameType::kHandshakeAck);
+  HandshakeAck ack;
+  ASSERT_TRUE(DecodeHandshakeAck(payload, &ack).ok());
+  EXPECT_FALSE(ack.ok);
+  EXPECT_EQ(ack.reason,
+            "node 2 belongs to cluster 'c1' (uuid uuid-x), this node 1 to cluster 'c1' (uuid uuid-a): another "
+            "cluster's node or data dir");
+  EXPECT_EQ(ack.cluster_uuid, "uuid-a");
+  EXPECT_EQ(ack.incarnation, 5u);
+  EXPECT_TRUE(raw.WaitClosed());
+  EXPECT_EQ(RefusalsOf(a.transport, 2).count, 1u);
+  EXPECT_EQ(RefusalsOf(a.transport, 2).last_reason, ack.reason);
+  EXPECT_EQ(a.transport.metrics().handshakes_refused, 1u);
+  EXPECT_TRUE(a.handshakes.empty());
+}
+
+// A node that has not learned the identity yet accepts, and is accepted by,
+// a node that has; each callback reports the other's identity and
+// incarnation, on both the link the peer dialled and the one it acknowledged.
+TEST(PeerTransport, Identity_AnEmptyUuidOnOneSideIsAcceptedAndTheCallbackReportsTheOthers) {
+  asio::io_context io;
+  Pair p(io, Identity("uuid-a", 11), Identity("", 22));
+  ASSERT_TRUE(RunUntil(io, [&] {
+    return p.a->transport.Connected(2) && p.b->transport.Connected(1) && p.a->handshakes.size() == 2 &&
+           p.b->handshakes.size() == 2;
+  }));
+  size_t full = 0;
+  for (const Handshake& h : p.b->handshakes) {
+    EXPECT_EQ(h.node_id, 1u);
+    EXPECT_EQ(h.cluster_uuid, "uuid-a");
+    EXPECT_EQ(h.incarnation, 11u);
+    EXPECT_EQ(h.software_version, "1.0.1");
+    full += !h.client_addr.empty();
+  }
+  EXPECT_EQ(full, 1u) << "one from node 1's handshake, one from its acknowledgement";
+  for (const Handshake& h : p.a->handshakes) {
+    EXPECT_EQ(h.node_id, 2u);
+    EXPECT_EQ(h.cluster_uuid, "");
+    EXPECT_EQ(h.incarnation, 22u);
+  }
+  p.a->transport.Send(Heartbeat(1, 2, 1));
+  p.b->transport.Send(Heartbeat(2, 1, 2));
+  ASSERT_TRUE(RunUntil(io, [&] { return p.a->received.size() == 1 && p.b->received.size() == 1; }));
+  EXPECT_TRUE(p.a->transport.refusals().empty());
+  EXPECT_TRUE(p.b->transport.refusals().empty());
+  EXPECT_EQ(p.a->transport.metrics().handshakes_refused + p.b->transport.metrics().handshakes_refused, 0u);
+}
+
+// A peer that accepts our handshake without checking identities (or
+// checked before we learned ours) but announces another one is refused by
+// the dialling side: closed, counted, not reported, redialled.
+TEST(PeerTransport, Identity_TheDiallerRefusesAnAcknowledgementFromAnotherCluster) {
+  asio::io_context io;
+  asio::ip::tcp::acceptor listener(io, asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  const std::string ack_frame =
+      EncodeFrame(FrameType::kHandshakeAck, EncodeHandshakeAck(HandshakeAck{true, "", 2, "9.9.9", "uuid-z", 4}));
+  std::vector<std::shared_ptr<Accepted>> accepted;
+  std::function<void()> accept = [&] {
+    listener.async_accept([&](const std::error_code& ec, asio::ip::tcp::socket s) {
+      if (ec) return;
+      auto c = std::make_shared<Accepted>(std::move(s));
+      accepted.push_back(c);
+      asio::write(c->socket, asio::buffer(ack_frame));  // small: the socket buffer takes it at once
+      ReadToEnd(c);
+      accept();
+    });
+  };
+  accept();
+  PeerTransportOptions o = Options(1, 0, {{2, listener.local_endpoint().port()}});
+  Identity("uuid-a", 0)(o);
+  Node a(io, o);
+  ASSERT_TRUE(a.transport.Start().ok());
+  ASSERT_TRUE(RunUntil(io, [&] { return accepted.size() >= 2 && accepted[0]->closed; }));
+  EXPECT_FALSE(a.transport.Connected(2));
+  EXPECT_TRUE(a.handshakes.empty());
+  PeerRefusals r = RefusalsOf(a.transport, 2);
+  EXPECT_GE(r.count, 1u);
+  EXPECT_TRUE(Contains(r.last_reason, "uuid uuid-a") && Contains(r.last_reason, "uuid uuid-z")) << r.last_reason;
+  EXPECT_EQ(a.transport.metrics().handshakes_refused, SumOfRefusals(a.transport));
+  EXPECT_EQ(a.transport.metrics().bad_frames, 0u);
+  a.transport.Stop();
+  listener.close();
+}
+
+// A node that learns an identity other than the one its peer announced
+// closes the links both ways; they stay down (each side now refuses).
+TEST(PeerTransport, SetClusterUuid_ClosesTheLinksToAPeerOfAnotherIdentity) {
+  asio::io_context io;
+  Pair p(io, Identity("", 0), Identity("uuid-b", 0));
+  ASSERT_TRUE(RunUntil(io, [&] { return p.a->transport.Connected(2) && p.b->transport.Connected(1); }));
+  p.a->transport.SetClusterUuid("uuid-a");
+  EXPECT_FALSE(p.a->transport.Connected(2));  // at once
+  PeerRefusals r = RefusalsOf(p.a->transport, 2);
+  EXPECT_EQ(r.count, 1u) << "one refusal of the peer for both its links";
+  EXPECT_TRUE(Contains(r.last_reason, "uuid uuid-a") && Contains(r.last_reason, "uuid uuid-b")) << r.last_reason;
+  ASSERT_TRUE(RunUntil(io, [&] { return !p.b->transport.Connected(1) && RefusalsOf(p.b->transport, 1).count >= 1; }));
+  const std::string& b_reason = RefusalsOf(p.b->transport, 1).last_reason;
+  EXPECT_TRUE(Contains(b_reason, "uuid uuid-a") && Contains(b_reason, "uuid uuid-b")) << b_reason;
+  p.a->transport.Send(Heartbeat(1, 2, 1));
+  p.b->transport.Send(Heartbeat(2, 1, 1));
+  RunFor(io, std::chrono::milliseconds(100));
+  EXPECT_FALSE(p.a->transport.Connected(2));
+  EXPECT_FALSE(p.b->transport.Connected(1));
+  EXPECT_TRUE(p.a->received.empty());
+  EXPECT_TRUE(p.b->received.empty());
+}
+
+// Learning the identity the peer announced keeps the links; handshakes made
+// after it (and after SetIncarnation) carry the new values.
+TEST(PeerTransport, SetClusterUuid_OfThePeersIdentityKeepsTheLinksAndLaterHandshakesCarryIt) {
+  asio::io_context io;
+  Pair p(io, Identity("", 0), Identity("uuid-b", 0));
+  ASSERT_TRUE(RunUntil(io, [&] { return p.a->transport.Connected(2) && p.b->transport.Connected(1); }));
+  p.a->transport.SetClusterUuid("uuid-b");
+  p.a->transport.SetIncarnation(9);
+  RunFor(io, std::chrono::milliseconds(50));
+  EXPECT_TRUE(p.a->transport.Connected(2));
+  EXPECT_TRUE(p.b->transport.Connected(1));
+  EXPECT_TRUE(p.a->transport.refusals().empty());
+  // Node 1 drops and re-adds node 2: both links are made again, with the
+  // new handshake.
+  p.b->handshakes.clear();
+  p.a->transport.SetPeers({});
+  p.a->transport.SetPeers({{2, Loopback(p.b->transport.bound_port())}});
+  ASSERT_TRUE(RunUntil(io, [&] {
+    return p.a->transport.Connected(2) && p.b->transport.Connected(1) && p.b->handshakes.size() >= 2;
+  }));
+  for (const Handshake& h : p.b->handshakes) {
+    EXPECT_EQ(h.cluster_uuid, "uuid-b");
+    EXPECT_EQ(h.incarnation, 9u);
+  }
+}
+
+// ---------------------------------------------------------- changing members
+
+TEST(PeerTransport, SetPeers_AddsAMemberThatThenConnectsAndExchangesMessages) {
+  asio::io_context io;
+  Node a(io, Options(1, 0, {}));  // alone so far
+  ASSERT_TRUE(a.transport.Start().ok());
+  Node b(io, Options(2, 0, {{1, a.transport.bound_port()}}));
+  ASSERT_TRUE(b.transport.Start().ok());
+  ASSERT_TRUE(RunUntil(io, [&] { return RefusalsOf(b.transport, 1).count >= 1; }));  // not a member yet
+  EXPECT_TRUE(Contains(RefusalsOf(b.transport, 1).last_reason, "node 2 is not a member"))
+      << RefusalsOf(b.transport, 1).last_reason;
+  EXPECT_FALSE(b.transport.Connected(1));
+  // An entry under its own id is ignored.
+  a.transport.SetPeers({{1, Loopback(1)}, {2, Loopback(b.transport.bound_port())}});
+  ASSERT_TRUE(RunUntil(io, [&] { return a.transport.Connected(2) && b.transport.Connected(1); }));
+  EXPECT_FALSE(a.transport.Connected(1));
+  a.transport.Send(Heartbeat(1, 2, 3));
+  b.transport.Send(Heartbeat(2, 1, 4));
+  ASSERT_TRUE(RunUntil(io, [&] { return a.received.size() == 1 && b.received.size() == 1; }));
+  EXPECT_EQ(std::get<consensus::Heartbeat>(b.received[0].body).seq, 3u);
+  EXPECT_EQ(std::get<consensus::Heartbeat>(a.received[0].body).seq, 4u);
+}
+
+// A removed member's links close both ways, nothing more passes either way
+// (its redials are refused), and re-adding it brings it back.
+TEST(PeerTransport, SetPeers_RemovingAMemberClosesItsLinksAndReAddingItReconnects) {
+  asio::io_context io;
+  Pair p(io);
+  ASSERT_TRUE(RunUntil(io, [&] { return p.a->transport.Connected(2) && p.b->transport.Connected(1); }));
+  p.a->transport.Send(Heartbeat(1, 2, 1));
+  p.b->transport.Send(Heartbeat(2, 1, 1));
+  ASSERT_TRUE(RunUntil(io, [&] { return p.a->received.size() == 1 && p.b->received.size() == 1; }));
+
+  p.a->transport.SetPeers({});
+  EXPECT_FALSE(p.a->transport.Connected(2));  // at once
+  ASSERT_TRUE(RunUntil(io, [&] { return !p.b->transport.Connected(1) && RefusalsOf(p.b->transport, 1).count >= 1; }));
+  const uint64_t a_dropped = p.a->transport.metrics().dropped_frames;
+  p.a->transport.Send(Heartbeat(1, 2, 2));
+  p.b->transport.Send(Heartbeat(2, 1, 2));
+  EXPECT_EQ(p.a->transport.metrics().dropped_frames, a_dropped + 1);
+  RunFor(io, std::chrono::milliseconds(100));  // several of node 2's redials
+  EXPECT_EQ(p.a->received.size(), 1u);
+  EXPECT_EQ(p.b->received.size(), 1u);
+  EXPECT_FALSE(p.a->transport.Connected(2));
+  EXPECT_FALSE(p.b->transport.Connected(1));
+  EXPECT_EQ(p.a->transport.metrics().bad_frames + p.b->transport.metrics().bad_frames, 0u);
+
+  p.a->transport.SetPeers({{2, Loopback(p.b->transport.bound_port())}});
+  ASSERT_TRUE(RunUntil(io, [&] { return p.a->transport.Connected(2) && p.b->transport.Connected(1); }));
+  p.a->transport.Send(Heartbeat(1, 2, 3));
+  p.b->transport.Send(Heartbeat(2, 1, 3));
+  ASSERT_TRUE(RunUntil(io, [&] { return p.a->received.size() == 2 && p.b->received.size() == 2; }));
+  EXPECT_EQ(std::get<consensus::Heartbeat>(p.a->received[1].body).seq, 3u);
+  EXPECT_EQ(std::get<consensus::Heartbeat>(p.b->received[1].body).seq, 3u);
+}
+
+// The link a removed member dialled to us is closed, and another member's
+// link is untouched.
+TEST(PeerTransport, SetPeers_ClosesTheLinkARemovedMemberDialledToUs) {
+  asio::io_context io;
+  const uint16_t port2 = FreePort(io), port3 = FreePort(io);
+  Node a(io, Options(1, 0, {{2, port2}, {3, port3}}));
+  ASSERT_TRUE(a.transport.Start().ok());
+  RawClient two(io), three(io);
+  two.Connect(a.transport.bound_port());
+  two.Write(HandshakeFrame("c1", 2) + MessageFrame(Heartbeat(2, 1, 1)));
+  three.Connect(a.transport.bound_port());
+  three.Write(HandshakeFrame("c1", 3) + MessageFrame(Heartbeat(3, 1, 1)));
+  ASSERT_TRUE(RunUntil(io, [&] { return a.received.size() == 2; }));
+  a.transport.SetPeers({{2, Loopback(port2)}});
+  EXPECT_TRUE(three.WaitClosed());
+  (void)three.TryWrite(MessageFrame(Heartbeat(3, 1, 2)));  // goes nowhere
+  two.Write(MessageFrame(Heartbeat(2, 1, 2)));
+  ASSERT_TRUE(RunUntil(io, [&] { return a.received.size() == 3; }));
+  RunFor(io, std::chrono::milliseconds(50));
+  ASSERT_EQ(a.received.size(), 3u);
+  EXPECT_EQ(a.received[2].from, 2u);
+  EXPECT_FALSE(two.closed());
+  // Node 3 dialling again is refused as a non-member.
+  RawClient again(io);
+  again.Connect(a.transport.bound_port());
+  again.Write(HandshakeFrame("c1", 3));
+  FrameType type;
+  std::string payload;
+  ASSERT_TRUE(again.ReadFrame(&type, &payload));
+  HandshakeAck ack;
+  ASSERT_TRUE(DecodeHandshakeAck(payload, &ack).ok());
+  EXPECT_FALSE(ack.ok);
+  EXPECT_EQ(ack.reason, "node 3 is not a member of this cluster");
+  EXPECT_TRUE(again.WaitClosed());
+}
+
+TEST(PeerTransport, SetPeers_RedialsAMemberWhoseAddressChanged) {
+  asio::io_context io;
+  Node a(io, Options(1, 0, {{2, FreePort(io)}}));  // nobody there
+  ASSERT_TRUE(a.transport.Start().ok());
+  Node b(io, Options(2, 0, {{1, a.transport.bound_port()}}));
+  ASSERT_TRUE(b.transport.Start().ok());
+  ASSERT_TRUE(RunUntil(io, [&] { return b.transport.Connected(1); }));
+  EXPECT_FALSE(a.transport.Connected(2));
+  a.transport.SetPeers({{2, Loopback(b.transport.bound_port())}});
+  ASSERT_TRUE(RunUntil(io, [&] { return a.transport.Connected(2); }));
+  a.transport.Send(Heartbeat(1, 2, 5));
+  ASSERT_TRUE(RunUntil(io, [&] { return b.received.size() == 1; }));
+  EXPECT_EQ(std::get<consensus::Heartbeat>(b.received[0].body).seq, 5u);
+}
+
+// The node applies a membership change when it learns it, which may be
+// inside the transport's own callbacks: removing the very sender from its
+// message callback, or learning the identity from a handshake callback.
+TEST(PeerTransport, SetPeersAndSetClusterUuid_MayBeCalledFromTheCallbacks) {
+  asio::io_context io;
+  std::unique_ptr<PeerTransport> a;
+  std::vector<consensus::Message> received;
+  std::vector<Handshake> handshakes;
+  a = std::make_unique<PeerTransport>(
+      io, Options(1, 0, {{2, FreePort(io)}, {3, FreePort(io)}}),
+      [&](consensus::Message&& m) {
+        received.push_back(m);
+        if (m.from == 3) a->SetPeers({{2, Loopback(FreePort(io))}});  // removes the sender
+      },
+      [&](const Handshake& h) {
+        handshakes.push_back(h);
+        if (!h.cluster_uuid.empty()) a->SetClusterUuid(h.cluster_uuid);  // learns it
+      });
+  ASSERT_TRUE(a->Start().ok());
+  RawClient two(io), three(io);
+  two.Connect(a->bound_port());
+  two.Write(EncodeFrame(FrameType::kHandshake, EncodeHandshake(Handshake{"c1", 2, "9.9.9", "h:2", {1}, "u-1", 0})));
+  FrameType type;
+  std::string payload;
+  ASSERT_TRUE(two.ReadFrame(&type, &payload));
+  HandshakeAck ack;
+  ASSERT_TRUE(DecodeHandshakeAck(payload, &ack).ok());
+  EXPECT_TRUE(ack.ok);
+  EXPECT_EQ(ack.cluster_uuid, "") << "the acknowledgement was built before the callback";
+  three.Connect(a->bound_port());
+  three.Write(EncodeFrame(FrameType::kHandshake, EncodeHandshake(Handshake{"c1", 3, "9.9.9", "h:3", {1}, "u-1", 0})) +
+              MessageFrame(Heartbeat(3, 1, 1)) + MessageFrame(Heartbeat(3, 1, 2)));
+  EXPECT_TRUE(three.WaitClosed());
+  two.Write(MessageFrame(Heartbeat(2, 1, 3)));
+  ASSERT_TRUE(RunUntil(io, [&] { return received.size() == 2; }));
+  RunFor(io, std::chrono::milliseconds(50));
+  ASSERT_EQ(received.size(), 2u) << "node 3's second message came after its removal";
+  EXPECT_EQ(received[0].from, 3u);
+  EXPECT_EQ(received[1].from, 2u);
+  // Learned from node 2's handshake: a node of another identity is refused.
+  RawClient stranger(io);
+  stranger.Connect(a->bound_port());
+  stranger.Write(EncodeFrame(FrameType::kHandshake, EncodeHandshake(Handshake{"c1", 2, "9.9.9", "h:2", {1}, "u-2", 0})));
+  ASSERT_TRUE(stranger.ReadFrame(&type, &payload));
+  ASSERT_TRUE(DecodeHandshakeAck(payload, &ack).ok());
+  EXPECT_FALSE(ack.ok);
+  EXPECT_EQ(ack.cluster_uuid, "u-1");
+  EXPECT_TRUE(Contains(ack.reason, "uuid u-1") && Contains(ack.reason, "uuid u-2")) << ack.reason;
+  EXPECT_FALSE(two.closed());
+  a.reset();
+}
+
+// Members are added, removed and moved at seeded moments: mid-dial, during
+// backoff, with the handshake in flight, with links up. Handlers of removed
+// or replaced links must do nothing (ASan builds check they touch no freed
+// link), and the final member set must connect and carry messages.
+TEST(PeerTransport, SetPeers_ChurnAtRandomMomentsEndsConnected) {
+  asio::io_context io;
+  Node a(io, Options(1, 0, {}));
+  ASSERT_TRUE(a.transport.Start().ok());
+  const uint16_t port1 = a.transport.bound_port();
+  Node b(io, Options(2, 0, {{1, port1}}));
+  Node c(io, Options(3, 0, {{1, port1}}));
+  ASSERT_TRUE(b.transport.Start().ok());
+  ASSERT_TRUE(c.transport.Start().ok());
+  const std::map<consensus::NodeId, HostPort> real = {{2, Loopback(b.transport.bound_port())},
+                                                       {3, Loopback(c.transport.bound_port())}};
+  const HostPort nowhere = Loopback(FreePort(io));
+  std::mt19937_64 rng(20261124);
+  for (int round = 0; round < 60; ++round) {
+    std::map<consensus::NodeId, HostPort> peers;
+    for (const auto& [id, addr] : real) {
+      switch (rng() % 3) {
+        case 0: break;  // not a member this round
+        case 1: peers[id] = addr; break;
+        default: peers[id] = nowhere; break;
+      }
+    }
+    a.transport.SetPeers(peers);
+    if (rng() % 4 == 0) a.transport.Send(Heartbeat(1, 2, 0));
+    RunFor(io, std::chrono::milliseconds(rng() % 15));
+  }
+  a.transport.SetPeers(real);
+  ASSERT_TRUE(RunUntil(io, [&] {
+    return a.transport.Connected(2) && a.transport.Connected(3) && b.transport.Connected(1) &&
+           c.transport.Connected(1);
+  }));
+  const size_t b_before = b.received.size(), a_before = a.received.size();
+  a.transport.Send(Heartbeat(1, 2, 100));
+  b.transport.Send(Heartbeat(2, 1, 100));
+  c.transport.Send(Heartbeat(3, 1, 100));
+  ASSERT_TRUE(RunUntil(io, [&] { return b.received.size() == b_before + 1 && a.received.size() == a_before + 2; }));
+  EXPECT_EQ(std::get<consensus::Heartbeat>(b.received.back().body).seq, 100u);
+  EXPECT_EQ(a.transport.metrics().bad_frames, 0u);
 }
 
 }  // namespace

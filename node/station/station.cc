@@ -150,8 +150,8 @@ void Station::Persisted(const Ready& ready) {
 void Station::RunDuties() {
   NoteRoleChange();
   UpdateEligibility();
+  MaybeProposeMarker();  // a leadership that needs a marker proposes it first
   MaybeProposeGenesis();
-  MaybeProposeMarker();
   MaybeRebind();
   MaybeProposeDowngrade();
   SuperviseCoordinator();

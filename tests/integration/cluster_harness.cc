@@ -131,6 +131,10 @@ void ProcessCluster::Start(size_t i, std::vector<std::string> extra_args) {
   std::vector<std::string> args = p.args;
   args.insert(args.end(), extra_args_.begin(), extra_args_.end());
   args.insert(args.end(), extra_args.begin(), extra_args.end());
+  if (!p.started_once) {
+    args.insert(args.end(), {"--initial-cluster-state", "new"});
+    p.started_once = true;
+  }
   // Everything the child needs is prepared before fork: other threads (test
   // clients) may hold the allocator's lock, so the child only makes syscalls.
   std::string bin = TS_TSNODE_PATH;

@@ -51,8 +51,9 @@ class ProcessCluster {
   void Start(size_t i, std::vector<std::string> extra_args = {});
   void Kill(size_t i);    // SIGKILL and reap
   void Stop(size_t i);    // SIGTERM, wait (SIGKILL after 10 s)
-  // Removes node i's data directory (the node must not run): it restarts as
-  // a fresh member that learns the whole log from its peers.
+  // Removes node i's data directory (the node must not run): it restarts
+  // with an empty data dir, as a learner that catches up from its peers and
+  // votes again once the leader has bound its new incarnation.
   void WipeData(size_t i);
   void Restart(size_t i, std::vector<std::string> extra_args = {});
   // Restarts node i announcing `version` from now on (its flags change).
@@ -102,6 +103,7 @@ class ProcessCluster {
     std::vector<std::string> args;
     pid_t pid = -1;
     bool paused = false;
+    bool started_once = false;  // its first start bootstraps the cluster (--initial-cluster-state new)
   };
   std::string dir_;
   std::vector<NodeProc> nodes_;

@@ -246,9 +246,11 @@ void StationCluster::OpenLinks() {
       it = links_to_open_.erase(it);
       continue;
     }
+    std::map<NodeId, rpc::Handshake> hello{{a, HandshakeOf(a)}, {b, HandshakeOf(b)}};
     for (auto [self, peer] : {std::pair{a, b}, std::pair{b, a}}) {
+      if (!IsUp(self)) continue;  // died in the write the first handshake caused
       heard_[self][peer] = net_.incarnation(peer);
-      station(self).LinkUp(HandshakeOf(peer));
+      station(self).LinkUp(hello.at(peer));
       Pump(self);
     }
     it = links_to_open_.erase(it);

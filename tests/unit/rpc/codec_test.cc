@@ -80,7 +80,7 @@ ClientResponse SampleResponse() {
   r.status.id = 1;
   r.status.role = "leader";
   r.status.ballot = {4, 1};
-  r.status.peers = {PeerStatus{2, "127.0.0.1:6002", true, "1.0.0", 15}, PeerStatus{3, "h:1", false, "", -1}};
+  r.status.peers = {PeerStatus{2, "127.0.0.1:6002", true, "1.0.0", 15, 0, ""}, PeerStatus{3, "h:1", false, "", -1, 2, "node 3 belongs to another cluster"}};
   r.status.log_digest = "abcd";
   r.status.eligible = true;
   r.log = {LogRow{1, "put", 30, "put k1"}, LogRow{2, "noop", 0, ""}};

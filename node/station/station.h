@@ -292,8 +292,8 @@ class Station {
   void MaybeRebind();
   void HandleMember(uint64_t handle, rpc::ClientRequest&& req);
   std::vector<rpc::MemberStatus> BuildMembers() const;
-  // Why `peer`, at this incarnation, may not vote yet (empty: it may).
-  std::string JoinRefusal(consensus::NodeId peer) const;
+  // Why `peer`, at its current incarnation, may not vote yet (empty: it may).
+  std::string JoinRefusal(consensus::NodeId peer, bool new_member) const;
   StatusOr<consensus::Slot> ProposeMembership(MembershipDecree m, RequestTag* tag = nullptr);
   uint64_t NextRandom();
 

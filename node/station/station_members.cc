@@ -179,19 +179,26 @@ StatusOr<consensus::Slot> Station::ProposeMembership(MembershipDecree m, Request
   return slot;
 }
 
-std::string Station::JoinRefusal(consensus::NodeId peer) const {
+// Why `peer` may not vote yet, or empty. A new member (promote) must
+// follow the version rules of spec/003_*: not below the latest marker and
+// able to read the log. A voter that rebuilt its data dir was a voter
+// already, as a stuck or barred node may be (the version rules keep such a
+// node from leading, not from voting): it needs only to have caught up.
+std::string Station::JoinRefusal(consensus::NodeId peer, bool new_member) const {
   auto view = peers_.find(peer);
-  if (view == peers_.end() || !view->second.version) {
-    return "node " + std::to_string(peer) + " has not announced its version yet (is it running and connected?)";
-  }
-  const Semver& v = *view->second.version;
-  if (versions_.Bars(v)) {
-    return "node " + std::to_string(peer) + " runs " + v.ToString() + ", below the latest version marker " +
-           versions_.barring_marker()->ToString() + ": upgrade it to at least that version first (spec/003_*)";
-  }
-  if (versions_.newest_reader_needed() && v < *versions_.newest_reader_needed()) {
-    return "node " + std::to_string(peer) + " runs " + v.ToString() + " and cannot read the log, which needs " +
-           versions_.newest_reader_needed()->ToString() + ": upgrade it first";
+  if (new_member) {
+    if (view == peers_.end() || !view->second.version) {
+      return "node " + std::to_string(peer) + " has not announced its version yet (is it running and connected?)";
+    }
+    const Semver& v = *view->second.version;
+    if (versions_.Bars(v)) {
+      return "node " + std::to_string(peer) + " runs " + v.ToString() + ", below the latest version marker " +
+             versions_.barring_marker()->ToString() + ": upgrade it to at least that version first (spec/003_*)";
+    }
+    if (versions_.newest_reader_needed() && v < *versions_.newest_reader_needed()) {
+      return "node " + std::to_string(peer) + " runs " + v.ToString() + " and cannot read the log, which needs " +
+             versions_.newest_reader_needed()->ToString() + ": upgrade it first";
+    }
   }
   auto peers = replica_->Peers();
   auto p = peers.find(peer);
@@ -214,7 +221,7 @@ void Station::MaybeRebind() {
   for (const MemberRecord& r : membership_.members) {
     auto p = peers.find(r.id);
     if (!r.voter || p == peers.end() || !p->second.heard || p->second.incarnation == r.incarnation) continue;
-    if (!JoinRefusal(r.id).empty()) continue;
+    if (!JoinRefusal(r.id, false).empty()) continue;
     MembershipDecree m = membership_;
     m.cluster_uuid.clear();
     Find(m, r.id)->incarnation = p->second.incarnation;
@@ -278,7 +285,7 @@ void Station::HandleMember(uint64_t handle, ClientRequest&& req) {
     }
     if (action == "promote") {
       if (r->voter) return answer(ClientCode::kBadRequest, "member promote: node " + arg + " already votes");
-      if (std::string why = JoinRefusal(*nid); !why.empty()) return answer(ClientCode::kUnavailable, "member promote: " + why);
+      if (std::string why = JoinRefusal(*nid, true); !why.empty()) return answer(ClientCode::kUnavailable, "member promote: " + why);
       r->voter = true;
       r->incarnation = replica_->Peers().at(*nid).incarnation;
       m.change = "promote " + arg + " to voter";

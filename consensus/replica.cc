@@ -228,7 +228,12 @@ void Replica::HandlePrepare(NodeId from, const Prepare& m) {
     RaisePromise(m.ballot);
     if (role_ != Role::kFollower) StepDown(from);
     leader_ = kNoNode;  // until the candidate wins and tells us
+    // Give the candidate we promised a lease's time to finish phase 1
+    // before we campaign ourselves: two candidates that each step down for
+    // the other's Prepare and retry a heartbeat later would duel for ever
+    // when no third voter breaks the tie (a voter rebuilding, say).
     ResetElectionDeadline();
+    election_deadline_ms_ = std::max(election_deadline_ms_, now_ms_ + config_.lease_ms);
   }
   // m.ballot == promised_: a fresh promise or the next chunk of one.
   reply.ok = true;
@@ -560,6 +565,9 @@ uint64_t Replica::NextRandom() {
 }
 
 void Replica::AfterInput(const char* input) {
+  // Proposals held behind a membership decree go out once it is chosen, or
+  // once another value took its slot.
+  if (role_ == Role::kLeader && !held_.empty() && pending_configs_.empty()) ReleaseHeld();
   if (!config_.check_invariants || !invariant_violation_.empty()) return;
   std::string why = CheckInvariants();
   if (!why.empty()) {

@@ -19,6 +19,7 @@ void Replica::Campaign(Ballot transfer_from) {
   leader_ballot_ = Ballot{};
   lease_until_ms_ = 0;
   pending_accept_.clear();
+  held_.clear();
   phase1_ = Phase1{};
   phase1_->ballot = ballot;
   phase1_->from_slot = chosen_upto_ + 1;

@@ -176,6 +176,9 @@ StatusOr<consensus::Slot> Station::ProposeMembership(MembershipDecree m, Request
   d.payload = EncodeMembership(m);
   auto slot = ProposeDecree(d);
   if (tag != nullptr) *tag = d.tag;
+  // A new configuration may shorten the lease (it must stand on a majority
+  // of both): the coordinator stops at once if it no longer holds.
+  if (rc_running_) SuperviseCoordinator();
   return slot;
 }
 

@@ -14,8 +14,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <map>
 #include <random>
+#include <set>
 #include <vector>
 
 #include "tests/sim/deploy_workload.h"
@@ -55,7 +57,7 @@ class Run {
       : o_(o),
         rng_(o.seed),
         nodes_(o.nodes ? o.nodes : (rng_() % 2 ? 5 : 3)),
-        c_(nodes_, rng_(), OptionsFor(rng_)),
+        c_(nodes_, rng_(), OptionsFor(rng_), /*spares=*/1),
         deploy_(c_, rng_()) {
     c_.network().SetClockDrift(20000);  // 2%: within what the lease's drift margin tolerates
     if (layer) layer_ = layer(c_, rng_());
@@ -85,6 +87,7 @@ class Run {
         crash_leader_ = 0;
       }
       RestartDue();
+      MembershipDuties();
       if (rng_() % 4 == 0) WriteOne();
       if (rng_() % 8 == 0) CheckRead();
       Step(true);
@@ -98,6 +101,7 @@ class Run {
     r_.write_faults = c_.write_faults_fired();
     r_.simulated_ms = c_.now_ms();
     r_.coordinator_handovers = handovers_;
+    r_.refusals = c_.refusals();
     if (layer_) r_.version_steps = layer_->version_steps();
     return r_;
   }
@@ -160,7 +164,7 @@ class Run {
   // applied slot, and must match any other's at that slot.
   void CheckDigests() {
     for (NodeId id : c_.members()) {
-      if (!c_.IsUp(id)) continue;
+      if (!c_.IsUp(id) || c_.IsForeign(id)) continue;
       const station::Station& st = c_.station(id);
       if (st.stuck_at()) continue;
       auto [it, fresh] = digests_.emplace(st.applied_slot(), std::make_pair(id, st.StateDigest()));
@@ -241,7 +245,29 @@ class Run {
     ++r_.faults;
     SimNetwork& net = c_.network();
     NodeId victim = c_.members()[rng_() % nodes_];
-    switch (rng_() % 9) {
+    switch (rng_() % 12) {
+      case 9:  // the disk is lost: the node restarts on an empty data dir
+        if (wiped_.empty() && !foreign_) {
+          if (c_.IsUp(victim)) c_.Crash(victim);
+          c_.Wipe(victim);
+          wiped_.insert(victim);
+          ++r_.wipes;
+          restart_at_[victim] = c_.now_ms() + 50 + rng_() % 1000;
+        }
+        break;
+      case 10:  // a membership change through the leader: the spare joins, votes, leaves
+        ChangeMembership();
+        break;
+      case 11:  // another cluster's data dir in the victim's place, for a while
+        if (wiped_.empty() && !foreign_ && rng_() % 3 == 0) {
+          if (c_.IsUp(victim)) c_.Crash(victim);
+          c_.ImplantForeignDisk(victim);
+          foreign_ = victim;
+          foreign_until_ = c_.now_ms() + 300 + rng_() % 1500;
+          ++r_.foreign_disks;
+          restart_at_[victim] = c_.now_ms() + 10 + rng_() % 200;
+        }
+        break;
       case 8:  // a torn write or a failed fsync at the victim's next synced write; restart later
         if (c_.IsUp(victim) && !restart_at_.count(victim)) {
           c_.FailNextWrite(victim, rng_() % 2 ? StationCluster::WriteFault::kTorn
@@ -313,6 +339,76 @@ class Run {
     }
   }
 
+  // The membership a leader (or, lacking one, any live node) applied.
+  const station::MembershipDecree* Config() const {
+    auto l = c_.Leader();
+    if (l) return &c_.station(*l).members();
+    for (NodeId id : c_.members())
+      if (c_.IsUp(id) && !c_.IsForeign(id)) return &c_.station(id).members();
+    return nullptr;
+  }
+
+  static const station::MemberRecord* Find(const station::MembershipDecree& m, NodeId id) {
+    for (const auto& r : m.members)
+      if (r.id == id) return &r;
+    return nullptr;
+  }
+
+  // The spare cycles through the configuration: added as a learner on an
+  // empty data dir, promoted once caught up, removed, stopped. Requests go
+  // to the leader's client port as tsctl's would; refusals (not caught up,
+  // a change in flight) are part of the test.
+  void ChangeMembership() {
+    auto l = c_.Leader();
+    if (!l) return;
+    const station::MembershipDecree& m = c_.station(*l).members();
+    const station::MemberRecord* spare = Find(m, spare_);
+    rpc::ClientRequest req;
+    req.op = rpc::ClientOp::kMember;
+    if (spare == nullptr) {
+      if (c_.IsUp(spare_)) return;  // leaving: MembershipDuties stops it
+      c_.Wipe(spare_);
+      c_.Restart(spare_);
+      req.key = "add";
+      req.value = std::to_string(spare_) + "=sim-peer:" + std::to_string(spare_);
+    } else if (!spare->voter) {
+      req.key = "promote";
+      req.value = std::to_string(spare_);
+    } else {
+      req.key = "remove";
+      req.value = std::to_string(spare_);
+    }
+    c_.Send(*l, std::move(req));
+  }
+
+  // A removed spare is stopped; a foreign data dir is eventually replaced
+  // by an empty one; a wiped node counts as rebuilding until the
+  // configuration binds its new incarnation.
+  void MembershipDuties() {
+    const station::MembershipDecree* m = Config();
+    // Only the leader's word that the spare left stops it: a lagging node's
+    // configuration may not list it yet.
+    auto l = c_.Leader();
+    if (l && Find(c_.station(*l).members(), spare_) == nullptr && c_.IsUp(spare_) && !restart_at_.count(spare_) &&
+        c_.now_ms() % 97 == 0) {
+      c_.Crash(spare_);
+    }
+    if (foreign_ && c_.now_ms() >= foreign_until_ && !restart_at_.count(foreign_)) {
+      if (c_.IsUp(foreign_)) c_.Crash(foreign_);
+      c_.Wipe(foreign_);
+      wiped_.insert(foreign_);
+      ++r_.wipes;
+      restart_at_[foreign_] = c_.now_ms() + 10 + rng_() % 200;
+      foreign_ = 0;
+    }
+    if (m == nullptr) return;
+    for (auto it = wiped_.begin(); it != wiped_.end();) {
+      const station::MemberRecord* r = Find(*m, *it);
+      bool bound = c_.IsUp(*it) && r != nullptr && r->voter && r->incarnation == c_.station(*it).incarnation();
+      it = bound ? wiped_.erase(it) : std::next(it);
+    }
+  }
+
   void RestartDue() {
     for (auto it = restart_at_.begin(); it != restart_at_.end();) {
       // Still up: its crash-at-next-write has not struck yet.
@@ -351,12 +447,32 @@ class Run {
     c_.network().SetFaults(NetworkFaults{});
     c_.ClearPendingCrashes();
     c_.network().HealLinks();
+    if (foreign_) foreign_until_ = c_.now_ms();
+    MembershipDuties();
+    // A spare that any node counts as a member is needed for its quorums.
+    for (NodeId id : c_.members()) {
+      if (c_.IsUp(id) && !c_.IsForeign(id) && Find(c_.station(id).members(), spare_) && !c_.IsUp(spare_) &&
+          !restart_at_.count(spare_)) {
+        restart_at_[spare_] = c_.now_ms();
+      }
+    }
     for (auto& [id, at] : restart_at_) {
       if (!c_.IsUp(id)) Restart(id);
     }
     restart_at_.clear();
     if (!CommitOne("final-" + std::to_string(o_.seed), o_.heal_limit_ms)) {
       Fail("no commit within " + std::to_string(o_.heal_limit_ms) + "ms after faults healed" + DescribeNodes());
+      return;
+    }
+    // Every rebuilt node votes again: the leader binds each once caught up.
+    uint64_t bind_deadline = c_.now_ms() + o_.heal_limit_ms;
+    while (!wiped_.empty() && c_.now_ms() < bind_deadline) {
+      Step(false);
+      MembershipDuties();
+    }
+    if (!wiped_.empty()) {
+      Fail("node " + std::to_string(*wiped_.begin()) + " rebuilt from an empty data dir but was not made a voter " +
+           "again within " + std::to_string(o_.heal_limit_ms) + "ms after healing" + DescribeNodes());
       return;
     }
     WaitForCatchUp();
@@ -379,21 +495,61 @@ class Run {
     if (layer_) Fail(layer_->Check(true));
   }
 
-  // Everyone catches up to the longest log.
+  // Every member of the configuration catches up to the longest log (a
+  // spare that was removed, or is down, is not a member).
+  std::vector<NodeId> Participants() const {
+    std::vector<NodeId> out;
+    const station::MembershipDecree* m = Config();
+    for (NodeId id : c_.members()) {
+      if (c_.IsForeign(id) || (id == spare_ && (!c_.IsUp(id) || m == nullptr || !Find(*m, id)))) continue;
+      out.push_back(id);
+    }
+    return out;
+  }
+
   void WaitForCatchUp() {
     auto longest = [&] {
       size_t n = 0;
-      for (NodeId id : c_.members()) n = std::max(n, c_.applied(id).size());
+      for (NodeId id : Participants()) n = std::max(n, c_.applied(id).size());
       return n;
     };
     auto caught_up = [&] {
-      for (NodeId id : c_.members())
+      for (NodeId id : Participants())
         if (c_.applied(id).size() < longest()) return false;
       return true;
     };
     for (uint64_t waited = 0; waited < o_.heal_limit_ms && !caught_up(); ++waited) Step(false);
-    for (NodeId id : c_.members()) {
+    for (NodeId id : Participants()) {
       if (c_.applied(id).size() != longest()) Fail("node " + std::to_string(id) + " did not catch up after healing");
+    }
+  }
+
+  // Quorums of consecutive configurations intersect: each membership decree
+  // changes the voters by at most one node id (a rebuilt node keeps its id
+  // and changes its incarnation; the slots before and after the decree are
+  // counted against their own configuration).
+  void CheckConfigurations(const std::vector<Entry>& log) {
+    std::set<NodeId> voters;
+    for (NodeId id = 1; id <= c_.bootstrap_size(); ++id) voters.insert(id);
+    for (const Entry& e : log) {
+      station::Decree d;
+      station::MembershipDecree m;
+      if (e.IsNoop() || !station::DecodeDecree(e.value, &d).ok() ||
+          d.header.type != static_cast<uint16_t>(station::DecreeType::kMembership) ||
+          !station::DecodeMembership(d.payload, &m).ok()) {
+        continue;
+      }
+      ++r_.member_changes;
+      std::set<NodeId> next;
+      for (const auto& r : m.members)
+        if (r.voter) next.insert(r.id);
+      std::vector<NodeId> diff;
+      std::set_symmetric_difference(voters.begin(), voters.end(), next.begin(), next.end(), std::back_inserter(diff));
+      if (diff.size() > 1) {
+        Fail("slot " + std::to_string(e.slot) + ": a membership decree changes " + std::to_string(diff.size()) +
+             " voters at once (" + m.change + ")");
+      }
+      voters = std::move(next);
     }
   }
 
@@ -404,6 +560,7 @@ class Run {
     for (NodeId id : c_.members())
       if (c_.applied(id).size() > c_.applied(l).size()) l = id;
     const auto& log = c_.applied(l);
+    CheckConfigurations(log);
     for (const auto& [slot, kv] : acked_) {
       auto put = log.size() >= slot ? PutIn(log[slot - 1].value) : std::nullopt;
       if (!put || *put != kv) {
@@ -429,6 +586,7 @@ class Run {
   std::mt19937_64 rng_;
   size_t nodes_;
   StationCluster c_;
+  NodeId spare_ = static_cast<NodeId>(nodes_ + 1);  // joins and leaves through membership changes
   DeployWorkload deploy_;
   std::unique_ptr<SimLayer> layer_;
   SimResult r_;
@@ -438,6 +596,9 @@ class Run {
   std::map<Slot, std::pair<NodeId, std::string>> digests_;  // applied slot -> (node, state digest)
   std::map<NodeId, uint64_t> restart_at_;
   NodeId crash_leader_ = 0;
+  std::set<NodeId> wiped_;      // rebuilding: lost its disk, not yet bound again
+  NodeId foreign_ = 0;          // holds another cluster's data dir
+  uint64_t foreign_until_ = 0;
   uint64_t crash_leader_at_ = 0;
   NodeId last_coordinator_ = 0;
   uint64_t handovers_ = 0;
@@ -475,6 +636,10 @@ SweepResult SweepSeeds(SimOptions o, uint64_t count, size_t max_failures,
     t.deploy_decrees += r.deploy_decrees;
     t.deploy_stale += r.deploy_stale;
     t.coordinator_handovers += r.coordinator_handovers;
+    t.wipes += r.wipes;
+    t.foreign_disks += r.foreign_disks;
+    t.refusals += r.refusals;
+    t.member_changes += r.member_changes;
     t.last_trace_hash = r.trace_hash;
     if (!r.ok) {
       ++t.failed;
@@ -485,14 +650,16 @@ SweepResult SweepSeeds(SimOptions o, uint64_t count, size_t max_failures,
 }
 
 std::string SweepResult::Summary() const {
-  char line[320];
+  char line[480];
   std::snprintf(line, sizeof line,
                 "seeds=%llu failed=%llu acknowledged=%llu faults=%llu write_faults=%llu version_steps=%llu "
-                "deploy_decrees=%llu (stale %llu) coordinator_handovers=%llu simulated_hours=%.2f",
+                "deploy_decrees=%llu (stale %llu) coordinator_handovers=%llu wipes=%llu foreign_disks=%llu "
+                "refusals=%llu member_decrees=%llu simulated_hours=%.2f",
                 (unsigned long long)seeds, (unsigned long long)failed, (unsigned long long)acknowledged,
                 (unsigned long long)faults, (unsigned long long)write_faults, (unsigned long long)version_steps,
                 (unsigned long long)deploy_decrees, (unsigned long long)deploy_stale,
-                (unsigned long long)coordinator_handovers,
+                (unsigned long long)coordinator_handovers, (unsigned long long)wipes,
+                (unsigned long long)foreign_disks, (unsigned long long)refusals, (unsigned long long)member_changes,
                 simulated_ms / 3600000.0);
   return line;
 }

@@ -71,6 +71,8 @@ class StationCluster {
   // Handshakes refused for another cluster's identity (both sides count).
   uint64_t refusals() const { return refusals_; }
   size_t bootstrap_size() const { return bootstrap_; }
+  // Whether the node's data dir is another cluster's (ImplantForeignDisk).
+  bool IsForeign(NodeId id) const;
   // Crashes `id` at its next write: after it sent what may leave before the
   // write (early messages), before the write reaches its disk.
   void CrashAtNextWrite(NodeId id) { crash_at_next_write_.insert(id); }

@@ -25,9 +25,13 @@ struct Prepare {
   // (TimeoutNow): it gave up its lease first, so acceptors that follow it
   // need not wait for the lease to run out.
   Ballot transfer_from;
+  // The voters (id, incarnation) whose promises the candidate counts: a
+  // node not (yet) sure it votes answers if it is among them (a promoted
+  // learner that has not seen the decree promoting it).
+  std::vector<std::pair<NodeId, uint64_t>> electorate;
 
   template <class A>
-  void serialize(A& ar) { ar(ballot, from_slot, transfer_from); }
+  void serialize(A& ar) { ar(ballot, from_slot, transfer_from, electorate); }
 };
 
 // Reply to Prepare. ok=false: `promised` is the higher ballot that refused

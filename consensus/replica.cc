@@ -209,7 +209,12 @@ bool Replica::LeaseRefuses(NodeId candidate, Ballot transfer_from) const {
 }
 
 void Replica::HandlePrepare(NodeId from, const Prepare& m) {
-  if (!VoterSomewhere()) return;  // a learner promises nothing
+  // A learner promises nothing, unless the candidate counts this very
+  // incarnation (a configuration it has not seen yet made it a voter).
+  if (!VoterSomewhere() && std::find(m.electorate.begin(), m.electorate.end(),
+                                     std::pair<NodeId, uint64_t>{config_.id, config_.incarnation}) == m.electorate.end()) {
+    return;
+  }
   Promise reply;
   reply.ballot = m.ballot;
   max_round_seen_ = std::max(max_round_seen_, m.ballot.round);
@@ -253,18 +258,19 @@ void Replica::HandleAccept(NodeId from, const Accept& m) {
   for (size_t i = 1; i < m.entries.size(); ++i) {
     if (m.entries[i].slot != m.entries[i - 1].slot + 1) return;  // malformed: runs are contiguous
   }
-  if (!VoterSomewhere()) {
-    // A learner accepts nothing: it learns the commit mark and fetches the
-    // chosen entries (catch-up).
-    if (LearnerFollow(from, m.ballot)) LearnCommit(m.ballot, m.commit_upto, from);
-    return;
-  }
-  if (m.ballot < promised_) {
+  // A learner records the leader's proposals (so it sees a membership
+  // decree that makes it a voter, and learns commits) but acknowledges none
+  // and promises nothing: it does not vote.
+  const bool voter = VoterSomewhere();
+  if (!voter) {
+    if (!LearnerFollow(from, m.ballot)) return;
+  } else if (m.ballot < promised_) {
     reply.promised = promised_;
     Send(from, std::move(reply));
     return;
+  } else {
+    FollowLeader(from, m.ballot);
   }
-  FollowLeader(from, m.ballot);
   for (const Entry& e : m.entries) {
     if (e.slot == 0 || e.slot <= chosen_upto_) continue;  // already chosen here
     Entry stored{e.slot, m.ballot, e.value};
@@ -272,9 +278,12 @@ void Replica::HandleAccept(NodeId from, const Accept& m) {
     NoteStored(stored);
     log_[e.slot] = SlotState{std::move(stored), 0};
   }
+  // What it recorded may make it a voter (a decree that binds it): from
+  // then on it follows this leader as an acceptor.
+  if (!voter && VoterSomewhere() && m.ballot >= promised_) FollowLeader(from, m.ballot);
   reply.ok = true;
   reply.promised = promised_;
-  if (!m.entries.empty()) Send(from, std::move(reply));
+  if (voter && !m.entries.empty()) Send(from, std::move(reply));
   LearnCommit(m.ballot, m.commit_upto, from);
 }
 
@@ -595,7 +604,7 @@ std::string Replica::CheckInvariants() const {
   // the check stays O(new entries) rather than O(log). Entries stored as
   // chosen (catch-up) may carry any ballot.
   for (const Entry& e : ready_.entries) {
-    if (e.slot > chosen_upto_ && e.ballot > promised_) {
+    if (e.slot > chosen_upto_ && e.ballot > promised_ && VoterSomewhere()) {
       return "slot " + slot(e.slot) + " accepted at " + ToString(e.ballot) + " above promise " + ToString(promised_);
     }
   }

@@ -223,7 +223,8 @@ class Replica {
     // Whose whole promise arrived, with the incarnation that made it; our own
     // counts once durable.
     std::map<NodeId, uint64_t> done;
-    std::set<NodeId> asked;             // sent a Prepare
+    std::set<std::pair<NodeId, uint64_t>> asked;  // (voter, incarnation) sent a Prepare
+    std::vector<std::pair<NodeId, uint64_t>> electorate;
     Ballot transfer_from;               // see Prepare::transfer_from
     std::map<Slot, Entry> best;         // highest-ballot accepted value per slot
     std::map<Slot, std::string> chosen; // values some acceptor knows chosen
@@ -278,7 +279,7 @@ class Replica {
   bool Counts(const Membership& c, NodeId id, uint64_t incarnation) const;
   bool VoterSomewhere() const;  // our incarnation votes in the applied or a pending config
   void NoteStored(const Entry& e);  // tracks membership decrees among unchosen entries
-  void AskForPromises();          // Prepares to every member of the configs phase 1 knows
+  void AskForPromises(const std::vector<Membership>& configs);  // Prepares to their voters not yet asked
   bool LeaseQuorum(const std::map<NodeId, uint64_t>& acks) const;
   void MaybeLeave();              // a leader no longer a voter hands over
   void ReleaseHeld();

@@ -26,7 +26,9 @@ void Replica::Campaign(Ballot transfer_from) {
   phase1_->transfer_from = transfer_from;
   // Our own promise counts once it is durable (Persisted with this token).
   phase1_self_token_ = next_token_;
-  AskForPromises();
+  std::vector<Membership> known{applied_members_};
+  for (const auto& [slot, c] : pending_configs_) known.push_back(c);
+  AskForPromises(known);
   last_heard_ms_ = 0;  // nobody leads now; our retry timer starts from now
   election_deadline_ms_ = now_ms_ + config_.lease_ms + (config_.election_jitter_ms ? NextRandom() % config_.election_jitter_ms : 0);
 }
@@ -47,25 +49,29 @@ void Replica::HandlePromise(NodeId from, const Promise& m) {
   }
   MergePromise(m);
   if (!m.done) {
-    Send(from, Prepare{phase1_->ballot, m.next_slot, phase1_->transfer_from});
+    Send(from, Prepare{phase1_->ballot, m.next_slot, phase1_->transfer_from, phase1_->electorate});
     return;
   }
   phase1_->done[from] = msg_incarnation_;
   MaybeFinishPhase1();
 }
 
-// Asks every voter of every configuration phase 1 knows of so far: the one
-// in force at from_slot, those our log holds above it, and those the
-// promises revealed.
-void Replica::AskForPromises() {
-  auto ask = [&](const Membership& c) {
+// Asks every voter of the configurations phase 1 knows of so far (the one
+// in force at from_slot, those our log holds above it, those the promises
+// revealed) that it has not asked yet, naming whom it counts.
+void Replica::AskForPromises(const std::vector<Membership>& configs) {
+  std::vector<std::pair<NodeId, uint64_t>> fresh;
+  for (const Membership& c : configs) {
     for (const auto& [id, info] : c.members) {
-      if (id == config_.id || !info.voter || !phase1_->asked.insert(id).second) continue;
-      Send(id, Prepare{phase1_->ballot, phase1_->from_slot, phase1_->transfer_from});
+      if (!info.voter || id == config_.id || phase1_->done.count(id)) continue;
+      if (phase1_->asked.insert({id, info.incarnation}).second) fresh.emplace_back(id, info.incarnation);
     }
-  };
-  ask(applied_members_);
-  for (const auto& [slot, c] : pending_configs_) ask(c);
+  }
+  if (fresh.empty()) return;
+  for (const auto& voter : fresh) phase1_->electorate.push_back(voter);
+  std::set<NodeId> to;
+  for (const auto& [id, inc] : fresh) to.insert(id);
+  for (NodeId id : to) Send(id, Prepare{phase1_->ballot, phase1_->from_slot, phase1_->transfer_from, phase1_->electorate});
 }
 
 void Replica::MergePromise(const Promise& m) {
@@ -105,13 +111,9 @@ void Replica::MaybeFinishPhase1() {
       if (config_.membership_of(*value, &m)) chain.push_back(m);
     }
   }
+  AskForPromises(chain);
   bool complete = true;
   for (const Membership& c : chain) {
-    for (const auto& [id, info] : c.members) {
-      if (id != config_.id && info.voter && phase1_->asked.insert(id).second) {
-        Send(id, Prepare{phase1_->ballot, phase1_->from_slot, phase1_->transfer_from});
-      }
-    }
     uint64_t votes = 0;
     for (const auto& [id, inc] : phase1_->done) {
       if (Counts(c, id, inc)) votes |= uint64_t{1} << id;

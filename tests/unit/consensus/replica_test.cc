@@ -45,7 +45,7 @@ class AcceptorTest : public ::testing::Test {
 };
 
 TEST_F(AcceptorTest, Prepare_HigherBallotIsPromisedDurablyBeforeReply) {
-  Ready out = Deliver(1, Prepare{Ballot{5, 1}, 1, {}});
+  Ready out = Deliver(1, Prepare{Ballot{5, 1}, 1, {}, {}});
   ASSERT_TRUE(out.promised.has_value());
   EXPECT_EQ(*out.promised, (Ballot{5, 1}));
   const Promise& p = Only<Promise>(out);
@@ -55,8 +55,8 @@ TEST_F(AcceptorTest, Prepare_HigherBallotIsPromisedDurablyBeforeReply) {
 }
 
 TEST_F(AcceptorTest, Prepare_StaleBallotIsRefusedWithThePromise) {
-  Deliver(1, Prepare{Ballot{5, 1}, 1, {}});
-  Ready out = Deliver(3, Prepare{Ballot{4, 3}, 1, {}});
+  Deliver(1, Prepare{Ballot{5, 1}, 1, {}, {}});
+  Ready out = Deliver(3, Prepare{Ballot{4, 3}, 1, {}, {}});
   EXPECT_FALSE(out.promised.has_value());
   const Promise& p = Only<Promise>(out);
   EXPECT_FALSE(p.ok);
@@ -64,8 +64,8 @@ TEST_F(AcceptorTest, Prepare_StaleBallotIsRefusedWithThePromise) {
 }
 
 TEST_F(AcceptorTest, Prepare_DuplicateIsAnsweredAgainWithoutNewWrite) {
-  Deliver(1, Prepare{Ballot{5, 1}, 1, {}});
-  Ready out = Deliver(1, Prepare{Ballot{5, 1}, 1, {}});
+  Deliver(1, Prepare{Ballot{5, 1}, 1, {}, {}});
+  Ready out = Deliver(1, Prepare{Ballot{5, 1}, 1, {}, {}});
   EXPECT_FALSE(out.promised.has_value());
   EXPECT_TRUE(Only<Promise>(out).ok);
 }
@@ -73,7 +73,7 @@ TEST_F(AcceptorTest, Prepare_DuplicateIsAnsweredAgainWithoutNewWrite) {
 TEST_F(AcceptorTest, Prepare_ReportsAcceptedEntriesWithTheirBallots) {
   Deliver(1, Accept{Ballot{3, 1}, {Entry{1, {}, "a"}, Entry{2, {}, "b"}}, 0});
   r_.Tick(1150 + 150);  // leader 1's lease window over
-  Ready out = Deliver(3, Prepare{Ballot{4, 3}, 1, {}});
+  Ready out = Deliver(3, Prepare{Ballot{4, 3}, 1, {}, {}});
   const Promise& p = Only<Promise>(out);
   ASSERT_TRUE(p.ok);
   ASSERT_EQ(p.entries.size(), 2u);
@@ -84,17 +84,17 @@ TEST_F(AcceptorTest, Prepare_ReportsAcceptedEntriesWithTheirBallots) {
 TEST_F(AcceptorTest, Prepare_RivalIsRefusedWhileTheLeaderLeaseRuns) {
   Deliver(1, Heartbeat{Ballot{3, 1}, 1, 0, "1.0.0"});
   r_.Tick(1150 + 50);  // within lease_ms of the heartbeat
-  Ready out = Deliver(3, Prepare{Ballot{4, 3}, 1, {}});
+  Ready out = Deliver(3, Prepare{Ballot{4, 3}, 1, {}, {}});
   const Promise& p = Only<Promise>(out);
   EXPECT_FALSE(p.ok);
   EXPECT_TRUE(p.lease_refusal);
   EXPECT_FALSE(out.promised.has_value());
   // The leader itself may raise its ballot during its own lease.
-  Ready again = Deliver(1, Prepare{Ballot{6, 1}, 1, {}});
+  Ready again = Deliver(1, Prepare{Ballot{6, 1}, 1, {}, {}});
   EXPECT_TRUE(Only<Promise>(again).ok);
   // Once the lease has run out the rival is promised.
   r_.Tick(1150 + 50 + 101);
-  Ready later = Deliver(3, Prepare{Ballot{7, 3}, 1, {}});
+  Ready later = Deliver(3, Prepare{Ballot{7, 3}, 1, {}, {}});
   EXPECT_TRUE(Only<Promise>(later).ok);
 }
 
@@ -102,7 +102,7 @@ TEST(ReplicaRestart, Prepare_RefusedForOneLeaseAfterStart) {
   Replica r(ThreeNodeConfig(2), Bootstrap{}, nullptr, 1);
   r.SetEligible(false);
   r.Tick(5000);
-  r.Step(Message{3, 2, Prepare{Ballot{9, 3}, 1, {}}});
+  r.Step(Message{3, 2, Prepare{Ballot{9, 3}, 1, {}, {}}});
   Ready out = r.TakeReady();
   ASSERT_EQ(out.messages.size(), 1u);
   EXPECT_TRUE(std::get<Promise>(out.messages[0].body).lease_refusal);
@@ -110,7 +110,7 @@ TEST(ReplicaRestart, Prepare_RefusedForOneLeaseAfterStart) {
 }
 
 TEST_F(AcceptorTest, Accept_StaleBallotIsRejectedAndStoresNothing) {
-  Deliver(1, Prepare{Ballot{5, 1}, 1, {}});
+  Deliver(1, Prepare{Ballot{5, 1}, 1, {}, {}});
   Ready out = Deliver(3, Accept{Ballot{4, 3}, {Entry{1, {}, "x"}}, 0});
   EXPECT_TRUE(out.entries.empty());
   const Accepted& a = Only<Accepted>(out);
@@ -171,10 +171,10 @@ TEST_F(AcceptorTest, Accept_NonContiguousRunIsDroppedAsMalformed) {
 }
 
 TEST_F(AcceptorTest, Step_IgnoresMisaddressedAndOutOfRangeSenders) {
-  r_.Step(Message{1, 3, Prepare{Ballot{50, 1}, 1, {}}});
-  r_.Step(Message{0, 2, Prepare{Ballot{50, 0}, 1, {}}});
-  r_.Step(Message{64, 2, Prepare{Ballot{50, 64}, 1, {}}});
-  r_.Step(Message{2, 2, Prepare{Ballot{50, 2}, 1, {}}});  // from itself
+  r_.Step(Message{1, 3, Prepare{Ballot{50, 1}, 1, {}, {}}});
+  r_.Step(Message{0, 2, Prepare{Ballot{50, 0}, 1, {}, {}}});
+  r_.Step(Message{64, 2, Prepare{Ballot{50, 64}, 1, {}, {}}});
+  r_.Step(Message{2, 2, Prepare{Ballot{50, 2}, 1, {}, {}}});  // from itself
   EXPECT_FALSE(r_.HasReady());
 }
 
@@ -241,7 +241,7 @@ TEST(ReplicaCandidate, Promise_ChunkedRepliesAreRequestedUntilDone) {
   Slot from = 1;
   size_t got = 0;
   for (int round = 0; round < 100; ++round) {
-    chunker.Step(Message{1, 2, Prepare{Ballot{5, 1}, from, {}}});
+    chunker.Step(Message{1, 2, Prepare{Ballot{5, 1}, from, {}, {}}});
     Ready out = chunker.TakeReady();
     chunker.Persisted(out.token);
     const Promise& p = std::get<Promise>(out.messages.at(0).body);

@@ -40,7 +40,7 @@ consensus::Message SampleAccept() {
 }
 
 std::vector<consensus::MessageBody> EveryMessageBody() {
-  return {consensus::Prepare{{3, 1}, 5, {2, 3}},
+  return {consensus::Prepare{{3, 1}, 5, {2, 3}, {}},
           consensus::Promise{{3, 1}, true, false, {3, 1}, 4, {{5, {2, 2}, "v"}}, 0, true},
           SampleAccept().body,
           consensus::Accepted{{7, 2}, true, {7, 2}, 10, 11},
@@ -145,14 +145,15 @@ TEST(Codec, EncodeDecode_RoundTripsHandshakesAndClientMessages) {
 }
 
 TEST(Codec, Encode_GoldenBytesOfAPrepareAndAClientRequest) {
-  consensus::Message prepare{1, 2, consensus::Prepare{{3, 1}, 5, {}}};
+  consensus::Message prepare{1, 2, consensus::Prepare{{3, 1}, 5, {}, {}}};
   EXPECT_EQ(Hex(EncodeMessage(prepare)),
             "01000000" "02000000"   // from, to (u32)
             "0000000000000000"      // the sender's incarnation (u64)
             "00000000"              // variant index: Prepare (i32)
             "0300000000000000" "01000000"  // ballot: round (u64), node (u32)
             "0500000000000000"      // from_slot (u64)
-            "0000000000000000" "00000000");  // transfer_from: none
+            "0000000000000000" "00000000"  // transfer_from: none
+            "00000000");            // electorate: empty (u32 count)
   ClientRequest r;
   r.id = 1;
   r.op = ClientOp::kPut;

@@ -355,7 +355,8 @@ class Station {
   bool genesis_applied_ = false;
   consensus::Ballot genesis_ballot_;  // the leadership that proposed genesis
   uint64_t rng_ = 0;
-  std::map<consensus::NodeId, uint32_t> peer_formats_;  // highest decree format each peer reads (handshake)
+  // Before it knows its identity: which members announced which cluster.
+  std::map<std::string, std::set<consensus::NodeId>> identity_voices_;
   consensus::Role last_role_ = consensus::Role::kFollower;
   consensus::NodeId last_leader_ = consensus::kNoNode;
 };

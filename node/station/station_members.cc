@@ -125,8 +125,22 @@ void Station::SyncPeers() {
 // A node whose log is still empty cannot tell whether it voted before under
 // a data dir it has since lost, so it takes a new incarnation: it rebuilds
 // as a learner until the leader binds it (DESIGN.md, "Rebuilding nodes").
+//
+// It adopts an identity only once a majority of the other members its flags
+// name announce it: a single peer may be another cluster's (a foreign data
+// dir), and an empty node that followed it would join the wrong cluster.
 void Station::AdoptIdentity(const rpc::Handshake& h) {
   if (!cluster_uuid_.empty() || h.cluster_uuid.empty()) return;
+  std::set<consensus::NodeId>& voices = identity_voices_[h.cluster_uuid];
+  voices.insert(h.node_id);
+  size_t others = options_.consensus.members.size() - 1;
+  if (voices.size() < others / 2 + 1) {
+    Log(LogLevel::kInfo, "node " + std::to_string(h.node_id) + " announces cluster " + h.cluster_uuid + " (" +
+                             std::to_string(voices.size()) + " of the " + std::to_string(others / 2 + 1) +
+                             " members needed to join it)");
+    return;
+  }
+  identity_voices_.clear();
   cluster_uuid_ = h.cluster_uuid;
   ready_.meta.emplace_back("identity/cluster_uuid", cluster_uuid_);
   consensus::ReplicaStatus s = replica_->GetStatus();

@@ -393,12 +393,12 @@ class Run {
         c_.now_ms() % 97 == 0) {
       c_.Crash(spare_);
     }
-    if (foreign_ && c_.now_ms() >= foreign_until_ && !restart_at_.count(foreign_)) {
+    if (foreign_ && c_.now_ms() >= foreign_until_) {
       if (c_.IsUp(foreign_)) c_.Crash(foreign_);
       c_.Wipe(foreign_);
       wiped_.insert(foreign_);
       ++r_.wipes;
-      restart_at_[foreign_] = c_.now_ms() + 10 + rng_() % 200;
+      if (!restart_at_.count(foreign_)) restart_at_[foreign_] = c_.now_ms() + 10 + rng_() % 200;
       foreign_ = 0;
     }
     if (m == nullptr) return;
@@ -468,6 +468,7 @@ class Run {
     uint64_t bind_deadline = c_.now_ms() + o_.heal_limit_ms;
     while (!wiped_.empty() && c_.now_ms() < bind_deadline) {
       Step(false);
+      RestartDue();
       MembershipDuties();
     }
     if (!wiped_.empty()) {

@@ -10,7 +10,7 @@ namespace ts::sim {
 
 namespace {
 
-constexpr size_t kEventsKept = 12;
+constexpr size_t kEventsKept = 60;
 
 }  // namespace
 
@@ -105,6 +105,7 @@ bool StationCluster::Foreign(NodeId a, NodeId b) const {
 StationCluster::~StationCluster() = default;
 
 void StationCluster::Restart(NodeId id) {
+  if (getenv("TS_DEBUG_CRASH")) fprintf(stderr, "restart %u at %llu\n", id, (unsigned long long)now_ms());
   Node& n = nodes_.at(id);
   TS_CHECK(!n.station, "restarting a node that is up");
   net_.Restarted(id);
@@ -153,6 +154,7 @@ void StationCluster::NoteViolation(NodeId id) {
 }
 
 void StationCluster::Crash(NodeId id, bool lose_unsynced) {
+  if (getenv("TS_DEBUG_CRASH")) fprintf(stderr, "crash %u at %llu\n", id, (unsigned long long)now_ms());
   NoteViolation(id);
   Node& n = nodes_.at(id);
   n.station.reset();

@@ -546,7 +546,6 @@ class Command {
     return nullptr;
   }
 
-  static std::string Progress(const rpc::MemberStatus& m) { return m.note.empty() ? "not heard" : m.note; }
 
   // Polls the member list until `done` says so or `deadline` passes. Errors
   // that may pass (no leader during an election, busy) are retried; others
@@ -626,10 +625,28 @@ class Command {
     return kExitOk;
   }
 
-  // Waits (with --wait) until the learner has caught up, then promotes it.
-  // Refuses at once, without --wait, what the leader would refuse: the
-  // client would retry that refusal until the deadline.
-  StatusOr<uint64_t> Promote(consensus::NodeId nid, bool wait, Clock::time_point deadline) {
+  // The incarnation node `nid` announces of itself, if one of the endpoints
+  // is that node and answers within a second. The leader's view of a member
+  // can be older than the process now running under its id; promote binds
+  // what the leader sees, so the two must agree.
+  std::optional<uint64_t> OwnIncarnation(consensus::NodeId nid) const {
+    ClientOptions o = client_->options();
+    o.timeout = std::min(o.timeout, std::chrono::milliseconds(1000));
+    o.connect_timeout = std::min(o.connect_timeout, o.timeout);
+    Client probe(std::move(o));
+    for (const auto& s : probe.StatusOfAll()) {
+      if (s.ok() && s->id == nid) return s->incarnation;
+    }
+    return std::nullopt;
+  }
+
+  // Waits (with --wait) until the learner has caught up and its link to the
+  // leader is up, then promotes it. Without --wait, refuses at once what the
+  // leader would refuse (the client would retry that until the deadline).
+  // `replaced`: the incarnation of the node this one replaces; the leader's
+  // view of that one must not count as this one catching up.
+  StatusOr<uint64_t> Promote(consensus::NodeId nid, bool wait, Clock::time_point deadline,
+                             std::optional<uint64_t> replaced = std::nullopt) {
     std::string id = std::to_string(nid);
     ts::Status problem = ts::Status::Ok();
     auto ready = [&](const rpc::NodeStatus& st, std::string* why) {
@@ -647,10 +664,25 @@ class Command {
                  : ""));
         return true;
       }
-      if (MemberCaughtUp(*m)) return true;
-      *why = "node " + id + ": " + Progress(*m) + "; waiting for it to catch up";
+      bool stale = replaced && m->heard && m->heard_incarnation == *replaced;
+      std::optional<uint64_t> own;  // what the node says of itself, if an endpoint is it
+      if (MemberReady(st, *m) && !stale) {
+        own = OwnIncarnation(nid);
+        if (!own || *own == m->heard_incarnation) return true;
+      }
+      std::string state;
+      if (own) {
+        state = "it announces incarnation " + Hex64(*own) + " but the leader still sees " +
+                Hex64(m->heard_incarnation) + ", an earlier process of node " + id;
+      } else if (stale) {
+        state = "the leader still sees the replaced node, incarnation " + Hex64(*replaced) +
+                "; start the new one on an empty data dir with --initial-cluster-state existing";
+      } else {
+        state = MemberProgress(st, *m);
+      }
+      *why = "node " + id + ": " + state + "; waiting";
       if (!wait) {
-        problem = ts::Status::Unavailable("member promote: node " + id + " has not caught up (" + Progress(*m) +
+        problem = ts::Status::Unavailable("member promote: node " + id + " is not ready (" + state +
                                           "); promote it once `tsctl member list` shows it caught up, or use --wait");
         return true;
       }
@@ -691,6 +723,7 @@ class Command {
                   done);
     }
     bool was_voter = old->voter;
+    uint64_t old_incarnation = old->heard ? old->heard_incarnation : old->incarnation;
 
     auto removed = MemberChange("remove", id);
     if (!removed.ok() && removed.status().code() != ts::Status::Code::kTimeout) return FailMember(removed.status(), done);
@@ -738,7 +771,7 @@ class Command {
       return kExitOk;
     }
     progress("waiting for node " + id + " to catch up: start it with an empty data dir and --initial-cluster-state existing");
-    auto promoted = Promote(nid, true, deadline);
+    auto promoted = Promote(nid, true, deadline, old_incarnation);
     if (!promoted.ok()) {
       return FailMember(ts::Status::Unavailable("member replace: node " + id + " is a learner at " + addr +
                                                 " but was not promoted: " + promoted.status().message() +

@@ -262,6 +262,15 @@ bool MemberCaughtUp(const rpc::MemberStatus& m) { return m.heard && m.note == "c
 
 namespace {
 
+constexpr int64_t kHeardRecentlyMs = 2000;
+
+const rpc::PeerStatus* PeerOf(const rpc::NodeStatus& s, consensus::NodeId id) {
+  for (const rpc::PeerStatus& p : s.peers) {
+    if (p.id == id) return &p;
+  }
+  return nullptr;
+}
+
 // The incarnation a member is known by: the bound one for a voter, the one
 // it announces for a learner ("-" if not heard).
 std::string MemberIncarnation(const rpc::MemberStatus& m) {
@@ -269,14 +278,28 @@ std::string MemberIncarnation(const rpc::MemberStatus& m) {
   return m.heard ? Hex64(m.heard_incarnation) : "-";
 }
 
-std::string MemberProgress(const rpc::MemberStatus& m, consensus::NodeId leader) {
-  std::string p = m.note.empty() ? "-" : m.note;
-  if (m.voter && m.heard && m.heard_incarnation != m.incarnation) p += " (announces " + Hex64(m.heard_incarnation) + ")";
-  if (m.id == leader) p += " (leader)";
-  return p;
+}  // namespace
+
+bool MemberConnected(const rpc::NodeStatus& leader, consensus::NodeId id) {
+  if (id == leader.id) return true;
+  const rpc::PeerStatus* p = PeerOf(leader, id);
+  return p != nullptr && p->connected && p->last_heard_ms_ago >= 0 && p->last_heard_ms_ago <= kHeardRecentlyMs;
 }
 
-}  // namespace
+bool MemberReady(const rpc::NodeStatus& leader, const rpc::MemberStatus& m) {
+  return MemberCaughtUp(m) && MemberConnected(leader, m.id);
+}
+
+std::string MemberProgress(const rpc::NodeStatus& leader, const rpc::MemberStatus& m) {
+  std::string p = m.note.empty() ? "not heard" : m.note;
+  if (m.voter && m.heard && m.heard_incarnation != m.incarnation) p += " (announces " + Hex64(m.heard_incarnation) + ")";
+  if (m.id == leader.id) {
+    p += " (leader)";
+  } else if (m.heard && !MemberConnected(leader, m.id)) {
+    p += "; no link to the leader now";
+  }
+  return p;
+}
 
 std::string FormatMemberTable(const rpc::NodeStatus& leader) {
   size_t voters = 0;
@@ -292,7 +315,7 @@ std::string FormatMemberTable(const rpc::NodeStatus& leader) {
   for (const rpc::MemberStatus& m : leader.members) {
     t.Add({std::to_string(m.id), m.voter ? "voter" : "learner", MemberIncarnation(m),
            m.peer_addr.empty() ? "-" : m.peer_addr, m.heard ? std::to_string(m.match) : "-",
-           MemberProgress(m, leader.id)});
+           MemberProgress(leader, m)});
   }
   return out + t.Render();
 }
@@ -309,7 +332,10 @@ nlohmann::json MembersJson(const rpc::NodeStatus& leader) {
                        {"heard_incarnation", m.heard ? Hex64(m.heard_incarnation) : ""},
                        {"match", m.match},
                        {"note", m.note},
-                       {"caught_up", MemberCaughtUp(m)}});
+                       {"caught_up", MemberCaughtUp(m)},
+                       {"connected", MemberConnected(leader, m.id)},
+                       {"ready", MemberReady(leader, m)},
+                       {"progress", MemberProgress(leader, m)}});
   }
   return {{"ok", true},
           {"leader", leader.id},

@@ -49,6 +49,16 @@ std::string MemberRole(const rpc::NodeStatus& s);
 // What a leader's member list says when a node may be promoted (heard from,
 // note "caught up").
 bool MemberCaughtUp(const rpc::MemberStatus& m);
+// The leader's link to member `id` is up and it heard from it within the
+// last 2 s (always true for the leader itself). The leader's catch-up view
+// of a member can outlive the process it describes (one that died, or was
+// removed and added back); a live link says the node is there now.
+bool MemberConnected(const rpc::NodeStatus& leader, consensus::NodeId id);
+// MemberCaughtUp and MemberConnected: what `member promote --wait` waits for.
+bool MemberReady(const rpc::NodeStatus& leader, const rpc::MemberStatus& m);
+// The PROGRESS text of a member: the leader's note ("not heard" if none),
+// what a rebuilding voter announces, a link that is down, the leader.
+std::string MemberProgress(const rpc::NodeStatus& leader, const rpc::MemberStatus& m);
 std::string FormatMemberTable(const rpc::NodeStatus& leader);
 nlohmann::json MembersJson(const rpc::NodeStatus& leader);
 

@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "node/tsctl/tsctl_cli.h"
@@ -64,7 +67,12 @@ class FakeMembers {
     }
   }
 
+  static constexpr uint64_t kNewIncarnation = 0x1122334455667788ull;
   int catch_up_after = 1 << 30;
+  // As the real leader: a member removed and added back keeps the leader's
+  // last view of the old process (heard, caught up, its incarnation).
+  bool keep_view_on_readd = false;
+  std::set<uint32_t> disconnected;  // the leader's link to these is down
 
   FakeNode::Script Script() {
     return [this](const ClientRequest& req) -> std::optional<ClientResponse> {
@@ -76,9 +84,9 @@ class FakeMembers {
       if (req.op != ClientOp::kMember) return Code(ClientCode::kBadRequest, "unknown operation");
       if (req.key == "list") {
         for (MemberStatus& m : members_) {
-          if (!m.voter && m.note != "caught up" && ++lists_since_add_ >= catch_up_after) {
+          if (!m.voter && m.heard_incarnation != kNewIncarnation && ++lists_since_add_ >= catch_up_after) {
             m.heard = true;
-            m.heard_incarnation = 0x1122334455667788ull;
+            m.heard_incarnation = kNewIncarnation;
             m.match = slot_;
             m.note = "caught up";
           }
@@ -98,6 +106,12 @@ class FakeMembers {
         m.id = id;
         m.peer_addr = req.value.substr(req.value.find('=') + 1);
         m.note = "not heard";
+        if (auto old = removed_.find(id); keep_view_on_readd && old != removed_.end()) {
+          m.heard = old->second.heard;
+          m.heard_incarnation = old->second.heard_incarnation;
+          m.match = old->second.match;
+          m.note = old->second.note;
+        }
         members_.push_back(m);
         lists_since_add_ = 0;
       } else {
@@ -108,6 +122,7 @@ class FakeMembers {
                                                    " is not a member (tsctl member list shows them)");
         }
         if (req.key == "remove") {
+          removed_[id] = *it;
           members_.erase(it);
         } else if (req.key == "promote") {
           if (it->note != "caught up") {
@@ -124,6 +139,14 @@ class FakeMembers {
 
   rpc::NodeStatus Status() const {
     rpc::NodeStatus s;
+    for (const MemberStatus& m : members_) {
+      if (m.id == 1 || !m.heard) continue;
+      rpc::PeerStatus p;
+      p.id = m.id;
+      p.connected = !disconnected.count(m.id);
+      p.last_heard_ms_ago = 5;
+      s.peers.push_back(p);
+    }
     s.id = 1;
     s.role = "leader";
     s.ballot = consensus::Ballot{2, 1};
@@ -136,6 +159,7 @@ class FakeMembers {
   }
 
   std::vector<MemberStatus> members_;
+  std::map<uint32_t, MemberStatus> removed_;
   uint64_t slot_ = 10;
   int lists_since_add_ = 0;
 };
@@ -250,14 +274,14 @@ TEST_F(TsctlMemberTest, Promote_refusesAtOnceUntilCaughtUp_andWaitsWithWait) {
   Result early = Run({"member", "promote", "4"});
   EXPECT_EQ(early.code, kExitUnavailable);
   EXPECT_EQ(Lines(early.err), 1u);
-  EXPECT_TRUE(Has(early.err, "member promote: node 4 has not caught up (not heard)")) << early.err;
+  EXPECT_TRUE(Has(early.err, "member promote: node 4 is not ready (not heard)")) << early.err;
   std::vector<std::string> sent = MemberRequests();
   EXPECT_EQ(std::count(sent.begin(), sent.end(), "promote 4"), 0) << "not sent";
 
   fake_.catch_up_after = 3;
   Result waited = Run({"member", "promote", "4", "--wait"}, "5000");
   ASSERT_EQ(waited.code, 0) << waited.err;
-  EXPECT_TRUE(Has(waited.out, "node 4: not heard; waiting for it to catch up\n")) << waited.out;
+  EXPECT_TRUE(Has(waited.out, "node 4: not heard; waiting\n")) << waited.out;
   EXPECT_TRUE(Has(waited.out, "promoted node 4 to voter (slot 12)\n")) << waited.out;
 
   Result list = Run({"member", "list"});
@@ -272,7 +296,7 @@ TEST_F(TsctlMemberTest, Promote_waitGivesUpAtTheDeadlineWithTheLastProgress) {
   Result r = Run({"--json", "member", "promote", "4", "--wait"}, "600");
   EXPECT_EQ(r.code, kExitUnavailable);
   EXPECT_EQ(Lines(r.err), 1u);
-  EXPECT_TRUE(Has(r.err, "node 4 did not catch up within --timeout-ms (600 ms); last: node 4: not heard")) << r.err;
+  EXPECT_TRUE(Has(r.err, "node 4 did not catch up within --timeout-ms (600 ms); last: node 4: not heard; waiting")) << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out)["ok"], false);
 }
 
@@ -315,6 +339,70 @@ TEST_F(TsctlMemberTest, Replace_waitPromote_json) {
   EXPECT_EQ(j["added_slot"], 12);
   EXPECT_EQ(j["promoted_slot"], 13);
   EXPECT_TRUE(fake_.members_.back().voter);
+}
+
+TEST_F(TsctlMemberTest, Promote_aCaughtUpLearnerWithoutALinkToTheLeaderIsNotReady) {
+  ASSERT_EQ(Run({"member", "add", "4", "127.0.0.1:7004"}).code, 0);
+  fake_.catch_up_after = 1;
+  fake_.disconnected.insert(4);
+  Result list = Run({"--json", "member", "list"});
+  auto j = nlohmann::json::parse(list.out);
+  EXPECT_EQ(j["members"][3]["caught_up"], true);
+  EXPECT_EQ(j["members"][3]["connected"], false);
+  EXPECT_EQ(j["members"][3]["ready"], false);
+  Result r = Run({"member", "promote", "4"});
+  EXPECT_EQ(r.code, kExitUnavailable);
+  EXPECT_EQ(r.err, "member promote: node 4 is not ready (caught up; no link to the leader now); promote it once "
+                   "`tsctl member list` shows it caught up, or use --wait\n");
+  fake_.disconnected.clear();
+  EXPECT_EQ(Run({"member", "promote", "4"}).code, 0);
+}
+
+TEST_F(TsctlMemberTest, ReplaceWaitPromote_doesNotTakeTheLeadersViewOfTheOldNodeForTheNewOne) {
+  fake_.keep_view_on_readd = true;
+  fake_.catch_up_after = 3;
+  Result r = Run({"member", "replace", "3", "127.0.0.1:7003", "--wait-promote"}, "5000");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(Has(r.out, "node 3: the leader still sees the replaced node, incarnation abcdef0123456789; start the "
+                         "new one on an empty data dir with --initial-cluster-state existing; waiting\n"))
+      << r.out;
+  EXPECT_TRUE(Has(r.out, "promoted node 3 to voter (slot 13): node 3 replaced\n")) << r.out;
+  EXPECT_EQ(fake_.members_.back().incarnation, FakeMembers::kNewIncarnation);
+}
+
+TEST_F(TsctlMemberTest, Promote_waitsUntilTheLeaderSeesTheIncarnationTheNodeAnnounces) {
+  ASSERT_EQ(Run({"member", "add", "4", "127.0.0.1:7004"}).code, 0);
+  fake_.catch_up_after = 1;
+  // Node 4 itself, reachable as an endpoint: it announces another incarnation
+  // than the one the leader has seen (a stale view of an earlier process).
+  uint64_t announced = 0x99;
+  std::mutex mu;
+  FakeNode node4([&](const ClientRequest& req) -> std::optional<ClientResponse> {
+    ClientResponse r;
+    if (req.op != ClientOp::kStatus) return Code(ClientCode::kNotLeader, "not the leader", node_.addr().ToString());
+    std::lock_guard<std::mutex> lock(mu);
+    r.status.id = 4;
+    r.status.role = "follower";
+    r.status.incarnation = announced;
+    return r;
+  });
+  std::vector<std::string> eps = {"--endpoints", node_.addr().ToString() + "," + node4.addr().ToString(),
+                                  "--timeout-ms", "3000"};
+  auto with = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), eps.begin(), eps.end());
+    return Tsctl(args);
+  };
+  Result r = with({"member", "promote", "4"});
+  EXPECT_EQ(r.code, kExitUnavailable);
+  EXPECT_EQ(r.err, "member promote: node 4 is not ready (it announces incarnation 0000000000000099 but the leader "
+                   "still sees 1122334455667788, an earlier process of node 4); promote it once `tsctl member list` "
+                   "shows it caught up, or use --wait\n");
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    announced = FakeMembers::kNewIncarnation;
+  }
+  Result ok = with({"member", "promote", "4"});
+  EXPECT_EQ(ok.code, 0) << ok.err;
 }
 
 TEST_F(TsctlMemberTest, Replace_ofANonMemberChangesNothing) {

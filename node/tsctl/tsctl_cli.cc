@@ -722,7 +722,6 @@ class Command {
       return Fail(kExitUsage, "member replace: node " + id + " is not a member; use tsctl member add " + id + " " + addr,
                   done);
     }
-    bool was_voter = old->voter;
     uint64_t old_incarnation = old->heard ? old->heard_incarnation : old->incarnation;
 
     auto removed = MemberChange("remove", id);
@@ -739,7 +738,7 @@ class Command {
                         done);
     }
     progress("removed node " + id + (removed.ok() ? " (slot " + std::to_string(*removed) + ")" : "") +
-             (was_voter ? "; stop its old tsnode if it still runs" : ""));
+             "; stop its old tsnode if it still runs");
 
     auto added = MemberChange("add", id + "=" + addr);
     if (!added.ok() && added.status().code() != ts::Status::Code::kTimeout) {

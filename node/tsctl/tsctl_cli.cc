@@ -135,7 +135,8 @@ std::string MemberAction(const CLI::App& app) {
 
 // "ID" in 1..kMaxNodeId.
 std::optional<consensus::NodeId> ParseNodeId(const std::string& text) {
-  if (text.empty() || text.size() > 2 || !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  if (text.empty() || text.size() > 2 || !std::all_of(text.begin(), text.end(), digit)) {
     return std::nullopt;
   }
   unsigned long id = std::stoul(text);
@@ -725,7 +726,9 @@ class Command {
     uint64_t old_incarnation = old->heard ? old->heard_incarnation : old->incarnation;
 
     auto removed = MemberChange("remove", id);
-    if (!removed.ok() && removed.status().code() != ts::Status::Code::kTimeout) return FailMember(removed.status(), done);
+    if (!removed.ok() && removed.status().code() != ts::Status::Code::kTimeout) {
+      return FailMember(removed.status(), done);
+    }
     if (removed.ok()) done["removed_slot"] = *removed;
     auto gone = [&](const rpc::NodeStatus& st, std::string* why) {
       *why = "waiting for the removal of node " + id + " to be in force";
@@ -769,7 +772,8 @@ class Command {
       Print(done, NextSteps(nid, addr));
       return kExitOk;
     }
-    progress("waiting for node " + id + " to catch up: start it with an empty data dir and --initial-cluster-state existing");
+    progress("waiting for node " + id +
+             " to catch up: start it with an empty data dir and --initial-cluster-state existing");
     auto promoted = Promote(nid, true, deadline, old_incarnation);
     if (!promoted.ok()) {
       return FailMember(ts::Status::Unavailable("member replace: node " + id + " is a learner at " + addr +

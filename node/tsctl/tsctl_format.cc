@@ -292,7 +292,9 @@ bool MemberReady(const rpc::NodeStatus& leader, const rpc::MemberStatus& m) {
 
 std::string MemberProgress(const rpc::NodeStatus& leader, const rpc::MemberStatus& m) {
   std::string p = m.note.empty() ? "not heard" : m.note;
-  if (m.voter && m.heard && m.heard_incarnation != m.incarnation) p += " (announces " + Hex64(m.heard_incarnation) + ")";
+  if (m.voter && m.heard && m.heard_incarnation != m.incarnation) {
+    p += " (announces " + Hex64(m.heard_incarnation) + ")";
+  }
   if (m.id == leader.id) {
     p += " (leader)";
   } else if (m.heard && !MemberConnected(leader, m.id)) {

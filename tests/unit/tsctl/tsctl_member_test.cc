@@ -100,7 +100,8 @@ class FakeMembers {
       if (req.key == "add") {
         uint32_t id = static_cast<uint32_t>(std::stoul(req.value.substr(0, req.value.find('='))));
         if (find(id) != members_.end()) {
-          return Code(ClientCode::kBadRequest, "member add: node " + std::to_string(id) + " is already a member; remove it first to replace it");
+          return Code(ClientCode::kBadRequest, "member add: node " + std::to_string(id) +
+                                                   " is already a member; remove it first to replace it");
         }
         MemberStatus m;
         m.id = id;

@@ -8,15 +8,20 @@
 # creates scheduler "rooms" with N rooms (default 40; readyTarget 50%,
 # maxSurge 25%), waits until every room is up, starts a major update, kills
 # the leader (SIGKILL) once the rollout is under way, and waits until it
-# finishes under the new leader. Then the killed node is restarted with an
-# empty data directory, replays the whole log from its peers, and every
-# node's state digest must be equal.
+# finishes under the new leader. Then the killed node is replaced the safe
+# way (`local-cluster.sh replace`): removed from the configuration, its data
+# directory wiped, added back as a non-voting learner that replays the whole
+# log from its peers, and promoted to voter once caught up; all 3 must vote
+# again and every node's state digest must be equal. (Never restart a voter
+# on an empty data directory as a bootstrap member, --initial-cluster-state
+# new: it would vote with no memory of its promises and can lose
+# acknowledged writes, issue #12.)
 # The last line is
 #   rooms=N old_left=0 ready_min=R desired_ready=D lost=0 duplicated=0 leader_changes=K
 # and the exit status is 0 only if old_left and lost and duplicated are 0,
-# ready_min >= desired_ready, and the digests agree. Each wait has a deadline
-# (--timeout-s, default 120, for the whole run); node logs are kept with --keep
-# or on failure.
+# ready_min >= desired_ready, all 3 nodes vote again, and the digests agree.
+# Each wait has a deadline (--timeout-s, default 120, for the whole run); node
+# logs are kept with --keep or on failure.
 # Environment: BUILD_DIR (default ./build); CLUSTER_DIR (default: a new
 # temporary directory).
 set -euo pipefail
@@ -31,7 +36,7 @@ while [[ $# -gt 0 ]]; do
     --rooms) rooms="$2"; shift ;;
     --timeout-s) timeout_s="$2"; shift ;;
     --keep) keep=1 ;;
-    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "demo-rollout.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -100,15 +105,18 @@ kill "$agent_pid"
 wait "$agent_pid" || true
 agent_pid=""
 
-# A fresh node: the killed leader, data directory wiped, replays the log.
-rm -rf "$CLUSTER_DIR/node$victim"
-cluster-scripts/local-cluster.sh restart "$victim" >/dev/null
+# The killed leader is replaced by a fresh node (empty data directory) under
+# its id: it joins as a learner, replays the log, and votes once caught up.
+cluster-scripts/local-cluster.sh replace "$victim" >"$CLUSTER_DIR/replace.log" 2>&1 ||
+  die "local-cluster.sh replace $victim failed: $(tail -n 3 "$CLUSTER_DIR/replace.log" | tr '\n' ' ')"
+voters() { ctl member list --json | json "sum(1 for m in j['members'] if m['voter'] and m['caught_up'])"; }
+[[ $(voters) -eq 3 ]] || die "after the replacement $(voters) of 3 members vote and are caught up"
 digests_agree() {
   [[ $(ctl status --json | json "int(len(j['nodes']) == 3 and all(n.get('applied_slot') == j['nodes'][0].get('applied_slot') and n.get('state_digest') == j['nodes'][0].get('state_digest') for n in j['nodes']))") -eq 1 ]]
 }
 wait_for "the fresh node to replay the log to the same state digest" digests_agree
 digest=$(ctl status --json | json "j['nodes'][0]['state_digest']")
-echo "demo-rollout.sh: all 3 nodes hold state digest $digest (node $victim replayed the log from empty)"
+echo "demo-rollout.sh: all 3 nodes vote and hold state digest $digest (node $victim was replaced: it replayed the log from empty as a learner, then was promoted)"
 leaders="$leaders $(leader_id)"
 
 report=$(cat "$CLUSTER_DIR/agent.json")

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # A local test cluster of tsnode processes on loopback.
 #
-#   local-cluster.sh start [N]        start N nodes (default 3, 1..7) on free ports,
-#                                     wait for a leader, write and read a few values,
-#                                     print `tsctl status`; refuses if a cluster runs
+#   local-cluster.sh start [N]        create a new cluster of N nodes (default 3, 1..7) on
+#                                     free ports (the only start with --initial-cluster-state
+#                                     new; it wipes an older cluster in CLUSTER_DIR), wait for
+#                                     a leader, write and read a few values, print
+#                                     `tsctl status`; refuses if a cluster runs
 #   local-cluster.sh stop             SIGTERM every node (SIGKILL after 10 s)
-#   local-cluster.sh status           each node's process state, then `tsctl status`
+#   local-cluster.sh status           each node's process state, `tsctl status`, `tsctl member list`
 #   local-cluster.sh kill ID          SIGKILL node ID
 #   local-cluster.sh restart ID [--binary PATH] [--software-version X.Y.Z]
 #                                     (re)start node ID with its original flags,
@@ -14,6 +16,26 @@
 #   local-cluster.sh pause ID         SIGSTOP node ID
 #   local-cluster.sh resume ID        SIGCONT node ID
 #   local-cluster.sh logs ID [-f]     the node's log (-f: follow it)
+# Membership (each step waits for a condition, with a deadline):
+#   local-cluster.sh add ID [--learner]
+#                                     a new node ID on free ports: `tsctl member add`, start
+#                                     it on an empty data dir (--initial-cluster-state
+#                                     existing), wait until it has caught up, promote it to
+#                                     voter (--learner: leave it a learner)
+#   local-cluster.sh remove ID        `tsctl member remove`, wait until the removal is in
+#                                     force, stop the node, delete its data dir and flags
+#   local-cluster.sh replace ID [--new-ports]
+#                                     replace node ID by a new one with an empty data dir:
+#                                     remove it, stop it, wipe its data dir, add it back as a
+#                                     learner (same ports, or new ones), start it, wait until
+#                                     it has caught up, promote it
+#   local-cluster.sh wipe ID          the lost-disk path: stop node ID, delete its data dir,
+#                                     restart it on an empty one; it rejoins as a learner and
+#                                     votes again (new incarnation) once caught up, which
+#                                     the leader does by itself; waits for that
+#   add, remove, replace and wipe rewrite every node's --peers (nodeI.flags) to
+#   the configuration in force, so a node restarted on an empty data dir can
+#   reach every member.
 #
 # Environment: CLUSTER_DIR (default ./.cluster; relative paths are taken from
 # the repository root) holds data (nodeI/), logs (nodeI.log), pids, each
@@ -21,7 +43,9 @@
 # (the client addresses, read by tsctl and tsbench). BUILD_DIR (default
 # ./build) holds the binaries; setup.sh builds them if missing. TSNODE_ARGS:
 # extra flags for every tsnode (e.g. "--log-level debug"), given at start
-# and remembered for restarts.
+# and remembered for restarts. `bootstrapped` records when the cluster was
+# created; every later start of a node (restart, add, replace, wipe) uses
+# --initial-cluster-state existing, so an empty data dir joins as a learner.
 set -euo pipefail
 caller_dir=$(pwd)  # where the user ran the script (for relative --binary paths)
 cd "$(dirname "$0")/.."
@@ -41,9 +65,11 @@ if [[ "${1:-}" != start && -f "$cluster_dir/cluster.env" ]]; then
 fi
 stop_deadline_s=10
 leader_deadline_s=30
+member_deadline_s=30    # a membership change to be in force
+catch_up_deadline_s=60  # a new node to start and catch up
 
 die() { echo "local-cluster.sh: $*" >&2; exit 1; }
-usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" | sed 's/^# \{0,1\}//'; }
 
 pid_of() { cat "$cluster_dir/node$1.pid" 2>/dev/null || true; }
 # A node is alive if its pid runs a tsnode on this node's data dir: a stale
@@ -104,9 +130,15 @@ wait_for_leader() {
   done
 }
 
-start_node() {  # start_node ID [extra flags...]: starts node ID with its flags
+# start_node ID new|existing [extra flags...]: starts node ID with its flags.
+# `new` only when `start` creates the cluster: an empty data dir is then a
+# bootstrap member. Every other start is `existing`: an empty data dir (a
+# wiped or new node) joins the running cluster as a learner.
+start_node() {
   local id=$1 bin="$tsnode" flags
   shift
+  [[ "${1:-}" == new || "${1:-}" == existing ]] || die "start_node: new or existing, not '${1:-}'"
+  set -- --initial-cluster-state "$@"
   [[ -f "$cluster_dir/node$id.binary" ]] && bin=$(cat "$cluster_dir/node$id.binary")
   [[ -x "$bin" ]] || die "no tsnode binary at $bin"
   mapfile -t flags <"$cluster_dir/node$id.flags"
@@ -152,7 +184,7 @@ wipe_cluster_dir() {
   fi
   local id
   for id in $(node_ids); do alive "$id" && die "a cluster is already running in $cluster_dir (stop it first)"; done
-  rm -rf "$cluster_dir"/node[0-9]* "$cluster_dir/endpoints" "$cluster_dir/cluster.env"
+  rm -rf "$cluster_dir"/node[0-9]* "$cluster_dir/endpoints" "$cluster_dir/cluster.env" "$cluster_dir/bootstrapped"
 }
 
 cmd_start() {
@@ -180,8 +212,10 @@ cmd_start() {
     echo "$client" >>"$cluster_dir/endpoints"
     printf '%s\n' --id "$id" --peers "$peers" --client-addr "$client" --data-dir "$cluster_dir/node$id" \
       --cluster-id local "${extra[@]}" >"$cluster_dir/node$id.flags"
-    start_node "$id"
+    start_node "$id" new
   done
+  # From here on no node is started with `new` again, whatever happens to it.
+  echo "created by local-cluster.sh start $n on $(date '+%F %T'): nodes 1..$n bootstrapped it" >"$cluster_dir/bootstrapped"
   echo "started $n nodes in $cluster_dir (logs: $cluster_dir/node*.log)"
   wait_for_leader || fail_start "the cluster did not elect a leader"
   local key
@@ -215,6 +249,7 @@ cmd_status() {
     fi
   done
   ctl status
+  ctl member list 2>/dev/null || echo "(membership unknown: no leader answered tsctl member list)"
 }
 
 need_id() {
@@ -242,8 +277,270 @@ cmd_restart() {
   done
   stop_nodes "$id"
   [[ -f "$cluster_dir/node$id.version" ]] && extra+=(--software-version "$(cat "$cluster_dir/node$id.version")")
-  start_node "$id" "${extra[@]}"
+  start_node "$id" existing "${extra[@]}"
   echo "node $id restarted (pid $(pid_of "$id"))"
+}
+
+# ---- membership -------------------------------------------------------------
+
+flag_of() {  # flag_of ID --flag: the value after --flag in node ID's flags
+  awk -v f="$2" 'take { print; exit } $0 == f { take = 1 }' "$cluster_dir/node$1.flags"
+}
+# The client addresses of the nodes this directory runs, in id order.
+write_endpoints() {
+  local id
+  for id in $(node_ids); do flag_of "$id" --client-addr; done >"$cluster_dir/endpoints.tmp"
+  mv "$cluster_dir/endpoints.tmp" "$cluster_dir/endpoints"
+}
+
+# member_state ID: one line "STATE INCARNATION HEARD_INCARNATION" from the
+# leader's member list, STATE one of absent, learner, learner-caught-up,
+# voter (bound incarnation announced, caught up), voter-behind (rebuilding,
+# behind or not heard), or unknown (no leader answered).
+member_state() {
+  local json
+  json=$(ctl --json --timeout-ms 2000 member list 2>/dev/null) || { echo "unknown - -"; return 0; }
+  python3 -c '
+import json, sys
+j = json.load(sys.stdin)
+m = next((m for m in j.get("members", []) if m["id"] == int(sys.argv[1])), None)
+if m is None:
+    print("absent - -")
+else:
+    if m["voter"]:
+        state = "voter" if m["caught_up"] and m["heard_incarnation"] == m["incarnation"] else "voter-behind"
+    else:
+        state = "learner-caught-up" if m["caught_up"] else "learner"
+    print(state, m["incarnation"], m["heard_incarnation"] or "-")
+' "$1" <<<"$json"
+}
+
+# The incarnation node ID announces itself (its own `tsctl status`), or "".
+own_incarnation() {
+  "$tsctl" --endpoints "$(flag_of "$1" --client-addr)" --json --timeout-ms 1000 status 2>/dev/null |
+    python3 -c 'import json, sys; n = json.load(sys.stdin)["nodes"][0]; print(n.get("incarnation", ""))' 2>/dev/null || true
+}
+
+# wait_member DEADLINE_S DESCRIPTION ID PREDICATE: polls member_state until
+# `PREDICATE STATE INCARNATION HEARD_INCARNATION` succeeds; fails at the
+# deadline, or at once if node ID is expected to run and its process died.
+wait_member() {
+  local deadline=$((SECONDS + $1)) what=$2 id=$3 pred=$4 state=""
+  while true; do
+    read -r -a state <<<"$(member_state "$id")"
+    "$pred" "${state[@]}" && return 0
+    if [[ -f "$cluster_dir/node$id.pid" ]] && ! alive "$id"; then
+      echo "local-cluster.sh: node $id exited while waiting for $what; its log:" >&2
+      tail -n 15 "$cluster_dir/node$id.log" >&2 || true
+      return 1
+    fi
+    if ((SECONDS >= deadline)); then
+      echo "local-cluster.sh: $what: not within $1 s (member list says: ${state[*]})" >&2
+      return 1
+    fi
+    sleep 0.2
+  done
+}
+# Predicates of wait_member. want_incarnation: what the started node
+# announces (a stale view of the node it replaces must not count).
+want_incarnation=""
+is_absent() { [[ "$1" == absent ]]; }
+learner_ready() { [[ "$1" == learner-caught-up && "$3" == "$want_incarnation" ]]; }
+voter_bound() { [[ "$1" == voter && "$2" == "$want_incarnation" ]]; }
+
+# Sets want_incarnation to what node ID, just started, announces; fails if it
+# exits or does not answer in time.
+wait_own_incarnation() {
+  local id=$1 deadline=$((SECONDS + catch_up_deadline_s))
+  want_incarnation=""
+  while [[ -z "$want_incarnation" ]]; do
+    # kill -0, not alive: right after the fork the process may not have
+    # exec'd tsnode yet.
+    kill -0 "$(pid_of "$id")" 2>/dev/null || {
+      tail -n 15 "$cluster_dir/node$id.log" >&2
+      die "node $id exited on start (log above)"
+    }
+    ((SECONDS < deadline)) || die "node $id did not answer tsctl status within $catch_up_deadline_s s"
+    want_incarnation=$(own_incarnation "$id")
+    [[ -n "$want_incarnation" ]] || sleep 0.1
+  done
+}
+
+need_leader() {
+  [[ -s "$cluster_dir/endpoints" ]] || die "no cluster in $cluster_dir (local-cluster.sh start N)"
+  one_leader || die "the cluster has no leader with a lease; membership changes need one (local-cluster.sh status)"
+}
+need_member_id() { [[ "${1:-}" =~ ^[0-9]+$ && "$1" -ge 1 && "$1" -le 63 ]] || die "$2: ID must be 1..63, not '${1:-}'"; }
+
+# The --peers a node started now is given: the configuration in force (from
+# the leader) plus itself at PEER_ADDR.
+peers_for() {  # peers_for ID PEER_ADDR
+  ctl --json member list | python3 -c '
+import json, sys
+me, addr = int(sys.argv[1]), sys.argv[2]
+peers = {m["id"]: m["peer_addr"] for m in json.load(sys.stdin)["members"]}
+peers[me] = addr
+print(",".join(f"{i}={a}" for i, a in sorted(peers.items())))
+' "$1" "$2"
+}
+
+# Rewrites the --peers of every node's flags to the configuration in force
+# (each node's own address kept): a node restarted on an empty data dir
+# knows only its flags, and a member that moved (replace --new-ports) would
+# be unreachable at its old address.
+refresh_peers() {
+  local json
+  json=$(ctl --json member list) || die "tsctl member list failed; cannot update the nodes' --peers"
+  python3 - "$cluster_dir" "$json" <<'PY'
+import glob, json, os, sys
+config = {m["id"]: m["peer_addr"] for m in json.loads(sys.argv[2])["members"]}
+for path in glob.glob(os.path.join(sys.argv[1], "node*.flags")):
+    lines = open(path).read().split("\n")
+    me = int(lines[lines.index("--id") + 1])
+    i = lines.index("--peers") + 1
+    own = dict(p.split("=", 1) for p in lines[i].split(","))[str(me)]
+    peers = dict(config)
+    peers[me] = own
+    lines[i] = ",".join(f"{k}={v}" for k, v in sorted(peers.items()))
+    with open(path + ".tmp", "w") as f:
+        f.write("\n".join(lines))
+    os.replace(path + ".tmp", path)
+PY
+}
+
+# Writes node ID's flags (as start does) with the given addresses.
+write_flags() {  # write_flags ID PEER_ADDR CLIENT_ADDR
+  local peers extra=()
+  peers=$(peers_for "$1" "$2") || die "tsctl member list failed; cannot write node $1's --peers"
+  read -r -a extra <<<"${LC_TSNODE_ARGS:-}"
+  printf '%s\n' --id "$1" --peers "$peers" --client-addr "$3" --data-dir "$cluster_dir/node$1" \
+    --cluster-id local "${extra[@]}" >"$cluster_dir/node$1.flags"
+}
+
+# Starts node ID on an empty data dir (existing: it joins as a learner) and
+# waits until the leader has seen it catch up with the incarnation it
+# announces; then promotes it unless told not to.
+start_learner_and_promote() {  # ID PROMOTE(yes|no)
+  local id=$1
+  start_node "$id" existing
+  wait_own_incarnation "$id"
+  echo "node $id started (pid $(pid_of "$id")) as a learner, incarnation $want_incarnation; waiting for it to catch up"
+  wait_member "$catch_up_deadline_s" "node $id to catch up" "$id" learner_ready ||
+    die "node $id runs as a learner but did not catch up; see local-cluster.sh logs $id and tsctl member list"
+  [[ "$2" == yes ]] || { echo "node $id caught up; it stays a learner (tsctl member promote $id)"; return 0; }
+  ctl member promote "$id" || die "tsctl member promote $id failed; node $id stays a learner"
+  wait_member "$member_deadline_s" "node $id to vote" "$id" voter_bound ||
+    die "node $id was promoted but the member list does not show it voting"
+}
+
+cmd_add() {
+  need_member_id "${1:-}" add
+  local id=$1 promote=yes ports=()
+  shift
+  while [[ $# -gt 0 ]]; do
+    case "$1" in
+      --learner) promote=no ;;
+      *) die "add: unknown argument '$1'" ;;
+    esac
+    shift
+  done
+  [[ ! -f "$cluster_dir/node$id.flags" ]] || die "add: node $id already exists in $cluster_dir (replace $id, or remove $id first)"
+  need_leader
+  read -r -a ports <<<"$(free_ports 2)"
+  local peer="127.0.0.1:${ports[0]}" client="127.0.0.1:${ports[1]}"
+  rm -rf "$cluster_dir/node$id"  # a new node: an empty data dir
+  ctl member add "$id" "$peer" >/dev/null || die "tsctl member add $id $peer failed"
+  echo "node $id added to the configuration as a learner at $peer"
+  write_flags "$id" "$peer" "$client"
+  write_endpoints
+  refresh_peers
+  start_learner_and_promote "$id" "$promote"
+  ctl member list
+}
+
+# Takes node ID out of the configuration and waits until that is in force.
+# The answer may be lost (the leader removing itself hands over): the
+# member list decides.
+remove_member() {  # ID
+  local id=$1 state=()
+  read -r -a state <<<"$(member_state "$id")"
+  if [[ "${state[0]}" == absent ]]; then
+    echo "node $id is not in the configuration"
+    return 0
+  fi
+  local rc=0
+  ctl member remove "$id" || rc=$?
+  # 2: refused (e.g. the last voter); 3: no answer or outcome unknown, so
+  # the member list decides.
+  ((rc != 2)) || die "tsctl member remove $id refused (above)"
+  ((rc == 0)) || echo "local-cluster.sh: tsctl member remove $id did not confirm; checking the member list" >&2
+  wait_member "$member_deadline_s" "the removal of node $id" "$id" is_absent || die "node $id is still a member"
+  echo "node $id removed from the configuration"
+}
+
+cmd_remove() {
+  need_id "${1:-}"
+  local id=$1
+  need_leader
+  remove_member "$id"
+  stop_nodes "$id"
+  rm -rf "$cluster_dir/node$id" "$cluster_dir/node$id".{flags,pid,binary,version}
+  write_endpoints
+  refresh_peers
+  echo "node $id stopped; its data dir and flags deleted (log kept: $cluster_dir/node$id.log)"
+}
+
+cmd_replace() {
+  need_id "${1:-}"
+  local id=$1 new_ports=0
+  shift
+  while [[ $# -gt 0 ]]; do
+    case "$1" in
+      --new-ports) new_ports=1 ;;
+      *) die "replace: unknown argument '$1'" ;;
+    esac
+    shift
+  done
+  need_leader
+  local peer client ports=()
+  peer=$(flag_of "$id" --peers | tr ',' '\n' | sed -n "s/^$id=//p")
+  client=$(flag_of "$id" --client-addr)
+  if ((new_ports)); then
+    read -r -a ports <<<"$(free_ports 2)"
+    peer="127.0.0.1:${ports[0]}" client="127.0.0.1:${ports[1]}"
+  fi
+  [[ -n "$peer" && -n "$client" ]] || die "replace: cannot read node $id's addresses from $cluster_dir/node$id.flags"
+  remove_member "$id"
+  stop_nodes "$id"
+  rm -rf "$cluster_dir/node$id"
+  echo "node $id stopped and its data dir deleted"
+  ctl member add "$id" "$peer" >/dev/null || die "tsctl member add $id $peer failed (node $id is removed and stopped)"
+  echo "node $id added back as a learner at $peer"
+  write_flags "$id" "$peer" "$client"
+  write_endpoints
+  refresh_peers
+  start_learner_and_promote "$id" yes
+  echo "node $id replaced"
+  ctl member list
+}
+
+cmd_wipe() {
+  need_id "${1:-}"
+  local id=$1 state=()
+  need_leader
+  read -r -a state <<<"$(member_state "$id")"
+  [[ "${state[0]}" == voter* ]] || die "wipe: node $id is not a voter (${state[0]}); use replace or add"
+  stop_nodes "$id"
+  rm -rf "$cluster_dir/node$id"
+  echo "node $id stopped and its data dir deleted (it voted with incarnation ${state[1]})"
+  refresh_peers
+  start_node "$id" existing
+  wait_own_incarnation "$id"
+  echo "node $id restarted on an empty data dir: a learner with incarnation $want_incarnation; waiting for the leader to bind it"
+  wait_member "$catch_up_deadline_s" "node $id to catch up and vote again" "$id" voter_bound ||
+    die "node $id did not vote again; see local-cluster.sh logs $id and tsctl member list"
+  echo "node $id votes again with incarnation $want_incarnation"
+  ctl member list
 }
 
 case "${1:-}" in
@@ -258,6 +555,10 @@ case "${1:-}" in
     if [[ "${3:-}" == "-f" ]]; then exec tail -n 50 -f "$cluster_dir/node$2.log"; fi
     cat "$cluster_dir/node$2.log" ;;
   restart) shift; cmd_restart "$@" ;;
+  add) shift; cmd_add "$@" ;;
+  remove) shift; cmd_remove "$@" ;;
+  replace) shift; cmd_replace "$@" ;;
+  wipe) shift; cmd_wipe "$@" ;;
   -h|--help|help) usage ;;
   *) usage >&2; exit 2 ;;
 esac

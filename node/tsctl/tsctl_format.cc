@@ -114,11 +114,52 @@ std::string OneLine(std::string_view message) {
   return out;
 }
 
+std::string Hex64(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::string MemberRole(const rpc::NodeStatus& s) {
+  if (s.voter) return "voter";
+  if (!s.members.empty() &&
+      std::none_of(s.members.begin(), s.members.end(), [&](const rpc::MemberStatus& m) { return m.id == s.id; })) {
+    return "removed";
+  }
+  return "learner";
+}
+
+namespace {
+
+// Which cluster each answering node belongs to: one line if they agree,
+// else one line per UUID (a data dir of another cluster shows up here).
+std::string ClusterUuidLines(const std::vector<StatusOr<rpc::NodeStatus>>& statuses) {
+  std::map<std::string, std::vector<consensus::NodeId>> by_uuid;
+  for (const auto& s : statuses) {
+    if (s.ok()) by_uuid[s->cluster_uuid].push_back(s->id);
+  }
+  if (by_uuid.empty()) return "";
+  auto name = [](const std::string& uuid) {
+    return uuid.empty() ? std::string("cluster uuid not known yet (no genesis applied or learned)")
+                        : "cluster uuid " + uuid;
+  };
+  if (by_uuid.size() == 1) return name(by_uuid.begin()->first) + "\n";
+  std::string out;
+  for (const auto& [uuid, ids] : by_uuid) {
+    std::string list;
+    for (consensus::NodeId id : ids) list += (list.empty() ? "" : ", ") + std::to_string(id);
+    out += name(uuid) + ": node" + (ids.size() > 1 ? "s " : " ") + list + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string FormatStatusTable(const std::vector<rpc::HostPort>& endpoints,
                               const std::vector<StatusOr<rpc::NodeStatus>>& statuses, bool show_peers) {
   assert(endpoints.size() == statuses.size());
-  Table t({"ENDPOINT", "ID", "ROLE", "BALLOT", "CHOSEN", "APPLIED", "LEADER", "LEASE_MS", "VERSION", "MARKER", "KV_FMT",
-           "RC", "LOG_DIGEST", "STATE_DIGEST"});
+  Table t({"ENDPOINT", "ID", "ROLE", "MEMBER", "BALLOT", "CHOSEN", "APPLIED", "LEADER", "LEASE_MS", "VERSION",
+           "MARKER", "KV_FMT", "RC", "INCARNATION", "LOG_DIGEST", "STATE_DIGEST"});
   for (size_t i = 0; i < endpoints.size(); ++i) {
     if (!statuses[i].ok()) {
       t.AddNote(endpoints[i].ToString(), "unreachable: " + OneLine(statuses[i].status().message()));
@@ -127,11 +168,12 @@ std::string FormatStatusTable(const std::vector<rpc::HostPort>& endpoints,
     const rpc::NodeStatus& s = *statuses[i];
     // A digest prefix is enough to compare nodes by eye; JSON has it whole.
     std::string digest = s.log_digest.substr(0, 16);
-    t.Add({endpoints[i].ToString(), std::to_string(s.id), s.role, consensus::ToString(s.ballot),
+    t.Add({endpoints[i].ToString(), std::to_string(s.id), s.role, MemberRole(s), consensus::ToString(s.ballot),
            std::to_string(s.chosen_slot), std::to_string(s.applied_slot), Dash(s.leader),
            std::to_string(s.lease_left_ms), s.software_version.empty() ? "-" : s.software_version,
            s.latest_marker.empty() ? "-" : s.latest_marker, std::to_string(s.kv_write_model),
-           s.coordinator ? "yes" : "-", digest.empty() ? "-" : digest, s.state_digest.empty() ? "-" : s.state_digest});
+           s.coordinator ? "yes" : "-", Hex64(s.incarnation), digest.empty() ? "-" : digest,
+           s.state_digest.empty() ? "-" : s.state_digest});
     // What the version rules say, when it matters (spec/003_*).
     if (!s.downgrade_to.empty()) t.AddIndented("node " + std::to_string(s.id) + ": downgrade to " + s.downgrade_to + " in force");
     if (s.stuck_at_slot != 0) {
@@ -145,12 +187,17 @@ std::string FormatStatusTable(const std::vector<rpc::HostPort>& endpoints,
     for (const rpc::PeerStatus& p : s.peers) {
       std::string heard =
           p.last_heard_ms_ago < 0 ? "never heard" : "heard " + std::to_string(p.last_heard_ms_ago) + " ms ago";
+      std::string refused;
+      if (p.refusals > 0) {
+        refused = ", " + std::to_string(p.refusals) + " handshake" + (p.refusals == 1 ? "" : "s") + " refused" +
+                  (p.last_refusal.empty() ? "" : " (last: " + OneLine(p.last_refusal) + ")");
+      }
       t.AddIndented("node " + std::to_string(s.id) + " sees node " + std::to_string(p.id) + " (" + p.peer_addr +
                     "): " + (p.connected ? "connected" : "not connected") + ", version " +
-                    (p.software_version.empty() ? "unknown" : p.software_version) + ", " + heard);
+                    (p.software_version.empty() ? "unknown" : p.software_version) + ", " + heard + refused);
     }
   }
-  return t.Render();
+  return t.Render() + ClusterUuidLines(statuses);
 }
 
 nlohmann::json StatusJson(const std::vector<rpc::HostPort>& endpoints,
@@ -181,6 +228,10 @@ nlohmann::json StatusJson(const std::vector<rpc::HostPort>& endpoints,
     n["lease_left_ms"] = s.lease_left_ms;
     n["version"] = s.software_version;
     n["cluster_id"] = s.cluster_id;
+    n["cluster_uuid"] = s.cluster_uuid;
+    n["incarnation"] = Hex64(s.incarnation);
+    n["voter"] = s.voter;
+    n["member"] = MemberRole(s);
     n["log_digest"] = s.log_digest;
     n["state_digest"] = s.state_digest;
     n["coordinator"] = s.coordinator;
@@ -197,12 +248,102 @@ nlohmann::json StatusJson(const std::vector<rpc::HostPort>& endpoints,
                        {"peer_addr", p.peer_addr},
                        {"connected", p.connected},
                        {"version", p.software_version},
-                       {"last_heard_ms_ago", p.last_heard_ms_ago}});
+                       {"last_heard_ms_ago", p.last_heard_ms_ago},
+                       {"refusals", p.refusals},
+                       {"last_refusal", p.last_refusal}});
     }
     n["peers"] = std::move(peers);
     nodes.push_back(std::move(n));
   }
   return {{"ok", answered > 0}, {"answered", answered}, {"endpoints", endpoints.size()}, {"nodes", std::move(nodes)}};
+}
+
+bool MemberCaughtUp(const rpc::MemberStatus& m) { return m.heard && m.note == "caught up"; }
+
+namespace {
+
+constexpr int64_t kHeardRecentlyMs = 2000;
+
+const rpc::PeerStatus* PeerOf(const rpc::NodeStatus& s, consensus::NodeId id) {
+  for (const rpc::PeerStatus& p : s.peers) {
+    if (p.id == id) return &p;
+  }
+  return nullptr;
+}
+
+// The incarnation a member is known by: the bound one for a voter, the one
+// it announces for a learner ("-" if not heard).
+std::string MemberIncarnation(const rpc::MemberStatus& m) {
+  if (m.voter) return Hex64(m.incarnation);
+  return m.heard ? Hex64(m.heard_incarnation) : "-";
+}
+
+}  // namespace
+
+bool MemberConnected(const rpc::NodeStatus& leader, consensus::NodeId id) {
+  if (id == leader.id) return true;
+  const rpc::PeerStatus* p = PeerOf(leader, id);
+  return p != nullptr && p->connected && p->last_heard_ms_ago >= 0 && p->last_heard_ms_ago <= kHeardRecentlyMs;
+}
+
+bool MemberReady(const rpc::NodeStatus& leader, const rpc::MemberStatus& m) {
+  return MemberCaughtUp(m) && MemberConnected(leader, m.id);
+}
+
+std::string MemberProgress(const rpc::NodeStatus& leader, const rpc::MemberStatus& m) {
+  std::string p = m.note.empty() ? "not heard" : m.note;
+  if (m.voter && m.heard && m.heard_incarnation != m.incarnation) {
+    p += " (announces " + Hex64(m.heard_incarnation) + ")";
+  }
+  if (m.id == leader.id) {
+    p += " (leader)";
+  } else if (m.heard && !MemberConnected(leader, m.id)) {
+    p += "; no link to the leader now";
+  }
+  return p;
+}
+
+std::string FormatMemberTable(const rpc::NodeStatus& leader) {
+  size_t voters = 0;
+  for (const rpc::MemberStatus& m : leader.members) voters += m.voter ? 1 : 0;
+  size_t learners = leader.members.size() - voters;
+  std::string out = "leader node " + std::to_string(leader.id) + ", " +
+                    (leader.cluster_uuid.empty() ? std::string("no cluster uuid yet")
+                                                 : "cluster uuid " + leader.cluster_uuid) +
+                    ", chosen slot " + std::to_string(leader.chosen_slot) + ": " + std::to_string(voters) + " voter" +
+                    (voters == 1 ? "" : "s") + " (quorum " + std::to_string(voters / 2 + 1) + "), " +
+                    std::to_string(learners) + " learner" + (learners == 1 ? "" : "s") + "\n";
+  Table t({"ID", "ROLE", "INCARNATION", "PEER_ADDR", "MATCH", "PROGRESS"});
+  for (const rpc::MemberStatus& m : leader.members) {
+    t.Add({std::to_string(m.id), m.voter ? "voter" : "learner", MemberIncarnation(m),
+           m.peer_addr.empty() ? "-" : m.peer_addr, m.heard ? std::to_string(m.match) : "-",
+           MemberProgress(leader, m)});
+  }
+  return out + t.Render();
+}
+
+nlohmann::json MembersJson(const rpc::NodeStatus& leader) {
+  nlohmann::json members = nlohmann::json::array();
+  for (const rpc::MemberStatus& m : leader.members) {
+    members.push_back({{"id", m.id},
+                       {"role", m.voter ? "voter" : "learner"},
+                       {"voter", m.voter},
+                       {"incarnation", Hex64(m.incarnation)},
+                       {"peer_addr", m.peer_addr},
+                       {"heard", m.heard},
+                       {"heard_incarnation", m.heard ? Hex64(m.heard_incarnation) : ""},
+                       {"match", m.match},
+                       {"note", m.note},
+                       {"caught_up", MemberCaughtUp(m)},
+                       {"connected", MemberConnected(leader, m.id)},
+                       {"ready", MemberReady(leader, m)},
+                       {"progress", MemberProgress(leader, m)}});
+  }
+  return {{"ok", true},
+          {"leader", leader.id},
+          {"cluster_uuid", leader.cluster_uuid},
+          {"chosen_slot", leader.chosen_slot},
+          {"members", std::move(members)}};
 }
 
 std::string FormatLogTable(const std::vector<rpc::LogRow>& rows) {

@@ -34,6 +34,34 @@ std::string FormatStatusTable(const std::vector<rpc::HostPort>& endpoints,
 nlohmann::json StatusJson(const std::vector<rpc::HostPort>& endpoints,
                           const std::vector<StatusOr<rpc::NodeStatus>>& statuses);
 
+// A 64-bit incarnation as 16 hex digits, as tsnode logs it.
+std::string Hex64(uint64_t v);
+
+// The membership a node reports of itself: "voter", "learner", or "removed"
+// (its configuration, when it reports one, does not list it).
+std::string MemberRole(const rpc::NodeStatus& s);
+
+// `tsctl member list`: a line naming the leader, the cluster and its chosen
+// slot, then ID ROLE INCARNATION PEER_ADDR MATCH PROGRESS, one row per member
+// (`leader` is the leader's status, whose members hold the configuration).
+// INCARNATION is the bound one for a voter and the announced one for a
+// learner; a voter announcing another incarnation (rebuilt) says both.
+// What a leader's member list says when a node may be promoted (heard from,
+// note "caught up").
+bool MemberCaughtUp(const rpc::MemberStatus& m);
+// The leader's link to member `id` is up and it heard from it within the
+// last 2 s (always true for the leader itself). The leader's catch-up view
+// of a member can outlive the process it describes (one that died, or was
+// removed and added back); a live link says the node is there now.
+bool MemberConnected(const rpc::NodeStatus& leader, consensus::NodeId id);
+// MemberCaughtUp and MemberConnected: what `member promote --wait` waits for.
+bool MemberReady(const rpc::NodeStatus& leader, const rpc::MemberStatus& m);
+// The PROGRESS text of a member: the leader's note ("not heard" if none),
+// what a rebuilding voter announces, a link that is down, the leader.
+std::string MemberProgress(const rpc::NodeStatus& leader, const rpc::MemberStatus& m);
+std::string FormatMemberTable(const rpc::NodeStatus& leader);
+nlohmann::json MembersJson(const rpc::NodeStatus& leader);
+
 // `tsctl log` table: SLOT TYPE SIZE SUMMARY, one row per decree.
 std::string FormatLogTable(const std::vector<rpc::LogRow>& rows);
 nlohmann::json LogJson(uint64_t from_slot, const std::vector<rpc::LogRow>& rows);

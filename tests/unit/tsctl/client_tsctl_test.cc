@@ -92,8 +92,8 @@ TEST(Tsctl, RunTsctl_helpDescribesEveryCommandAndFlagAndSucceeds) {
   EXPECT_EQ(r.code, 0);
   EXPECT_EQ(r.err, "");
   for (const char* word :
-       {"status", "put", "get", "cas", "delete", "log", "--endpoints", "--json", "--timeout-ms", "--absent", "--from",
-        "--limit", "--peers", "KEY", "VALUE", "TSCTL_ENDPOINTS", ".cluster/endpoints", "Exit codes"}) {
+       {"status", "put", "get", "cas", "delete", "log", "member", "--endpoints", "--json", "--timeout-ms", "--absent",
+        "--from", "--limit", "--peers", "KEY", "VALUE", "TSCTL_ENDPOINTS", ".cluster/endpoints", "Exit codes"}) {
     EXPECT_NE(r.out.find(word), std::string::npos) << "help lacks " << word;
   }
   Result cas = Tsctl({"cas", "--help"});
@@ -145,6 +145,7 @@ class FakeKv {
           r.status.applied_slot = slot_;
           r.status.lease_left_ms = 80;
           r.status.software_version = "1.0.0";
+          r.status.voter = true;
           r.status.log_digest = "00112233445566778899aabbccddeeff";
           return r;
         case ClientOp::kLog:
@@ -263,8 +264,9 @@ TEST_F(TsctlClusterTest, Status_showsReachableNodesAndUnreachableRows) {
   Result r = Tsctl({"--endpoints", node_.addr().ToString() + "," + dead.ToString(), "status"});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.err, "");
-  EXPECT_EQ(Lines(r.out), 3u) << r.out;
+  EXPECT_EQ(Lines(r.out), 4u) << r.out;  // header, 2 rows, the cluster uuid line
   EXPECT_NE(r.out.find("leader"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\ncluster uuid not known yet"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("3.1"), std::string::npos) << r.out;               // ballot
   EXPECT_NE(r.out.find("0011223344556677"), std::string::npos) << r.out;  // digest prefix
   EXPECT_NE(r.out.find(dead.ToString() + "  unreachable: "), std::string::npos) << r.out;

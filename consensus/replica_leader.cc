@@ -195,11 +195,16 @@ void Replica::ReleaseHeld() {
   for (std::string& v : held) AppendOwn(Entry{next_slot_, leader_ballot_, std::move(v)});
 }
 
-// A leader that the configuration in force no longer counts as a voter
-// hands over to its most caught-up voter and steps down. What it held is
+// A leader that neither the configuration in force nor the newest one
+// counts as a voter hands over to its most caught-up voter and steps down. What it held is
 // dropped: those slots are filled by the next leader.
 void Replica::MaybeLeave() {
-  if (role_ != Role::kLeader || Counts(applied_members_, config_.id, config_.incarnation)) return;
+  // A leader whose own binding is still being chosen (a rebuilt node that
+  // recovered the decree binding it) stays.
+  if (role_ != Role::kLeader || Counts(applied_members_, config_.id, config_.incarnation) ||
+      Counts(LatestConfig(), config_.id, config_.incarnation)) {
+    return;
+  }
   NodeId target = kNoNode;
   Slot best = 0;
   for (const auto& [id, p] : peers_) {

@@ -49,7 +49,9 @@ StatusOr<std::unique_ptr<Station>> Station::Open(StationOptions options, Station
     st->ready_.identity = IdentityChange{st->cluster_uuid_, st->incarnation()};
   }
   if (!ToConsensus(st->membership_).Votes(st->id(), st->incarnation())) {
-    st->Log(LogLevel::kWarn, "this node does not vote (incarnation " + std::to_string(st->incarnation()) +
+    char inc[17];
+    std::snprintf(inc, sizeof inc, "%016llx", static_cast<unsigned long long>(st->incarnation()));
+    st->Log(LogLevel::kWarn, "this node does not vote (incarnation " + std::string(inc) +
                                  " is not bound in the configuration): it follows the log as a learner until the "
                                  "leader binds it");
   }

@@ -222,6 +222,13 @@ std::string Station::JoinRefusal(consensus::NodeId peer, bool new_member) const 
   if (p == peers.end() || !p->second.heard) {
     return "node " + std::to_string(peer) + " has not answered this leader yet; wait for it to connect";
   }
+  // Only a live process's incarnation may be bound: what a leader heard
+  // long ago may be a process (or a data dir) that is gone.
+  uint64_t silent = now_ms_ - std::min(now_ms_, p->second.last_heard_ms);
+  if (silent > 2 * options_.consensus.lease_ms) {
+    return "node " + std::to_string(peer) + " has not answered this leader for " + std::to_string(silent) +
+           " ms; is it running?";
+  }
   consensus::Slot chosen = replica_->GetStatus().chosen_upto;
   if (p->second.match + options_.caught_up_slots < chosen) {
     return "node " + std::to_string(peer) + " is " + std::to_string(chosen - p->second.match) +

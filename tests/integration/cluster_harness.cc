@@ -114,6 +114,31 @@ void ProcessCluster::RestartAs(size_t i, const std::string& version) {
   Restart(i);
 }
 
+size_t ProcessCluster::AddSpare() {
+  size_t i = nodes_.size();
+  std::vector<uint16_t> ports = FreePorts(2);
+  NodeProc p = nodes_.back();  // same flags but its own id, ports and dir
+  p.id = static_cast<consensus::NodeId>(i + 1);
+  p.peer = rpc::HostPort{"127.0.0.1", ports[0]};
+  p.client = rpc::HostPort{"127.0.0.1", ports[1]};
+  p.data_dir = dir_ + "/node" + std::to_string(i + 1);
+  p.log_path = dir_ + "/node" + std::to_string(i + 1) + ".log";
+  p.pid = -1;
+  p.paused = false;
+  p.started_once = true;  // never a bootstrap member
+  std::string peers;
+  for (const NodeProc& q : nodes_) peers += std::to_string(q.id) + "=" + q.peer.ToString() + ",";
+  peers += std::to_string(p.id) + "=" + p.peer.ToString();
+  for (size_t k = 0; k + 1 < p.args.size(); ++k) {
+    if (p.args[k] == "--id") p.args[k + 1] = std::to_string(p.id);
+    if (p.args[k] == "--peers") p.args[k + 1] = peers;
+    if (p.args[k] == "--client-addr") p.args[k + 1] = p.client.ToString();
+    if (p.args[k] == "--data-dir") p.args[k + 1] = p.data_dir;
+  }
+  nodes_.push_back(std::move(p));
+  return i;
+}
+
 ProcessCluster::~ProcessCluster() {
   for (size_t i = 0; i < nodes_.size(); ++i) {
     if (nodes_[i].pid > 0) Kill(i);

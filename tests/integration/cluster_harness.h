@@ -48,6 +48,12 @@ class ProcessCluster {
   ProcessCluster& operator=(const ProcessCluster&) = delete;
 
   size_t size() const { return nodes_.size(); }
+  // Adds node index size() (id size() + 1) on fresh ports, not started and
+  // not in the other nodes' --peers: a machine to add with `member add`.
+  // Its own --peers lists every node; it starts on an empty data dir with
+  // --initial-cluster-state existing. Returns its index.
+  size_t AddSpare();
+  const std::string& data_dir(size_t i) const { return nodes_[i].data_dir; }
   void Start(size_t i, std::vector<std::string> extra_args = {});
   void Kill(size_t i);    // SIGKILL and reap
   void Stop(size_t i);    // SIGTERM, wait (SIGKILL after 10 s)

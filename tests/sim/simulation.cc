@@ -460,6 +460,9 @@ class Run {
       if (!c_.IsUp(id)) Restart(id);
     }
     restart_at_.clear();
+    for (NodeId id = 1; id <= nodes_; ++id) {
+      if (!c_.IsUp(id)) Restart(id);  // e.g. died in a write armed before it crashed otherwise
+    }
     if (!CommitOne("final-" + std::to_string(o_.seed), o_.heal_limit_ms)) {
       Fail("no commit within " + std::to_string(o_.heal_limit_ms) + "ms after faults healed" + DescribeNodes());
       return;

@@ -105,7 +105,6 @@ bool StationCluster::Foreign(NodeId a, NodeId b) const {
 StationCluster::~StationCluster() = default;
 
 void StationCluster::Restart(NodeId id) {
-  if (getenv("TS_DEBUG_CRASH")) fprintf(stderr, "restart %u at %llu\n", id, (unsigned long long)now_ms());
   Node& n = nodes_.at(id);
   TS_CHECK(!n.station, "restarting a node that is up");
   net_.Restarted(id);
@@ -154,10 +153,12 @@ void StationCluster::NoteViolation(NodeId id) {
 }
 
 void StationCluster::Crash(NodeId id, bool lose_unsynced) {
-  if (getenv("TS_DEBUG_CRASH")) fprintf(stderr, "crash %u at %llu\n", id, (unsigned long long)now_ms());
   NoteViolation(id);
   Node& n = nodes_.at(id);
   n.station.reset();
+  // A dead process has no next write: a crash or fault armed for it is gone.
+  crash_at_next_write_.erase(id);
+  write_faults_.erase(id);
   n.handles.clear();  // those clients never hear back: their outcome is unknown
   if (lose_unsynced) n.disk.CrashLosesUnsynced();
 }

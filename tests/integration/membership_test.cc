@@ -11,6 +11,7 @@
 #include <mutex>
 #include <thread>
 
+#include "rpc/client_connection.h"
 #include "tests/integration/cluster_harness.h"
 
 namespace ts::integration {
@@ -29,12 +30,12 @@ ClientRequest Req(ClientOp op, std::string key, std::string value = "") {
   return r;
 }
 
-// Asks node i alone (no redirect) to drop traffic with `peers` ("" heals).
+// Asks node i alone (a direct connection: fault requests are never
+// redirected) to drop traffic with `peers` ("" heals).
 void Block(const ProcessCluster& c, size_t i, const std::string& peers) {
-  client::ClientOptions o = c.ClientOptionsFor(2000ms);
-  o.endpoints = {c.client_addr(i)};
-  client::Client one(o);
-  auto r = one.Call(Req(ClientOp::kFault, "block", peers));
+  rpc::BlockingClient one;
+  ASSERT_TRUE(one.Connect(c.client_addr(i), Scaled(2000ms)).ok());
+  auto r = one.Call(Req(ClientOp::kFault, "block", peers), Scaled(2000ms));
   ASSERT_TRUE(r.ok() && r->code == ClientCode::kOk) << (r.ok() ? r->message : r.status().ToString());
 }
 

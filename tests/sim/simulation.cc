@@ -57,7 +57,8 @@ class Run {
       : o_(o),
         rng_(o.seed),
         nodes_(o.nodes ? o.nodes : (rng_() % 2 ? 5 : 3)),
-        c_(nodes_, rng_(), OptionsFor(rng_), /*spares=*/1),
+        // The versioned layer plans a fixed member set: no spare there.
+        c_(nodes_, rng_(), OptionsFor(rng_), /*spares=*/layer ? 0 : 1),
         deploy_(c_, rng_()) {
     c_.network().SetClockDrift(20000);  // 2%: within what the lease's drift margin tolerates
     if (layer) layer_ = layer(c_, rng_());
@@ -360,7 +361,7 @@ class Run {
   // a change in flight) are part of the test.
   void ChangeMembership() {
     auto l = c_.Leader();
-    if (!l) return;
+    if (!l || spare_ == 0) return;
     const station::MembershipDecree& m = c_.station(*l).members();
     const station::MemberRecord* spare = Find(m, spare_);
     rpc::ClientRequest req;
@@ -389,7 +390,7 @@ class Run {
     // Only the leader's word that the spare left stops it: a lagging node's
     // configuration may not list it yet.
     auto l = c_.Leader();
-    if (l && Find(c_.station(*l).members(), spare_) == nullptr && c_.IsUp(spare_) && !restart_at_.count(spare_) &&
+    if (spare_ != 0 && l && Find(c_.station(*l).members(), spare_) == nullptr && c_.IsUp(spare_) && !restart_at_.count(spare_) &&
         c_.now_ms() % 97 == 0) {
       c_.Crash(spare_);
     }
@@ -451,7 +452,7 @@ class Run {
     MembershipDuties();
     // A spare that any node counts as a member is needed for its quorums.
     for (NodeId id : c_.members()) {
-      if (c_.IsUp(id) && !c_.IsForeign(id) && Find(c_.station(id).members(), spare_) && !c_.IsUp(spare_) &&
+      if (spare_ != 0 && c_.IsUp(id) && !c_.IsForeign(id) && Find(c_.station(id).members(), spare_) && !c_.IsUp(spare_) &&
           !restart_at_.count(spare_)) {
         restart_at_[spare_] = c_.now_ms();
       }
@@ -505,7 +506,7 @@ class Run {
     std::vector<NodeId> out;
     const station::MembershipDecree* m = Config();
     for (NodeId id : c_.members()) {
-      if (c_.IsForeign(id) || (id == spare_ && (!c_.IsUp(id) || m == nullptr || !Find(*m, id)))) continue;
+      if (c_.IsForeign(id) || (spare_ != 0 && id == spare_ && (!c_.IsUp(id) || m == nullptr || !Find(*m, id)))) continue;
       out.push_back(id);
     }
     return out;
@@ -590,7 +591,8 @@ class Run {
   std::mt19937_64 rng_;
   size_t nodes_;
   StationCluster c_;
-  NodeId spare_ = static_cast<NodeId>(nodes_ + 1);  // joins and leaves through membership changes
+  // Joins and leaves through membership changes; 0 when there is none.
+  NodeId spare_ = c_.members().size() > nodes_ ? static_cast<NodeId>(nodes_ + 1) : 0;
   DeployWorkload deploy_;
   std::unique_ptr<SimLayer> layer_;
   SimResult r_;

@@ -62,6 +62,8 @@ class Run {
         deploy_(c_, rng_()) {
     c_.network().SetClockDrift(20000);  // 2%: within what the lease's drift margin tolerates
     if (layer) layer_ = layer(c_, rng_());
+    for (NodeId id = 1; id <= nodes_; ++id) bound_.insert({id, 0});  // the bootstrap members
+    c_.AddReadyObserver([this](NodeId id, const station::Ready& r) { CheckVotes(id, r); });
   }
 
   // Half the seeds use a short election jitter, so candidates duel.
@@ -529,6 +531,31 @@ class Run {
     }
   }
 
+  // Only an incarnation some configuration binds votes: every membership
+  // decree any node stores adds its voters to `bound_`, and a Promise or an
+  // Accepted that says yes must come from one of them. A node rebuilding
+  // from an empty data dir, not yet bound, must not vote (Paxos Made Live's
+  // rule, which DESIGN.md section 3 makes ours).
+  void CheckVotes(NodeId id, const station::Ready& r) {
+    for (const Entry& e : r.consensus.entries) {
+      consensus::Membership m;
+      if (!e.IsNoop() && station::MembershipOf(e.value, &m)) {
+        for (const auto& [voter, info] : m.members)
+          if (info.voter) bound_.insert({voter, info.incarnation});
+      }
+    }
+    for (const Message& msg : r.consensus.messages) {
+      bool yes = false;
+      if (const auto* p = std::get_if<consensus::Promise>(&msg.body)) yes = p->ok;
+      if (const auto* a = std::get_if<consensus::Accepted>(&msg.body)) yes = a->ok;
+      if (yes && !bound_.count({id, msg.incarnation})) {
+        Fail("node " + std::to_string(id) + " voted (" + consensus::MessageName(msg.body) + ") with incarnation " +
+             std::to_string(msg.incarnation) + ", which no configuration binds: a rebuilding node voted" +
+             c_.RecentEvents(id));
+      }
+    }
+  }
+
   // Quorums of consecutive configurations intersect: each membership decree
   // changes the voters by at most one node id (a rebuilt node keeps its id
   // and changes its incarnation; the slots before and after the decree are
@@ -603,6 +630,7 @@ class Run {
   std::map<NodeId, uint64_t> restart_at_;
   NodeId crash_leader_ = 0;
   std::set<NodeId> wiped_;      // rebuilding: lost its disk, not yet bound again
+  std::set<std::pair<NodeId, uint64_t>> bound_;  // (voter, incarnation) some membership decree binds
   NodeId foreign_ = 0;          // holds another cluster's data dir
   uint64_t foreign_until_ = 0;
   uint64_t crash_leader_at_ = 0;

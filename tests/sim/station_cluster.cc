@@ -217,7 +217,7 @@ void StationCluster::Pump(NodeId id) {
   // (Persisted), and is looked at before the station can be dropped.
   for (NoteViolation(id); n.station && n.station->HasReady(); NoteViolation(id)) {
     station::Ready r = n.station->TakeReady();
-    if (on_ready_) on_ready_(id, r);
+    for (const auto& observe : on_ready_) observe(id, r);
     for (const Message& m : r.consensus.early_messages) net_.Send(m);
     for (station::Reply& reply : r.replies) {
       if (n.handles.erase(reply.handle)) replies_[reply.handle] = std::move(reply.response);

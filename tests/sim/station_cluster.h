@@ -92,7 +92,7 @@ class StationCluster {
 
   // Called with every Ready a station hands its driver, before it is
   // written (the checkers' view of what the station does).
-  void SetReadyObserver(std::function<void(NodeId, const station::Ready&)> f) { on_ready_ = std::move(f); }
+  void AddReadyObserver(std::function<void(NodeId, const station::Ready&)> f) { on_ready_.push_back(std::move(f)); }
 
   station::Station& station(NodeId id) { return *nodes_.at(id).station; }
   const station::Station& station(NodeId id) const { return *nodes_.at(id).station; }
@@ -136,7 +136,7 @@ class StationCluster {
   std::set<std::pair<NodeId, NodeId>> links_to_open_;
   // heard_[to][from]: the incarnation of `from` whose handshake `to` has seen.
   std::map<NodeId, std::map<NodeId, uint64_t>> heard_;
-  std::function<void(NodeId, const station::Ready&)> on_ready_;
+  std::vector<std::function<void(NodeId, const station::Ready&)>> on_ready_;
   std::set<NodeId> crash_at_next_write_;
   std::map<NodeId, WriteFault> write_faults_;
   uint64_t write_faults_fired_ = 0;

@@ -22,7 +22,7 @@ VersionedCluster::VersionedCluster(StationCluster& cluster, std::vector<Semver> 
 }
 
 void VersionedCluster::Init(const std::vector<Semver>& versions) {
-  c_.SetReadyObserver([this](NodeId id, const station::Ready& r) { ObserveProposals(id, r); });
+  c_.AddReadyObserver([this](NodeId id, const station::Ready& r) { ObserveProposals(id, r); });
   for (NodeId id = 1; id <= versions.size(); ++id) {
     // The cluster's nodes started on the default version with empty disks
     // and nothing done yet: start them again on theirs.

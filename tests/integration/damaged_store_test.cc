@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/common/file_damage.h"
 #include "tests/integration/cluster_harness.h"
 
 namespace ts::integration {
@@ -45,22 +46,7 @@ std::string NewestWal(const std::string& dir) {
   return best;
 }
 
-// Inverts `n` bytes in the middle of `path`.
-void FlipMiddle(const std::string& path, size_t n) {
-  const auto size = fs::file_size(path);
-  ASSERT_GT(size, 4 * n) << path;
-  const auto at = static_cast<std::streamoff>(size / 2);
-  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-  ASSERT_TRUE(f.is_open()) << path;
-  std::string bytes(n, '\0');
-  f.seekg(at);
-  ASSERT_TRUE(f.read(bytes.data(), static_cast<std::streamsize>(n))) << path;
-  for (char& c : bytes) c = static_cast<char>(~c);
-  f.seekp(at);
-  ASSERT_TRUE(f.write(bytes.data(), static_cast<std::streamsize>(n))) << path;
-  f.close();
-  ASSERT_FALSE(f.fail()) << path;
-}
+using ts::testing::FlipMiddle;
 
 // The exit of child `pid` once it has exited, without reaping it (the
 // harness reaps its own children): nullopt while it runs.

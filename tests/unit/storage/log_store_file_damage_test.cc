@@ -14,6 +14,7 @@
 #include <random>
 #include <string>
 
+#include "tests/common/file_damage.h"
 #include "storage/log_store.h"
 #include "tests/unit/storage/store_fixture.h"
 
@@ -61,22 +62,7 @@ std::string NewestFile(const std::string& dir, const std::string& ext) {
   return best;
 }
 
-// Inverts `n` bytes in the middle of `path`.
-void FlipMiddle(const std::string& path, size_t n) {
-  const auto size = fs::file_size(path);
-  ASSERT_GT(size, 4 * n) << path;
-  const auto at = static_cast<std::streamoff>(size / 2);
-  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-  ASSERT_TRUE(f.is_open()) << path;
-  std::string bytes(n, '\0');
-  f.seekg(at);
-  ASSERT_TRUE(f.read(bytes.data(), static_cast<std::streamsize>(n))) << path;
-  for (char& c : bytes) c = static_cast<char>(~c);
-  f.seekp(at);
-  ASSERT_TRUE(f.write(bytes.data(), static_cast<std::streamsize>(n))) << path;
-  f.close();
-  ASSERT_FALSE(f.fail()) << path;
-}
+using ts::testing::FlipMiddle;
 
 // What an opened store holds, for a failure message.
 std::string Holding(const LogStore& store) {

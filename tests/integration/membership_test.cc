@@ -246,5 +246,27 @@ TEST_F(MembershipTest, AddPromoteReplaceRemove_UnderWriteLoad_NoWriteLost) {
   std::printf("acknowledged writes across add, promote, replace and leader removal: %zu, lost %zu\n", acked.size(), lost);
 }
 
+// Joins follow the version rules of spec/003_*: a node below the latest
+// version marker is not promoted, and the answer says why; upgraded, it is.
+TEST_F(MembershipTest, Promote_BelowTheLatestMarkerIsRefusedWithTheReason) {
+  std::vector<std::vector<std::string>> v(3, std::vector<std::string>{"--software-version", "1.1.0"});
+  cluster_ = std::make_unique<ProcessCluster>(3, std::vector<std::string>{}, v);
+  size_t spare = cluster_->AddSpare();
+  ASSERT_TRUE(cluster_->WaitForLeader(10s));
+  std::string why;
+  ASSERT_EQ(Member(*cluster_, "add", Id(spare) + "=" + cluster_->peer_addr(spare).ToString(), &why), ClientCode::kOk) << why;
+  cluster_->RestartAs(spare, "1.0.0");  // its first start
+  // Caught up or not, it is refused for its version.
+  ASSERT_TRUE(WaitFor([&] {
+    return Member(*cluster_, "promote", Id(spare), &why) != ClientCode::kOk &&
+           why.find("below the latest version marker 1.1.0") != std::string::npos;
+  }, 10s)) << "last answer: " << why;
+  auto m = MemberOf(*cluster_, static_cast<consensus::NodeId>(spare + 1));
+  ASSERT_TRUE(m.has_value());
+  EXPECT_FALSE(m->voter);
+  cluster_->RestartAs(spare, "1.1.0");
+  EXPECT_TRUE(WaitFor([&] { return Member(*cluster_, "promote", Id(spare), &why) == ClientCode::kOk; }, 15s)) << why;
+}
+
 }  // namespace
 }  // namespace ts::integration

@@ -286,6 +286,12 @@ void Replica::HandleAccepted(NodeId from, const Accepted& m) {
 void Replica::NotePeer(NodeId from, uint64_t incarnation) {
   auto it = peers_.find(from);
   if (it == peers_.end()) return;
+  if (it->second.heard && it->second.incarnation != incarnation) {
+    // Another data dir under the same id: what the old one held says
+    // nothing of this one's progress.
+    it->second.match = 0;
+    it->second.last_progress_ms = now_ms_;
+  }
   it->second.incarnation = incarnation;
   it->second.heard = true;
   it->second.last_heard_ms = now_ms_;

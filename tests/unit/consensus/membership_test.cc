@@ -126,6 +126,29 @@ TEST(MembershipVotes, Promise_FromAnotherIncarnationDoesNotCount) {
   EXPECT_EQ(r.invariant_violation(), "");
 }
 
+// A node that comes back with another data dir starts from nothing in the
+// leader's eyes: its old progress does not make it look caught up.
+TEST(MembershipVotes, Progress_OfANewIncarnationStartsAtZero) {
+  Replica r(ConfigOf(1, {1, 2, 3}, 0), Bootstrap{}, nullptr, 1);
+  r.Tick(1000);
+  r.Tick(1300);
+  Ballot b = r.GetStatus().promised;
+  Drain(r);
+  r.Step(Message{2, 1, Promise{b, true, false, b, 0, {}, 0, true}, 0});
+  Drain(r);
+  ASSERT_EQ(r.GetStatus().role, Role::kLeader);
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(r.Propose("v" + std::to_string(i)).ok());
+  Drain(r);
+  r.Step(Message{2, 1, Accepted{b, true, b, 1, 5}, 0});
+  Drain(r);
+  EXPECT_EQ(r.Peers().at(2).match, 5u);
+  r.Step(Message{2, 1, HeartbeatAck{b, true, b, 1, 0, "1.0.0"}, 99});  // node 2 on a new data dir
+  Drain(r);
+  EXPECT_EQ(r.Peers().at(2).incarnation, 99u);
+  EXPECT_EQ(r.Peers().at(2).match, 0u) << "the new data dir inherited the old one's progress";
+  EXPECT_EQ(r.invariant_violation(), "");
+}
+
 // A single voter: its own acceptance chooses. Proposals made while a
 // membership decree is being chosen keep their slots and go out after it.
 TEST(MembershipVotes, Propose_NothingPastAMembershipDecreeUntilItIsChosen) {

@@ -405,9 +405,19 @@ class Run {
       foreign_ = 0;
     }
     if (m == nullptr) return;
+    // A rebuilt node is done once every live node has applied its binding:
+    // if the only node that knew the binding chosen lost its disk next, the
+    // configuration before it (which counts the lost data dir) would need a
+    // majority that no longer exists. That is two disks lost at once, which
+    // leaves the cluster unavailable (never wrong); the operator's rule is
+    // the same: one node at a time, each until every node shows it voting.
     for (auto it = wiped_.begin(); it != wiped_.end();) {
-      const station::MemberRecord* r = Find(*m, *it);
-      bool bound = c_.IsUp(*it) && r != nullptr && r->voter && r->incarnation == c_.station(*it).incarnation();
+      bool bound = c_.IsUp(*it);
+      for (NodeId id : c_.members()) {
+        if (!bound || !c_.IsUp(id) || c_.IsForeign(id)) continue;
+        const station::MemberRecord* r = Find(c_.station(id).members(), *it);
+        bound = r != nullptr && r->voter && r->incarnation == c_.station(*it).incarnation();
+      }
       it = bound ? wiped_.erase(it) : std::next(it);
     }
   }

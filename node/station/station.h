@@ -134,8 +134,9 @@ struct IdentityChange {
 struct Ready {
   consensus::Ready consensus;
   std::optional<IdentityChange> identity;
-  // The peer address of every member (self excluded) when the configuration
-  // in force changed: the driver dials the new ones and drops the others.
+  // The peers to link to (self excluded), with their addresses, when the
+  // configuration in force changed: the driver dials the new ones and drops
+  // the others (see Station::SyncPeers for which are kept).
   std::optional<std::map<consensus::NodeId, std::string>> peer_addrs;
   std::vector<std::pair<std::string, std::string>> meta;  // small records to persist (name, value)
   std::vector<Reply> replies;
@@ -355,6 +356,7 @@ class Station {
   bool genesis_applied_ = false;
   consensus::Ballot genesis_ballot_;  // the leadership that proposed genesis
   uint64_t rng_ = 0;
+  std::map<consensus::NodeId, std::string> link_addrs_;  // peers the driver links to (SyncPeers)
   // Before it knows its identity: which members announced which cluster.
   std::map<std::string, std::set<consensus::NodeId>> identity_voices_;
   consensus::Role last_role_ = consensus::Role::kFollower;

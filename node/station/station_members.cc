@@ -106,19 +106,32 @@ void Station::ApplyMembership(consensus::Slot slot, const Decree& d, bool replay
   }
 }
 
-// The version view and the driver's links follow the configuration in force.
+// The version view follows the configuration in force. The driver's links
+// do too, with one care: a node still catching up (a learner, or one
+// replaying its log at start) applies old configurations, which may have
+// removed a node that leads now; dropping its link would cut the node off
+// from the very leader it catches up from. So links are only added while
+// catching up, pruned to the configuration once this node votes, and the
+// leader it follows is always kept.
 void Station::SyncPeers() {
-  std::map<consensus::NodeId, std::string> addrs;
+  std::map<consensus::NodeId, std::string> members;
   for (const MemberRecord& r : membership_.members) {
     if (r.id == id()) continue;
-    addrs[r.id] = r.peer_addr;
+    members[r.id] = r.peer_addr;
     peers_.try_emplace(r.id);
   }
   for (auto it = peers_.begin(); it != peers_.end();) {
-    it = addrs.count(it->first) ? std::next(it) : peers_.erase(it);
+    it = members.count(it->first) ? std::next(it) : peers_.erase(it);
   }
   ++view_generation_;
-  ready_.peer_addrs = std::move(addrs);
+  bool prune = replica_ != nullptr && replica_->GetStatus().voter;
+  consensus::NodeId leader = replica_ ? replica_->leader_hint() : consensus::kNoNode;
+  for (auto it = link_addrs_.begin(); it != link_addrs_.end();) {
+    bool keep = !prune || members.count(it->first) || it->first == leader;
+    it = keep ? std::next(it) : link_addrs_.erase(it);
+  }
+  for (const auto& [peer, addr] : members) link_addrs_[peer] = addr;
+  ready_.peer_addrs = link_addrs_;
 }
 
 // A handshake tells a node that has no identity yet which cluster it joined.

@@ -142,7 +142,12 @@ std::vector<FaultEvent> MakeFaultPlan(const FaultPlanOptions& o) {
 }
 
 FaultEvent WithLeaderFirst(const FaultEvent& e, size_t leader) {
-  if (!e.target_leader) return e;
+  if (!e.target_leader) {
+    if (!ReplacesDisk(e.kind) || e.order.size() < 2 || e.order[0] != leader) return e;
+    FaultEvent out = e;
+    std::swap(out.order[0], out.order[1]);
+    return out;
+  }
   FaultEvent out = e;
   auto it = std::find(out.order.begin(), out.order.end(), leader);
   if (it != out.order.end()) std::rotate(out.order.begin(), it, it + 1);
@@ -226,7 +231,9 @@ std::string Describe(const FaultEvent& e) {
       }
       break;
   }
-  s << " for " << e.duration_ms << " ms" << (ReplacesDisk(e.kind) ? ")" : "") << (e.target_leader ? " (leader first)" : "");
+  s << " for " << e.duration_ms << " ms" << (ReplacesDisk(e.kind) ? ")" : "");
+  if (e.target_leader) s << " (leader first)";
+  else if (ReplacesDisk(e.kind)) s << " (a follower)";
   return s.str();
 }
 

@@ -90,8 +90,10 @@ std::string FaultKindsToString(const std::vector<FaultKind>& kinds);
 // The plan for these options; the same options give the same plan.
 std::vector<FaultEvent> MakeFaultPlan(const FaultPlanOptions& o);
 
-// `e` with node `leader` moved to the front of its order (if the event
-// targets the leader; otherwise `e` unchanged).
+// `e` with node `leader` moved to the front of its order if the event
+// targets the leader. A wipe or member event that does not target the
+// leader replaces a follower: the leader is moved off the front (swapped
+// with the next node). Any other event is returned unchanged.
 FaultEvent WithLeaderFirst(const FaultEvent& e, size_t leader);
 
 // One fault-injection request: node `node` drops traffic with `peers`

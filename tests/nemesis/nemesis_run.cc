@@ -307,7 +307,9 @@ class NemesisRun {
   bool InjectAndHeal(const FaultEvent& planned) {
     FaultEvent e = planned;
     std::string leader_note;
-    if (e.target_leader) {
+    if (e.target_leader || ReplacesDisk(e.kind)) {
+      // A wipe or member change replaces the leader if it targets it, a
+      // follower otherwise.
       auto l = cluster_->LeaderIndex();
       if (l) e = WithLeaderFirst(e, *l);
       leader_note = l ? "; leader was node " + std::to_string(*l + 1) : "; no single leader known, plan order kept";

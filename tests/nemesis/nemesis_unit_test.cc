@@ -287,7 +287,7 @@ TEST(FaultPlan, Describe_diskReplacements) {
   e.kind = FaultKind::kWipe;
   e.order = {1, 0, 2};
   e.duration_ms = 1500;
-  EXPECT_EQ(Describe(e), "wipe node 2 (kill, remove its data dir, restart; down for 1500 ms)");
+  EXPECT_EQ(Describe(e), "wipe node 2 (kill, remove its data dir, restart; down for 1500 ms) (a follower)");
   e.kind = FaultKind::kMember;
   e.target_leader = true;
   EXPECT_EQ(Describe(e),
@@ -348,6 +348,20 @@ TEST(FaultPlan, WithLeaderFirst_movesTheLeaderOnlyWhenAsked) {
   EXPECT_EQ(WithLeaderFirst(e, 1).order, (std::vector<size_t>{1, 2, 0}));
   e.target_leader = false;
   EXPECT_EQ(WithLeaderFirst(e, 1).order, (std::vector<size_t>{2, 0, 1}));
+  EXPECT_EQ(WithLeaderFirst(e, 2).order, (std::vector<size_t>{2, 0, 1})) << "a kill may hit the leader by chance";
+}
+
+TEST(FaultPlan, WithLeaderFirst_aDiskReplacementNotAimedAtTheLeaderReplacesAFollower) {
+  for (FaultKind k : {FaultKind::kWipe, FaultKind::kMember}) {
+    FaultEvent e;
+    e.kind = k;
+    e.order = {2, 0, 1};
+    e.target_leader = false;
+    EXPECT_EQ(WithLeaderFirst(e, 2).order, (std::vector<size_t>{0, 2, 1}));
+    EXPECT_EQ(WithLeaderFirst(e, 0).order, (std::vector<size_t>{2, 0, 1})) << "the leader is not first anyway";
+    e.target_leader = true;
+    EXPECT_EQ(WithLeaderFirst(e, 1).order, (std::vector<size_t>{1, 2, 0}));
+  }
 }
 
 TEST(PartitionRules, Isolate_bothSidesBlockEachOther) {

@@ -215,12 +215,18 @@ Status FaultRunner::FinishReplacement() {
     });
     if (!s.ok()) return s;
   }
+  bool seen_bound = false;
   bool votes = Poll(
       [&] {
         auto v = ViewFromLeader(cluster_);
         why = v ? NotVotingReason(v->status.members, id) : "no single leader answers";
         if (!why.empty()) return false;
         auto own = cluster_.StatusOf(node);
+        if (own && !seen_bound) {
+          // The first sight of it bound: how far behind the leader is it?
+          seen_bound = true;
+          rec.lag_when_voting = v->status.chosen_slot > own->chosen_slot ? v->status.chosen_slot - own->chosen_slot : 0;
+        }
         if (!own || !own->voter) {
           why = "node " + Id(node) + " does not know yet that it votes";
           return false;

@@ -54,7 +54,19 @@ struct ReplaceRecord {
   uint64_t restart_to_vote_ms = 0;  // from its restart until it votes (healed only)
   uint64_t catch_up_ms = 0;         // member: from its restart until the leader reports it caught up
   uint64_t handover_ms = 0;         // member of the leader: from the remove to another leader (0 otherwise)
+  // When the node was first seen voting: how many slots the leader had
+  // chosen that the node did not know chosen yet (the leader asked first,
+  // so this can only understate the lag). A node is bound only once caught
+  // up (station_members.cc: within caught_up_slots, 256); a lag far above
+  // that means it was bound before it held the log: a rebuilt acceptor
+  // voting without its data, which the incarnations exist to prevent.
+  uint64_t lag_when_voting = 0;
 };
+
+// A lag above this when a replaced node is first seen voting is a
+// violation (see ReplaceRecord::lag_when_voting): 256 slots of catch-up
+// tolerance, plus what the workload writes while the runner polls.
+inline constexpr uint64_t kPrematureVoteLag = 2000;
 
 class FaultRunner {
  public:

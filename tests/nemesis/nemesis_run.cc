@@ -105,6 +105,7 @@ struct Verdicts {
   RegisterVerdict registers;
   FreshVerdict fresh;
   size_t unknown = 0, not_applied = 0, total_ops = 0;
+  size_t premature_votes = 0;  // replaced nodes bound as voters before they caught up
   uint64_t longest_gap_ns = 0;
 };
 
@@ -332,8 +333,9 @@ class NemesisRun {
       const ReplaceRecord& r = runner_->replacements().back();
       if (r.healed) {
         std::string catch_up = r.kind == FaultKind::kMember ? ", caught up after " + std::to_string(r.catch_up_ms) + " ms" : "";
-        Say("[%6.1fs] node %zu votes again with its new incarnation, %" PRIu64 " ms after its restart%s", ElapsedS(),
-            r.node + 1, r.restart_to_vote_ms, catch_up.c_str());
+        Say("[%6.1fs] node %zu votes again with its new incarnation, %" PRIu64 " ms after its restart%s; "
+            "%" PRIu64 " slots behind the leader when first seen bound",
+            ElapsedS(), r.node + 1, r.restart_to_vote_ms, catch_up.c_str(), r.lag_when_voting);
       }
     }
     ReportCrashes();
@@ -431,6 +433,14 @@ class NemesisRun {
         v.registers.keys, v.registers.states, std::chrono::duration<double>(Clock::now() - check_start).count(),
         v.unknown, v.not_applied, v.fresh.acknowledged, static_cast<double>(v.longest_gap_ns) / 1e9);
     for (const std::string& e : v.registers.explanations) Say("VIOLATION: %s", e.c_str());
+    for (const ReplaceRecord& r : runner_->replacements()) {
+      if (r.lag_when_voting <= kPrematureVoteLag) continue;
+      ++v.premature_votes;
+      Say("VIOLATION: node %zu (%s) was bound as a voter while %" PRIu64
+          " slots behind the leader: its new incarnation was bound before it caught up (more than %" PRIu64
+          " behind), so an acceptor without its data voted",
+          r.node + 1, FaultKindName(r.kind), r.lag_when_voting, kPrematureVoteLag);
+    }
     for (const std::string& e : v.fresh.explanations) {
       Say("%s: %s", e.rfind("lost", 0) == 0 ? "LOST" : "VIOLATION", e.c_str());
     }
@@ -447,7 +457,7 @@ class NemesisRun {
   // One line on the wipes and member changes, if any ran.
   void ReportReplacements() const {
     size_t wipes = 0, members = 0, wiped_leaders = 0, removed_leaders = 0, healed = 0;
-    uint64_t max_vote = 0, sum_vote = 0, max_catch_up = 0, max_handover = 0;
+    uint64_t max_vote = 0, sum_vote = 0, max_catch_up = 0, max_handover = 0, max_lag = 0;
     for (const ReplaceRecord& r : runner_->replacements()) {
       (r.kind == FaultKind::kWipe ? wipes : members) += 1;
       (r.kind == FaultKind::kWipe ? wiped_leaders : removed_leaders) += r.was_leader;
@@ -457,19 +467,21 @@ class NemesisRun {
       sum_vote += r.restart_to_vote_ms;
       max_catch_up = std::max(max_catch_up, r.catch_up_ms);
       max_handover = std::max(max_handover, r.handover_ms);
+      max_lag = std::max(max_lag, r.lag_when_voting);
     }
     if (wipes + members == 0) return;
     Say("disk replacements: wipes=%zu (of the leader %zu) member_changes=%zu (of the leader %zu) voting_again=%zu; "
         "restart to voting: max %" PRIu64 " ms, mean %" PRIu64 " ms; member catch-up max %" PRIu64
-        " ms; leader hand-over max %" PRIu64 " ms; skipped faults %zu",
+        " ms; leader hand-over max %" PRIu64 " ms; lag when first seen voting max %" PRIu64
+        " slots; skipped faults %zu",
         wipes, wiped_leaders, members, removed_leaders, healed, max_vote, healed ? sum_vote / healed : 0,
-        max_catch_up, max_handover, skipped_);
+        max_catch_up, max_handover, max_lag, skipped_);
   }
 
   // Keeps the evidence of a failed run (or removes the temporary history of
   // a clean one), stops the nodes and prints the summary line.
   int Conclude(int rc, const Verdicts& v) {
-    const size_t violations = v.registers.violations + v.fresh.violations;
+    const size_t violations = v.registers.violations + v.fresh.violations + v.premature_votes;
     const size_t lost = v.fresh.lost;
     if (violations > 0 || lost > 0) rc = 1;
     if (rc != 0 || !problems_.empty()) {

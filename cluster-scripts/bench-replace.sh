@@ -9,8 +9,16 @@
 #   stop it (SIGTERM), remove its data dir
 #   member add ID=HOST:PORT (a learner, same id and address)
 #   start it (--initial-cluster-state existing), wait until the leader
-#   reports it caught up, member promote ID, wait until it votes (the
-#   leader lists it a voter whose bound incarnation is the one it announces)
+#   reports it caught up, member promote ID, wait until it votes: the
+#   leader lists it a voter whose bound incarnation is the one it announces
+#   ("bound"), and the node's own status says it votes (it has applied the
+#   decree that binds it). When it is first seen bound, its lag behind the
+#   leader is recorded: far more than 256 slots means it was bound before it
+#   caught up, which is flagged.
+#
+# --method wipe replaces the disk only: stop, remove the data dir, start (the
+# node stays a member; the leader binds its new incarnation by itself once
+# it has caught up).
 #
 # Prints, per run: the longest write stall (the longest time between two
 # successive acknowledged puts) during the replacement and in the whole load,
@@ -20,7 +28,7 @@
 #
 #   cluster-scripts/bench-replace.sh [--target follower|leader|both] [--rate R]
 #       [--in-flight N] [--connections N] [--duration S] [--before S] [--preload S]
-#       [--json] [--keep]
+#       [--method member|wipe] [--json] [--keep]
 #
 #   --target T        follower, leader or both (default both, one run each)
 #   --rate R          puts a second in total (default 2000; 0: closed loop,
@@ -32,11 +40,12 @@
 #   --preload S       first, this many seconds of puts as fast as they go (64 in
 #                     flight, 8 connections, 1 M keys), so that the replaced
 #                     node has a longer log to copy (default 0)
+#   --method M        member (remove, wipe, add, promote; default) or wipe
 #   --json            print one JSON object {machine, params, runs} instead of text
 #   --keep            keep the cluster dirs, node logs and acknowledgement logs
 #
-# Environment: BUILD_DIR (default ./build) holds node/tsnode/tsnode and
-# tests/bench/tsbench (built by setup.sh if missing). The clusters live in a
+# Environment: BUILD_DIR (default ./build) holds node/tsnode/tsnode,
+# node/tsctl/tsctl and tests/bench/tsbench (built by setup.sh if missing). The clusters live in a
 # fresh temporary directory, removed at the end unless --keep or a run failed.
 # Every wait is a condition with a deadline (60 s): a step that misses it
 # ends the run with its reason and keeps the logs.
@@ -46,7 +55,7 @@ root=$(pwd)
 
 die() { echo "bench-replace.sh: $*" >&2; exit 1; }
 bad() { echo "bench-replace.sh: $* (see --help)" >&2; exit 2; }
-usage() { sed -n '2,43p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,53p' "$0" | sed 's/^# \{0,1\}//'; }
 
 target=both
 rate=2000
@@ -55,6 +64,7 @@ connections=4
 duration=30
 before=8
 preload=0
+method=member
 json=0
 keep=0
 is_seconds() { [[ "$1" =~ ^[0-9]+([.][0-9]+)?$ ]]; }
@@ -68,6 +78,7 @@ while [[ $# -gt 0 ]]; do
     --duration) [[ $# -ge 2 ]] && is_seconds "$2" || bad "--duration needs seconds"; duration=$2; shift ;;
     --before) [[ $# -ge 2 ]] && is_seconds "$2" || bad "--before needs seconds"; before=$2; shift ;;
     --preload) [[ $# -ge 2 ]] && is_seconds "$2" || bad "--preload needs seconds"; preload=$2; shift ;;
+    --method) [[ $# -ge 2 && "$2" =~ ^(member|wipe)$ ]] || bad "--method needs member or wipe"; method=$2; shift ;;
     --json) json=1 ;;
     --keep) keep=1 ;;
     -h|--help) usage; exit 0 ;;
@@ -83,12 +94,14 @@ build_dir="${BUILD_DIR:-$root/build}"
 case "$build_dir" in /*) ;; *) build_dir="$root/$build_dir" ;; esac
 tsnode="$build_dir/node/tsnode/tsnode"
 tsbench="$build_dir/tests/bench/tsbench"
-if [[ ! -x "$tsnode" || ! -x "$tsbench" ]]; then
+tsctl="$build_dir/node/tsctl/tsctl"
+if [[ ! -x "$tsnode" || ! -x "$tsbench" || ! -x "$tsctl" ]]; then
   echo "bench-replace.sh: building into $build_dir" >&2
   cluster-scripts/setup.sh --build-dir "$build_dir" >&2
 fi
 [[ -x "$tsnode" ]] || die "no tsnode at $tsnode after building"
 [[ -x "$tsbench" ]] || die "no tsbench at $tsbench after building"
+[[ -x "$tsctl" ]] || die "no tsctl at $tsctl after building"
 command -v python3 >/dev/null || die "python3 is needed (cluster-scripts/setup.sh --no-build installs it)"
 
 work=$(mktemp -d /tmp/ts-bench-replace-XXXXXX)
@@ -98,11 +111,11 @@ kernel=$(uname -sr)
 case "$target" in both) targets="follower leader" ;; *) targets=$target ;; esac
 
 rc=0
-python3 - "$tsnode" "$tsbench" "$work" "$targets" "$rate" "$in_flight" "$connections" "$duration" "$before" \
-  "$preload" "$json" "$cores" "${model:-unknown}" "$kernel" <<'PY' || rc=$?
+python3 - "$tsnode" "$tsbench" "$tsctl" "$work" "$targets" "$rate" "$in_flight" "$connections" "$duration" "$before" \
+  "$preload" "$method" "$json" "$cores" "${model:-unknown}" "$kernel" <<'PY' || rc=$?
 import json, os, signal, socket, subprocess, sys, time
 
-(tsnode, tsbench, work, targets, rate, in_flight, connections, duration, before, preload, as_json, cores, model,
+(tsnode, tsbench, tsctl, work, targets, rate, in_flight, connections, duration, before, preload, method, as_json, cores, model,
  kernel) = sys.argv[1:]
 targets = targets.split()
 rate, duration, before, preload = float(rate), float(duration), float(before), float(preload)
@@ -192,6 +205,20 @@ class Cluster:
             return json.loads(out.stdout.strip().splitlines()[-1])
         except (IndexError, json.JSONDecodeError):
             return {"code": "no answer", "message": (out.stderr or out.stdout).strip()}
+
+
+def own_status(cluster, i):
+    """Node i's own status (tsctl status --json, never redirected), or None."""
+    out = subprocess.run([tsctl, "--endpoints", cluster.client[i], "--json", "--timeout-ms", "1000", "status"],
+                         capture_output=True, text=True)
+    try:
+        nodes = json.loads(out.stdout)["nodes"]
+        return nodes[0] if nodes and nodes[0].get("reachable", True) and "chosen_slot" in nodes[0] else None
+    except (json.JSONDecodeError, KeyError, IndexError):
+        return None
+
+
+PREMATURE_LAG = 2000  # slots behind the leader when first seen bound: bound before it caught up
 
 
 def wait_for(what, cond, cluster, deadline_s=DEADLINE_S):
@@ -329,8 +356,9 @@ def run(kind, index):
         steps = {}
         t_remove = now_ms()
         say(f"{kind} run: replacing node {node} (leader: node {leader})")
-        steps["removed"] = change(cluster, "remove", str(node), lambda ms: node not in ms)
-        if kind == "leader":
+        if method == "member":
+            steps["removed"] = change(cluster, "remove", str(node), lambda ms: node not in ms)
+        if method == "member" and kind == "leader":
             def other_leads():
                 a = cluster.member("list")
                 lid = a.get("leader_id")
@@ -339,7 +367,8 @@ def run(kind, index):
         cluster.stop(node)
         steps["stopped"] = now_ms()
         subprocess.run(["rm", "-rf", cluster.data_dir(node)], check=True)
-        steps["added"] = change(cluster, "add", f"{node}={cluster.peer[node]}", lambda ms: node in ms)
+        if method == "member":
+            steps["added"] = change(cluster, "add", f"{node}={cluster.peer[node]}", lambda ms: node in ms)
         cluster.start(node, new=False)
         t_start = now_ms()
         steps["started"] = t_start
@@ -347,10 +376,26 @@ def run(kind, index):
         def caught_up():
             m = members_of(cluster.member("list")).get(node)
             return m is not None and m["heard"] and m["note"] == "caught up", (m or {}).get("note", "not listed")
-        steps["caught_up"] = wait_for(f"node {node} caught up", caught_up, cluster)
-        steps["promoted"] = change(cluster, "promote", str(node), lambda ms: node in ms and ms[node]["voter"])
-        steps["votes"] = wait_for(f"node {node} votes",
-                                  lambda: (votes(members_of(cluster.member("list")).get(node)), "not yet"), cluster)
+        if method == "member":
+            steps["caught_up"] = wait_for(f"node {node} caught up", caught_up, cluster)
+            steps["promoted"] = change(cluster, "promote", str(node), lambda ms: node in ms and ms[node]["voter"])
+        lag = {}
+
+        def bound():
+            a = cluster.member("list")
+            ms = members_of(a)
+            if a.get("code") != "ok" or not votes(ms.get(node)):
+                return False, "not bound yet"
+            own = own_status(cluster, node)  # after the leader's list: the lag can only be understated
+            if own is not None and "lag" not in lag:
+                lag["lag"] = max(0, ms[a["leader_id"]]["match"] - own["chosen_slot"])
+            return True, ""
+        steps["bound"] = wait_for(f"node {node} bound (leader's list)", bound, cluster)
+
+        def knows_it_votes():
+            own = own_status(cluster, node)
+            return own is not None and own.get("voter") is True, f"{own}"
+        steps["votes"] = wait_for(f"node {node} votes (its own status)", knows_it_votes, cluster)
         t_votes = steps["votes"]
         say(f"{kind} run: node {node} votes again {(t_votes - t_start) / 1000:.2f} s after its restart; "
             "waiting for the load to end")
@@ -375,8 +420,8 @@ def run(kind, index):
         steady = [lat for t, lat in acks if window_start <= t < t_remove]
         gap, gap_at = longest_gap(acks, t_remove, min(t_votes, window_end))
         # Which step the longest stall began in.
-        order = ["removed", "handed_over", "stopped", "added", "started", "caught_up", "promoted", "votes"]
-        in_step = "remove"
+        order = ["removed", "handed_over", "stopped", "added", "started", "caught_up", "promoted", "bound", "votes"]
+        in_step = "before the first step"
         for name in order:
             if name in steps and gap_at >= steps[name]:
                 in_step = f"after {name}"
@@ -396,7 +441,11 @@ def run(kind, index):
             "errors": summary.get("errors"), "outcome_unknown": summary.get("outcome_unknown"),
             "first_error": summary.get("first_error", ""),
             "restart_to_vote_ms": round(t_votes - t_start),
+            "restart_to_bound_ms": round(steps["bound"] - t_start),
+            "lag_when_bound": lag.get("lag"),
+            "bound_before_caught_up": lag.get("lag") is not None and lag["lag"] > PREMATURE_LAG,
             "remove_to_vote_ms": round(t_votes - t_remove),
+            "method": method,
             "steps_ms_after_remove": {k: round(v - t_remove) for k, v in steps.items()},
             "log_slots_at_remove": log_slots,
             "member_answers": {k: dict(v) for k, v in ANSWERS.items()},
@@ -427,7 +476,7 @@ for index, kind in enumerate(targets):
 
 machine = {"cores": int(cores), "cpu": model, "kernel": kernel}
 params = {"rate": rate, "in_flight": in_flight, "connections": connections, "duration_s": duration,
-          "before_s": before, "preload_s": preload, "nodes": 3, "key_size": 16, "value_size": 100}
+          "before_s": before, "preload_s": preload, "method": method, "nodes": 3, "key_size": 16, "value_size": 100}
 if as_json:
     print(json.dumps({"machine": machine, "params": params, "runs": runs, "failed": failed}))
 else:
@@ -435,11 +484,14 @@ else:
     print(f"cluster: 3 tsnode processes on loopback, fsync on, default timings; puts of 100-byte values at "
           f"{'%g/s' % rate if rate > 0 else 'full speed (closed loop)'}, {in_flight} in flight over {connections} "
           f"connections; the replacement begins after {before:g} s of steady load"
-          + (f" (after {preload:g} s of preload at full speed)" if preload > 0 else ""))
+          + (f" (after {preload:g} s of preload at full speed)" if preload > 0 else "")
+          + ("; method: remove, stop, wipe, add, start, catch up, promote" if method == "member"
+             else "; method: stop, wipe, start (the leader rebinds it)"))
     f = lambda v: "-" if v is None else f"{v:.3f}"
     for r in runs:
         s = r["steps_ms_after_remove"]
-        print(f"replace the {r['target']} (node {r['node']}; leader before: node {r['leader_before']}):")
+        print(f"replace the {r['target']} (node {r['node']}; leader before: node {r['leader_before']}; "
+              f"times from the first step, {'the remove' if method == 'member' else 'the stop'}):")
         print(f"  longest write stall during the replacement: {r['stall_during_ms']:.1f} ms "
               f"(began {r['stall_during_began']}); in the whole {duration:g} s load: {r['stall_window_ms']:.1f} ms")
         print(f"  latency during the replacement: p50 {f(r['p50_during_ms'])} ms, p99 {f(r['p99_during_ms'])} ms, "
@@ -447,10 +499,13 @@ else:
               f"p99 {f(r['p99_steady_ms'])} ms, max {f(r['max_steady_ms'])} ms")
         print(f"  puts/s during the replacement {r['puts_per_s_during']:.0f}, before it {r['puts_per_s_steady']:.0f}; "
               f"errors {r['errors']} (outcome unknown {r['outcome_unknown']})")
-        print(f"  voting again {r['restart_to_vote_ms'] / 1000:.3f} s after its restart, "
-              f"{r['remove_to_vote_ms'] / 1000:.3f} s after the remove began (log of {r['log_slots_at_remove']} "
+        print(f"  bound by the leader {r['restart_to_bound_ms'] / 1000:.3f} s after its restart, "
+              f"{r['lag_when_bound']} slots behind the leader then"
+              + (" -- BOUND BEFORE IT CAUGHT UP" if r["bound_before_caught_up"] else ""))
+        print(f"  voting again (its own status) {r['restart_to_vote_ms'] / 1000:.3f} s after its restart, "
+              f"{r['remove_to_vote_ms'] / 1000:.3f} s after the replacement began (log of {r['log_slots_at_remove']} "
               f"slots to copy)")
-        print("  steps (ms after the remove began): " + ", ".join(f"{k} {v}" for k, v in s.items()))
+        print("  steps (ms after the replacement began): " + ", ".join(f"{k} {v}" for k, v in s.items()))
         if r["first_error"]:
             print(f"  first error of the load: {r['first_error']}")
         for action, answers in r["member_answers"].items():

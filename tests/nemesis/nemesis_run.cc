@@ -281,7 +281,14 @@ class NemesisRun {
         ++skipped_;
         continue;
       }
+      if (unsettled_) {
+        // A replaced node missed its deadlines once already: no more faults
+        // (the cluster has no spare voter); the final heal tries once more.
+        ++skipped_;
+        continue;
+      }
       if ((ReplacesDisk(planned.kind) || runner_->rebuilding()) && !AwaitSettled()) {
+        unsettled_ = true;
         ++skipped_;
         continue;
       }
@@ -325,6 +332,7 @@ class NemesisRun {
     }
     if (!WaitUntil(ElapsedMs() + e.duration_ms)) return false;
     s = runner_->Heal(e);
+    if (!s.ok() && runner_->rebuilding()) unsettled_ = true;  // a replaced node missed its deadline
     if (!s.ok() && !interrupted_.load()) {
       problems_.push_back("healing fault " + std::to_string(faults_) + ": " + s.message());
       Say("PROBLEM: %s", s.message().c_str());
@@ -517,6 +525,7 @@ class NemesisRun {
   std::vector<std::thread> clients_;
   size_t faults_ = 0;
   size_t skipped_ = 0;  // planned faults not run (behind schedule, or the cluster did not settle)
+  bool unsettled_ = false;  // the cluster did not settle before a fault: the rest are skipped
   FaultPlanOptions plan_options_;
   std::vector<std::string> problems_;  // liveness and fault-injection trouble
   uint64_t next_progress_ms_ = 5000;

@@ -11,10 +11,10 @@
 #   start it (--initial-cluster-state existing), wait until the leader
 #   reports it caught up, member promote ID, wait until it votes: the
 #   leader lists it a voter whose bound incarnation is the one it announces
-#   ("bound"), and the node's own status says it votes (it has applied the
-#   decree that binds it). When it is first seen bound, its lag behind the
-#   leader is recorded: far more than 256 slots means it was bound before it
-#   caught up, which is flagged.
+#   and not the one it had before ("bound"), and the node's own status says
+#   it votes (it has applied the decree that binds it). When it is first
+#   seen bound, its lag behind the leader is recorded: far more than 256
+#   slots means it was bound before it caught up, which is flagged.
 #
 # --method wipe replaces the disk only: stop, remove the data dir, start (the
 # node stays a member; the leader binds its new incarnation by itself once
@@ -55,7 +55,7 @@ root=$(pwd)
 
 die() { echo "bench-replace.sh: $*" >&2; exit 1; }
 bad() { echo "bench-replace.sh: $* (see --help)" >&2; exit 2; }
-usage() { sed -n '2,53p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,51p' "$0" | sed 's/^# \{0,1\}//'; }
 
 target=both
 rate=2000
@@ -353,6 +353,9 @@ def run(kind, index):
         leader = a["leader_id"]
         log_slots = members_of(a)[leader]["match"]  # the leader's own entry: everything chosen
         node = leader if kind == "leader" else next(i for i in cluster.ids if i != leader)
+        # Right after the restart the leader still describes the old process
+        # (heard, announcing this incarnation): bound means bound anew.
+        old_incarnation = members_of(a)[node]["incarnation"]
         steps = {}
         t_remove = now_ms()
         say(f"{kind} run: replacing node {node} (leader: node {leader})")
@@ -384,7 +387,7 @@ def run(kind, index):
         def bound():
             a = cluster.member("list")
             ms = members_of(a)
-            if a.get("code") != "ok" or not votes(ms.get(node)):
+            if a.get("code") != "ok" or not votes(ms.get(node)) or ms[node]["incarnation"] == old_incarnation:
                 return False, "not bound yet"
             own = own_status(cluster, node)  # after the leader's list: the lag can only be understated
             if own is not None and "lag" not in lag:

@@ -244,13 +244,17 @@ const rpc::MemberStatus* FindMember(const std::vector<rpc::MemberStatus>& member
   return nullptr;
 }
 
-std::string NotVotingReason(const std::vector<rpc::MemberStatus>& members, consensus::NodeId id) {
+std::string NotVotingReason(const std::vector<rpc::MemberStatus>& members, consensus::NodeId id,
+                            std::optional<uint64_t> old_incarnation) {
   const std::string node = "node " + std::to_string(id);
   const rpc::MemberStatus* m = FindMember(members, id);
   if (m == nullptr) return node + " is not a member";
   if (!m->voter) return node + " is a learner (" + (m->note.empty() ? "no note" : m->note) + ")";
   if (!m->heard) return node + " is not heard by the leader";
   if (m->heard_incarnation != m->incarnation) return node + " is rebuilding (" + m->note + ")";
+  if (old_incarnation && m->incarnation == *old_incarnation) {
+    return node + " is still bound with its old incarnation (the leader has not heard the new process yet)";
+  }
   return "";
 }
 

@@ -26,6 +26,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -121,8 +122,12 @@ std::string Describe(const FaultEvent& e);
 // member change starts only on a settled cluster.
 std::string UnsettledReason(const std::vector<rpc::MemberStatus>& members, size_t n);
 // Why node `id` does not vote yet by the leader's list, or empty if it does:
-// a voter whose bound incarnation is the one it announces.
-std::string NotVotingReason(const std::vector<rpc::MemberStatus>& members, consensus::NodeId id);
+// a voter whose bound incarnation is the one it announces. With
+// `old_incarnation`, the bound one must also differ from it: right after a
+// wiped node restarts, the leader still describes the old process (heard,
+// announcing the old bound incarnation) until the new one reaches it.
+std::string NotVotingReason(const std::vector<rpc::MemberStatus>& members, consensus::NodeId id,
+                            std::optional<uint64_t> old_incarnation = std::nullopt);
 // Node `id`'s entry, or nullptr.
 const rpc::MemberStatus* FindMember(const std::vector<rpc::MemberStatus>& members, consensus::NodeId id);
 // Node `id` is a learner the leader reports caught up (promote may succeed).

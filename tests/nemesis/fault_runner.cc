@@ -219,7 +219,7 @@ Status FaultRunner::FinishReplacement() {
   bool votes = Poll(
       [&] {
         auto v = ViewFromLeader(cluster_);
-        why = v ? NotVotingReason(v->status.members, id) : "no single leader answers";
+        why = v ? NotVotingReason(v->status.members, id, rec.old_incarnation) : "no single leader answers";
         if (!why.empty()) return false;
         auto own = cluster_.StatusOf(node);
         if (own && !seen_bound) {
@@ -277,7 +277,13 @@ Status FaultRunner::Apply(const FaultEvent& e) {
       ReplaceRecord rec;
       rec.kind = e.kind;
       rec.node = node;
-      rec.was_leader = cluster_.LeaderIndex() == std::optional<size_t>(node);
+      auto view = ViewFromLeader(cluster_);
+      rec.was_leader = view && view->leader == node;
+      if (view) {
+        if (const rpc::MemberStatus* m = FindMember(view->status.members, static_cast<consensus::NodeId>(node + 1))) {
+          rec.old_incarnation = m->incarnation;
+        }
+      }
       records_.push_back(rec);
       if (e.kind == FaultKind::kMember) {
         Status s = ApplyMember(node);

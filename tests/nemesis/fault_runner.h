@@ -50,11 +50,13 @@ struct ReplaceRecord {
   FaultKind kind = FaultKind::kWipe;
   size_t node = 0;               // index
   bool was_leader = false;       // the node led when the event began
+  uint64_t old_incarnation = 0;  // bound before the event (the leader's list); the new one must differ
   bool healed = false;           // it votes again, bound with its new incarnation
   uint64_t restart_to_vote_ms = 0;  // from its restart until it votes (healed only)
   uint64_t catch_up_ms = 0;         // member: from its restart until the leader reports it caught up
   uint64_t handover_ms = 0;         // member of the leader: from the remove to another leader (0 otherwise)
-  // When the node was first seen voting: how many slots the leader had
+  // When the node was first seen bound with its new incarnation (not the
+  // leader's stale view of the old process): how many slots the leader had
   // chosen that the node did not know chosen yet (the leader asked first,
   // so this can only understate the lag). A node is bound only once caught
   // up (station_members.cc: within caught_up_slots, 256); a lag far above

@@ -317,6 +317,11 @@ TEST(Membership, Settled_onlyWhenEveryNodeVotesWithItsBoundIncarnation) {
   EXPECT_EQ(UnsettledReason(rebuilding, 3), "node 2 is rebuilding (rebuilding: new data dir, votes once caught up)");
   EXPECT_EQ(NotVotingReason(rebuilding, 2), UnsettledReason(rebuilding, 3));
 
+  // Right after a wipe the leader still describes the old process.
+  EXPECT_EQ(NotVotingReason(m, 2, uint64_t{22}),
+            "node 2 is still bound with its old incarnation (the leader has not heard the new process yet)");
+  EXPECT_EQ(NotVotingReason(m, 2, uint64_t{5}), "");
+
   auto removed = m;
   removed.erase(removed.begin() + 2);
   EXPECT_EQ(UnsettledReason(removed, 3), "node 3 is not a member");

@@ -4,14 +4,28 @@
 // percentiles of what completed inside the measurement window (after the
 // warm-up). A kNotLeader answer moves that connection to the hinted leader.
 // Never pass/fail on time (DESIGN.md section 8): the figures are for README.
+//
+// --rate paces the load (each connection sends at most its share of R
+// requests a second; an answer that comes late is not made up for by a
+// burst). --series records every acknowledged request and adds the longest
+// gap between two successive acknowledgements (a write stall) and a
+// per-second series; --ack-log writes them (wall-clock time and latency) for
+// a caller that knows when something happened (bench-replace.sh).
+// --member ACTION [--member-value V] sends one membership request
+// (rpc::ClientOp::kMember: list, add, promote, remove) to the leader instead
+// of a load, and prints the answer as JSON.
 #include <CLI/CLI.hpp>
 #include <asio.hpp>
+#include <algorithm>
 #include <atomic>
 #include <cassert>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
@@ -50,6 +64,20 @@ struct BenchOptions {
   uint64_t seed = 1;
   int64_t timeout_ms = 5000;
   bool json = false;
+  double rate = 0;             // requests a second in total; 0: as fast as answers come (closed loop)
+  bool series = false;         // record acknowledgements: longest gap and a per-second series
+  std::string ack_log;         // write every acknowledgement here (implies recording)
+  std::string member;          // one membership request instead of a load
+  std::string member_value;
+
+  bool record_acks() const { return series || !ack_log.empty(); }
+};
+
+// One acknowledged request inside the window: when its answer came (ns
+// since the run began, steady clock) and how long it took.
+struct Ack {
+  int64_t t_ns = 0;
+  uint64_t latency_ns = 0;
 };
 
 struct Counters {
@@ -61,6 +89,8 @@ struct Counters {
   uint64_t connect_failures = 0;
   std::string first_error;
   LatencyHistogram latency;
+  std::vector<Ack> acks;          // with record_acks(): every success, in the order this worker saw them
+  std::vector<int64_t> error_ns;  // with record_acks(): when each counted error came
 
   void Error(const std::string& what) {
     ++errors;
@@ -75,6 +105,8 @@ struct Counters {
     connect_failures += o.connect_failures;
     if (first_error.empty()) first_error = o.first_error;
     latency.Merge(o.latency);
+    acks.insert(acks.end(), o.acks.begin(), o.acks.end());
+    error_ns.insert(error_ns.end(), o.error_ns.begin(), o.error_ns.end());
   }
 };
 
@@ -90,11 +122,12 @@ std::string KeyOf(uint64_t i, uint32_t key_size) {
 // One io_context thread with its share of the connections.
 class Worker {
  public:
-  Worker(const BenchOptions& o, std::vector<HostPort> endpoints, uint64_t seed, Clock::time_point window_start,
-         Clock::time_point window_end)
+  Worker(const BenchOptions& o, std::vector<HostPort> endpoints, uint64_t seed, Clock::time_point t0,
+         Clock::time_point window_start, Clock::time_point window_end)
       : o_(o),
         endpoints_(std::move(endpoints)),
         rng_(seed),
+        t0_(t0),
         window_start_(window_start),
         window_end_(window_end),
         end_timer_(io_),
@@ -109,6 +142,11 @@ class Worker {
     c->target = target;
     c->parked = slots;
     c->retry_timer = std::make_unique<asio::steady_timer>(io_);
+    if (o_.rate > 0) {
+      // This connection's share of the rate.
+      c->interval = std::chrono::duration_cast<Clock::duration>(
+          std::chrono::duration<double>(static_cast<double>(o_.connections) / o_.rate));
+    }
     conns_.push_back(std::move(c));
   }
 
@@ -138,6 +176,8 @@ class Worker {
     uint32_t outstanding = 0;  // sent, not answered
     size_t next_endpoint = 0;  // where to go after a failed connect
     std::unique_ptr<asio::steady_timer> retry_timer;
+    Clock::duration interval{0};      // --rate: at most one request per interval on this connection
+    Clock::time_point next_send{};    // --rate: the earliest time of the next request
   };
 
   void Connect(Conn& c) {
@@ -161,7 +201,7 @@ class Worker {
     c.ready = true;
     while (c.parked > 0 && Clock::now() < window_end_) {
       --c.parked;
-      Issue(c);
+      Dispatch(c);
       if (!c.ready) break;  // the connection failed under us; the rest stay parked
     }
     CheckDone();
@@ -223,7 +263,7 @@ class Worker {
     }
     const bool counted = now >= window_start_ && now <= window_end_;
     if (!r.ok()) {
-      if (counted) counters_.Error(r.status().message());
+      if (counted) CountError(now, r.status().message());
       Retarget(c, c.target, kReconnectDelay);
       ReturnSlot(c);
       return;
@@ -234,7 +274,9 @@ class Worker {
       if (counted) {
         ++counters_.ops;
         if (resp.code == ClientCode::kNotFound) ++counters_.not_found;
-        counters_.latency.Record(static_cast<uint64_t>(std::chrono::nanoseconds(now - start).count()));
+        const auto latency = static_cast<uint64_t>(std::chrono::nanoseconds(now - start).count());
+        counters_.latency.Record(latency);
+        if (o_.record_acks()) counters_.acks.push_back(Ack{std::chrono::nanoseconds(now - t0_).count(), latency});
       }
       ReturnSlot(c);
       return;
@@ -249,12 +291,17 @@ class Worker {
       }
     }
     if (counted) {
-      counters_.Error(std::string(rpc::ClientCodeName(resp.code)) + ": " + resp.message);
+      CountError(now, std::string(rpc::ClientCodeName(resp.code)) + ": " + resp.message);
       if (resp.code == ClientCode::kOutcomeUnknown) ++counters_.outcome_unknown;
     }
     // No leader yet, overloaded, or a write of unknown fate (the next request
     // is a new one, never this write again): do not spin.
     ReturnSlotAfter(c, kErrorRetryDelay);
+  }
+
+  void CountError(Clock::time_point now, const std::string& what) {
+    counters_.Error(what);
+    if (o_.record_acks()) counters_.error_ns.push_back(std::chrono::nanoseconds(now - t0_).count());
   }
 
   void ReturnSlot(Conn& c) {
@@ -266,7 +313,37 @@ class Worker {
       ++c.parked;
       return;
     }
-    Issue(c);
+    Dispatch(c);
+  }
+
+  // Issues on `c` now, or with --rate at the connection's next send time (a
+  // slot whose answer came late sends at once, but does not make up for the
+  // requests it could not send meanwhile).
+  void Dispatch(Conn& c) {
+    if (o_.rate <= 0) {
+      Issue(c);
+      return;
+    }
+    const Clock::time_point now = Clock::now();
+    const Clock::time_point at = std::max(c.next_send, now);
+    c.next_send = at + c.interval;
+    if (at <= now) {
+      Issue(c);
+      return;
+    }
+    auto timer = std::make_shared<asio::steady_timer>(io_, at);
+    ++delayed_;
+    timer->async_wait([this, &c, timer](std::error_code) {
+      --delayed_;
+      if (finished_) return;
+      if (Clock::now() >= window_end_) {
+        CheckDone();
+      } else if (!c.ready) {
+        ++c.parked;
+      } else {
+        Issue(c);
+      }
+    });
   }
 
   void ReturnSlotAfter(Conn& c, milliseconds delay) {
@@ -301,6 +378,7 @@ class Worker {
   const BenchOptions& o_;
   std::vector<HostPort> endpoints_;
   std::mt19937_64 rng_;
+  const Clock::time_point t0_;
   const Clock::time_point window_start_;
   const Clock::time_point window_end_;
   std::string value_;
@@ -330,15 +408,35 @@ StatusOr<HostPort> FindLeader(const BenchOptions& o, const std::vector<HostPort>
   return client.FindLeader();
 }
 
+// When the run began, on both clocks, and its measured window.
+struct RunTimes {
+  Clock::time_point t0;
+  double t0_unix_ms = 0;  // the wall clock at t0 (for --ack-log and the series)
+  Clock::time_point window_start, window_end;
+
+  int64_t SinceT0Ns(Clock::time_point t) const { return std::chrono::nanoseconds(t - t0).count(); }
+  double UnixMs(int64_t since_t0_ns) const { return t0_unix_ms + static_cast<double>(since_t0_ns) / 1e6; }
+};
+
+double UnixMsNow() {
+  return static_cast<double>(
+             std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+                 .count()) /
+         1000.0;
+}
+
 // Runs the workers for the warm-up and the window; their counters summed.
-Counters RunWorkers(const BenchOptions& o, const std::vector<HostPort>& endpoints, const HostPort& leader) {
+Counters RunWorkers(const BenchOptions& o, const std::vector<HostPort>& endpoints, const HostPort& leader,
+                    RunTimes& times) {
   const Clock::time_point t0 = Clock::now();
+  times.t0 = t0;
+  times.t0_unix_ms = UnixMsNow();
   const auto window_start = t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.warmup_s));
   const auto window_end =
       window_start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.duration_s));
   std::vector<std::unique_ptr<Worker>> workers;
   for (uint32_t t = 0; t < o.threads; ++t) {
-    workers.push_back(std::make_unique<Worker>(o, endpoints, o.seed * 1000003 + t, window_start, window_end));
+    workers.push_back(std::make_unique<Worker>(o, endpoints, o.seed * 1000003 + t, t0, window_start, window_end));
   }
   for (uint32_t i = 0; i < o.connections; ++i) {
     uint32_t slots = o.in_flight / o.connections + (i < o.in_flight % o.connections ? 1 : 0);
@@ -349,10 +447,84 @@ Counters RunWorkers(const BenchOptions& o, const std::vector<HostPort>& endpoint
   for (auto& t : threads) t.join();
   Counters total;
   for (auto& w : workers) total.Merge(w->counters());
+  times.window_start = window_start;
+  times.window_end = window_end;
+  std::sort(total.acks.begin(), total.acks.end(), [](const Ack& a, const Ack& b) { return a.t_ns < b.t_ns; });
+  std::sort(total.error_ns.begin(), total.error_ns.end());
   return total;
 }
 
-void PrintJson(const BenchOptions& o, const HostPort& leader, const Counters& total) {
+// What the recorded acknowledgements say (with --series or --ack-log).
+struct AckAnalysis {
+  // The longest time without an acknowledgement inside the window (its
+  // edges count: a stall at the start or the end is a stall too), and when
+  // it began (ns since t0).
+  uint64_t max_gap_ns = 0;
+  int64_t max_gap_from_ns = 0;
+  struct Second {
+    uint64_t ops = 0, errors = 0;
+    uint64_t p50_ns = 0, p99_ns = 0, max_ns = 0;
+  };
+  std::vector<Second> seconds;  // second k of the window
+};
+
+uint64_t NearestRank(std::vector<uint64_t>& v, double q) {
+  if (v.empty()) return 0;
+  size_t rank = static_cast<size_t>(std::ceil(q / 100.0 * static_cast<double>(v.size())));
+  rank = std::clamp<size_t>(rank, 1, v.size());
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(rank - 1), v.end());
+  return v[rank - 1];
+}
+
+AckAnalysis Analyse(const Counters& total, const RunTimes& times) {
+  AckAnalysis a;
+  const int64_t from = times.SinceT0Ns(times.window_start), to = times.SinceT0Ns(times.window_end);
+  int64_t prev = from;
+  for (const Ack& ack : total.acks) {
+    if (ack.t_ns - prev > static_cast<int64_t>(a.max_gap_ns)) {
+      a.max_gap_ns = static_cast<uint64_t>(ack.t_ns - prev);
+      a.max_gap_from_ns = prev;
+    }
+    prev = std::max(prev, ack.t_ns);
+  }
+  if (to - prev > static_cast<int64_t>(a.max_gap_ns)) {
+    a.max_gap_ns = static_cast<uint64_t>(to - prev);
+    a.max_gap_from_ns = prev;
+  }
+  const size_t n = static_cast<size_t>(std::ceil(static_cast<double>(to - from) / 1e9));
+  a.seconds.resize(n);
+  auto second_of = [&](int64_t t) { return std::min(n - 1, static_cast<size_t>(std::max<int64_t>(0, t - from) / 1'000'000'000)); };
+  std::vector<std::vector<uint64_t>> latencies(n);
+  for (const Ack& ack : total.acks) {
+    size_t k = second_of(ack.t_ns);
+    ++a.seconds[k].ops;
+    latencies[k].push_back(ack.latency_ns);
+  }
+  for (int64_t t : total.error_ns) ++a.seconds[second_of(t)].errors;
+  for (size_t k = 0; k < n; ++k) {
+    a.seconds[k].p50_ns = NearestRank(latencies[k], 50);
+    a.seconds[k].p99_ns = NearestRank(latencies[k], 99);
+    a.seconds[k].max_ns = NearestRank(latencies[k], 100);
+  }
+  return a;
+}
+
+// --ack-log: "unix_ms,latency_ms" for every acknowledged request in the
+// window, in the order of their answers.
+bool WriteAckLog(const std::string& path, const Counters& total, const RunTimes& times) {
+  std::ofstream out(path, std::ios::trunc);
+  out << "unix_ms,latency_ms\n";
+  char line[64];
+  for (const Ack& ack : total.acks) {
+    std::snprintf(line, sizeof line, "%.3f,%.3f\n", times.UnixMs(ack.t_ns), static_cast<double>(ack.latency_ns) / 1e6);
+    out << line;
+  }
+  out.flush();
+  return out.good();
+}
+
+void PrintJson(const BenchOptions& o, const HostPort& leader, const Counters& total, const RunTimes& times,
+               const std::optional<AckAnalysis>& acks) {
   const LatencyHistogram& h = total.latency;
   nlohmann::json j = {{"op", o.op},
                       {"leader", leader.ToString()},
@@ -377,10 +549,29 @@ void PrintJson(const BenchOptions& o, const HostPort& leader, const Counters& to
                       {"not_found", total.not_found},
                       {"connect_failures", total.connect_failures},
                       {"first_error", total.first_error}};
+  if (o.rate > 0) j["rate"] = o.rate;
+  if (acks) {
+    j["window_start_unix_ms"] = Round3(times.UnixMs(times.SinceT0Ns(times.window_start)));
+    j["max_gap_ms"] = Round3(Ms(acks->max_gap_ns));
+    j["max_gap_at_s"] = Round3(static_cast<double>(acks->max_gap_from_ns - times.SinceT0Ns(times.window_start)) / 1e9);
+    j["max_gap_unix_ms"] = Round3(times.UnixMs(acks->max_gap_from_ns));
+    nlohmann::json series = nlohmann::json::array();
+    for (size_t k = 0; k < acks->seconds.size(); ++k) {
+      const AckAnalysis::Second& sec = acks->seconds[k];
+      series.push_back({{"s", k},
+                        {"ops", sec.ops},
+                        {"errors", sec.errors},
+                        {"p50_ms", Round3(Ms(sec.p50_ns))},
+                        {"p99_ms", Round3(Ms(sec.p99_ns))},
+                        {"max_ms", Round3(Ms(sec.max_ns))}});
+    }
+    j["series"] = std::move(series);
+  }
   std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
 }
 
-void PrintText(const BenchOptions& o, const HostPort& leader, const Counters& total) {
+void PrintText(const BenchOptions& o, const HostPort& leader, const Counters& total, const RunTimes& times,
+               const std::optional<AckAnalysis>& acks) {
   const LatencyHistogram& h = total.latency;
   std::printf(
       "tsbench %s: leader %s, %u connections, %u in flight, %u thread(s), keys %u B, values %u B, "
@@ -395,6 +586,58 @@ void PrintText(const BenchOptions& o, const HostPort& leader, const Counters& to
   std::printf("latency ms  p50 %.3f  p99 %.3f  p999 %.3f  max %.3f  mean %.3f\n", Ms(h.PercentileNs(50)),
               Ms(h.PercentileNs(99)), Ms(h.PercentileNs(99.9)), Ms(h.max_ns()), h.mean_ns() / 1e6);
   if (!total.first_error.empty()) std::printf("first error: %s\n", total.first_error.c_str());
+  if (!acks) return;
+  std::printf("longest gap between acknowledgements %.3f ms, from %.3f s into the window\n", Ms(acks->max_gap_ns),
+              static_cast<double>(acks->max_gap_from_ns - times.SinceT0Ns(times.window_start)) / 1e9);
+  std::printf("second      ops  errors   p50 ms   p99 ms   max ms\n");
+  for (size_t k = 0; k < acks->seconds.size(); ++k) {
+    const AckAnalysis::Second& sec = acks->seconds[k];
+    std::printf("%6zu %8llu %7llu %8.3f %8.3f %8.3f\n", k, static_cast<unsigned long long>(sec.ops),
+                static_cast<unsigned long long>(sec.errors), Ms(sec.p50_ns), Ms(sec.p99_ns), Ms(sec.max_ns));
+  }
+}
+
+// --member: one membership request to the leader; the answer as JSON.
+// Exit 0 if it was ok, 1 if the node answered otherwise, 3 if none answered.
+int RunMember(const BenchOptions& o, const std::vector<HostPort>& endpoints) {
+  client::ClientOptions co;
+  co.endpoints = endpoints;
+  co.timeout = milliseconds(o.timeout_ms);
+  co.connect_timeout = std::min(co.timeout, co.connect_timeout);
+  client::Client client(co);
+  rpc::ClientRequest req;
+  req.op = ClientOp::kMember;
+  req.key = o.member;
+  req.value = o.member_value;
+  auto r = client.Call(req);
+  nlohmann::json j = {{"action", o.member}, {"value", o.member_value}};
+  if (!r.ok()) {
+    j["code"] = "no answer";
+    j["message"] = r.status().message();
+    std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+    return 3;
+  }
+  j["code"] = rpc::ClientCodeName(r->code);
+  j["message"] = r->message;
+  j["slot"] = r->slot;
+  j["answered_by"] = client.leader() ? client.leader()->ToString() : "";
+  if (o.member == "list") {
+    j["leader_id"] = r->status.id;
+    nlohmann::json members = nlohmann::json::array();
+    for (const rpc::MemberStatus& m : r->status.members) {
+      members.push_back({{"id", m.id},
+                         {"voter", m.voter},
+                         {"incarnation", m.incarnation},
+                         {"peer_addr", m.peer_addr},
+                         {"heard", m.heard},
+                         {"heard_incarnation", m.heard_incarnation},
+                         {"match", m.match},
+                         {"note", m.note}});
+    }
+    j["members"] = std::move(members);
+  }
+  std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+  return r->code == ClientCode::kOk ? 0 : 1;
 }
 
 int Run(const BenchOptions& o) {
@@ -403,16 +646,23 @@ int Run(const BenchOptions& o) {
     std::cerr << endpoints.status().message() << '\n';
     return 2;
   }
+  if (!o.member.empty()) return RunMember(o, *endpoints);
   auto leader = FindLeader(o, *endpoints);
   if (!leader.ok()) {
     std::cerr << "cannot find the leader: " << leader.status().message() << '\n';
     return 3;
   }
-  const Counters total = RunWorkers(o, *endpoints, *leader);
+  RunTimes times;
+  const Counters total = RunWorkers(o, *endpoints, *leader, times);
+  std::optional<AckAnalysis> acks;
+  if (o.record_acks()) acks = Analyse(total, times);
+  if (!o.ack_log.empty() && !WriteAckLog(o.ack_log, total, times)) {
+    std::cerr << "cannot write the acknowledgement log " << o.ack_log << '\n';
+  }
   if (o.json) {
-    PrintJson(o, *leader, total);
+    PrintJson(o, *leader, total, times, acks);
   } else {
-    PrintText(o, *leader, total);
+    PrintText(o, *leader, total, times, acks);
   }
   if (total.ops == 0) {
     std::cerr << "no request succeeded in the window" << (total.first_error.empty() ? "" : ": " + total.first_error)
@@ -463,10 +713,26 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{1}, int64_t{3600000}))
       ->capture_default_str();
   app.add_flag("--json", o.json, "Print one JSON object (ops_per_sec, p50_ms, p99_ms, p999_ms, errors, parameters)");
+  app.add_option("--rate", o.rate,
+                 "Requests a second in total, spread over the connections (0: closed loop, as fast as answers "
+                 "come); a late answer is not made up for by a burst")
+      ->check(CLI::Range(0.0, 1e7))
+      ->capture_default_str();
+  app.add_flag("--series", o.series,
+               "Record every acknowledgement: print the longest gap between two successive ones (a stall) and a "
+               "per-second series (ops, errors, p50/p99/max latency)");
+  app.add_option("--ack-log", o.ack_log,
+                 "Write every acknowledged request in the window to this CSV file (unix_ms,latency_ms); implies "
+                 "--series's recording");
+  app.add_option("--member", o.member,
+                 "Instead of a load: send one membership request (list, add, promote, remove) to the leader and "
+                 "print the answer as JSON (list: the leader's view of every member)")
+      ->check(CLI::IsMember({"list", "add", "promote", "remove"}));
+  app.add_option("--member-value", o.member_value, "The request's argument: add ID=HOST:PORT; promote/remove ID");
   app.footer(
       "Only requests that complete inside the measured window count; answers still missing 5 s after it "
       "are abandoned.\nExit codes: 0 ran and some requests succeeded; 1 none succeeded; 2 bad arguments; "
-      "3 no leader found.");
+      "3 no leader found. With --member: 0 ok, 1 another answer, 3 no answer.");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -42,17 +43,28 @@ const char* FaultKindName(FaultKind k) {
     case FaultKind::kKill: return "kill";
     case FaultKind::kPause: return "pause";
     case FaultKind::kPartition: return "partition";
+    case FaultKind::kWipe: return "wipe";
+    case FaultKind::kMember: return "member";
   }
   return "?";
 }
 
-std::vector<FaultKind> AllFaultKinds() {
-  std::vector<FaultKind> all;
-  all.push_back(FaultKind::kKill);
-  all.push_back(FaultKind::kPause);
-  all.push_back(FaultKind::kPartition);
-  return all;
+std::vector<FaultKind> DefaultFaultKinds() {
+  std::vector<FaultKind> kinds;
+  kinds.push_back(FaultKind::kKill);
+  kinds.push_back(FaultKind::kPause);
+  kinds.push_back(FaultKind::kPartition);
+  return kinds;
 }
+
+std::vector<FaultKind> EveryFaultKind() {
+  std::vector<FaultKind> kinds = DefaultFaultKinds();
+  kinds.push_back(FaultKind::kWipe);
+  kinds.push_back(FaultKind::kMember);
+  return kinds;
+}
+
+bool ReplacesDisk(FaultKind k) { return k == FaultKind::kWipe || k == FaultKind::kMember; }
 
 const char* PartitionShapeName(PartitionShape s) {
   switch (s) {
@@ -66,18 +78,25 @@ const char* PartitionShapeName(PartitionShape s) {
 }
 
 StatusOr<std::vector<FaultKind>> ParseFaultKinds(const std::string& text) {
+  const std::string known = FaultKindsToString(EveryFaultKind());
   std::vector<FaultKind> out;
   std::stringstream in(text);
   for (std::string item; std::getline(in, item, ',');) {
     std::optional<FaultKind> k;
-    for (FaultKind c : {FaultKind::kKill, FaultKind::kPause, FaultKind::kPartition}) {
+    for (FaultKind c : EveryFaultKind()) {
       if (item == FaultKindName(c)) k = c;
     }
-    if (!k) return Status::InvalidArgument("unknown fault '" + item + "' (kill, pause, partition)");
+    if (!k) {
+      return Status::InvalidArgument(item.empty() ? "empty fault name in '" + text + "' (known: " + known + ")"
+                                                  : "unknown fault '" + item + "' (known: " + known + ")");
+    }
     if (std::find(out.begin(), out.end(), *k) != out.end()) return Status::InvalidArgument("fault '" + item + "' twice");
     out.push_back(*k);
   }
-  if (out.empty()) return Status::InvalidArgument("no faults named (kill, pause, partition)");
+  if (!text.empty() && text.back() == ',') {
+    return Status::InvalidArgument("empty fault name in '" + text + "' (known: " + known + ")");
+  }
+  if (out.empty()) return Status::InvalidArgument("no faults named (known: " + known + ")");
   return out;
 }
 
@@ -108,7 +127,12 @@ std::vector<FaultEvent> MakeFaultPlan(const FaultPlanOptions& o) {
       e.shape = kShapes[Below(rng, 4)];
       if (e.shape != PartitionShape::kIsolate) e.count = 1;
     }
-    const uint64_t gap = Between(rng, o.gap_min_ms, o.gap_max_ms);
+    // One disk at a time: a second node rebuilding while the first does
+    // would leave a 3-node cluster one fault from no quorum of bound voters.
+    if (ReplacesDisk(e.kind)) e.count = 1;
+    // The same draws for every kind, so adding kinds to the list changes
+    // only which kind each event is.
+    const uint64_t gap = Between(rng, o.gap_min_ms, o.gap_max_ms) + (ReplacesDisk(e.kind) ? o.settle_ms : 0);
     if (t + e.duration_ms > end) break;
     e.start_ms = t;
     plan.push_back(e);
@@ -118,7 +142,12 @@ std::vector<FaultEvent> MakeFaultPlan(const FaultPlanOptions& o) {
 }
 
 FaultEvent WithLeaderFirst(const FaultEvent& e, size_t leader) {
-  if (!e.target_leader) return e;
+  if (!e.target_leader) {
+    if (!ReplacesDisk(e.kind) || e.order.size() < 2 || e.order[0] != leader) return e;
+    FaultEvent out = e;
+    std::swap(out.order[0], out.order[1]);
+    return out;
+  }
   FaultEvent out = e;
   auto it = std::find(out.order.begin(), out.order.end(), leader);
   if (it != out.order.end()) std::rotate(out.order.begin(), it, it + 1);
@@ -181,6 +210,12 @@ std::string Describe(const FaultEvent& e) {
     case FaultKind::kPause:
       s << FaultKindName(e.kind) << " node" << (e.count > 1 ? "s " : " ") << Ids(first);
       break;
+    case FaultKind::kWipe:
+      s << "wipe node " << Ids(first) << " (kill, remove its data dir, restart; down";
+      break;
+    case FaultKind::kMember:
+      s << "member: replace node " << Ids(first) << " (remove, kill, wipe, add as learner, restart, promote; out";
+      break;
     case FaultKind::kPartition:
       s << "partition " << PartitionShapeName(e.shape) << ": ";
       if (e.shape == PartitionShape::kIsolate) {
@@ -196,8 +231,48 @@ std::string Describe(const FaultEvent& e) {
       }
       break;
   }
-  s << " for " << e.duration_ms << " ms" << (e.target_leader ? " (leader first)" : "");
+  s << " for " << e.duration_ms << " ms" << (ReplacesDisk(e.kind) ? ")" : "");
+  if (e.target_leader) s << " (leader first)";
+  else if (ReplacesDisk(e.kind)) s << " (a follower)";
   return s.str();
+}
+
+const rpc::MemberStatus* FindMember(const std::vector<rpc::MemberStatus>& members, consensus::NodeId id) {
+  for (const rpc::MemberStatus& m : members) {
+    if (m.id == id) return &m;
+  }
+  return nullptr;
+}
+
+std::string NotVotingReason(const std::vector<rpc::MemberStatus>& members, consensus::NodeId id,
+                            std::optional<uint64_t> old_incarnation) {
+  const std::string node = "node " + std::to_string(id);
+  const rpc::MemberStatus* m = FindMember(members, id);
+  if (m == nullptr) return node + " is not a member";
+  if (!m->voter) return node + " is a learner (" + (m->note.empty() ? "no note" : m->note) + ")";
+  if (!m->heard) return node + " is not heard by the leader";
+  if (m->heard_incarnation != m->incarnation) return node + " is rebuilding (" + m->note + ")";
+  if (old_incarnation && m->incarnation == *old_incarnation) {
+    return node + " is still bound with its old incarnation (the leader has not heard the new process yet)";
+  }
+  return "";
+}
+
+std::string UnsettledReason(const std::vector<rpc::MemberStatus>& members, size_t n) {
+  if (members.empty()) return "no configuration listed";
+  for (size_t i = 0; i < n; ++i) {
+    std::string why = NotVotingReason(members, static_cast<consensus::NodeId>(i + 1));
+    if (!why.empty()) return why;
+  }
+  for (const rpc::MemberStatus& m : members) {
+    if (m.id < 1 || m.id > n) return "node " + std::to_string(m.id) + " is a member but not one of the cluster's";
+  }
+  return "";
+}
+
+bool CaughtUpLearner(const std::vector<rpc::MemberStatus>& members, consensus::NodeId id) {
+  const rpc::MemberStatus* m = FindMember(members, id);
+  return m != nullptr && !m->voter && m->heard && m->note == "caught up";
 }
 
 }  // namespace ts::nemesis

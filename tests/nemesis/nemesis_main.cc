@@ -1,7 +1,8 @@
 // tsnemesis: a multi-process nemesis in the style of Jepsen and etcd's
 // robustness tests. Starts N real tsnode processes on loopback, runs a
 // recorded put/get/cas/delete workload while a seeded scheduler kills,
-// pauses and partitions nodes, heals, reads everything back, and checks the
+// pauses and partitions nodes, wipes their data dirs and removes and re-adds
+// them (membership changes), heals, reads everything back, and checks the
 // history for linearizability and lost writes. The last line is always
 // "ops=N faults=F violations=V lost=L"; see nemesis_run.h for exit codes.
 #include <CLI/CLI.hpp>
@@ -31,15 +32,18 @@ std::string SelfPath(const char* argv0) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"tsnemesis: real tsnode processes under kills, pauses and partitions; a recorded workload checked "
-               "for linearizability and lost writes"};
+  CLI::App app{"tsnemesis: real tsnode processes under kills, pauses, partitions, wiped disks and membership "
+               "changes; a recorded workload checked for linearizability and lost writes"};
   ts::nemesis::NemesisOptions o;
   std::string faults = "kill,pause,partition";
   std::optional<uint64_t> seed;
   app.add_option("--duration", o.duration_s, "seconds of workload under faults")
       ->check(CLI::Range(uint64_t{5}, uint64_t{86400}))
       ->capture_default_str();
-  app.add_option("--faults", faults, "comma list of kill, pause, partition")->capture_default_str();
+  app.add_option("--faults", faults,
+                 "comma list of kill, pause, partition, wipe (kill, remove the data dir, restart: the node "
+                 "rebuilds and votes again), member (remove, wipe, add back as a learner, promote)")
+      ->capture_default_str();
   app.add_option("--nodes", o.nodes, "cluster size")->check(CLI::IsMember({3, 5}))->capture_default_str();
   app.add_option("--seed", seed, "seed of the fault plan and the workload (default: from the clock, printed)");
   app.add_option("--history", o.history_path,

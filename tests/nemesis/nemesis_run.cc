@@ -4,6 +4,7 @@
 // everything is healed.
 #include "tests/nemesis/nemesis_run.h"
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdarg>
 #include <cstdio>
@@ -104,6 +105,7 @@ struct Verdicts {
   RegisterVerdict registers;
   FreshVerdict fresh;
   size_t unknown = 0, not_applied = 0, total_ops = 0;
+  size_t premature_votes = 0;  // replaced nodes bound as voters before they caught up
   uint64_t longest_gap_ns = 0;
 };
 
@@ -163,17 +165,24 @@ class NemesisRun {
     return 2;
   }
 
-  std::vector<FaultEvent> Announce() const {
+  std::vector<FaultEvent> Announce() {
     Say("tsnemesis: seed=%" PRIu64 " nodes=%zu duration=%" PRIu64 "s faults=%s clients=%zu keys=%zu%s", o_.seed,
         o_.nodes, o_.duration_s, FaultKindsToString(o_.faults).c_str(), o_.clients, o_.keys,
         o_.negative_control ? " NEGATIVE CONTROL" : "");
-    FaultPlanOptions po;
+    FaultPlanOptions& po = plan_options_;
     po.seed = o_.seed;
     po.duration_ms = o_.duration_s * 1000;
     po.nodes = o_.nodes;
     po.kinds = o_.faults;
     std::vector<FaultEvent> plan = MakeFaultPlan(po);
-    Say("plan: %zu faults", plan.size());
+    size_t replacing = 0;
+    for (const FaultEvent& e : plan) replacing += ReplacesDisk(e.kind);
+    if (replacing > 0) {
+      Say("plan: %zu faults, %zu of them wipes or member changes (each waits for every voter to be bound first)",
+          plan.size(), replacing);
+    } else {
+      Say("plan: %zu faults", plan.size());
+    }
     return plan;
   }
 
@@ -195,7 +204,11 @@ class NemesisRun {
       Status s = SendBlock(*cluster_, i, "block", {});
       if (!s.ok()) return SetupFailed("fault injection: " + s.message());
     }
-    runner_ = std::make_unique<FaultRunner>(*cluster_);
+    FaultRunner::Hooks hooks;
+    hooks.tick = [this] { Progress(); };
+    hooks.interrupted = [this] { return interrupted_.load(); };
+    hooks.say = [this](const std::string& line) { Say("[%6.1fs] %s", ElapsedS(), line.c_str()); };
+    runner_ = std::make_unique<FaultRunner>(*cluster_, std::move(hooks));
     return 0;
   }
 
@@ -253,13 +266,48 @@ class NemesisRun {
     }
   }
 
+  // Runs the plan's events in order. A disk replacement waits (with a
+  // deadline) for rebuilding to take longer than the plan allowed, so the
+  // run can fall behind its schedule: an event that would no longer end
+  // before the quiet end is skipped (and counted), so the run keeps its
+  // length.
   void RunFaultPlan(const std::vector<FaultEvent>& plan) {
+    const uint64_t window_end = o_.duration_s * 1000 > plan_options_.quiet_end_ms
+                                    ? o_.duration_s * 1000 - plan_options_.quiet_end_ms
+                                    : 0;
     for (const FaultEvent& planned : plan) {
       if (!WaitUntil(planned.start_ms)) break;
+      if (ElapsedMs() + planned.duration_ms > window_end) {
+        ++skipped_;
+        continue;
+      }
+      if (unsettled_) {
+        // A replaced node missed its deadlines once already: no more faults
+        // (the cluster has no spare voter); the final heal tries once more.
+        ++skipped_;
+        continue;
+      }
+      if ((ReplacesDisk(planned.kind) || runner_->rebuilding()) && !AwaitSettled()) {
+        unsettled_ = true;
+        ++skipped_;
+        continue;
+      }
       if (!InjectAndHeal(planned)) break;
       AwaitLeaderAfterHealing();
     }
+    if (skipped_ > 0) {
+      Say("[%6.1fs] %zu planned faults skipped: the run fell behind its plan (rebuilding nodes) or the cluster "
+          "did not settle", ElapsedS(), skipped_);
+    }
     WaitUntil(o_.duration_s * 1000);
+  }
+
+  // Before a wipe or member change: every voter bound, none rebuilding.
+  bool AwaitSettled() {
+    Status s = runner_->AwaitSettled();
+    if (s.ok()) return true;
+    if (!interrupted_.load()) Problem("before fault " + std::to_string(faults_ + 1) + ": " + s.message());
+    return false;
   }
 
   // Puts one fault in place for its duration, then heals it; false if
@@ -267,13 +315,16 @@ class NemesisRun {
   bool InjectAndHeal(const FaultEvent& planned) {
     FaultEvent e = planned;
     std::string leader_note;
-    if (e.target_leader) {
+    if (e.target_leader || ReplacesDisk(e.kind)) {
+      // A wipe or member change replaces the leader if it targets it, a
+      // follower otherwise.
       auto l = cluster_->LeaderIndex();
       if (l) e = WithLeaderFirst(e, *l);
       leader_note = l ? "; leader was node " + std::to_string(*l + 1) : "; no single leader known, plan order kept";
     }
     ++faults_;
     Say("[%6.1fs] fault %zu: %s%s", ElapsedS(), faults_, Describe(e).c_str(), leader_note.c_str());
+    const size_t replaced_before = runner_->replacements().size();
     Status s = runner_->Apply(e);
     if (!s.ok()) {
       problems_.push_back("fault " + std::to_string(faults_) + ": " + s.message());
@@ -281,9 +332,19 @@ class NemesisRun {
     }
     if (!WaitUntil(ElapsedMs() + e.duration_ms)) return false;
     s = runner_->Heal(e);
-    if (!s.ok()) {
+    if (!s.ok() && runner_->rebuilding()) unsettled_ = true;  // a replaced node missed its deadline
+    if (!s.ok() && !interrupted_.load()) {
       problems_.push_back("healing fault " + std::to_string(faults_) + ": " + s.message());
       Say("PROBLEM: %s", s.message().c_str());
+    }
+    if (runner_->replacements().size() > replaced_before) {
+      const ReplaceRecord& r = runner_->replacements().back();
+      if (r.healed) {
+        std::string catch_up = r.kind == FaultKind::kMember ? ", caught up after " + std::to_string(r.catch_up_ms) + " ms" : "";
+        Say("[%6.1fs] node %zu votes again with its new incarnation, %" PRIu64 " ms after its restart%s; "
+            "%" PRIu64 " slots behind the leader when first seen bound",
+            ElapsedS(), r.node + 1, r.restart_to_vote_ms, catch_up.c_str(), r.lag_when_voting);
+      }
     }
     ReportCrashes();
     return true;
@@ -316,6 +377,10 @@ class NemesisRun {
     if (!final_heal_.ok()) Problem("final heal: " + final_heal_.message());
     if (!cluster_->WaitForLeaderIndex(milliseconds(30'000))) {
       Problem("no leader 30 s after the final heal");
+      return 3;
+    }
+    if (Status s = runner_->AwaitSettled(); !s.ok()) {
+      Problem("after the final heal: " + s.message());
       return 3;
     }
     if (!cluster_->WaitForConvergence(milliseconds(30'000))) {
@@ -376,6 +441,14 @@ class NemesisRun {
         v.registers.keys, v.registers.states, std::chrono::duration<double>(Clock::now() - check_start).count(),
         v.unknown, v.not_applied, v.fresh.acknowledged, static_cast<double>(v.longest_gap_ns) / 1e9);
     for (const std::string& e : v.registers.explanations) Say("VIOLATION: %s", e.c_str());
+    for (const ReplaceRecord& r : runner_->replacements()) {
+      if (r.lag_when_voting <= kPrematureVoteLag) continue;
+      ++v.premature_votes;
+      Say("VIOLATION: node %zu (%s) was bound as a voter while %" PRIu64
+          " slots behind the leader: its new incarnation was bound before it caught up (more than %" PRIu64
+          " behind), so an acceptor without its data voted",
+          r.node + 1, FaultKindName(r.kind), r.lag_when_voting, kPrematureVoteLag);
+    }
     for (const std::string& e : v.fresh.explanations) {
       Say("%s: %s", e.rfind("lost", 0) == 0 ? "LOST" : "VIOLATION", e.c_str());
     }
@@ -389,10 +462,34 @@ class NemesisRun {
     return v;
   }
 
+  // One line on the wipes and member changes, if any ran.
+  void ReportReplacements() const {
+    size_t wipes = 0, members = 0, wiped_leaders = 0, removed_leaders = 0, healed = 0;
+    uint64_t max_vote = 0, sum_vote = 0, max_catch_up = 0, max_handover = 0, max_lag = 0;
+    for (const ReplaceRecord& r : runner_->replacements()) {
+      (r.kind == FaultKind::kWipe ? wipes : members) += 1;
+      (r.kind == FaultKind::kWipe ? wiped_leaders : removed_leaders) += r.was_leader;
+      if (!r.healed) continue;
+      ++healed;
+      max_vote = std::max(max_vote, r.restart_to_vote_ms);
+      sum_vote += r.restart_to_vote_ms;
+      max_catch_up = std::max(max_catch_up, r.catch_up_ms);
+      max_handover = std::max(max_handover, r.handover_ms);
+      max_lag = std::max(max_lag, r.lag_when_voting);
+    }
+    if (wipes + members == 0) return;
+    Say("disk replacements: wipes=%zu (of the leader %zu) member_changes=%zu (of the leader %zu) voting_again=%zu; "
+        "restart to voting: max %" PRIu64 " ms, mean %" PRIu64 " ms; member catch-up max %" PRIu64
+        " ms; leader hand-over max %" PRIu64 " ms; lag when first seen voting max %" PRIu64
+        " slots; skipped faults %zu",
+        wipes, wiped_leaders, members, removed_leaders, healed, max_vote, healed ? sum_vote / healed : 0,
+        max_catch_up, max_handover, max_lag, skipped_);
+  }
+
   // Keeps the evidence of a failed run (or removes the temporary history of
   // a clean one), stops the nodes and prints the summary line.
   int Conclude(int rc, const Verdicts& v) {
-    const size_t violations = v.registers.violations + v.fresh.violations;
+    const size_t violations = v.registers.violations + v.fresh.violations + v.premature_votes;
     const size_t lost = v.fresh.lost;
     if (violations > 0 || lost > 0) rc = 1;
     if (rc != 0 || !problems_.empty()) {
@@ -408,6 +505,7 @@ class NemesisRun {
     } else {
       Say("history: %s", history_path_.c_str());
     }
+    ReportReplacements();
     runner_.reset();
     cluster_.reset();  // stops every node before the summary line
     Say("ops=%zu faults=%zu violations=%zu lost=%zu", v.total_ops, faults_, violations, lost);
@@ -426,6 +524,9 @@ class NemesisRun {
   std::atomic<bool> stop_{false};
   std::vector<std::thread> clients_;
   size_t faults_ = 0;
+  size_t skipped_ = 0;  // planned faults not run (behind schedule, or the cluster did not settle)
+  bool unsettled_ = false;  // the cluster did not settle before a fault: the rest are skipped
+  FaultPlanOptions plan_options_;
   std::vector<std::string> problems_;  // liveness and fault-injection trouble
   uint64_t next_progress_ms_ = 5000;
   size_t crashes_seen_ = 0;

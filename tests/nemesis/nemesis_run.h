@@ -14,7 +14,7 @@ namespace ts::nemesis {
 
 struct NemesisOptions {
   uint64_t duration_s = 60;
-  std::vector<FaultKind> faults = AllFaultKinds();
+  std::vector<FaultKind> faults = DefaultFaultKinds();
   size_t nodes = 3;
   uint64_t seed = 0;
   std::string history_path;  // empty: a temporary file, removed after a pass

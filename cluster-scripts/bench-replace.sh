@@ -347,9 +347,12 @@ def run(kind, index):
         if bench.poll() is not None:
             raise Failed(f"tsbench ended early; see {root}/tsbench.json")
 
-        a = cluster.member("list")
-        if a.get("code") != "ok":
-            raise Failed(f"no member list before the replacement: {a}")
+        # Every node bound and a leader that answers (after a preload the
+        # cluster may still be busy).
+        wait_for("three bound voters before the replacement", lambda: settled(cluster), cluster)
+        a = {}
+        wait_for("the member list before the replacement",
+                 lambda: ((a.update(cluster.member("list")) or a.get("code") == "ok"), str(a)), cluster)
         leader = a["leader_id"]
         log_slots = members_of(a)[leader]["match"]  # the leader's own entry: everything chosen
         node = leader if kind == "leader" else next(i for i in cluster.ids if i != leader)

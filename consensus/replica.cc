@@ -616,6 +616,14 @@ std::string Replica::CheckInvariants() const {
     return "a chosen membership decree still counted as pending";
   }
   if (role_ == Role::kCandidate && phase1_->ballot != promised_) return "candidate's ballot is not its promise";
+  if (role_ == Role::kCandidate) {
+    for (const auto& [id, b] : phase1_->done_ballot) {
+      if (b != phase1_->ballot) {
+        return "phase 1 at " + ToString(phase1_->ballot) + " counts node " + std::to_string(id) +
+               "'s promise to ballot " + ToString(b);
+      }
+    }
+  }
   if (role_ != Role::kLeader) {
     if (lease_until_ms_ != 0) return std::string(RoleName(role_)) + " holds a lease";
     return "";

@@ -223,6 +223,7 @@ class Replica {
     // Whose whole promise arrived, with the incarnation that made it; our own
     // counts once durable.
     std::map<NodeId, uint64_t> done;
+    std::map<NodeId, Ballot> done_ballot;  // the ballot each counted promise was made to (CheckInvariants)
     std::set<std::pair<NodeId, uint64_t>> asked;  // (voter, incarnation) sent a Prepare
     std::vector<std::pair<NodeId, uint64_t>> electorate;
     Ballot transfer_from;               // see Prepare::transfer_from

@@ -53,6 +53,7 @@ void Replica::HandlePromise(NodeId from, const Promise& m) {
     return;
   }
   phase1_->done[from] = msg_incarnation_;
+  phase1_->done_ballot[from] = m.ballot;
   MaybeFinishPhase1();
 }
 

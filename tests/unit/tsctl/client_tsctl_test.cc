@@ -12,6 +12,7 @@
 #include "node/client/endpoints.h"
 #include "node/tsctl/tsctl_cli.h"
 #include "node/tsctl/tsctl_format.h"
+#include "tests/unit/tsctl/tsctl_runner.h"
 #include "tests/unit/client/client_fake_node.h"
 
 namespace ts::tsctl {
@@ -27,25 +28,9 @@ using client::testing::ClosedPort;
 using client::testing::Code;
 using client::testing::FakeNode;
 
-struct Result {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-Result Tsctl(std::vector<std::string> args) {
-  args.insert(args.begin(), "tsctl");
-  std::vector<const char*> argv;
-  for (const std::string& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  Result r;
-  r.code = RunTsctl(static_cast<int>(argv.size()), argv.data(), out, err);
-  r.out = out.str();
-  r.err = err.str();
-  return r;
-}
-
-size_t Lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
+using testing::Lines;
+using testing::Result;
+using testing::Tsctl;
 
 // Failure contract: non-zero, exactly one line on stderr.
 void ExpectOneLineFailure(const Result& r, int code) {

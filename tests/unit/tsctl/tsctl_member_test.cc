@@ -12,6 +12,7 @@
 
 #include "node/tsctl/tsctl_cli.h"
 #include "node/tsctl/tsctl_format.h"
+#include "tests/unit/tsctl/tsctl_runner.h"
 #include "tests/unit/client/client_fake_node.h"
 
 namespace ts::tsctl {
@@ -25,25 +26,9 @@ using rpc::MemberStatus;
 using client::testing::Code;
 using client::testing::FakeNode;
 
-struct Result {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-Result Tsctl(std::vector<std::string> args) {
-  args.insert(args.begin(), "tsctl");
-  std::vector<const char*> argv;
-  for (const std::string& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  Result r;
-  r.code = RunTsctl(static_cast<int>(argv.size()), argv.data(), out, err);
-  r.out = out.str();
-  r.err = err.str();
-  return r;
-}
-
-size_t Lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
+using testing::Lines;
+using testing::Result;
+using testing::Tsctl;
 bool Has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 // A leader keeping a configuration the way station_members.cc does: add

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The longest write stall while a node is replaced under load (issue #12).
+# The longest write stall while a node is replaced under load.
 # For each target (a follower, then the leader): a fresh 3-node cluster on
 # loopback (tsnode's default timings, fsync on, started directly, not through
 # local-cluster.sh), a steady put load from tsbench recording every

@@ -15,7 +15,7 @@
 # again and every node's state digest must be equal. (Never restart a voter
 # on an empty data directory as a bootstrap member, --initial-cluster-state
 # new: it would vote with no memory of its promises and can lose
-# acknowledged writes, issue #12.)
+# acknowledged writes.)
 # The last line is
 #   rooms=N old_left=0 ready_min=R desired_ready=D lost=0 duplicated=0 leader_changes=K
 # and the exit status is 0 only if old_left and lost and duplicated are 0,

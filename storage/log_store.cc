@@ -176,7 +176,7 @@ StatusOr<std::unique_ptr<LogStore>> LogStore::Open(const std::string& dir, Store
   // zeros after it) is dropped. Any other WAL damage fails the open.
   // Point-in-time recovery (RocksDB's default) would instead stop replaying
   // at the first damaged record, open, and silently drop every synced
-  // promise and acceptance after it (issue #12): an acceptor that forgets
+  // promise and acceptance after it: an acceptor that forgets
   // what it promised or accepted breaks Paxos, so a damaged store is missing
   // state and the node must refuse to start (see RebuildAdvice).
   // A last record whose bytes are all there but wrong (not torn, garbled)

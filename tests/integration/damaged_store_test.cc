@@ -1,4 +1,4 @@
-// A follower whose store is damaged refuses to start (issue #12): 64 bytes
+// A follower whose store is damaged refuses to start: 64 bytes
 // flipped in the middle of a SIGKILLed follower's RocksDB write-ahead log
 // must not be opened as a shorter memory. The restarted node exits nonzero
 // before it serves anything, and its log names the damage (the WAL file)

@@ -1,5 +1,5 @@
 // Disk loss, foreign data dirs and membership changes on real tsnode
-// processes (issue #12): a node restarted on an empty data dir never makes
+// processes: a node restarted on an empty data dir never makes
 // an acknowledged write vanish; another cluster's data dir is refused on
 // both sides; members are added, promoted, removed and replaced under write
 // load without losing a write.

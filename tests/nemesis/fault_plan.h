@@ -10,7 +10,7 @@
 // nodes (kill, pause), or splits the network so that some side keeps a
 // majority (partition), so the cluster can make progress throughout.
 //
-// Two faults replace a node's disk (issue #12), always exactly one node:
+// Two faults replace a node's disk, always exactly one node:
 //  - wipe: SIGKILL it, remove its data dir, hold, restart it (the cluster
 //    state is "existing"): it rebuilds as a learner with a new incarnation
 //    and votes again once the leader has bound it. Healed when it votes.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reproduces a liveness bug found by the nemesis (issue #12 follow-up; not run
+"""Reproduces a liveness bug found by the nemesis (not run
 by ctest): a node rebuilding from an empty data dir replays an old "remove X"
 decree, closes its links to X and refuses X's handshakes ("node X is not a
 member of this cluster"), though X was re-added later and now leads. The

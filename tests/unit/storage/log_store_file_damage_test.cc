@@ -1,4 +1,4 @@
-// LogStore against damaged RocksDB files (issue #12): bytes flipped in the
+// LogStore against damaged RocksDB files: bytes flipped in the
 // middle of the write-ahead log make Open fail with Corruption naming the
 // damaged file and the way to rebuild (never a store that silently forgot
 // the synced batches after the damage); a torn last WAL record, the tail a

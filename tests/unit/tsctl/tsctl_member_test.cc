@@ -238,7 +238,7 @@ TEST_F(TsctlMemberTest, List_json) {
   EXPECT_EQ(j["members"][2]["caught_up"], true);
 }
 
-TEST_F(TsctlMemberTest, Add_addsALearnerAndSaysWhatToDoNext) {
+TEST_F(TsctlMemberTest, Add_addsALearnerAndPrintsTheNextSteps) {
   Result r = Run({"member", "add", "4", "127.0.0.1:7004"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(MemberRequests(), std::vector<std::string>{"add 4=127.0.0.1:7004"});

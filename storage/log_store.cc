@@ -1,7 +1,8 @@
 // LogStore on RocksDB; see log_store.h. The key layout and the record
 // envelope (format byte, CRC-32C, fixed little-endian fields) are in
 // record.h. Every RocksDB error becomes a Status here: nothing throws past
-// this file.
+// this file. Compaction's space reclamation runs on LogStore::Compactor's
+// thread; everything else runs on the caller's.
 #include "storage/log_store.h"
 
 #include <rocksdb/db.h>
@@ -13,6 +14,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +22,7 @@
 #include <limits>
 #include <mutex>
 #include <optional>
+#include <thread>
 
 #include "storage/record.h"
 
@@ -159,10 +162,115 @@ Status ScanEntries(rocksdb::DB* db, Slot from, Slot to, Visit&& visit) {
 
 }  // namespace
 
-LogStore::LogStore(std::string dir, std::unique_ptr<rocksdb::DB> db, StoreOptions options)
-    : dir_(std::move(dir)), db_(std::move(db)), options_(options), batch_(std::make_unique<rocksdb::WriteBatch>()) {}
+// Runs RocksDB's CompactRange over the compacted entries on one worker
+// thread, so that the space of deleted entries is reclaimed without the
+// event loop waiting (a compaction of a large log takes seconds). Requests
+// coalesce: the worker compacts up to the highest slot asked for since it
+// last looked, so a burst of CompactTo calls costs one compaction.
+class LogStore::Compactor {
+ public:
+  Compactor(rocksdb::DB* db, std::string dir) : db_(db), dir_(std::move(dir)) {}
 
-LogStore::~LogStore() = default;
+  ~Compactor() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    if (thread_.joinable()) {
+      // Aborts a compaction under way (it then returns Incomplete) so that
+      // closing the store does not wait for it; the deleted entries stay
+      // deleted and their space is reclaimed by a later compaction.
+      db_->DisableManualCompaction();
+      wake_.notify_all();
+      thread_.join();
+      db_->EnableManualCompaction();
+    }
+  }
+
+  // Asks for the entries <= upto to be compacted. Starts the thread on first
+  // use: a store opened only to read (tools, tests) never needs one.
+  void Request(Slot upto) {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_ = std::max(pending_.value_or(0), upto);
+    if (!thread_.joinable()) thread_ = std::thread([this] { Run(); });
+    wake_.notify_one();
+  }
+
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    idle_.wait(lock, [this] { return !pending_ && !running_; });
+  }
+
+  // The first error a compaction met, if any (kept: the node must stop).
+  Status error() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return error_;
+  }
+
+ private:
+  void Run() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      wake_.wait(lock, [this] { return stop_ || pending_; });
+      if (stop_) return;
+      const Slot upto = *pending_;
+      pending_.reset();
+      running_ = true;
+      lock.unlock();
+      Status s = Compact(upto);
+      lock.lock();
+      running_ = false;
+      if (!s.ok() && error_.ok()) error_ = s;
+      idle_.notify_all();
+    }
+  }
+
+  Status Compact(Slot upto) {
+    char begin[record::kEntryKeyBytes];
+    char end[record::kEntryKeyBytes];
+    record::EntryKeyInto(0, begin);
+    record::EntryKeyInto(upto, end);  // CompactRange's end is inclusive
+    const rocksdb::Slice begin_slice(begin, sizeof begin);
+    const rocksdb::Slice end_slice(end, sizeof end);
+    rocksdb::CompactRangeOptions co;
+    // Automatic compactions go on meanwhile, so writes never stall on this.
+    co.exclusive_manual_compaction = false;
+    // The range tombstone and the entries it covers meet, and are dropped,
+    // when they are compacted into the bottommost level; this also rewrites
+    // bottommost files that overlap the range but were not just written,
+    // which is where older entries sit.
+    co.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForceOptimized;
+    rocksdb::Status s = db_->CompactRange(co, &begin_slice, &end_slice);
+    // Incomplete: aborted by the destructor; ShutdownInProgress: closing.
+    if (s.ok() || s.IsIncomplete() || s.IsShutdownInProgress()) return Status::Ok();
+    const std::string what = "compact log entries up to slot " + std::to_string(upto);
+    if (s.IsCorruption()) return Damaged(dir_, Status::Corruption(what + ": " + s.ToString()));
+    return IoError(what + " in " + dir_, s);
+  }
+
+  rocksdb::DB* const db_;
+  const std::string dir_;
+  std::mutex mu_;
+  std::condition_variable wake_;  // the worker waits for a request or stop
+  std::condition_variable idle_;  // Wait() waits for the worker to drain
+  std::optional<Slot> pending_;
+  bool running_ = false;
+  bool stop_ = false;
+  Status error_;
+  std::thread thread_;
+};
+
+LogStore::LogStore(std::string dir, std::unique_ptr<rocksdb::DB> db, StoreOptions options)
+    : dir_(std::move(dir)),
+      db_(std::move(db)),
+      options_(options),
+      compactor_(std::make_unique<Compactor>(db_.get(), dir_)),
+      batch_(std::make_unique<rocksdb::WriteBatch>()) {}
+
+LogStore::~LogStore() {
+  // The worker uses db_ until it is joined.
+  compactor_.reset();
+}
 
 StatusOr<std::unique_ptr<LogStore>> LogStore::Open(const std::string& dir, StoreOptions options) {
   rocksdb::Options o;
@@ -228,6 +336,21 @@ StatusOr<std::unique_ptr<LogStore>> LogStore::Open(const std::string& dir, Store
     auto c = record::DecodeU64(**chosen, "chosen watermark (key m/chosen)");
     if (!c.ok()) return Damaged(dir, c.status());
     store->chosen_upto_ = *c;
+  }
+  auto first = GetRaw(store->db_.get(), record::kFirstSlotKey);
+  if (!first.ok()) return Damaged(dir, first.status());
+  if (first->has_value()) {
+    auto f = record::DecodeU64(**first, "first slot (key m/first)");
+    if (!f.ok()) return Damaged(dir, f.status());
+    store->first_slot_ = *f;
+  }
+  // Every write that moves the first slot up also has the watermark at or
+  // above it, earlier in the same WAL; the contrary would leave chosen
+  // slots that are neither in the log nor below the compaction point.
+  if (store->first_slot_ == 0 || store->first_slot_ - 1 > store->chosen_upto_) {
+    return Damaged(dir, Status::Corruption("first slot " + std::to_string(store->first_slot_) +
+                                           " (key m/first) lies above the chosen watermark " +
+                                           std::to_string(store->chosen_upto_) + " + 1"));
   }
   return store;
 }
@@ -304,6 +427,11 @@ StatusOr<consensus::Bootstrap> LogStore::LoadBootstrap() const {
 
 Status LogStore::Persist(const consensus::Ready& ready) {
   if (!ready.promised && ready.entries.empty() && !ready.chosen_upto) return Status::Ok();
+  if (ready.chosen_upto && *ready.chosen_upto + 1 < first_slot_) {
+    return Status::InvalidArgument("chosen watermark " + std::to_string(*ready.chosen_upto) +
+                                   " is below the compacted log of " + dir_ + " (first slot " +
+                                   std::to_string(first_slot_) + ")");
+  }
   // Drop a buffer a burst made huge; otherwise reuse its capacity.
   if (batch_->Data().capacity() > kBatchKeepBytesMax) batch_ = std::make_unique<rocksdb::WriteBatch>();
   batch_->Clear();
@@ -348,7 +476,9 @@ Status LogStore::Persist(const consensus::Ready& ready) {
 
 StatusOr<std::vector<Entry>> LogStore::ReadRange(Slot from, Slot to) const {
   std::vector<Entry> out;
-  Status s = ScanEntries(db_.get(), from, to, [&out](Entry&& e) {
+  // An entry below the first slot that a crash brought back (CompactTo does
+  // not sync) is not part of the log.
+  Status s = ScanEntries(db_.get(), std::max(from, first_slot_), to, [&out](Entry&& e) {
     out.push_back(std::move(e));
     return true;
   });
@@ -358,6 +488,7 @@ StatusOr<std::vector<Entry>> LogStore::ReadRange(Slot from, Slot to) const {
 
 std::vector<Entry> LogStore::ReadChosen(Slot from, size_t max_bytes) const {
   std::vector<Entry> out;
+  if (from < first_slot_) return out;
   size_t bytes = 0;
   // Every entry costs at least this much, so once it no longer fits the
   // scan stops without reading (and decoding) one record too many.
@@ -378,5 +509,64 @@ std::vector<Entry> LogStore::ReadChosen(Slot from, size_t max_bytes) const {
   }
   return out;
 }
+
+Status LogStore::DropThrough(Slot upto, std::optional<Slot> chosen, bool sync) {
+  TS_CHECK(upto != std::numeric_limits<Slot>::max(), "the first slot after a compaction must exist");
+  char begin[record::kEntryKeyBytes];
+  char end[record::kEntryKeyBytes];
+  // From slot 0, not from the first slot: the range also takes any entry a
+  // crash brought back below it.
+  record::EntryKeyInto(0, begin);
+  record::EntryKeyInto(upto + 1, end);  // DeleteRange's end is exclusive
+  char first[record::kU64RecordBytes];
+  record::EncodeU64To(upto + 1, first);
+  rocksdb::WriteBatch b;
+  rocksdb::Status s = b.DeleteRange(rocksdb::Slice(begin, sizeof begin), rocksdb::Slice(end, sizeof end));
+  if (s.ok()) s = b.Put(record::kFirstSlotKey, rocksdb::Slice(first, sizeof first));
+  char watermark[record::kU64RecordBytes];
+  if (s.ok() && chosen) {
+    record::EncodeU64To(*chosen, watermark);
+    s = b.Put(record::kChosenKey, rocksdb::Slice(watermark, sizeof watermark));
+  }
+  if (s.ok()) {
+    rocksdb::WriteOptions wo;
+    wo.sync = sync;
+    s = db_->Write(wo, &b);
+  }
+  if (!s.ok()) return IoError("delete log entries up to slot " + std::to_string(upto) + " in " + dir_, s);
+  first_slot_ = upto + 1;
+  if (chosen) chosen_upto_ = *chosen;
+  compactor_->Request(upto);
+  return Status::Ok();
+}
+
+Status LogStore::CompactTo(Slot upto) {
+  if (Status s = compactor_->error(); !s.ok()) return s;
+  if (upto > chosen_upto_) {
+    return Status::InvalidArgument("cannot compact the log of " + dir_ + " to slot " + std::to_string(upto) +
+                                   ", above the chosen watermark " + std::to_string(chosen_upto_));
+  }
+  if (upto == std::numeric_limits<Slot>::max()) {
+    return Status::InvalidArgument("cannot compact the log to the largest slot");
+  }
+  if (upto < first_slot_) return Status::Ok();  // deleted already
+  // Unsynced: the snapshot that covers these slots is durable, so losing
+  // this write to a crash only brings entries back for the next CompactTo.
+  return DropThrough(upto, std::nullopt, /*sync=*/false);
+}
+
+Status LogStore::InstallSnapshotBase(Slot slot) {
+  if (Status s = compactor_->error(); !s.ok()) return s;
+  if (slot == std::numeric_limits<Slot>::max()) {
+    return Status::InvalidArgument("cannot install a snapshot at the largest slot");
+  }
+  if (slot + 1 < first_slot_) {
+    return Status::InvalidArgument("snapshot at slot " + std::to_string(slot) + " is older than the log of " + dir_ +
+                                   ", compacted to slot " + std::to_string(first_slot_ - 1));
+  }
+  return DropThrough(slot, std::max(chosen_upto_, slot), options_.sync);
+}
+
+void LogStore::WaitForBackgroundWork() { compactor_->Wait(); }
 
 }  // namespace ts::storage

@@ -12,9 +12,16 @@
 // the way to rebuild the node (move the dir aside, start it empty with the
 // same flags: it rejoins as a learner and catches up). Only a torn last WAL
 // record, the unsynced tail a crash leaves, is dropped silently.
+//
+// Compaction: once the node holds a durable snapshot at slot S, CompactTo(S)
+// drops the entries up to S; first_slot() is then S + 1 and the log answers
+// nothing below it (a peer that far behind needs the snapshot). The space is
+// reclaimed by a RocksDB compaction on a worker thread the store owns, so
+// the event loop never waits for it.
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -64,13 +71,20 @@ class LogStore : public consensus::LogReader {
   // A Ready with none of the three set writes nothing. A batch holding only
   // chosen_upto is not synced (Ready::NeedsSync: it is re-learned if lost).
   // One caller at a time (the event loop): the batch buffer is reused.
+  // InvalidArgument (nothing written) if ready.chosen_upto is below
+  // first_slot() - 1: the watermark never goes back past a compaction,
+  // whose slots the log no longer holds.
   Status Persist(const consensus::Ready& ready);
 
   // Entries in [from, to] (inclusive), in slot order; missing slots are
-  // skipped. Used to replay the chosen log at start and by `tsctl log`.
+  // skipped, and so is every slot below first_slot() (compacted: gone). Used
+  // to replay the chosen log at start and by `tsctl log`.
   StatusOr<std::vector<consensus::Entry>> ReadRange(consensus::Slot from, consensus::Slot to) const;
 
   // consensus::LogReader: chosen entries from `from`, up to max_bytes.
+  // Nothing at all if from < first_slot(): the log no longer starts there,
+  // and entries from a later slot would read as a log without a gap (the
+  // peer asking needs a snapshot instead).
   // The interface has no error path, so a corrupt record or a failed read
   // here stops the process (DESIGN.md s.3: a storage error stops the node)
   // with the reason on stderr, rather than serving a silently short log.
@@ -78,17 +92,59 @@ class LogStore : public consensus::LogReader {
 
   consensus::Slot chosen_upto() const { return chosen_upto_; }
 
+  // The lowest slot the log may still hold: 1 until a compaction, then the
+  // compaction point + 1. Always <= chosen_upto() + 1.
+  consensus::Slot first_slot() const { return first_slot_; }
+
+  // Deletes every entry with slot <= upto and records first_slot() = upto +
+  // 1, in one unsynced write: the caller holds a durable snapshot at or
+  // above `upto`, so a crash that loses the write only brings back entries
+  // that a later CompactTo deletes again. Then asks the store's worker
+  // thread to compact that key range so the space is reclaimed; requests
+  // coalesce and this call never waits for them. A no-op if upto <
+  // first_slot(). InvalidArgument (nothing written) if upto > chosen_upto()
+  // (an unchosen entry may still be needed by phase 1) or upto is the
+  // largest slot. IoError if the write fails; an error the worker met since
+  // the last call (IoError, or Corruption naming the data dir) is returned
+  // here: either way the caller must stop the node.
+  Status CompactTo(consensus::Slot upto);
+
+  // The node installed a snapshot at `slot` received from a peer (the
+  // snapshot file is durable already). In one synced write: chosen_upto()
+  // becomes max(chosen_upto(), slot), the entries with slot <= `slot` are
+  // deleted and first_slot() becomes slot + 1. Entries above `slot` stay:
+  // they are this acceptor's votes, chosen or not. Synced because the node
+  // acts on the new watermark at once. InvalidArgument (nothing written) if
+  // slot + 1 < first_slot() (the log was compacted past it: the snapshot is
+  // older than state this node already holds) or slot is the largest slot;
+  // otherwise the same errors as CompactTo.
+  Status InstallSnapshotBase(consensus::Slot slot);
+
+  // Blocks until every compaction requested so far has run (for tests and
+  // tools; the event loop never calls it).
+  void WaitForBackgroundWork();
+
   // Small node-level metadata outside the log (e.g. the last version heard
   // from each member), synced. GetMeta: NotFound if never written.
   Status PutMeta(const std::string& name, const std::string& value);
   StatusOr<std::string> GetMeta(const std::string& name) const;
 
  private:
+  class Compactor;  // the worker thread that reclaims compacted space
+
   LogStore(std::string dir, std::unique_ptr<rocksdb::DB> db, StoreOptions options);
+  // Deletes the entries <= upto and writes the new first slot (and the
+  // chosen watermark if given) in one batch, then queues the compaction.
+  Status DropThrough(consensus::Slot upto, std::optional<consensus::Slot> chosen, bool sync);
+
   std::string dir_;
   std::unique_ptr<rocksdb::DB> db_;
   StoreOptions options_;
   consensus::Slot chosen_upto_ = 0;
+  consensus::Slot first_slot_ = 1;
+  // Declared after db_ and reset first in the destructor: its thread uses
+  // the DB until joined.
+  std::unique_ptr<Compactor> compactor_;
   // Reused by every Persist so the hot path allocates only when a batch is
   // larger than any before it.
   std::unique_ptr<rocksdb::WriteBatch> batch_;

@@ -7,6 +7,8 @@
 //                                bytewise scan visits slots in numeric order
 //   "m/cluster", "m/node"        the node's identity
 //   "m/promised", "m/chosen"     promised ballot, chosen watermark
+//   "m/first"                    first slot the log keeps (compaction point
+//                                + 1); absent means 1
 //   "x/" + name                  node metadata (LogStore::PutMeta)
 //
 // Every value is a record:
@@ -14,7 +16,7 @@
 // and bodies are fixed little-endian layouts:
 //   entry:  ballot.round u64 | ballot.node u32 | value bytes (the rest)
 //   ballot: round u64 | node u32
-//   u64:    value u64 (node id, chosen watermark)
+//   u64:    value u64 (node id, chosen watermark, first slot)
 //   string: the bytes (cluster id, metadata)
 #pragma once
 
@@ -39,6 +41,7 @@ inline constexpr char kClusterKey[] = "m/cluster";
 inline constexpr char kNodeKey[] = "m/node";
 inline constexpr char kPromisedKey[] = "m/promised";
 inline constexpr char kChosenKey[] = "m/chosen";
+inline constexpr char kFirstSlotKey[] = "m/first";
 inline constexpr char kMetaPrefix[] = "x/";
 
 // Writes the entry key of `slot` into `out` (kEntryKeyBytes) without

@@ -7,6 +7,9 @@
 //   Accept/Accepted      phase 2, pipelined, batched, carries the commit mark
 //   Heartbeat/Ack        lease renewal, version broadcast, commit mark
 //   CatchupRequest/Reply chosen entries for a lagging replica
+//   SnapshotRequest/Chunk a snapshot, by byte ranges, for a replica behind
+//                        the sender's compaction point (the station serves
+//                        these: the core only says when one is needed)
 #pragma once
 
 #include <cstdint>
@@ -49,9 +52,14 @@ struct Promise {
   std::vector<Entry> entries;
   Slot next_slot = 0;
   bool done = true;
+  // Nonzero: this acceptor has compacted its log up to here, and the
+  // request's from_slot is not above it. Those slots are chosen, but their
+  // values are only in the acceptor's snapshot: the candidate cannot
+  // complete phase 1 before it installs one.
+  Slot snapshot_upto = 0;
 
   template <class A>
-  void serialize(A& ar) { ar(ballot, ok, lease_refusal, promised, chosen_upto, entries, next_slot, done); }
+  void serialize(A& ar) { ar(ballot, ok, lease_refusal, promised, chosen_upto, entries, next_slot, done, snapshot_upto); }
 };
 
 // Phase 2 for a run of slots at one ballot. Entries carry slot and value; the
@@ -113,13 +121,41 @@ struct CatchupRequest {
 };
 
 // Chosen entries starting at the request's from_slot, at most a byte cap.
+// snapshot_upto nonzero: the request's from_slot is compacted away here;
+// the requester needs a snapshot of at least that slot.
 struct CatchupReply {
   Ballot ballot;
   std::vector<Entry> entries;
   Slot commit_upto = 0;
+  Slot snapshot_upto = 0;
 
   template <class A>
-  void serialize(A& ar) { ar(ballot, entries, commit_upto); }
+  void serialize(A& ar) { ar(ballot, entries, commit_upto, snapshot_upto); }
+};
+
+// A byte range of the sender's snapshot: `slot` 0 asks for the newest one.
+// Pull-based, one range in flight, so memory stays bounded on both sides and
+// a transfer that breaks off resumes at `offset`.
+struct SnapshotRequest {
+  Slot slot = 0;
+  uint64_t offset = 0;
+
+  template <class A>
+  void serialize(A& ar) { ar(slot, offset); }
+};
+
+// Bytes [offset, offset + data.size()) of the snapshot of `slot`, whose file
+// is total_bytes long. slot 0: the sender has no snapshot to give. A
+// request for a slot the sender no longer holds is answered with the newest
+// one from offset 0.
+struct SnapshotChunk {
+  Slot slot = 0;
+  uint64_t offset = 0;
+  uint64_t total_bytes = 0;
+  std::string data;
+
+  template <class A>
+  void serialize(A& ar) { ar(slot, offset, total_bytes, data); }
 };
 
 // A leader that leaves (it was removed from the configuration) asks its most
@@ -132,7 +168,7 @@ struct TimeoutNow {
 };
 
 using MessageBody = std::variant<Prepare, Promise, Accept, Accepted, Heartbeat, HeartbeatAck,
-                                 CatchupRequest, CatchupReply, TimeoutNow>;
+                                 CatchupRequest, CatchupReply, TimeoutNow, SnapshotRequest, SnapshotChunk>;
 
 struct Message {
   NodeId from = kNoNode;
@@ -150,7 +186,8 @@ const char* MessageName(const MessageBody& body);
 
 inline const char* MessageName(const MessageBody& body) {
   static constexpr const char* kNames[] = {"Prepare",   "Promise",      "Accept",         "Accepted",
-                                           "Heartbeat", "HeartbeatAck", "CatchupRequest", "CatchupReply",   "TimeoutNow"};
+                                           "Heartbeat", "HeartbeatAck", "CatchupRequest", "CatchupReply",   "TimeoutNow",
+                                           "SnapshotRequest", "SnapshotChunk"};
   return kNames[body.index()];
 }
 

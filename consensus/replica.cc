@@ -57,6 +57,8 @@ Replica::Replica(Config config, Bootstrap boot, const LogReader* reader, uint64_
   max_round_seen_ = promised_.round;
   chosen_upto_ = boot.chosen_upto;
   applied_upto_ = boot.chosen_upto;  // the driver replayed the chosen prefix
+  TS_CHECK(boot.compacted_upto <= boot.chosen_upto, "compacted past the chosen prefix");
+  compacted_upto_ = boot.compacted_upto;
   applied_members_ = boot.membership ? *boot.membership : BootstrapMembership(config_);
   for (Entry& e : boot.unchosen) {
     TS_CHECK(e.slot > chosen_upto_, "storage returned a chosen entry as unchosen");
@@ -244,6 +246,11 @@ void Replica::HandlePrepare(NodeId from, const Prepare& m) {
   reply.ok = true;
   reply.promised = promised_;
   reply.chosen_upto = chosen_upto_;
+  if (m.from_slot <= compacted_upto_ && log_.find(std::max<Slot>(m.from_slot, 1)) == log_.end()) {
+    reply.snapshot_upto = compacted_upto_;
+    Send(from, std::move(reply));
+    return;
+  }
   reply.entries = EntriesFrom(std::max<Slot>(m.from_slot, 1), config_.message_bytes_max, &reply.done, &reply.next_slot);
   Send(from, std::move(reply));
 }
@@ -349,11 +356,19 @@ void Replica::HandleCatchupRequest(NodeId from, const CatchupRequest& m) {
   CatchupReply reply;
   reply.ballot = leader_ballot_;
   reply.commit_upto = chosen_upto_;
-  reply.entries = ChosenFrom(m.from_slot, config_.message_bytes_max);
+  if (m.from_slot <= compacted_upto_ && log_.find(m.from_slot) == log_.end()) {
+    reply.snapshot_upto = compacted_upto_;
+  } else {
+    reply.entries = ChosenFrom(m.from_slot, config_.message_bytes_max);
+  }
   Send(from, std::move(reply));
 }
 
 void Replica::HandleCatchupReply(NodeId from, const CatchupReply& m) {
+  if (m.snapshot_upto > chosen_upto_ && m.entries.empty()) {
+    WantSnapshot(from, m.snapshot_upto);
+    return;
+  }
   Slot before = chosen_upto_;
   Slot upto = chosen_upto_;
   for (const Entry& e : m.entries) {
@@ -402,6 +417,7 @@ void Replica::SetChosen(Slot upto) {
     ready_.committed.push_back(it->second.entry);
   }
   applied_upto_ = chosen_upto_;
+  if (snapshot_wanted_ && snapshot_wanted_->slot <= chosen_upto_) snapshot_wanted_.reset();
   // A chosen membership decree is in force from the next slot on.
   bool changed = false;
   while (!pending_configs_.empty() && pending_configs_.begin()->first <= chosen_upto_) {
@@ -415,6 +431,43 @@ void Replica::SetChosen(Slot upto) {
     if (role_ == Role::kLeader) ReleaseHeld();
   }
   TrimMemory();
+}
+
+void Replica::WantSnapshot(NodeId from, Slot slot) {
+  if (slot <= chosen_upto_) return;
+  if (!snapshot_wanted_ || snapshot_wanted_->slot < slot || snapshot_wanted_->from != from) {
+    snapshot_wanted_ = SnapshotWant{from, slot};
+  }
+}
+
+void Replica::SetCompacted(Slot upto) {
+  TS_CHECK(upto <= applied_upto_, "compacting past the applied prefix");
+  if (upto <= compacted_upto_) return;
+  compacted_upto_ = upto;
+  auto it = log_.begin();
+  while (it != log_.end() && it->first <= upto) it = log_.erase(it);
+  AfterInput("SetCompacted");
+}
+
+void Replica::InstallSnapshot(Slot slot, const Membership& membership) {
+  if (slot <= chosen_upto_ || role_ == Role::kLeader) return;
+  // Everything up to `slot` is chosen (the snapshot is of an applied
+  // prefix), so what we accepted there can go, whatever its ballot. What we
+  // accepted above stays: it may be part of a promise we made.
+  auto it = log_.begin();
+  while (it != log_.end() && it->first <= slot) it = log_.erase(it);
+  chosen_upto_ = slot;
+  applied_upto_ = slot;
+  compacted_upto_ = slot;
+  ready_.chosen_upto = slot;
+  applied_members_ = membership;
+  while (!pending_configs_.empty() && pending_configs_.begin()->first <= slot) {
+    pending_configs_.erase(pending_configs_.begin());
+  }
+  if (snapshot_wanted_ && snapshot_wanted_->slot <= slot) snapshot_wanted_.reset();
+  if (role_ == Role::kCandidate) StepDown(kNoNode);  // its phase 1 started from an older slot
+  next_slot_ = std::max(next_slot_, LastSlot() + 1);
+  AfterInput("InstallSnapshot");
 }
 
 void Replica::TrimMemory() {
@@ -590,6 +643,10 @@ void Replica::AfterInput(const char* input) {
 std::string Replica::CheckInvariants() const {
   auto slot = [](Slot s) { return std::to_string(s); };
   if (applied_upto_ != chosen_upto_) return "applied " + slot(applied_upto_) + " != chosen " + slot(chosen_upto_);
+  if (compacted_upto_ > applied_upto_) return "compacted " + slot(compacted_upto_) + " past applied " + slot(applied_upto_);
+  if (!log_.empty() && log_.begin()->first <= compacted_upto_) {
+    return "slot " + slot(log_.begin()->first) + " kept in memory below the compaction point " + slot(compacted_upto_);
+  }
   // What is chosen stays chosen, and a promise is never taken back.
   if (chosen_upto_ < checked_chosen_upto_) {
     return "chosen_upto went down: " + slot(checked_chosen_upto_) + " -> " + slot(chosen_upto_);

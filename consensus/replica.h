@@ -80,6 +80,17 @@ struct Bootstrap {
   // The configuration in force at chosen_upto + 1 (the last membership
   // decree of the chosen prefix); none: Config::members, at incarnation 0.
   std::optional<Membership> membership;
+  // Chosen entries up to here are compacted away: the LogReader no longer
+  // has them (a snapshot holds their effect). At most chosen_upto.
+  Slot compacted_upto = 0;
+};
+
+// A replica that learned its next chosen slots exist only in a peer's
+// snapshot: the driver should fetch and install one of at least `slot`.
+struct SnapshotWant {
+  NodeId from = kNoNode;  // the peer that said so (it holds such a snapshot)
+  Slot slot = 0;          // the sender's compaction point
+  bool operator==(const SnapshotWant&) const = default;
 };
 
 // Read access to chosen entries that are no longer in memory (catch-up of a
@@ -189,6 +200,21 @@ class Replica {
   // identity") takes a new incarnation; only before it has voted.
   void SetIncarnation(uint64_t incarnation);
 
+  // Log compaction (DESIGN.md, "snapshots"). The driver holds a durable
+  // snapshot of the applied state at or above `upto` and is about to delete
+  // chosen entries up to `upto`: from now on the core never serves them
+  // (peers that need them are told to install a snapshot). upto <= applied.
+  void SetCompacted(Slot upto);
+  Slot compacted_upto() const { return compacted_upto_; }
+  // A snapshot the core asked for (through snapshot_wanted) is installed:
+  // the applied state now stands at `slot`, with `membership` in force at
+  // slot + 1. The core drops what it holds up to `slot` and resumes there;
+  // the next Ready persists chosen_upto = slot. Ignored unless it moves the
+  // chosen prefix forward, and on a leader (a leader is never behind).
+  void InstallSnapshot(Slot slot, const Membership& membership);
+  // Set while chosen slots this replica needs are only in a peer's snapshot.
+  const std::optional<SnapshotWant>& snapshot_wanted() const { return snapshot_wanted_; }
+
   // Linearizable read support: if this node is the leader with a valid lease
   // and has committed an entry of its own ballot, returns the slot a read
   // must wait to have applied; otherwise NotLeader/Unavailable.
@@ -269,6 +295,7 @@ class Replica {
   void FlushAccepts();
   void Retransmit();
   void TrimMemory();
+  void WantSnapshot(NodeId from, Slot slot);
   std::vector<Entry> EntriesFrom(Slot from, size_t max_bytes, bool* done, Slot* next) const;
   std::vector<Entry> ChosenFrom(Slot from, size_t max_bytes) const;
   void Send(NodeId to, MessageBody body);
@@ -305,6 +332,8 @@ class Replica {
   Slot chosen_upto_ = 0;
   std::map<Slot, SlotState> log_;  // unapplied entries plus recent applied ones
   Slot applied_upto_ = 0;
+  Slot compacted_upto_ = 0;  // chosen entries up to here are no longer served
+  std::optional<SnapshotWant> snapshot_wanted_;
   uint64_t max_round_seen_ = 0;
   Membership applied_members_;                 // in force at chosen_upto_ + 1
   std::map<Slot, Membership> pending_configs_; // membership decrees above chosen_upto_ in log_

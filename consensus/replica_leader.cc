@@ -47,6 +47,13 @@ void Replica::HandlePromise(NodeId from, const Promise& m) {
     if (m.promised > phase1_->ballot) StepDown(m.promised.node);
     return;
   }
+  if (m.snapshot_upto >= phase1_->from_slot) {
+    // Slots this campaign must recover are only in that acceptor's
+    // snapshot: install one first (another candidate may win meanwhile).
+    WantSnapshot(from, m.snapshot_upto);
+    StepDown(kNoNode);
+    return;
+  }
   MergePromise(m);
   if (!m.done) {
     Send(from, Prepare{phase1_->ballot, m.next_slot, phase1_->transfer_from, phase1_->electorate});

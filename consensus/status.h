@@ -25,6 +25,7 @@ class [[nodiscard]] Status {
     kCompareFailed,
     kAborted,
     kTimeout,
+    kFailedPrecondition,  // the system is not in a state that allows it (the message says which)
   };
 
   Status() = default;
@@ -39,6 +40,7 @@ class [[nodiscard]] Status {
   static Status CompareFailed(std::string m) { return Status(Code::kCompareFailed, std::move(m)); }
   static Status Aborted(std::string m) { return Status(Code::kAborted, std::move(m)); }
   static Status Timeout(std::string m) { return Status(Code::kTimeout, std::move(m)); }
+  static Status FailedPrecondition(std::string m) { return Status(Code::kFailedPrecondition, std::move(m)); }
 
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }
@@ -71,6 +73,7 @@ inline const char* StatusCodeName(Status::Code code) {
     case Status::Code::kCompareFailed: return "compare failed";
     case Status::Code::kAborted: return "aborted";
     case Status::Code::kTimeout: return "timeout";
+    case Status::Code::kFailedPrecondition: return "failed precondition";
   }
   return "unknown";
 }

@@ -27,6 +27,12 @@ enum class ClientOp : uint8_t {
                          // key "block-out"/"block-in": one direction only
   kMember = 12,          // membership: key "list" | "add" (value "ID=HOST:PORT") | "promote" (value "ID")
                          // | "remove" (value "ID"); the answer's status.members holds the configuration
+  kSnapshot = 13,        // the leader takes a snapshot of its applied state now (a backup); the
+                         // answer's slot and total say which and how big
+  kSnapshotRead = 14,    // bytes of this node's snapshot of from_slot, from byte `offset` on (value),
+                         // total its size; never redirected
+  kMigrate = 15,         // the migration errand: a decree after which every node snapshots and
+                         // compacts away decrees in older models; the answer's slot is the decree's
 };
 
 enum class ClientCode : uint8_t {
@@ -55,9 +61,10 @@ struct ClientRequest {
   bool expected_absent = false;
   uint64_t from_slot = 1;
   uint32_t limit = 100;
+  uint64_t offset = 0;  // kSnapshotRead: first byte wanted
 
   template <class A>
-  void serialize(A& ar) { ar(id, op, key, value, expected, expected_absent, from_slot, limit); }
+  void serialize(A& ar) { ar(id, op, key, value, expected, expected_absent, from_slot, limit, offset); }
 };
 
 struct PeerStatus {  // this node's view of one member
@@ -117,12 +124,22 @@ struct NodeStatus {
   uint64_t incarnation = 0;
   bool voter = false;              // false: a learner (rebuilding, added, or removed)
   std::vector<MemberStatus> members;
+  // Snapshots and compaction.
+  uint64_t snapshot_slot = 0;      // newest local snapshot (0: none)
+  uint64_t snapshot_bytes = 0;
+  uint64_t compacted_slot = 0;     // log entries up to here are deleted
+  uint64_t snapshots_taken = 0;    // since start
+  uint64_t snapshots_installed = 0;
+  // Migration (spec/001_*): older-model data this node still holds; empty:
+  // none, so versions that read only the newer models may join.
+  std::string older_model_data;
 
   template <class A>
   void serialize(A& ar) {
     ar(id, role, ballot, leader, leader_client_addr, chosen_slot, applied_slot, last_slot, lease_left_ms,
        software_version, cluster_id, log_digest, keys, peers, latest_marker, downgrade_to, kv_write_model, eligible,
-       ineligible_reason, stuck_at_slot, state_digest, coordinator, cluster_uuid, incarnation, voter, members);
+       ineligible_reason, stuck_at_slot, state_digest, coordinator, cluster_uuid, incarnation, voter, members,
+       snapshot_slot, snapshot_bytes, compacted_slot, snapshots_taken, snapshots_installed, older_model_data);
   }
 };
 
@@ -146,9 +163,10 @@ struct ClientResponse {
   std::string value;         // get: the value; cas failure: current value
   NodeStatus status;         // kStatus only
   std::vector<LogRow> log;   // kLog only
+  uint64_t total = 0;        // kSnapshot: the snapshot's size in bytes
 
   template <class A>
-  void serialize(A& ar) { ar(id, code, message, leader_hint, slot, found, value, status, log); }
+  void serialize(A& ar) { ar(id, code, message, leader_hint, slot, found, value, status, log, total); }
 };
 
 inline const char* ClientCodeName(ClientCode code) {

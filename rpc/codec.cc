@@ -8,7 +8,7 @@ namespace {
 
 Status CheckRequest(const ClientRequest& r) {
   auto op = static_cast<uint8_t>(r.op);
-  if (op < static_cast<uint8_t>(ClientOp::kPut) || op > static_cast<uint8_t>(ClientOp::kMember)) {
+  if (op < static_cast<uint8_t>(ClientOp::kPut) || op > static_cast<uint8_t>(ClientOp::kMigrate)) {
     return Status::InvalidArgument("unknown client op " + std::to_string(op));
   }
   return Status::Ok();

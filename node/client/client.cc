@@ -81,9 +81,13 @@ rpc::ClientResponse LostAnswer(const HostPort& target, const std::string& why) {
 // (including ones added later) is served by the leader, and every one but
 // get writes a decree. Defaulting a new op to "write" errs on the safe side:
 // it is never retried after its answer is lost.
-bool IsLeaderOp(ClientOp op) { return op != ClientOp::kStatus && op != ClientOp::kLog; }
+bool IsLeaderOp(ClientOp op) {
+  return op != ClientOp::kStatus && op != ClientOp::kLog && op != ClientOp::kSnapshotRead;
+}
 
-bool IsWriteOp(ClientOp op) { return IsLeaderOp(op) && op != ClientOp::kGet && op != ClientOp::kDeployQuery; }
+bool IsWriteOp(ClientOp op) {
+  return IsLeaderOp(op) && op != ClientOp::kGet && op != ClientOp::kDeployQuery && op != ClientOp::kSnapshot;
+}
 
 Client::Client(ClientOptions options) : options_(std::move(options)) {
   assert(!options_.endpoints.empty());

@@ -12,6 +12,7 @@ const char* DecreeTypeName(uint16_t type) {
     case DecreeType::kKvCas: return "cas";
     case DecreeType::kVersionMarker: return "version-marker";
     case DecreeType::kDowngrade: return "downgrade";
+    case DecreeType::kMigrate: return "migrate";
     case DecreeType::kBlueGreen: return "bg";
     case DecreeType::kScheduler: return "sched";
     case DecreeType::kLrp: return "lrp";
@@ -26,7 +27,8 @@ DecreeFamily FamilyOf(uint16_t type) {
     case DecreeType::kKvDelete:
     case DecreeType::kKvCas: return DecreeFamily::kKeyValue;
     case DecreeType::kVersionMarker:
-    case DecreeType::kDowngrade: return DecreeFamily::kVersion;
+    case DecreeType::kDowngrade:
+    case DecreeType::kMigrate: return DecreeFamily::kVersion;
     case DecreeType::kBlueGreen:
     case DecreeType::kScheduler:
     case DecreeType::kLrp: return DecreeFamily::kDeploy;
@@ -63,6 +65,8 @@ std::string DescribeDecree(const Decree& d) {
       if (g.cancel) return "cancel downgrade";
       return "downgrade to " + g.target + " (" + std::to_string(g.rewrites.size()) + " restated)";
     }
+    case DecreeType::kMigrate:
+      return "migrate: snapshot and compact away older models";
     case DecreeType::kMembership: {
       MembershipDecree m;
       if (!DecodeMembership(d.payload, &m).ok()) return "membership ?";

@@ -21,6 +21,9 @@ enum class DecreeType : uint16_t {
   kKvCas = 3,
   kVersionMarker = 100,  // the latest software version running the log
   kDowngrade = 101,      // explicit downgrade (or its cancellation)
+  // The migration errand (spec/001_*): every node snapshots in the models it
+  // writes now and compacts away the log below, so no older model remains.
+  kMigrate = 102,
   // Deployment state machines (node/deploy/): payload is the command's JSON.
   kBlueGreen = 200,      // spec/000_*
   kScheduler = 201,      // spec/002_*: schedulers and game rooms

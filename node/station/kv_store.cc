@@ -1,16 +1,13 @@
 // KvStore and LogDigest; see kv_store.h.
 #include "node/station/kv_store.h"
 
+#include "node/station/version_state.h"
+
 #include <cstdio>
 
 namespace ts::station {
 
 namespace {
-
-bool IsKvType(uint16_t t) {
-  return t == static_cast<uint16_t>(DecreeType::kKvPut) || t == static_cast<uint16_t>(DecreeType::kKvDelete) ||
-         t == static_cast<uint16_t>(DecreeType::kKvCas);
-}
 
 KvResult Undecodable() {
   KvResult r;

@@ -28,7 +28,9 @@ class KvStore {
   KvResult Apply(const Decree& d);
   std::optional<std::string> Get(const std::string& key) const;
   size_t size() const { return map_.size(); }
-  // Visits every key in order (for the state digest).
+  // Snapshots: replaces the whole map (keys in any order; later duplicates win).
+  void Restore(std::map<std::string, std::string> map) { map_ = std::move(map); }
+  // Visits every key in order (for the state digest and snapshots).
   template <class F>
   void ForEach(F&& f) const {
     for (const auto& [k, v] : map_) f(k, v);
@@ -46,6 +48,10 @@ class LogDigest {
  public:
   void Add(consensus::Slot slot, std::string_view bytes);
   std::string Hex() const;
+  // The running value, for snapshots: a node that installs one continues
+  // the digest from there.
+  uint64_t value() const { return h_; }
+  void Restore(uint64_t value) { h_ = value; }
 
  private:
   uint64_t h_ = 0xcbf29ce484222325ull;

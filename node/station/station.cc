@@ -6,6 +6,10 @@
 #include <algorithm>
 #include <cstdio>
 
+#include <cereal/types/map.hpp>
+
+#include "rpc/codec.h"
+
 namespace ts::station {
 
 using consensus::Entry;
@@ -27,16 +31,45 @@ Station::Station(StationOptions options, const LogSource* log)
 
 Station::~Station() = default;
 
-StatusOr<std::unique_ptr<Station>> Station::Open(StationOptions options, StationBootstrap boot, const LogSource* log) {
+StatusOr<std::unique_ptr<Station>> Station::Open(StationOptions options, StationBootstrap boot, const LogSource* log,
+                                                 SnapshotStore* snapshots) {
   if (Status s = options.consensus.Validate(); !s.ok()) return s;
   if (!Semver::Parse(options.consensus.software_version)) {
     return Status::InvalidArgument("software version '" + options.consensus.software_version + "' is not X.Y.Z");
   }
   if (log == nullptr) return Status::InvalidArgument("a station needs a log source");
   std::unique_ptr<Station> st(new Station(std::move(options), log));
+  st->snapshots_ = snapshots;
   st->InitMembership();
+  consensus::Slot base = 0;
+  if (auto newest = snapshots == nullptr ? std::nullopt : snapshots->Newest()) {
+    // The newest snapshot, then the log after it. A failed install may have
+    // made the snapshot durable before the log's chosen mark moved: the
+    // snapshot's slot is chosen all the same.
+    auto loaded = st->ReadSnapshot(newest->slot);
+    if (!loaded.ok()) {
+      std::string why = "loading the snapshot of slot " + std::to_string(newest->slot) + ": " + loaded.status().message();
+      if (loaded.status().code() == Status::Code::kFailedPrecondition) {
+        return Status::FailedPrecondition(why + " (run the software that wrote it, or rebuild this node's data dir)");
+      }
+      return Status::Corruption(why);
+    }
+    if (Status s = st->AdoptSnapshot(std::move(*loaded)); !s.ok()) return s;
+    base = newest->slot;
+    st->snapshot_bytes_ = newest->bytes;
+    std::erase_if(boot.consensus.unchosen, [base](const Entry& e) { return e.slot <= base; });
+    if (boot.consensus.chosen_upto < base) {
+      // The log below may hold values accepted but never chosen: serve none.
+      boot.consensus.chosen_upto = base;
+      boot.consensus.compacted_upto = base;
+    }
+  } else if (boot.consensus.compacted_upto > 0) {
+    return Status::Corruption("the log is compacted up to slot " + std::to_string(boot.consensus.compacted_upto) +
+                              " but no snapshot covers it: the data dir's snapshots are missing; rebuild this node "
+                              "(move the data dir aside and start it empty)");
+  }
   st->SyncPeers();
-  if (Status s = st->Replay(boot.consensus.chosen_upto); !s.ok()) return s;
+  if (Status s = st->Replay(base + 1, boot.consensus.chosen_upto); !s.ok()) return s;
   for (auto& [id, view] : st->peers_) {
     // The version view survives restarts: a member not heard since counts
     // with the version it last announced, like a paused one.
@@ -56,7 +89,8 @@ StatusOr<std::unique_ptr<Station>> Station::Open(StationOptions options, Station
                                  "leader binds it");
   }
   for (const Entry& e : boot.consensus.unchosen) st->versions_.ObserveRecorded(e.value);
-  st->Log(LogLevel::kInfo, "replayed " + std::to_string(boot.consensus.chosen_upto) +
+  st->Log(LogLevel::kInfo, (base > 0 ? "loaded the snapshot of slot " + std::to_string(base) + ", " : std::string()) +
+                               "replayed " + std::to_string(boot.consensus.chosen_upto - base) +
                                " chosen decrees; promised ballot " + consensus::ToString(boot.consensus.promised));
   st->replica_ = std::make_unique<consensus::Replica>(st->options_.consensus, std::move(boot.consensus), log,
                                                       st->options_.seed);
@@ -65,8 +99,8 @@ StatusOr<std::unique_ptr<Station>> Station::Open(StationOptions options, Station
 
 // The key-value and deployment state live in memory only: rebuild them
 // from the chosen prefix.
-Status Station::Replay(consensus::Slot chosen) {
-  for (consensus::Slot from = 1; from <= chosen;) {
+Status Station::Replay(consensus::Slot first, consensus::Slot chosen) {
+  for (consensus::Slot from = first; from <= chosen;) {
     consensus::Slot to = std::min<consensus::Slot>(chosen, from + kReplayRangeSlots - 1);
     auto entries = log_->ReadRange(from, to);
     if (!entries.ok()) return entries.status();
@@ -103,6 +137,9 @@ void Station::Step(const consensus::Message& m) {
     it->second.heard = true;
     if (version != nullptr && !version->empty()) HearVersion(m.from, *version);
   }
+  if (m.to != id()) return;
+  if (const auto* req = std::get_if<consensus::SnapshotRequest>(&m.body)) return HandleSnapshotRequest(m.from, *req);
+  if (const auto* chunk = std::get_if<consensus::SnapshotChunk>(&m.body)) return HandleSnapshotChunk(m.from, *chunk);
   replica_->Step(m);
   // A message can depose this leader: its coordinator stops at once, not
   // at the next tick.
@@ -125,7 +162,8 @@ void Station::LinkUp(const rpc::Handshake& h) {
 }
 
 bool Station::HasReady() const {
-  return replica_->HasReady() || !ready_.meta.empty() || ready_.identity || ready_.peer_addrs ||
+  return replica_->HasReady() || !ready_.meta.empty() || ready_.identity || ready_.peer_addrs || !outbox_.empty() ||
+         ready_.snapshot_installed || ready_.compact_upto ||
          !ready_.replies.empty() || ready_.link_faults ||
          !ready_.events.empty() || !ready_.proposed.empty();
 }
@@ -133,7 +171,9 @@ bool Station::HasReady() const {
 Ready Station::TakeReady() {
   Ready r = std::move(ready_);
   ready_ = Ready{};
-  if (replica_->HasReady()) r.consensus = replica_->TakeReady();
+  if (replica_->HasReady() || r.snapshot_installed) r.consensus = replica_->TakeReady();
+  for (consensus::Message& m : outbox_) r.consensus.early_messages.push_back(std::move(m));
+  outbox_.clear();
   for (const Entry& e : r.consensus.entries) versions_.ObserveRecorded(e.value);
   return r;
 }
@@ -156,6 +196,7 @@ void Station::RunDuties() {
   MaybeProposeGenesis();
   MaybeRebind();
   MaybeProposeDowngrade();
+  MaybeFetchSnapshot();
   SuperviseCoordinator();
   ServeReads();
   ExpireWrites();
@@ -178,6 +219,10 @@ void Station::Shutdown() {
     Respond(p.handle, Answer(p.req.id, rpc::ClientCode::kUnavailable, "node shutting down"));
   }
   pending_reads_.clear();
+  for (const SnapshotWaiter& w : snapshot_waiters_) {
+    Respond(w.handle, Answer(w.request_id, rpc::ClientCode::kUnavailable, "node shutting down before the snapshot was taken"));
+  }
+  snapshot_waiters_.clear();
   Log(LogLevel::kInfo, "stopped at applied slot " + std::to_string(applied_slot_));
 }
 
@@ -223,6 +268,8 @@ void Station::NoteRoleChange() {
 
 void Station::Apply(const Entry& e) {
   digest_.Add(e.slot, e.value);
+  ++applied_since_snapshot_;
+  applied_bytes_since_snapshot_ += e.value.size();
   if (stuck_at_) {
     // Keep recording; resume only if a downgrade decree restates what we
     // could not read (DESIGN.md s.4: never crash on an unreadable decree).
@@ -251,7 +298,7 @@ bool Station::ApplyDecree(consensus::Slot slot, const std::string& bytes, bool r
   }
   Decree d;
   if (!DecodeDecree(bytes, &d).ok() || !versions_.CanRead(d)) return false;
-  versions_.Observe(d);
+  versions_.Observe(d, slot);
   KvResult result;
   switch (FamilyOf(d.header.type)) {
     case DecreeFamily::kDeploy:
@@ -265,6 +312,8 @@ bool Station::ApplyDecree(consensus::Slot slot, const std::string& bytes, bool r
       ApplyMembership(slot, d, replay_only);
       break;
     case DecreeFamily::kVersion:  // VersionState::Observe took what it says
+      if (d.header.type == static_cast<uint16_t>(DecreeType::kMigrate)) migrate_slot_ = slot;
+      break;
     case DecreeFamily::kUnknown:  // CanRead already refused a type we do not know
       break;
   }
@@ -327,26 +376,58 @@ void Station::ExpireWrites() {
   }
 }
 
-std::string Station::StateDigest() const {
-  // FNV-1a 64 over the key-value map and the deployment state, both in
-  // canonical (ordered) form.
-  uint64_t h = 0xcbf29ce484222325ull;
-  auto add = [&h](std::string_view bytes) {
+namespace {
+
+// FNV-1a 64 over a sequence of byte strings, each closed by a separator so
+// ("ab","c") and ("a","bc") differ.
+class Fnv {
+ public:
+  void Add(std::string_view bytes) {
     for (unsigned char ch : bytes) {
-      h ^= ch;
-      h *= 0x100000001b3ull;
+      h_ ^= ch;
+      h_ *= 0x100000001b3ull;
     }
-    h ^= 0xff;  // separator: ("ab","c") and ("a","bc") differ
-    h *= 0x100000001b3ull;
-  };
-  kv_.ForEach([&add](const std::string& k, const std::string& v) {
-    add(k);
-    add(v);
+    h_ ^= 0xff;
+    h_ *= 0x100000001b3ull;
+  }
+  std::string Hex() const {
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h_));
+    return buf;
+  }
+
+ private:
+  uint64_t h_ = 0xcbf29ce484222325ull;
+};
+
+void AddApplication(Fnv& f, const KvStore& kv, const deploy::DeployState& deploy) {
+  kv.ForEach([&f](const std::string& k, const std::string& v) {
+    f.Add(k);
+    f.Add(v);
   });
-  add(deploy_.SnapshotDump());
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
+  f.Add(deploy.SnapshotDump());
+}
+
+}  // namespace
+
+std::string Station::StateDigest() const {
+  Fnv f;
+  AddApplication(f, kv_, deploy_);
+  return f.Hex();
+}
+
+std::string Station::FullDigest() const {
+  return FullDigestOf(kv_, deploy_, versions_.Image(), membership_, genesis_applied_);
+}
+
+std::string Station::FullDigestOf(const KvStore& kv, const deploy::DeployState& deploy, const VersionImage& versions,
+                                  const MembershipDecree& membership, bool genesis_applied) {
+  Fnv f;
+  AddApplication(f, kv, deploy);
+  f.Add(rpc::EncodeBounded(versions));
+  // Before genesis the configuration is each node's bootstrap one.
+  if (genesis_applied) f.Add(EncodeMembership(membership));
+  return f.Hex();
 }
 
 std::optional<Semver> Station::ViewOf(consensus::NodeId member) const {

@@ -44,6 +44,7 @@
 #include "node/deploy/deploy_state.h"
 #include "node/station/decree.h"
 #include "node/station/kv_store.h"
+#include "node/station/snapshot.h"
 #include "node/station/version_rules.h"
 #include "node/station/version_state.h"
 #include "rpc/client_protocol.h"
@@ -75,6 +76,16 @@ struct StationOptions {
   // A leader makes a rebuilt voter vote again (or promotes a learner) only
   // once it is at most this many slots behind.
   consensus::Slot caught_up_slots = 256;
+  // Snapshots (station_snapshot.cc): one is due after this many decrees or
+  // decree bytes applied since the last; compaction keeps this many slots
+  // below it for followers that can still catch up decree by decree.
+  uint64_t snapshot_entries = 100000;
+  uint64_t snapshot_bytes = 32ull << 20;
+  consensus::Slot snapshot_retention_slots = 10000;
+  // The data dir was restored from a backup of the cluster with this UUID:
+  // that identity is never adopted, and the backup's configuration is not
+  // used (the bootstrap members form a new cluster).
+  std::string restored_from;
 };
 
 // Read access to the durable log: the chosen prefix at start, catch-up of
@@ -143,8 +154,17 @@ struct Ready {
   std::optional<LinkFaults> link_faults;
   std::vector<LogEvent> events;
   std::vector<Proposed> proposed;
+  // A peer's snapshot of this slot was installed (it is a durable complete
+  // snapshot in the store): before writing consensus.chosen_upto, make it the
+  // log's base (storage::LogStore::InstallSnapshotBase).
+  std::optional<consensus::Slot> snapshot_installed;
+  // After the write: delete chosen log entries up to here (a durable
+  // snapshot covers them) and snapshots older than the newest.
+  std::optional<consensus::Slot> compact_upto;
 
-  bool NeedsWrite() const { return consensus.NeedsSync() || consensus.chosen_upto || !meta.empty(); }
+  bool NeedsWrite() const {
+    return consensus.NeedsSync() || consensus.chosen_upto || !meta.empty() || snapshot_installed;
+  }
 };
 
 class Station {
@@ -152,7 +172,11 @@ class Station {
   // `log` must outlive the station. Replays the chosen prefix (slots up to
   // boot.consensus.chosen_upto) from `log` into the applied state before the
   // core starts; a gap or unreadable range is Corruption.
-  static StatusOr<std::unique_ptr<Station>> Open(StationOptions options, StationBootstrap boot, const LogSource* log);
+  // `snapshots` may be null (no snapshots are taken or installed); else it
+  // must outlive the station, and the newest snapshot in it, if any, is
+  // loaded first and the log replayed after it.
+  static StatusOr<std::unique_ptr<Station>> Open(StationOptions options, StationBootstrap boot, const LogSource* log,
+                                                 SnapshotStore* snapshots = nullptr);
   ~Station();
 
   void Tick(uint64_t now_ms);
@@ -170,6 +194,24 @@ class Station {
   bool HasReady() const;
   Ready TakeReady();
   void Persisted(const Ready& ready);
+
+  // Snapshots (driver contract). When SnapshotDue(), the driver calls
+  // SnapshotStarted(applied_slot()), has WriteSnapshot's records written
+  // durably somewhere that does not stall the loop (WriteSnapshot is const
+  // and touches nothing but this station's applied state, so a forked
+  // child may run it), then reports SnapshotFinished or SnapshotFailed.
+  bool SnapshotDue() const;
+  Status WriteSnapshot(RecordSink* out) const;
+  void SnapshotStarted(consensus::Slot slot);
+  void SnapshotFinished(consensus::Slot slot, uint64_t bytes);
+  void SnapshotFailed(consensus::Slot slot, const std::string& why);
+  consensus::Slot snapshot_slot() const { return snapshot_slot_; }
+  uint64_t snapshots_taken() const { return snapshots_taken_; }
+  uint64_t snapshots_installed() const { return snapshots_installed_; }
+  uint64_t snapshot_transfer_resumes() const { return transfer_resumes_; }
+  // What older-model data this node still holds (empty: none), which a
+  // reader of only the newer model could not read (spec/001_*'s migration).
+  std::string OlderModelData() const;
 
   // Proposes `bytes` as they are, outside every rule: for tests that need a
   // decree no client request produces (another writer's format, say).
@@ -195,7 +237,16 @@ class Station {
   const std::string& cluster_uuid() const { return cluster_uuid_; }
   uint64_t incarnation() const { return options_.consensus.incarnation; }
   bool genesis_applied() const { return genesis_applied_; }
+  // The application state's digest: the key-value map and the deployment
+  // state (equal on every node at equal applied slots, and across a backup
+  // and its restore).
   std::string StateDigest() const;
+  // Everything a snapshot holds: the application state, the version state
+  // and (once genesis is applied) the configuration. Equal on every node at
+  // equal applied slots.
+  std::string FullDigest() const;
+  static std::string FullDigestOf(const KvStore& kv, const deploy::DeployState& deploy, const VersionImage& versions,
+                                  const MembershipDecree& membership, bool genesis_applied);
   std::string LogDigestHex() const { return digest_.Hex(); }
   // The version `member` is counted with (self: its own), if ever heard.
   std::optional<Semver> ViewOf(consensus::NodeId member) const;
@@ -247,8 +298,39 @@ class Station {
     bool heard = false;
   };
 
+  // A snapshot read back and checked, not yet the applied state.
+  struct LoadedState {
+    SnapshotHeader header;
+    KvStore kv;
+    deploy::DeployState deploy;
+    VersionImage versions;
+    MembershipDecree membership;
+    bool genesis_applied = false;
+  };
+  using Loaded = std::unique_ptr<LoadedState>;
+  struct Transfer {
+    consensus::NodeId from = consensus::kNoNode;
+    consensus::Slot slot = 0;  // 0: the sender's newest, not yet known
+    uint64_t offset = 0;
+    uint64_t total = 0;
+    uint64_t last_ms = 0;      // last request sent or chunk taken
+  };
+
   Station(StationOptions options, const LogSource* log);
-  Status Replay(consensus::Slot chosen);
+  Status Replay(consensus::Slot from, consensus::Slot chosen);
+
+  // station_snapshot.cc: snapshots, compaction, installs, migration.
+  void Compact();
+  StatusOr<SnapshotHeader> ReadHeader(consensus::Slot slot) const;
+  StatusOr<Loaded> ReadSnapshot(consensus::Slot slot) const;
+  Status AdoptSnapshot(Loaded loaded);
+  void MaybeFetchSnapshot();
+  void SendSnapshotRequest();
+  void HandleSnapshotRequest(consensus::NodeId from, const consensus::SnapshotRequest& req);
+  void HandleSnapshotChunk(consensus::NodeId from, const consensus::SnapshotChunk& c);
+  void InstallSnapshot(consensus::Slot slot, consensus::NodeId from);
+  void HandleSnapshotOp(uint64_t handle, rpc::ClientRequest&& req);
+  void AnswerSnapshotWaiters();
 
   // station.cc: the loop's duties, applying, replies.
   void RunDuties();
@@ -325,6 +407,7 @@ class Station {
     uint64_t versions = ~uint64_t{0};
     uint64_t view = 0;
     bool stuck = false;
+    bool snapshot_refused = false;
     bool operator==(const EligibilityKey&) const = default;
   };
   EligibilityKey eligibility_key_;
@@ -361,6 +444,31 @@ class Station {
   std::map<std::string, std::set<consensus::NodeId>> identity_voices_;
   consensus::Role last_role_ = consensus::Role::kFollower;
   consensus::NodeId last_leader_ = consensus::kNoNode;
+
+  // Snapshots.
+  SnapshotStore* snapshots_ = nullptr;
+  consensus::Slot snapshot_slot_ = 0;   // the newest durable local snapshot
+  uint64_t snapshot_bytes_ = 0;
+  uint16_t snapshot_kv_model_ = 0;      // its key-value model (0: none)
+  std::optional<consensus::Slot> snapshot_taking_;
+  bool snapshot_forced_ = false;        // an operator asked for one
+  struct SnapshotWaiter {
+    uint64_t handle = 0;
+    uint64_t request_id = 0;
+    consensus::Slot at_least = 0;  // the applied slot when asked: the snapshot must cover it
+  };
+  std::vector<SnapshotWaiter> snapshot_waiters_;
+  uint64_t applied_since_snapshot_ = 0;
+  uint64_t applied_bytes_since_snapshot_ = 0;
+  consensus::Slot migrate_slot_ = 0;    // the last migrate decree applied
+  uint64_t snapshots_taken_ = 0;
+  uint64_t snapshots_installed_ = 0;
+  std::optional<Transfer> transfer_;
+  uint64_t transfer_resumes_ = 0;
+  uint64_t transfer_bytes_ = 0;
+  std::string snapshot_refusal_;        // a needed snapshot this version cannot read
+  consensus::Slot refused_snapshot_slot_ = 0;
+  std::vector<consensus::Message> outbox_;  // the station's own peer messages (snapshot transfer)
 };
 
 }  // namespace ts::station

@@ -45,6 +45,10 @@ void Station::Request(uint64_t handle, ClientRequest req) {
       return HandleFault(handle, req);
     case ClientOp::kMember:
       return HandleMember(handle, std::move(req));
+    case ClientOp::kSnapshot:
+    case ClientOp::kSnapshotRead:
+    case ClientOp::kMigrate:
+      return HandleSnapshotOp(handle, std::move(req));
     case ClientOp::kPut:
     case ClientOp::kCas:
     case ClientOp::kDelete:
@@ -226,6 +230,12 @@ rpc::NodeStatus Station::BuildStatus() const {
   st.incarnation = incarnation();
   st.voter = replica_->GetStatus().voter;
   st.members = BuildMembers();
+  st.snapshot_slot = snapshot_slot_;
+  st.snapshot_bytes = snapshot_bytes_;
+  st.compacted_slot = replica_->compacted_upto();
+  st.snapshots_taken = snapshots_taken_;
+  st.snapshots_installed = snapshots_installed_;
+  st.older_model_data = OlderModelData();
   for (const auto& [peer, view] : peers_) {
     rpc::PeerStatus p;
     p.id = peer;

@@ -177,24 +177,22 @@ void Station::MaybeProposeGenesis() {
   consensus::ReplicaStatus s = replica_->GetStatus();
   if (genesis_applied_ || s.role != consensus::Role::kLeader || !s.leader_ready || genesis_ballot_ == s.promised) return;
   if (applied_slot_ < s.chosen_upto) return;  // the recovered log may hold it
-  if (!cluster_uuid_.empty()) {
+  // A restored backup's identity was derived when it was restored (the
+  // same on every member restored from it): its genesis carries that one.
+  bool restored = !options_.restored_from.empty() && !cluster_uuid_.empty();
+  if (!cluster_uuid_.empty() && !restored) {
     // This node learned an identity from a peer but its log has no genesis:
     // never create a second one.
     return;
   }
   MembershipDecree m = membership_;
-  char uuid[40];
-  uint64_t a = NextRandom(), b = NextRandom();
-  std::snprintf(uuid, sizeof uuid, "%08llx-%04llx-4%03llx-%04llx-%012llx", static_cast<unsigned long long>(a >> 32),
-                static_cast<unsigned long long>((a >> 16) & 0xFFFF), static_cast<unsigned long long>(a & 0xFFF),
-                static_cast<unsigned long long>(0x8000 | ((b >> 48) & 0x3FFF)),
-                static_cast<unsigned long long>(b & 0xFFFFFFFFFFFFull));
+  std::string uuid = restored ? cluster_uuid_ : FormatUuid(NextRandom(), NextRandom());
   m.cluster_uuid = uuid;
   m.change = "genesis";
   auto slot = ProposeMembership(std::move(m));
   if (!slot.ok()) return;  // retried at the next duty round
   genesis_ballot_ = s.promised;
-  Log(LogLevel::kInfo, "proposed the genesis of cluster " + std::string(uuid) + " at slot " + std::to_string(*slot));
+  Log(LogLevel::kInfo, "proposed the genesis of cluster " + uuid + " at slot " + std::to_string(*slot));
 }
 
 StatusOr<consensus::Slot> Station::ProposeMembership(MembershipDecree m, RequestTag* tag) {
@@ -228,6 +226,18 @@ std::string Station::JoinRefusal(consensus::NodeId peer, bool new_member) const 
     if (versions_.newest_reader_needed() && v < *versions_.newest_reader_needed()) {
       return "node " + std::to_string(peer) + " runs " + v.ToString() + " and cannot read the log, which needs " +
              versions_.newest_reader_needed()->ToString() + ": upgrade it first";
+    }
+  }
+  if (view != peers_.end() && view->second.version &&
+      MinModelRead(*view->second.version, static_cast<uint16_t>(DecreeType::kKvPut)) > 1) {
+    // spec/001_*: N + 2 reads only the new model, so the migration errand
+    // must have removed every older-model decree and snapshot first.
+    std::string older = OlderModelData();
+    if (!older.empty()) {
+      return "node " + std::to_string(peer) + " runs " + view->second.version->ToString() +
+             ", which reads only key-value model " +
+             std::to_string(MinModelRead(*view->second.version, static_cast<uint16_t>(DecreeType::kKvPut))) +
+             ", and this cluster still holds " + older + ": run `tsctl migrate` first (spec/001_*)";
     }
   }
   auto peers = replica_->Peers();

@@ -26,7 +26,7 @@ void Station::HearVersion(consensus::NodeId peer, const std::string& version) {
 
 void Station::UpdateEligibility() {
   // Inputs: the version state, the version view, whether this node is stuck.
-  EligibilityKey key{versions_.generation(), view_generation_, stuck_at_.has_value()};
+  EligibilityKey key{versions_.generation(), view_generation_, stuck_at_.has_value(), !snapshot_refusal_.empty()};
   if (key == eligibility_key_) return;
   eligibility_key_ = key;
   EligibilityInput in;
@@ -45,6 +45,7 @@ void Station::UpdateEligibility() {
   in.downgrade_to = versions_.downgrade_to();
   in.undecodable_seen = stuck_at_.has_value();
   Eligibility e = CheckEligibility(in);
+  if (!snapshot_refusal_.empty()) e = Eligibility{false, snapshot_refusal_};
   if (e.eligible != eligibility_.eligible || e.reason != eligibility_.reason) {
     if (e.eligible) Log(LogLevel::kInfo, "eligible to lead (version " + versions_.self().ToString() + ")");
     else Log(LogLevel::kWarn, "not eligible to lead: " + e.reason);

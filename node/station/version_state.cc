@@ -5,20 +5,25 @@
 
 namespace ts::station {
 
-namespace {
-
 bool IsKvType(uint16_t t) {
   return t == static_cast<uint16_t>(DecreeType::kKvPut) || t == static_cast<uint16_t>(DecreeType::kKvDelete) ||
          t == static_cast<uint16_t>(DecreeType::kKvCas);
 }
 
-}  // namespace
+uint16_t MinModelRead(const Semver& v, uint16_t type) {
+  return IsKvType(type) && v >= kKvModel1ReadBefore ? 2 : 1;
+}
+
+bool ReadsModel(const Semver& v, uint16_t type, uint16_t model) {
+  return model >= MinModelRead(v, type) && model <= MaxModelRead(v, type);
+}
 
 uint16_t MaxModelRead(const Semver& v, uint16_t type) {
   if (IsKvType(type)) return v >= kKvModel2Since ? 2 : 1;
   switch (static_cast<DecreeType>(type)) {
     case DecreeType::kVersionMarker:
     case DecreeType::kDowngrade:
+    case DecreeType::kMigrate:
     case DecreeType::kBlueGreen:  // every deployment model is at version 1
     case DecreeType::kScheduler:
     case DecreeType::kLrp:
@@ -35,10 +40,11 @@ bool Reads(const Semver& reader, const Decree& d) {
     auto need = Semver::Parse(d.header.min_reader_version);
     if (!need || *need > reader) return false;
   }
-  return d.header.EffectiveModelVersion() <= MaxModelRead(reader, d.header.type);
+  return ReadsModel(reader, d.header.type, d.header.EffectiveModelVersion());
 }
 
-void VersionState::Observe(const Decree& d) {
+void VersionState::Observe(const Decree& d, uint64_t slot) {
+  model_last_slot_[uint32_t{d.header.type} << 16 | d.header.EffectiveModelVersion()] = slot;
   if (!d.header.min_reader_version.empty()) {
     if (auto need = Semver::Parse(d.header.min_reader_version)) {
       if (!newest_reader_needed_ || *need > *newest_reader_needed_) {
@@ -91,6 +97,53 @@ std::optional<Semver> VersionState::barring_marker() const {
 bool VersionState::Bars(const Semver& v) const {
   auto marker = barring_marker();
   return marker && v < *marker && !(downgrade_to_ && *downgrade_to_ == v);
+}
+
+VersionImage VersionState::Image() const {
+  VersionImage im;
+  if (latest_marker_) im.latest_marker = latest_marker_->ToString();
+  if (downgrade_to_) im.downgrade_to = downgrade_to_->ToString();
+  if (newest_reader_needed_) im.newest_reader_needed = newest_reader_needed_->ToString();
+  im.restate_needed = restate_needed_;
+  im.model_last_slot = model_last_slot_;
+  return im;
+}
+
+Status VersionState::Restore(const VersionImage& im) {
+  auto parse = [](const std::string& text, const char* what, std::optional<Semver>* out) {
+    if (text.empty()) {
+      out->reset();
+      return Status::Ok();
+    }
+    auto v = Semver::Parse(text);
+    if (!v) return Status::Corruption(std::string("version state: ") + what + " '" + text + "' is not X.Y.Z");
+    *out = *v;
+    return Status::Ok();
+  };
+  std::optional<Semver> marker, down, newest;
+  if (Status s = parse(im.latest_marker, "latest marker", &marker); !s.ok()) return s;
+  if (Status s = parse(im.downgrade_to, "downgrade target", &down); !s.ok()) return s;
+  if (Status s = parse(im.newest_reader_needed, "newest reader needed", &newest); !s.ok()) return s;
+  latest_marker_ = marker;
+  downgrade_to_ = down;
+  newest_reader_needed_ = newest;
+  restate_needed_ = im.restate_needed;
+  model_last_slot_ = im.model_last_slot;
+  if (latest_marker_ && (!recorded_marker_ || *recorded_marker_ < *latest_marker_)) recorded_marker_ = latest_marker_;
+  ++generation_;
+  return Status::Ok();
+}
+
+uint64_t VersionState::LastOlderModelSlot(uint16_t type) const {
+  uint16_t now = WriteModel(type);
+  uint64_t last = 0;
+  for (const auto& [key, slot] : model_last_slot_) {
+    uint16_t t = static_cast<uint16_t>(key >> 16);
+    uint16_t m = static_cast<uint16_t>(key & 0xffff);
+    bool same_family = IsKvType(type) ? IsKvType(t) : t == type;
+    if (same_family && m < now) last = std::max<uint64_t>(last, slot);
+  }
+  return last;
 }
 
 uint16_t VersionState::WriteModel(uint16_t type) const {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,9 +22,33 @@
 namespace ts::station {
 
 inline constexpr Semver kKvModel2Since{1, 1, 0};
+// Key-value model 1 is read by software before this version only: N + 2 in
+// spec/001_*'s terms, for which the migration errand must have run.
+inline constexpr Semver kKvModel1ReadBefore{2, 0, 0};
 
 // The highest model version of decree `type` that software `v` reads.
 uint16_t MaxModelRead(const Semver& v, uint16_t type);
+// The lowest (older models are no longer understood): 1 for every type but
+// the key-value family from kKvModel1ReadBefore on.
+uint16_t MinModelRead(const Semver& v, uint16_t type);
+// Whether software `v` reads model `model` of decree `type`.
+bool ReadsModel(const Semver& v, uint16_t type, uint16_t model);
+bool IsKvType(uint16_t type);
+
+// What a snapshot carries of the version state: everything the applied
+// log says (never this node's own software version, nor what it recorded
+// but has not applied).
+struct VersionImage {
+  std::string latest_marker;
+  std::string downgrade_to;
+  std::string newest_reader_needed;
+  bool restate_needed = false;
+  // (type << 16 | model) -> last applied slot holding a decree of that model.
+  std::map<uint32_t, uint64_t> model_last_slot;
+
+  template <class A>
+  void serialize(A& ar) { ar(latest_marker, downgrade_to, newest_reader_needed, restate_needed, model_last_slot); }
+};
 
 // Whether software of version `reader` decodes `d` completely: the header's
 // minimum reader is not newer than it and it knows the model version.
@@ -36,9 +61,18 @@ class VersionState {
   // Whether this node can decode `d` completely (Reads(self, d)).
   bool CanRead(const Decree& d) const { return Reads(self_, d); }
 
-  // Records what a chosen, readable decree says: markers, downgrades and the
-  // newest reader any decree needs.
-  void Observe(const Decree& d);
+  // Records what a chosen, readable decree says: markers, downgrades, the
+  // newest reader any decree needs, and the slot its model was last seen at.
+  void Observe(const Decree& d, uint64_t slot);
+
+  // Snapshots: the applied part of this state, and back. Restore fails
+  // (Corruption, nothing changed) on a malformed image.
+  VersionImage Image() const;
+  Status Restore(const VersionImage& image);
+  // The last applied slot of a decree of `type` written in a model older
+  // than the one this node would write now (0: none): what the migration
+  // errand must compact away before a reader of only the new model joins.
+  uint64_t LastOlderModelSlot(uint16_t type) const;
 
   // Notes a decree this node has recorded (accepted, chosen or not). Only a
   // version marker matters: once recorded, it bars older versions from
@@ -88,6 +122,7 @@ class VersionState {
   std::optional<Semver> prepared_downgrade_;
   bool restate_needed_ = false;
   std::optional<Semver> newest_reader_needed_;
+  std::map<uint32_t, uint64_t> model_last_slot_;  // see VersionImage
   uint64_t generation_ = 0;
 };
 

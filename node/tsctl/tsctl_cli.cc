@@ -16,6 +16,7 @@
 #include "node/client/client.h"
 #include "node/client/endpoints.h"
 #include "node/tsctl/tsctl_deploy.h"
+#include "node/tsctl/tsctl_snapshot.h"
 #include "node/tsctl/tsctl_format.h"
 
 #ifndef TS_CLIENT_VERSION_STRING
@@ -54,6 +55,9 @@ struct Args {
   std::string member_id;      // ID of member add|promote|remove|replace
   std::string member_addr;    // PEER_ADDR of member add|replace
   bool member_wait = false;   // member promote --wait, member replace --wait-promote
+  std::string snapshot_action;  // "save"
+  std::string snapshot_file;
+  bool migrate_wait = false;
 };
 
 constexpr const char* kFooter =
@@ -204,6 +208,22 @@ std::unique_ptr<CLI::App> BuildApp(Args* a) {
   auto* cancel = down->add_flag("--cancel", a->downgrade_cancel, "End the downgrade in force");
   to->excludes(cancel);
   down->require_option(1);
+  CLI::App* snapshot = app->add_subcommand(
+      "snapshot",
+      "snapshot save FILE: a backup of the applied state, consistent at one slot and holding every write "
+      "acknowledged before the command, taken by the leader and written to FILE (checked whole before it is "
+      "renamed into place). Restore it into a new cluster with tsnode --restore FILE");
+  snapshot->require_subcommand(1);
+  CLI::App* save = snapshot->add_subcommand("save", "save FILE: take a snapshot on the leader and download it");
+  save->add_option("FILE", a->snapshot_file, "Where to write the backup")->required();
+  save->callback([a] { a->snapshot_action = "save"; });
+  CLI::App* migrate = app->add_subcommand(
+      "migrate",
+      "The migration errand of spec/001_*: every node snapshots its state in the models written now and compacts "
+      "away the log below, so no decree or snapshot in an older model remains. Then versions that read only the "
+      "newer models may join; `tsctl status` says whether any older-model data remains");
+  migrate->add_flag("--wait", a->migrate_wait,
+                    "Wait (up to --timeout-ms) until no endpoint reports older-model data");
   AddMemberCommands(*app, a);
   AddDeployCommands(*app, &a->deploy);
   return app;
@@ -257,6 +277,8 @@ class Command {
     if (name == "log") return Log();
     if (name == "downgrade") return DowngradeCmd();
     if (name == "member") return Member();
+    if (name == "snapshot") return SnapshotSave();
+    if (name == "migrate") return Migrate();
     if (!args_.deploy_path.empty()) return Deploy(args_.deploy_path);
     return Fail(kExitUsage, "unknown command " + name);
   }
@@ -316,6 +338,44 @@ class Command {
     if (!r.ok()) return FailStatus(r.status());
     if (r->code != ClientCode::kOk) return FailResponse(*r);
     Print({{"ok", true}, {"op", op}, {"key", args_.key}, {"slot", r->slot}}, "slot " + std::to_string(r->slot));
+    return kExitOk;
+  }
+
+  int SnapshotSave() {
+    auto saved = SaveSnapshot(*client_, args_.snapshot_file);
+    if (!saved.ok()) return FailStatus(saved.status());
+    Print({{"ok", true}, {"file", args_.snapshot_file}, {"slot", saved->slot}, {"bytes", saved->bytes}, {"from", saved->from}},
+          "saved the snapshot of slot " + std::to_string(saved->slot) + " (" + std::to_string(saved->bytes) +
+              " bytes) from " + saved->from + " to " + args_.snapshot_file);
+    return kExitOk;
+  }
+
+  int Migrate() {
+    auto r = Send(ClientOp::kMigrate);
+    if (!r.ok()) return FailStatus(r.status());
+    if (r->code != ClientCode::kOk) return FailResponse(*r);
+    std::string older;
+    if (args_.migrate_wait) {
+      auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(args_.timeout_ms);
+      for (;;) {
+        older.clear();
+        for (const auto& s : client_->StatusOfAll()) {
+          if (!s.ok()) older = "a node did not answer";
+          else if (!s->older_model_data.empty()) older = "node " + std::to_string(s->id) + " holds " + s->older_model_data;
+          if (!older.empty()) break;
+        }
+        if (older.empty() || std::chrono::steady_clock::now() >= deadline) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+      if (!older.empty()) {
+        return Fail(kExitUnavailable, "migrate decree chosen at slot " + std::to_string(r->slot) +
+                                          ", but older-model data remains: " + older);
+      }
+    }
+    Print({{"ok", true}, {"slot", r->slot}, {"complete", args_.migrate_wait}},
+          "migrate decree chosen at slot " + std::to_string(r->slot) +
+              (args_.migrate_wait ? "; no node holds older-model data: versions that read only the newer models may join"
+                                  : "; `tsctl status` shows when no older-model data remains (or use --wait)"));
     return kExitOk;
   }
 

@@ -183,6 +183,18 @@ std::string FormatStatusTable(const std::vector<rpc::HostPort>& endpoints,
     if (!s.eligible && !s.ineligible_reason.empty()) {
       t.AddIndented("node " + std::to_string(s.id) + ": may not lead: " + OneLine(s.ineligible_reason));
     }
+    if (s.snapshot_slot != 0 || s.compacted_slot != 0) {
+      t.AddIndented("node " + std::to_string(s.id) + ": snapshot at slot " + std::to_string(s.snapshot_slot) + " (" +
+                    std::to_string(s.snapshot_bytes) + " bytes), log compacted up to slot " +
+                    std::to_string(s.compacted_slot));
+    }
+    if (!s.older_model_data.empty()) {
+      t.AddIndented("node " + std::to_string(s.id) + ": migration pending: holds " + OneLine(s.older_model_data) +
+                    " (versions that read only newer models may not join until `tsctl migrate`)");
+    } else if (s.kv_write_model > 1) {
+      t.AddIndented("node " + std::to_string(s.id) + ": migration complete: no older-model data left; versions "
+                    "that read only key-value model " + std::to_string(s.kv_write_model) + " may join");
+    }
     if (!show_peers) continue;
     for (const rpc::PeerStatus& p : s.peers) {
       std::string heard =
@@ -242,6 +254,13 @@ nlohmann::json StatusJson(const std::vector<rpc::HostPort>& endpoints,
     n["eligible"] = s.eligible;
     n["ineligible_reason"] = s.ineligible_reason;
     n["stuck_at_slot"] = s.stuck_at_slot;
+    n["snapshot_slot"] = s.snapshot_slot;
+    n["snapshot_bytes"] = s.snapshot_bytes;
+    n["compacted_slot"] = s.compacted_slot;
+    n["snapshots_taken"] = s.snapshots_taken;
+    n["snapshots_installed"] = s.snapshots_installed;
+    n["older_model_data"] = s.older_model_data;
+    n["migration_complete"] = s.older_model_data.empty();
     nlohmann::json peers = nlohmann::json::array();
     for (const rpc::PeerStatus& p : s.peers) {
       peers.push_back({{"id", p.id},

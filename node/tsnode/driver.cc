@@ -4,7 +4,14 @@
 
 #include <spdlog/spdlog.h>
 
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 
 namespace ts::tsnode {
@@ -42,6 +49,10 @@ Status Driver::Start() {
   if (Status s = store_->CheckIdentity({so.cluster_id, so.consensus.id}); !s.ok()) return s;
   auto boot = store_->LoadBootstrap();
   if (!boot.ok()) return boot.status();
+  boot->compacted_upto = std::min(store_->first_slot() - 1, boot->chosen_upto);
+  auto snaps = FileSnapshots::Open(options_.data_dir + "/snap");
+  if (!snaps.ok()) return snaps.status();
+  snapshots_ = std::move(*snaps);
 
   if (Status s = LoadIdentity(*boot); !s.ok()) return s;
 
@@ -64,7 +75,8 @@ Status Driver::Start() {
   std::random_device rd;
   so.seed = (uint64_t{rd()} << 32) ^ rd();
   log_ = std::make_unique<StoreLog>(*store_);
-  auto st = station::Station::Open(so, std::move(sb), log_.get());
+  if (auto restored = store_->GetMeta("identity/restored_from"); restored.ok()) so.restored_from = *restored;
+  auto st = station::Station::Open(so, std::move(sb), log_.get(), snapshots_.get());
   if (!st.ok()) return st.status();
   station_ = std::move(*st);
 
@@ -162,6 +174,13 @@ void Driver::Run() {
     io_.poll();  // every handler that is ready now: one batch, one fsync
     station_->Tick(NowMs());
     Flush();
+    MaybeSnapshot();
+  }
+  if (snapshot_child_ > 0) {
+    // Our snapshot's writer dies with us (PR_SET_PDEATHSIG); reap it now.
+    kill(snapshot_child_, SIGKILL);
+    waitpid(snapshot_child_, nullptr, 0);
+    snapshot_child_ = 0;
   }
   // Answer what is still waiting, so clients do not hang on a closing node.
   station_->Shutdown();
@@ -195,9 +214,79 @@ void Driver::Write(const station::Ready& r) {
   for (const auto& [name, value] : r.meta) {
     if (Status s = store_->PutMeta(name, value); !s.ok()) StorageFailed(s);
   }
+  if (r.snapshot_installed) {
+    if (Status s = store_->InstallSnapshotBase(*r.snapshot_installed); !s.ok()) StorageFailed(s);
+    (void)snapshots_->RemoveOlder();
+  }
   if (r.consensus.NeedsSync() || r.consensus.chosen_upto) {
     if (Status s = store_->Persist(r.consensus); !s.ok()) StorageFailed(s);
   }
+  if (r.compact_upto) {
+    if (Status s = store_->CompactTo(*r.compact_upto); !s.ok()) StorageFailed(s);
+    if (Status s = snapshots_->RemoveOlder(); !s.ok()) spdlog::warn("removing old snapshots: {}", s.ToString());
+  }
+}
+
+// Snapshots are written by a forked child, as Redis writes its RDB files:
+// the child sees the applied state as it was at fork time (copy-on-write
+// pages), so the event loop never waits for the serialization or the disk;
+// it stalls only for fork() itself, which copies page tables (about a
+// millisecond per few hundred MB of resident memory). The child touches
+// nothing but the station's memory and its own file, and exits with _exit.
+void Driver::MaybeSnapshot() {
+  if (snapshot_child_ > 0) {
+    int status = 0;
+    pid_t r = waitpid(snapshot_child_, &status, WNOHANG);
+    if (r == 0) return;  // still writing
+    snapshot_child_ = 0;
+    if (r < 0) return FinishSnapshot(false, std::string("waitpid: ") + std::strerror(errno));
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return FinishSnapshot(true, "");
+    return FinishSnapshot(false, WIFSIGNALED(status) ? "the writer was killed by signal " + std::to_string(WTERMSIG(status))
+                                                     : "the writer exited with status " + std::to_string(WEXITSTATUS(status)) +
+                                                           " (its reason is in the log above)");
+  }
+  if (!station_->SnapshotDue()) return;
+  consensus::Slot slot = station_->applied_slot();
+  station_->SnapshotStarted(slot);
+  snapshot_started_ = std::chrono::steady_clock::now();
+  snapshot_child_slot_ = slot;
+  if (!options_.snapshot_fork) {
+    auto bytes = WriteSnapshotFile(*station_, snapshots_->dir());
+    return FinishSnapshot(bytes.ok(), bytes.ok() ? "" : bytes.status().ToString());
+  }
+  spdlog::default_logger()->flush();
+  pid_t pid = fork();
+  if (pid < 0) return FinishSnapshot(false, std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    // The child: no sockets, no RocksDB, no logger threads; just the file.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() == 1) _exit(3);
+    close_range(3, ~0U, 0);
+    auto bytes = WriteSnapshotFile(*station_, snapshots_->dir());
+    if (!bytes.ok()) {
+      std::string line = "snapshot writer: " + bytes.status().ToString() + "\n";
+      (void)!write(2, line.data(), line.size());
+      _exit(1);
+    }
+    _exit(0);
+  }
+  snapshot_child_ = pid;
+}
+
+void Driver::FinishSnapshot(bool ok, const std::string& why) {
+  consensus::Slot slot = snapshot_child_slot_;
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - snapshot_started_).count();
+  if (ok) {
+    if (Status s = snapshots_->Refresh(); !s.ok()) ok = false;
+  }
+  auto newest = snapshots_->Newest();
+  if (ok && newest && newest->slot == slot) {
+    spdlog::info("snapshot of slot {} written in {} ms ({} bytes)", slot, ms, newest->bytes);
+    station_->SnapshotFinished(slot, newest->bytes);
+  } else {
+    station_->SnapshotFailed(slot, why.empty() ? "the snapshot file is missing after the writer finished" : why);
+  }
+  Flush();
 }
 
 void Driver::Reply(station::Ready& r) {

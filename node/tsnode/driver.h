@@ -21,6 +21,7 @@
 #include <asio.hpp>
 
 #include "node/station/station.h"
+#include "node/tsnode/file_snapshots.h"
 #include "rpc/transport.h"
 #include "storage/log_store.h"
 
@@ -36,6 +37,10 @@ struct DriverOptions {
   // a cluster not yet created (incarnation 0). Otherwise an empty data dir
   // joins an existing cluster as a learner (a fresh random incarnation).
   bool initial_cluster_new = false;
+  // Snapshot thresholds and the retention window live in station; false:
+  // take snapshots in the event loop itself (tests of the slow path), not in
+  // a forked child.
+  bool snapshot_fork = true;
 };
 
 class Driver {
@@ -64,6 +69,10 @@ class Driver {
   void Write(const station::Ready& r);
   void Reply(station::Ready& r);
   void CarryOut(const station::Ready& r);
+  // Starts a snapshot when the station wants one, and reaps the child
+  // writing it (see driver.cc).
+  void MaybeSnapshot();
+  void FinishSnapshot(bool ok, const std::string& why);
   void OnClientRequest(rpc::ClientRequest&& req, rpc::ClientServer::Responder respond);
   [[noreturn]] void StorageFailed(const Status& s);
 
@@ -71,6 +80,10 @@ class Driver {
   asio::io_context io_;
   std::unique_ptr<storage::LogStore> store_;
   std::unique_ptr<StoreLog> log_;
+  std::unique_ptr<FileSnapshots> snapshots_;
+  int snapshot_child_ = 0;               // pid of the child writing a snapshot
+  consensus::Slot snapshot_child_slot_ = 0;
+  std::chrono::steady_clock::time_point snapshot_started_;
   std::unique_ptr<station::Station> station_;
   std::unique_ptr<rpc::PeerTransport> transport_;
   std::unique_ptr<rpc::ClientServer> clients_;

@@ -9,6 +9,7 @@
 
 #include "node/station/version.h"
 #include "node/tsnode/driver.h"
+#include "node/tsnode/restore.h"
 
 namespace {
 
@@ -85,6 +86,28 @@ int main(int argc, char** argv) {
                  "period of the recovery coordinator's health-controller loop (game rooms, spec/002_*)")
       ->check(CLI::Range(uint64_t{10}, uint64_t{3'600'000}))
       ->capture_default_str();
+  app.add_option("--snapshot-entries", so.snapshot_entries,
+                 "take a snapshot of the applied state after this many decrees since the last one")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40))
+      ->capture_default_str();
+  app.add_option("--snapshot-bytes", so.snapshot_bytes,
+                 "... or after this many bytes of decrees since the last one, whichever comes first")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 50))
+      ->capture_default_str();
+  app.add_option("--snapshot-retention-slots", so.snapshot_retention_slots,
+                 "log slots kept below the newest snapshot, so a follower that lags by fewer catches up decree by "
+                 "decree rather than by installing a snapshot")
+      ->capture_default_str();
+  std::string restore;
+  std::string restore_token = "restored";
+  app.add_option("--restore", restore,
+                 "create the (new, empty) --data-dir from a backup made by `tsctl snapshot save`, as a member of a "
+                 "NEW cluster: start every member of --peers with the same file and the same --restore-token "
+                 "(and --initial-cluster-state is then implied: new). The old cluster refuses the restored one");
+  app.add_option("--restore-token", restore_token,
+                 "with --restore: the new cluster's identity is derived from the backup and this token; use another "
+                 "token to restore the same backup into a second cluster")
+      ->capture_default_str();
   app.add_flag("--fault-injection", so.fault_injection,
                "accept fault-injection requests on the client port (drop traffic to/from peers); tests only");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
@@ -117,6 +140,13 @@ int main(int argc, char** argv) {
   if (!ca.ok()) return fail("--client-addr: " + ca.status().message());
   o.client_addr = *ca;
   if (!ts::station::IsSemver(cc.software_version)) return fail("--software-version '" + cc.software_version + "' is not X.Y.Z");
+
+  if (!restore.empty()) {
+    auto r = ts::tsnode::RestoreBackup(restore, o.data_dir, so.cluster_id, cc.id, restore_token);
+    if (!r.ok()) return fail("cannot restore " + restore + ": " + r.status().ToString());
+    spdlog::warn("restored {} into {}: slot {} of cluster {}, now a member of the new cluster {}", restore, o.data_dir,
+                 r->slot, r->old_uuid, r->new_uuid);
+  }
 
   ts::tsnode::Driver node(o);
   if (ts::Status s = node.Start(); !s.ok()) return fail("cannot start: " + s.ToString());

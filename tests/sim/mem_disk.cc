@@ -25,6 +25,7 @@ consensus::Bootstrap MemDisk::Load() const {
   consensus::Bootstrap b;
   b.promised = promised;
   b.chosen_upto = chosen_upto;
+  b.compacted_upto = std::min(compacted_upto, chosen_upto);
   for (auto it = entries.upper_bound(chosen_upto); it != entries.end(); ++it) b.unchosen.push_back(it->second);
   return b;
 }
@@ -38,6 +39,20 @@ std::vector<Entry> MemDisk::ReadChosen(Slot from, size_t max_bytes) const {
     out.push_back(it->second);
   }
   return out;
+}
+
+void MemDisk::Compact(Slot upto) {
+  entries.erase(entries.begin(), entries.upper_bound(upto));
+  compacted_upto = std::max(compacted_upto, upto);
+}
+
+void MemDisk::InstallBase(Slot slot) {
+  entries.erase(entries.begin(), entries.upper_bound(slot));
+  compacted_upto = std::max(compacted_upto, slot);
+  base_slot = std::max(base_slot, slot);
+  chosen_upto = std::max(chosen_upto, slot);
+  synced_chosen_upto = std::max(synced_chosen_upto, chosen_upto);
+  ++syncs;
 }
 
 size_t MemDisk::RecordCount(const consensus::Ready& r) {

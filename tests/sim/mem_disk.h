@@ -4,6 +4,7 @@
 // and StationCluster.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -28,7 +29,13 @@ class MemDisk : public consensus::LogReader {
   // kept some pages and dropped others.
   void PersistPrefix(const consensus::Ready& r, size_t records);
   static size_t RecordCount(const consensus::Ready& r);
-  void CrashLosesUnsynced() { chosen_upto = synced_chosen_upto; }
+  void CrashLosesUnsynced() { chosen_upto = std::max(synced_chosen_upto, base_slot); }
+  // Compaction: chosen entries up to `upto` are deleted (a durable snapshot
+  // covers them).
+  void Compact(Slot upto);
+  // A peer's snapshot of `slot` was installed: one synced write makes it the
+  // log's base (chosen up to it, entries up to it deleted).
+  void InstallBase(Slot slot);
   consensus::Bootstrap Load() const;
   std::vector<Entry> ReadChosen(Slot from, size_t max_bytes) const override;
   // Entries in [from, to] in slot order (the station's LogSource).
@@ -37,6 +44,8 @@ class MemDisk : public consensus::LogReader {
   Ballot promised;
   Slot chosen_upto = 0;
   Slot synced_chosen_upto = 0;
+  Slot compacted_upto = 0;  // entries up to here were deleted by compaction
+  Slot base_slot = 0;       // the last installed snapshot's slot (durable)
   std::map<Slot, Entry> entries;
   uint64_t syncs = 0;
   std::map<std::string, std::string> meta;  // small synced records (the version view)

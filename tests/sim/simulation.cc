@@ -70,6 +70,14 @@ class Run {
   static station::StationOptions OptionsFor(std::mt19937_64& rng) {
     station::StationOptions o = StationCluster::DefaultOptions();
     if (rng() % 2) o.consensus.election_jitter_ms = 5;
+    // Snapshots at random points, a retention window from none to a few
+    // dozen slots, and small messages, so lagging nodes install snapshots
+    // in several chunks and transfers break off and resume.
+    o.snapshot_entries = 20 + rng() % 400;
+    o.snapshot_bytes = 2048 + rng() % 65536;
+    o.snapshot_retention_slots = rng() % 3 == 0 ? 0 : rng() % 64;
+    static constexpr size_t kMessageBytes[] = {2048, 8192, 65536, 1 << 20};
+    o.consensus.message_bytes_max = kMessageBytes[rng() % 4];
     return o;
   }
 
@@ -105,6 +113,9 @@ class Run {
     r_.simulated_ms = c_.now_ms();
     r_.coordinator_handovers = handovers_;
     r_.refusals = c_.refusals();
+    r_.snapshots = c_.snapshots_taken();
+    r_.snapshots_torn = c_.snapshots_torn();
+    r_.installs = c_.snapshots_installed();
     if (layer_) r_.version_steps = layer_->version_steps();
     return r_;
   }
@@ -170,8 +181,8 @@ class Run {
       if (!c_.IsUp(id) || c_.IsForeign(id)) continue;
       const station::Station& st = c_.station(id);
       if (st.stuck_at()) continue;
-      auto [it, fresh] = digests_.emplace(st.applied_slot(), std::make_pair(id, st.StateDigest()));
-      if (!fresh && it->second.second != st.StateDigest()) {
+      auto [it, fresh] = digests_.emplace(st.applied_slot(), std::make_pair(id, st.FullDigest()));
+      if (!fresh && it->second.second != st.FullDigest()) {
         Fail("nodes " + std::to_string(it->second.first) + " and " + std::to_string(id) +
              " hold different state at applied slot " + std::to_string(st.applied_slot()));
       }
@@ -684,6 +695,9 @@ SweepResult SweepSeeds(SimOptions o, uint64_t count, size_t max_failures,
     t.foreign_disks += r.foreign_disks;
     t.refusals += r.refusals;
     t.member_changes += r.member_changes;
+    t.snapshots += r.snapshots;
+    t.snapshots_torn += r.snapshots_torn;
+    t.installs += r.installs;
     t.last_trace_hash = r.trace_hash;
     if (!r.ok) {
       ++t.failed;
@@ -694,16 +708,17 @@ SweepResult SweepSeeds(SimOptions o, uint64_t count, size_t max_failures,
 }
 
 std::string SweepResult::Summary() const {
-  char line[480];
+  char line[640];
   std::snprintf(line, sizeof line,
                 "seeds=%llu failed=%llu acknowledged=%llu faults=%llu write_faults=%llu version_steps=%llu "
                 "deploy_decrees=%llu (stale %llu) coordinator_handovers=%llu wipes=%llu foreign_disks=%llu "
-                "refusals=%llu member_decrees=%llu simulated_hours=%.2f",
+                "refusals=%llu member_decrees=%llu snapshots=%llu (torn %llu) installs=%llu simulated_hours=%.2f",
                 (unsigned long long)seeds, (unsigned long long)failed, (unsigned long long)acknowledged,
                 (unsigned long long)faults, (unsigned long long)write_faults, (unsigned long long)version_steps,
                 (unsigned long long)deploy_decrees, (unsigned long long)deploy_stale,
                 (unsigned long long)coordinator_handovers, (unsigned long long)wipes,
                 (unsigned long long)foreign_disks, (unsigned long long)refusals, (unsigned long long)member_changes,
+                (unsigned long long)snapshots, (unsigned long long)snapshots_torn, (unsigned long long)installs,
                 simulated_ms / 3600000.0);
   return line;
 }

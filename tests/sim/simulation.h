@@ -47,6 +47,9 @@ struct SimResult {
   uint64_t foreign_disks = 0;   // another cluster's data dir put in a node's place
   uint64_t refusals = 0;        // handshakes refused for another cluster's identity
   uint64_t member_changes = 0;  // membership decrees in the final log (genesis and rebinds included)
+  uint64_t snapshots = 0;       // snapshots taken (finished)
+  uint64_t snapshots_torn = 0;  // snapshot writes cut short by a crash
+  uint64_t installs = 0;        // snapshots installed from a peer
 };
 
 // What a layer adds to a run: the versioned simulation plugs in a schedule
@@ -84,7 +87,7 @@ uint64_t SeedsFromEnv(const char* name, uint64_t fallback);
 struct SweepResult {
   uint64_t seeds = 0, failed = 0, acknowledged = 0, faults = 0, write_faults = 0, version_steps = 0,
            simulated_ms = 0, deploy_decrees = 0, deploy_stale = 0, coordinator_handovers = 0, wipes = 0,
-           foreign_disks = 0, refusals = 0, member_changes = 0;
+           foreign_disks = 0, refusals = 0, member_changes = 0, snapshots = 0, snapshots_torn = 0, installs = 0;
   uint64_t last_trace_hash = 0;
   std::vector<std::string> failures;  // "seed S: what broke\n  replay: COMMAND"
   std::string Summary() const;        // one line of the totals

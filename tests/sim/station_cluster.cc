@@ -52,6 +52,7 @@ void StationCluster::Wipe(NodeId id) {
   Node& n = nodes_.at(id);
   TS_CHECK(!n.station, "wiping the disk of a running node");
   n.disk = MemDisk{};
+  n.snapshots = MemSnapshots{};
   n.applied.clear();
 }
 
@@ -59,6 +60,7 @@ void StationCluster::ImplantForeignDisk(NodeId id) {
   Node& n = nodes_.at(id);
   TS_CHECK(!n.station, "replacing the disk of a running node");
   n.disk = MemDisk{};
+  n.snapshots = MemSnapshots{};
   n.applied.clear();
   // Another cluster's data dir: its identity and a chosen log of its own.
   n.disk.meta["identity/cluster_uuid"] = "foreign-" + std::to_string(++foreign_seq_);
@@ -134,11 +136,22 @@ void StationCluster::Restart(NodeId id) {
   for (const auto& [name, value] : n.disk.meta) {
     if (name.rfind("version/", 0) == 0) boot.versions[static_cast<NodeId>(std::stoul(name.substr(8)))] = value;
   }
-  n.applied = n.disk.ReadRange(1, n.disk.chosen_upto);
   n.log = std::make_unique<DiskLog>(n.disk);
-  auto st = station::Station::Open(o, std::move(boot), n.log.get());
-  TS_CHECK(st.ok(), "a station could not open its simulated disk, which is never corrupt");
+  auto st = station::Station::Open(o, std::move(boot), n.log.get(), &n.snapshots);
+  if (!st.ok()) {
+    // The simulated disk is never damaged: what it holds, the station wrote.
+    if (invariant_violation_.empty()) {
+      invariant_violation_ = "node " + std::to_string(id) + " cannot open its own disk: " + st.status().ToString();
+    }
+    return;
+  }
   n.station = std::move(*st);
+  // What it applied before is what it replays now: the snapshot's slots
+  // and the log after them, up to the chosen mark the disk kept.
+  Slot applied = n.station->applied_slot();
+  while (!n.applied.empty() && n.applied.back().slot > applied) n.applied.pop_back();
+  if (IsForeign(id)) n.applied = n.disk.ReadRange(1, applied);
+  else FillApplied(id, applied);
   for (NodeId m : members()) {
     if (m != id) links_to_open_.insert({std::min(id, m), std::max(id, m)});
   }
@@ -156,6 +169,10 @@ void StationCluster::Crash(NodeId id, bool lose_unsynced) {
   NoteViolation(id);
   Node& n = nodes_.at(id);
   n.station.reset();
+  if (n.taking) {
+    ++snapshots_torn_;  // its .tmp is left half written and ignored at restart
+    n.taking.reset();
+  }
   // A dead process has no next write: a crash or fault armed for it is gone.
   crash_at_next_write_.erase(id);
   write_faults_.erase(id);
@@ -207,7 +224,13 @@ bool StationCluster::Write(NodeId id, const station::Ready& r) {
     return false;  // stopped: no Persisted, no message, nothing applied
   }
   for (const auto& [name, value] : r.meta) n.disk.meta[name] = value;
+  if (r.snapshot_installed) n.disk.InstallBase(*r.snapshot_installed);
   n.disk.Persist(r.consensus);
+  if (r.compact_upto) {
+    n.disk.Compact(*r.compact_upto);
+    n.snapshots.KeepNewestOnly();
+    ++compactions_;
+  }
   return true;
 }
 
@@ -227,9 +250,14 @@ void StationCluster::Pump(NodeId id) {
       return;
     }
     for (const Message& m : r.consensus.messages) net_.Send(m);
+    if (r.snapshot_installed) {
+      ++snapshots_installed_;
+      FillApplied(id, *r.snapshot_installed);
+    }
     n.station->Persisted(r);
     for (Entry& e : r.consensus.committed) {
-      TS_CHECK(n.applied.empty() || n.applied.back().slot + 1 == e.slot, "slots applied out of order");
+      TS_CHECK(n.applied.empty() ? e.slot == 1 : n.applied.back().slot + 1 == e.slot, "slots applied out of order");
+      if (!IsForeign(id) && e.slot == history_.size() + 1) history_.push_back(e);
       n.applied.push_back(std::move(e));
     }
     for (station::LogEvent& e : r.events) {
@@ -277,6 +305,38 @@ void StationCluster::Deliver(const Message& m, bool current) {
   Pump(m.to);
 }
 
+void StationCluster::FillApplied(NodeId id, Slot slot) {
+  Node& n = nodes_.at(id);
+  for (Slot s = n.applied.empty() ? 1 : n.applied.back().slot + 1; s <= slot; ++s) {
+    // A snapshot holds only slots some node applied before it was taken.
+    TS_CHECK(s <= history_.size(), "a snapshot covers a slot no node has applied");
+    n.applied.push_back(history_[s - 1]);
+  }
+}
+
+// The driver's side of snapshots: start one when due, finish it a little
+// later (a forked child writes it in tsnode), as a real disk would.
+void StationCluster::SnapshotDuties(NodeId id) {
+  Node& n = nodes_.at(id);
+  if (!n.station) return;
+  if (n.taking && now_ms() >= n.taking->done_ms) {
+    Node::Taking t = std::move(*n.taking);
+    n.taking.reset();
+    uint64_t bytes = t.bytes.size();
+    n.snapshots.AddComplete(t.slot, std::move(t.bytes));
+    ++snapshots_taken_;
+    n.station->SnapshotFinished(t.slot, bytes);
+    Pump(id);
+    return;
+  }
+  if (n.taking || !n.station->SnapshotDue()) return;
+  Slot slot = n.station->applied_slot();
+  n.station->SnapshotStarted(slot);
+  auto bytes = MemSnapshots::Take(*n.station);
+  TS_CHECK(bytes.ok(), "a station could not write its snapshot to memory");
+  n.taking = Node::Taking{slot, std::move(*bytes), now_ms() + 1 + net_.Random(40)};
+}
+
 void StationCluster::Run(uint64_t ms) {
   for (uint64_t i = 0; i < ms; ++i) {
     net_.Advance();
@@ -285,6 +345,7 @@ void StationCluster::Run(uint64_t ms) {
       if (!IsUp(id)) continue;
       station(id).Tick(net_.LocalTime(id));
       Pump(id);
+      SnapshotDuties(id);
     }
     while (auto due = net_.NextDue()) Deliver(due->first, due->second);
   }

@@ -24,6 +24,7 @@
 
 #include "node/station/station.h"
 #include "tests/sim/mem_disk.h"
+#include "tests/sim/mem_snapshots.h"
 #include "tests/sim/sim_network.h"
 
 namespace ts::sim {
@@ -98,6 +99,13 @@ class StationCluster {
   const station::Station& station(NodeId id) const { return *nodes_.at(id).station; }
   const std::vector<Entry>& applied(NodeId id) const { return nodes_.at(id).applied; }
   const MemDisk& disk(NodeId id) const { return nodes_.at(id).disk; }
+  // Snapshots: taken by every station at its thresholds, written "in the
+  // background" (finished 1..40 ms later, lost if the node dies first: a
+  // torn snapshot write), installed from peers.
+  uint64_t snapshots_taken() const { return snapshots_taken_; }
+  uint64_t snapshots_torn() const { return snapshots_torn_; }
+  uint64_t snapshots_installed() const { return snapshots_installed_; }
+  uint64_t compactions() const { return compactions_; }
   const std::vector<NodeId>& members() const { return net_.members(); }
   uint64_t now_ms() const { return net_.now_ms(); }
   uint64_t trace_hash() const { return net_.trace_hash(); }
@@ -119,6 +127,13 @@ class StationCluster {
     std::vector<Entry> applied;  // the whole applied sequence (replayed on restart)
     std::deque<std::string> events;
     std::set<uint64_t> handles;  // client requests waiting for an answer
+    MemSnapshots snapshots;
+    struct Taking {
+      Slot slot = 0;
+      std::string bytes;
+      uint64_t done_ms = 0;
+    };
+    std::optional<Taking> taking;  // a local snapshot being written
   };
 
   void Pump(NodeId id);
@@ -126,6 +141,10 @@ class StationCluster {
   bool Write(NodeId id, const station::Ready& r);
   void OpenLinks();
   void Deliver(const Message& m, bool current);
+  void SnapshotDuties(NodeId id);
+  // Fills a node's applied sequence up to `slot` from what other nodes
+  // applied: a snapshot covers those slots.
+  void FillApplied(NodeId id, Slot slot);
 
   SimNetwork net_;
   station::StationOptions base_;
@@ -140,6 +159,8 @@ class StationCluster {
   std::set<NodeId> crash_at_next_write_;
   std::map<NodeId, WriteFault> write_faults_;
   uint64_t write_faults_fired_ = 0;
+  uint64_t snapshots_taken_ = 0, snapshots_torn_ = 0, snapshots_installed_ = 0, compactions_ = 0;
+  std::vector<Entry> history_;  // the chosen sequence as the first node to apply each slot saw it
   size_t bootstrap_ = 0;
   uint64_t refusals_ = 0;
   uint64_t foreign_seq_ = 0;

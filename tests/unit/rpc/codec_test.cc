@@ -41,14 +41,16 @@ consensus::Message SampleAccept() {
 
 std::vector<consensus::MessageBody> EveryMessageBody() {
   return {consensus::Prepare{{3, 1}, 5, {2, 3}, {}},
-          consensus::Promise{{3, 1}, true, false, {3, 1}, 4, {{5, {2, 2}, "v"}}, 0, true},
+          consensus::Promise{{3, 1}, true, false, {3, 1}, 4, {{5, {2, 2}, "v"}}, 0, true, 0},
           SampleAccept().body,
           consensus::Accepted{{7, 2}, true, {7, 2}, 10, 11},
           consensus::Heartbeat{{7, 2}, 99, 11, "1.1.0"},
           consensus::HeartbeatAck{{7, 2}, true, {7, 2}, 99, 11, "1.0.0"},
           consensus::CatchupRequest{{7, 2}, 3},
-          consensus::CatchupReply{{7, 2}, {{3, {1, 1}, "c"}}, 3},
-          consensus::TimeoutNow{{7, 2}}};
+          consensus::CatchupReply{{7, 2}, {{3, {1, 1}, "c"}}, 3, 0},
+          consensus::TimeoutNow{{7, 2}},
+          consensus::SnapshotRequest{40, 4096},
+          consensus::SnapshotChunk{40, 4096, 10000, "chunk"}};
 }
 
 Handshake SampleHandshake() {
@@ -162,7 +164,8 @@ TEST(Codec, Encode_GoldenBytesOfAPrepareAndAClientRequest) {
   EXPECT_EQ(Hex(EncodeClientRequest(r)),
             "0100000000000000" "01"                 // id (u64), op (u8)
             "010000006b" "0100000076" "00000000"    // key, value, expected: u32 length + bytes
-            "00" "0100000000000000" "64000000");    // expected_absent, from_slot, limit
+            "00" "0100000000000000" "64000000"      // expected_absent, from_slot, limit
+            "0000000000000000");                    // offset (u64)
 }
 
 TEST(Codec, Decode_OneGibibyteStringInSixteenBytesIsRefusedWithoutAllocating) {
@@ -268,7 +271,7 @@ TEST(Codec, Decode_RefusesOutOfRangeVariantIndexEitherSign) {
 
 TEST(Codec, Decode_RefusesUnknownClientOpAndResponseCode) {
   std::string req = EncodeClientRequest(SampleRequest());
-  for (uint8_t op : {0, 13, 99, 255}) {  // 13: one past kMember
+  for (uint8_t op : {0, 16, 99, 255}) {  // 16: one past kMigrate
     req[8] = static_cast<char>(op);
     ClientRequest r;
     Status s = DecodeClientRequest(req, &r);

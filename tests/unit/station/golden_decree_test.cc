@@ -125,9 +125,9 @@ TEST(GoldenDecrees, Apply_OldFormatsKeepTheirMeaning) {
   VersionState a(Semver{1, 0, 0});
   EXPECT_FALSE(a.CanRead(read("kv_batch_model2")));  // model 2 needs 1.1.0
   EXPECT_TRUE(a.CanRead(read("version_marker_model1")));
-  a.Observe(read("version_marker_model1"));
+  a.Observe(read("version_marker_model1"), 1);
   EXPECT_EQ(a.latest_marker(), (Semver{1, 1, 0}));
-  a.Observe(read("downgrade_model1"));
+  a.Observe(read("downgrade_model1"), 1);
   EXPECT_EQ(a.downgrade_to(), (Semver{1, 0, 0}));
 }
 

@@ -42,16 +42,16 @@ Decree PutV2(const std::string& key, const std::string& value, size_t ops = 1) {
 
 TEST(VersionState, WriteModel_NewReaderWritesOldFormatUntilItsMarker) {
   VersionState b(kB);
-  b.Observe(Marker(kA));
+  b.Observe(Marker(kA), 1);
   EXPECT_EQ(b.WriteModel(static_cast<uint16_t>(DecreeType::kKvPut)), 1);
   EXPECT_TRUE(b.HeaderFor(static_cast<uint16_t>(DecreeType::kKvPut)).min_reader_version.empty());
-  b.Observe(Marker(kB));
+  b.Observe(Marker(kB), 1);
   EXPECT_EQ(b.WriteModel(static_cast<uint16_t>(DecreeType::kKvPut)), 2);
   EXPECT_EQ(b.HeaderFor(static_cast<uint16_t>(DecreeType::kKvPut)).min_reader_version, "1.1.0");
   // A downgrade to A: only what A reads is written.
-  b.Observe(DowngradeTo(kA));
+  b.Observe(DowngradeTo(kA), 1);
   EXPECT_EQ(b.WriteModel(static_cast<uint16_t>(DecreeType::kKvPut)), 1);
-  b.Observe(DowngradeTo(kA, /*cancel=*/true));
+  b.Observe(DowngradeTo(kA, /*cancel=*/true), 1);
   EXPECT_FALSE(b.downgrade_to().has_value());
   EXPECT_EQ(b.WriteModel(static_cast<uint16_t>(DecreeType::kKvPut)), 2);
 }
@@ -72,12 +72,12 @@ TEST(VersionState, CanRead_OldVersionCannotReadModelTwoOrUnknownTypes) {
 
 TEST(VersionState, Observe_TracksLatestMarkerAndNewestReader) {
   VersionState a(kA);
-  a.Observe(Marker(kA));
-  a.Observe(Marker(kB));
+  a.Observe(Marker(kA), 1);
+  a.Observe(Marker(kB), 1);
   ASSERT_TRUE(a.latest_marker().has_value());
   EXPECT_EQ(*a.latest_marker(), kB);
   VersionState b(kB);
-  b.Observe(PutV2("k", "v"));
+  b.Observe(PutV2("k", "v"), 1);
   ASSERT_TRUE(b.newest_reader_needed().has_value());
   EXPECT_EQ(*b.newest_reader_needed(), kKvModel2Since);
 }
@@ -98,18 +98,18 @@ TEST(VersionState, RewriteFor_RestatesSingleOperationsOnly) {
 TEST(VersionState, PrepareDowngrade_WritesTheTargetsFormatUntilADowngradeIsApplied) {
   const auto put = static_cast<uint16_t>(DecreeType::kKvPut);
   VersionState b(kB);
-  b.Observe(Marker(kB));
+  b.Observe(Marker(kB), 1);
   ASSERT_EQ(b.WriteModel(put), 2);
   b.PrepareDowngrade(kA);  // asked for, not yet in the log
   EXPECT_EQ(b.WriteModel(put), 1);
   EXPECT_FALSE(b.downgrade_to().has_value());
-  b.Observe(DowngradeTo(kA));  // the decree is applied: prepared turns into in force
+  b.Observe(DowngradeTo(kA), 1);  // the decree is applied: prepared turns into in force
   EXPECT_FALSE(b.prepared_downgrade().has_value());
   EXPECT_EQ(b.downgrade_to(), kA);
   EXPECT_EQ(b.WriteModel(put), 1);
   // Cleared without a decree (the request failed): B's own format again.
   VersionState c(kB);
-  c.Observe(Marker(kB));
+  c.Observe(Marker(kB), 1);
   c.PrepareDowngrade(kA);
   c.PrepareDowngrade(std::nullopt);
   EXPECT_EQ(c.WriteModel(put), 2);
@@ -117,28 +117,28 @@ TEST(VersionState, PrepareDowngrade_WritesTheTargetsFormatUntilADowngradeIsAppli
 
 TEST(VersionState, RestateNeeded_ByADecreeTheTargetCannotReadAfterTheDowngrade) {
   VersionState b(kB);
-  b.Observe(Marker(kB));
-  b.Observe(PutV2("k", "v"));
+  b.Observe(Marker(kB), 1);
+  b.Observe(PutV2("k", "v"), 1);
   EXPECT_FALSE(b.restate_needed()) << "no downgrade in force: nothing to restate";
-  b.Observe(DowngradeTo(kA));
+  b.Observe(DowngradeTo(kA), 1);
   EXPECT_FALSE(b.restate_needed());
   // A model-2 write an earlier leader proposed, recovered after the downgrade.
-  b.Observe(PutV2("k", "late"));
+  b.Observe(PutV2("k", "late"), 1);
   EXPECT_TRUE(b.restate_needed());
-  b.Observe(DowngradeTo(kA));  // the restating decree
+  b.Observe(DowngradeTo(kA), 1);  // the restating decree
   EXPECT_FALSE(b.restate_needed());
-  b.Observe(PutV2("k", "again"));
-  b.Observe(DowngradeTo(kA, /*cancel=*/true));
+  b.Observe(PutV2("k", "again"), 1);
+  b.Observe(DowngradeTo(kA, /*cancel=*/true), 1);
   EXPECT_FALSE(b.restate_needed()) << "no downgrade in force any more";
 }
 
 TEST(VersionState, DowngradeRefusal_OnlyToAnOlderVersionNotAlreadyInForce) {
   VersionState b(kB);
-  b.Observe(Marker(kB));
+  b.Observe(Marker(kB), 1);
   EXPECT_EQ(DowngradeRefusal(b, kA), "");
   EXPECT_NE(DowngradeRefusal(b, kB).find("not older"), std::string::npos);
   EXPECT_NE(DowngradeRefusal(b, Semver{2, 0, 0}).find("not older"), std::string::npos);
-  b.Observe(DowngradeTo(kA));
+  b.Observe(DowngradeTo(kA), 1);
   EXPECT_NE(DowngradeRefusal(b, kA).find("already in force"), std::string::npos);
 }
 

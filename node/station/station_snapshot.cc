@@ -1,0 +1,465 @@
+// Station: snapshots of the applied state, log compaction, installing a
+// peer's snapshot, and the migration errand (DESIGN.md section 3, "Identity,
+// lost disks, membership, snapshots"; section 4, "Migration").
+//
+// - Taking one: once enough decrees or bytes were applied since the last
+//   (or an operator asks), SnapshotDue() turns true; the driver writes
+//   WriteSnapshot()'s records somewhere that does not stall the loop
+//   (tsnode: a forked child) and reports SnapshotFinished. Only then is the
+//   log compacted, keeping a window of slots below for followers.
+// - Installing one: a core that needs chosen slots only a peer's snapshot
+//   holds says so (Replica::snapshot_wanted); the station pulls that
+//   snapshot in byte ranges, one in flight, resuming where it broke off,
+//   checks it, loads it, and hands the core the new chosen prefix.
+// - Migration: after a migrate decree every node snapshots in the models it
+//   writes now and compacts everything below, so no older model remains.
+#include <algorithm>
+
+#include "node/station/snapshot.h"
+#include "node/station/station.h"
+
+namespace ts::station {
+
+bool Station::SnapshotDue() const {
+  if (snapshots_ == nullptr || snapshot_taking_ || stuck_at_ || applied_slot_ <= snapshot_slot_) return false;
+  if (snapshot_forced_ || migrate_slot_ > snapshot_slot_) return true;
+  return applied_since_snapshot_ >= options_.snapshot_entries ||
+         applied_bytes_since_snapshot_ >= options_.snapshot_bytes;
+}
+
+Status Station::WriteSnapshot(RecordSink* out) const {
+  SnapshotHeader h;
+  h.slot = applied_slot_;
+  h.log_digest = digest_.value();
+  h.state_digest = StateDigest();
+  h.full_digest = FullDigest();
+  h.cluster_uuid = cluster_uuid_;
+  h.cluster_id = options_.cluster_id;
+  h.written_by = versions_.self().ToString();
+  uint16_t kv_model = versions_.WriteModel(static_cast<uint16_t>(DecreeType::kKvPut));
+  h.models[static_cast<uint16_t>(DecreeType::kKvPut)] = kv_model;
+  h.models[static_cast<uint16_t>(DecreeType::kScheduler)] = 1;
+  if (kv_model >= 2) h.min_reader_version = kKvModel2Since.ToString();
+  h.kv_keys = kv_.size();
+  if (Status s = out->Add(EncodeSnapshotHeader(h)); !s.ok()) return s;
+
+  std::vector<std::pair<std::string, std::string>> batch;
+  size_t bytes = 0;
+  Status status = Status::Ok();
+  kv_.ForEach([&](const std::string& k, const std::string& v) {
+    if (!status.ok()) return;
+    batch.emplace_back(k, v);
+    bytes += k.size() + v.size() + 8;
+    if (bytes >= kSnapshotKvBatchBytes) {
+      status = out->Add(EncodeKvBatchRecord(batch));
+      batch.clear();
+      bytes = 0;
+    }
+  });
+  if (!status.ok()) return status;
+  if (!batch.empty()) {
+    if (Status s = out->Add(EncodeKvBatchRecord(batch)); !s.ok()) return s;
+  }
+  SnapshotTail t;
+  t.versions = versions_.Image();
+  t.membership = EncodeMembership(membership_);
+  t.genesis_applied = genesis_applied_;
+#if !(defined(TS_PLANTED_STATION_BUG) && TS_PLANTED_STATION_BUG == 2)
+  t.deploy = deploy_.SnapshotDump();
+#else
+  // Negative control: the snapshot misses the deployment state.
+  t.deploy = deploy::DeployState().SnapshotDump();
+#endif
+  return out->Add(EncodeSnapshotTail(t));
+}
+
+void Station::SnapshotStarted(consensus::Slot slot) {
+  snapshot_taking_ = slot;
+  snapshot_forced_ = false;
+}
+
+void Station::SnapshotFinished(consensus::Slot slot, uint64_t bytes) {
+  snapshot_taking_.reset();
+  if (slot <= snapshot_slot_) return;
+  consensus::Slot before = snapshot_slot_;
+  snapshot_slot_ = slot;
+  snapshot_bytes_ = bytes;
+  snapshot_kv_model_ = 0;
+  ++snapshots_taken_;
+  // What was applied after the snapshot's slot counts toward the next one.
+  applied_since_snapshot_ = applied_slot_ - slot;
+  applied_bytes_since_snapshot_ = 0;
+  if (auto h = ReadHeader(slot); h.ok()) {
+    auto it = h->models.find(static_cast<uint16_t>(DecreeType::kKvPut));
+    snapshot_kv_model_ = it == h->models.end() ? 1 : it->second;
+  }
+  Log(LogLevel::kInfo, "snapshot at slot " + std::to_string(slot) + " taken (" + std::to_string(bytes) +
+                           " bytes; previous at slot " + std::to_string(before) + ")");
+  AnswerSnapshotWaiters();
+  Compact();
+}
+
+void Station::SnapshotFailed(consensus::Slot slot, const std::string& why) {
+  snapshot_taking_.reset();
+  Log(LogLevel::kError, "snapshot at slot " + std::to_string(slot) + " failed: " + why +
+                            "; the log is kept whole and the next attempt comes at the next threshold");
+  for (const SnapshotWaiter& w : snapshot_waiters_) {
+    Respond(w.handle, Answer(w.request_id, rpc::ClientCode::kInternal,
+                             "snapshot at slot " + std::to_string(slot) + " failed: " + why));
+  }
+  snapshot_waiters_.clear();
+  // Retry at the next threshold, not at once: a full disk stays full.
+  applied_since_snapshot_ = 0;
+  applied_bytes_since_snapshot_ = 0;
+}
+
+// Deletes the log below the newest snapshot, minus a window of slots that
+// followers catching up can still fetch as decrees; after a migrate decree,
+// the whole log below it, so no decree in an older model remains.
+void Station::Compact() {
+  consensus::Slot upto = snapshot_slot_ > options_.snapshot_retention_slots
+                             ? snapshot_slot_ - options_.snapshot_retention_slots
+                             : 0;
+  if (migrate_slot_ != 0 && snapshot_slot_ >= migrate_slot_) upto = snapshot_slot_;
+#if defined(TS_PLANTED_STATION_BUG) && TS_PLANTED_STATION_BUG == 3
+  // Negative control: the core is not told, so it keeps pointing followers
+  // at entries that are gone instead of at the snapshot.
+  if (upto <= replica_->compacted_upto()) return;
+  ready_.compact_upto = upto;
+  return;
+#endif
+  if (upto <= replica_->compacted_upto()) return;
+  replica_->SetCompacted(upto);
+  ready_.compact_upto = upto;
+}
+
+StatusOr<SnapshotHeader> Station::ReadHeader(consensus::Slot slot) const {
+  auto src = snapshots_->Open(slot);
+  if (!src.ok()) return src.status();
+  std::string record;
+  auto more = (*src)->Next(&record);
+  if (!more.ok()) return more.status();
+  if (!*more) return Status::Corruption("snapshot of slot " + std::to_string(slot) + " has no records");
+  return DecodeSnapshotHeader(record);
+}
+
+// Reads and checks the whole snapshot of `slot` before anything changes:
+// framing (the store), record order and shape, readability by this
+// software (else FailedPrecondition with the reason), and that the state
+// it holds has the digest its header claims.
+StatusOr<Station::Loaded> Station::ReadSnapshot(consensus::Slot slot) const {
+  auto src = snapshots_->Open(slot);
+  if (!src.ok()) return src.status();
+  std::string record;
+  auto next = [&]() -> Status {
+    auto more = (*src)->Next(&record);
+    if (!more.ok()) return more.status();
+    if (!*more) return Status::Corruption("snapshot of slot " + std::to_string(slot) + " ends early");
+    return Status::Ok();
+  };
+  auto loaded = std::make_unique<LoadedState>();
+  if (Status s = next(); !s.ok()) return s;
+  auto header = DecodeSnapshotHeader(record);
+  if (!header.ok()) return header.status();
+  if (header->slot != slot) {
+    return Status::Corruption("snapshot file of slot " + std::to_string(slot) + " holds slot " +
+                              std::to_string(header->slot));
+  }
+  if (std::string why = SnapshotRefusal(versions_.self(), *header); !why.empty()) {
+    return Status::FailedPrecondition("snapshot at slot " + std::to_string(slot) + " cannot be read: " + why);
+  }
+  loaded->header = *header;
+  std::map<std::string, std::string> kv;
+  std::vector<std::pair<std::string, std::string>> batch;
+  for (;;) {
+    if (Status s = next(); !s.ok()) return s;
+    if (record.empty() || record[0] != kSnapshotKvTag) break;
+    if (Status s = DecodeKvBatchRecord(record, &batch); !s.ok()) return s;
+    for (auto& [k, v] : batch) kv.emplace_hint(kv.end(), std::move(k), std::move(v));
+  }
+  if (kv.size() != header->kv_keys) {
+    return Status::Corruption("snapshot at slot " + std::to_string(slot) + " holds " + std::to_string(kv.size()) +
+                              " keys, its header says " + std::to_string(header->kv_keys));
+  }
+  auto tail = DecodeSnapshotTail(record);
+  if (!tail.ok()) return tail.status();
+  auto more = (*src)->Next(&record);
+  if (!more.ok()) return more.status();
+  if (*more) return Status::Corruption("snapshot at slot " + std::to_string(slot) + " has records after its tail");
+  if (Status s = DecodeMembership(tail->membership, &loaded->membership); !s.ok()) {
+    return Status::Corruption("snapshot at slot " + std::to_string(slot) + ": malformed configuration: " + s.message());
+  }
+  if (Status s = loaded->deploy.Restore(tail->deploy); !s.ok()) return s;
+  loaded->versions = tail->versions;
+  loaded->genesis_applied = tail->genesis_applied;
+  loaded->kv.Restore(std::move(kv));
+  std::string digest = FullDigestOf(loaded->kv, loaded->deploy, loaded->versions, loaded->membership,
+                                    loaded->genesis_applied);
+  if (digest != header->full_digest) {
+    return Status::Corruption("snapshot at slot " + std::to_string(slot) + " holds a state of digest " + digest +
+                              ", its header says " + header->full_digest);
+  }
+  return loaded;
+}
+
+// Makes a checked snapshot the applied state.
+Status Station::AdoptSnapshot(Loaded loaded) {
+  if (Status s = versions_.Restore(loaded->versions); !s.ok()) return s;
+  const SnapshotHeader& h = loaded->header;
+  kv_ = std::move(loaded->kv);
+  deploy_ = std::move(loaded->deploy);
+  digest_.Restore(h.log_digest);
+  applied_slot_ = h.slot;
+  snapshot_kv_model_ = 0;
+  if (auto it = h.models.find(static_cast<uint16_t>(DecreeType::kKvPut)); it != h.models.end()) {
+    snapshot_kv_model_ = it->second;
+  }
+  snapshot_slot_ = h.slot;
+  applied_since_snapshot_ = 0;
+  applied_bytes_since_snapshot_ = 0;
+  if (!options_.restored_from.empty() && h.cluster_uuid == options_.restored_from) {
+    // A backup restored as a new cluster: the identity and configuration
+    // are this one's (the bootstrap members, then a new genesis), never the
+    // old cluster's.
+    Log(LogLevel::kWarn, "loaded the backup of cluster " + h.cluster_uuid + " at slot " + std::to_string(h.slot) +
+                             " as a new cluster: the first leader writes a new identity");
+    return Status::Ok();
+  }
+  membership_ = std::move(loaded->membership);
+  genesis_applied_ = loaded->genesis_applied;
+  if (cluster_uuid_.empty() && !h.cluster_uuid.empty()) {
+    cluster_uuid_ = h.cluster_uuid;
+    ready_.meta.emplace_back("identity/cluster_uuid", cluster_uuid_);
+    ready_.identity = IdentityChange{cluster_uuid_, incarnation()};
+  }
+  return Status::Ok();
+}
+
+// ------------------------------------------------------------- installing
+
+void Station::MaybeFetchSnapshot() {
+  if (snapshots_ == nullptr) return;
+  const auto& want = replica_->snapshot_wanted();
+  if (!want) {
+    if (transfer_) {
+      snapshots_->AbandonIncoming();
+      transfer_.reset();
+    }
+    return;
+  }
+  if (!snapshot_refusal_.empty() && refused_snapshot_slot_ >= want->slot) return;
+  uint64_t stall_ms = 4 * options_.consensus.lease_ms;
+  if (transfer_ && now_ms_ < transfer_->last_ms + stall_ms) return;
+  // Start, or resume a transfer that went quiet, from the leader if there
+  // is one (it has the newest snapshot), else from whoever pointed us there.
+  consensus::NodeId from = replica_->leader_hint();
+  if (from == consensus::kNoNode || from == id()) from = want->from;
+  if (!transfer_) {
+    transfer_ = Transfer{};
+    Log(LogLevel::kInfo, "chosen slots up to " + std::to_string(want->slot) +
+                             " are only in a snapshot now: fetching one from node " + std::to_string(from));
+  } else {
+    ++transfer_resumes_;
+    Log(LogLevel::kInfo, "snapshot transfer of slot " + std::to_string(transfer_->slot) + " stalled at byte " +
+                             std::to_string(transfer_->offset) + ": resuming from node " + std::to_string(from));
+  }
+  transfer_->from = from;
+  transfer_->last_ms = now_ms_;
+  SendSnapshotRequest();
+}
+
+void Station::SendSnapshotRequest() {
+  consensus::Message m;
+  m.from = id();
+  m.to = transfer_->from;
+  m.incarnation = incarnation();
+  m.body = consensus::SnapshotRequest{transfer_->slot, transfer_->offset};
+  outbox_.push_back(std::move(m));
+}
+
+void Station::HandleSnapshotRequest(consensus::NodeId from, const consensus::SnapshotRequest& req) {
+  consensus::SnapshotChunk c;
+  auto newest = snapshots_ == nullptr ? std::nullopt : snapshots_->Newest();
+  if (newest) {
+    c.slot = newest->slot;
+    c.total_bytes = newest->bytes;
+    c.offset = req.slot == newest->slot ? std::min(req.offset, newest->bytes) : 0;
+    size_t max = std::max<size_t>(1024, options_.consensus.message_bytes_max - 1024);
+    auto data = snapshots_->ReadRange(c.slot, c.offset, max);
+    if (!data.ok()) {
+      Log(LogLevel::kError, "cannot serve snapshot of slot " + std::to_string(c.slot) + " to node " +
+                                std::to_string(from) + ": " + data.status().ToString());
+      c = consensus::SnapshotChunk{};
+    } else {
+      c.data = std::move(*data);
+    }
+  }
+  consensus::Message m;
+  m.from = id();
+  m.to = from;
+  m.incarnation = incarnation();
+  m.body = std::move(c);
+  outbox_.push_back(std::move(m));
+}
+
+void Station::HandleSnapshotChunk(consensus::NodeId from, const consensus::SnapshotChunk& c) {
+  if (!transfer_ || from != transfer_->from || snapshots_ == nullptr) return;
+  const auto& want = replica_->snapshot_wanted();
+  if (!want) return;
+  if (c.slot == 0 || c.slot < want->slot || c.slot <= applied_slot_) {
+    // This peer has nothing recent enough: ask the next one after a pause.
+    transfer_->last_ms = now_ms_ >= 4 * options_.consensus.lease_ms ? now_ms_ - 3 * options_.consensus.lease_ms : 0;
+    return;
+  }
+  if (c.slot != transfer_->slot) {
+    transfer_->slot = c.slot;
+    transfer_->offset = snapshots_->IncomingBytes(c.slot);
+    transfer_->total = c.total_bytes;
+    if (c.offset != transfer_->offset) {  // resume where our partial copy ends
+      transfer_->last_ms = now_ms_;
+      SendSnapshotRequest();
+      return;
+    }
+  }
+  if (c.offset != transfer_->offset || c.total_bytes != transfer_->total) return;  // a stale reply
+  if (c.data.empty() && c.offset < c.total_bytes) return;
+  if (Status s = snapshots_->AppendIncoming(c.slot, c.offset, c.data); !s.ok()) {
+    Log(LogLevel::kWarn, "snapshot of slot " + std::to_string(c.slot) + " from node " + std::to_string(from) +
+                             " refused at byte " + std::to_string(c.offset) + ": " + s.ToString() +
+                             "; starting over");
+    snapshots_->AbandonIncoming();
+    transfer_.reset();
+    return;
+  }
+  transfer_->offset += c.data.size();
+  transfer_->last_ms = now_ms_;
+  transfer_bytes_ += c.data.size();
+  if (transfer_->offset < transfer_->total) {
+    SendSnapshotRequest();
+    return;
+  }
+  consensus::Slot slot = transfer_->slot;
+  transfer_.reset();
+  if (Status s = snapshots_->CommitIncoming(slot); !s.ok()) {
+    Log(LogLevel::kWarn, "snapshot of slot " + std::to_string(slot) + " from node " + std::to_string(from) +
+                             " is damaged: " + s.ToString() + "; fetching it again");
+    snapshots_->AbandonIncoming();
+    return;
+  }
+  InstallSnapshot(slot, from);
+}
+
+void Station::InstallSnapshot(consensus::Slot slot, consensus::NodeId from) {
+  auto loaded = ReadSnapshot(slot);
+  if (!loaded.ok()) {
+    if (loaded.status().code() == Status::Code::kFailedPrecondition) {
+      snapshot_refusal_ = loaded.status().message();
+      refused_snapshot_slot_ = slot;
+      Log(LogLevel::kError, snapshot_refusal_ + "; not installing it, and not leading");
+      UpdateEligibility();
+    } else {
+      Log(LogLevel::kError, "snapshot of slot " + std::to_string(slot) + " from node " + std::to_string(from) +
+                                " cannot be installed: " + loaded.status().ToString());
+    }
+    return;
+  }
+  if (!cluster_uuid_.empty() && !(*loaded)->header.cluster_uuid.empty() &&
+      (*loaded)->header.cluster_uuid != cluster_uuid_) {
+    Log(LogLevel::kError, "snapshot of slot " + std::to_string(slot) + " from node " + std::to_string(from) +
+                              " is of cluster " + (*loaded)->header.cluster_uuid + ", not " + cluster_uuid_ +
+                              ": not installing it");
+    return;
+  }
+  consensus::Slot before = applied_slot_;
+  if (Status s = AdoptSnapshot(std::move(*loaded)); !s.ok()) {
+    Log(LogLevel::kError, "snapshot of slot " + std::to_string(slot) + ": " + s.ToString());
+    return;
+  }
+  snapshot_refusal_.clear();
+  replica_->InstallSnapshot(slot, ToConsensus(membership_));
+  ready_.snapshot_installed = slot;
+  ++snapshots_installed_;
+  SyncPeers();
+  Log(LogLevel::kInfo, "installed the snapshot of slot " + std::to_string(slot) + " from node " +
+                           std::to_string(from) + " (applied slot " + std::to_string(before) + " -> " +
+                           std::to_string(slot) + ")");
+}
+
+// ------------------------------------------------------------- operators
+
+void Station::AnswerSnapshotWaiters() {
+  std::erase_if(snapshot_waiters_, [this](const SnapshotWaiter& w) {
+    if (w.at_least > snapshot_slot_) return false;
+    rpc::ClientResponse r;
+    r.id = w.request_id;
+    r.slot = snapshot_slot_;
+    r.total = snapshot_bytes_;
+    Respond(w.handle, std::move(r));
+    return true;
+  });
+  if (!snapshot_waiters_.empty()) snapshot_forced_ = true;
+}
+
+void Station::HandleSnapshotOp(uint64_t handle, rpc::ClientRequest&& req) {
+  auto answer = [&](rpc::ClientCode code, std::string message) { Respond(handle, Answer(req.id, code, std::move(message))); };
+  if (snapshots_ == nullptr) return answer(rpc::ClientCode::kBadRequest, "this node keeps no snapshots");
+  if (req.op == rpc::ClientOp::kSnapshotRead) {
+    consensus::Slot slot = req.from_slot;
+    auto newest = snapshots_->Newest();
+    if (!newest || newest->slot != slot) {
+      return answer(rpc::ClientCode::kNotFound, "no snapshot of slot " + std::to_string(slot) + " here" +
+                                                    (newest ? " (the newest is of slot " + std::to_string(newest->slot) + ")" : "") +
+                                                    "; take a new one with `tsctl snapshot save`");
+    }
+    size_t max = std::max<size_t>(1024, options_.consensus.message_bytes_max - 1024);
+    auto data = snapshots_->ReadRange(slot, req.offset, max);
+    if (!data.ok()) return answer(rpc::ClientCode::kInternal, data.status().ToString());
+    rpc::ClientResponse r;
+    r.id = req.id;
+    r.slot = slot;
+    r.total = newest->bytes;
+    r.value = std::move(*data);
+    return Respond(handle, std::move(r));
+  }
+  if (replica_->GetStatus().role != consensus::Role::kLeader) {
+    return Respond(handle, Redirect(req, req.op == rpc::ClientOp::kMigrate ? "the migration errand is run by the leader"
+                                                                           : "backups are taken by the leader"));
+  }
+  if (!TakesWrites()) return answer(rpc::ClientCode::kUnavailable, "leader is recovering the log; retry");
+  if (req.op == rpc::ClientOp::kSnapshot) {
+    // Everything acknowledged before the request is applied here (a leader
+    // answers a write once applied), so a snapshot at or past this slot
+    // holds it.
+    snapshot_waiters_.push_back(SnapshotWaiter{handle, req.id, applied_slot_});
+    AnswerSnapshotWaiters();
+    return;
+  }
+  Decree d;
+  d.header = versions_.HeaderFor(static_cast<uint16_t>(DecreeType::kMigrate));
+  auto slot = ProposeDecree(d);
+  if (!slot.ok()) {
+    if (slot.status().code() == Status::Code::kNotLeader) return Respond(handle, Redirect(req, "this node does not lead"));
+    return answer(rpc::ClientCode::kBusy, slot.status().message());
+  }
+  pending_writes_[*slot] = PendingWrite{d.tag, req.op, handle, req.id, now_ms_ + options_.request_timeout_ms};
+}
+
+// ------------------------------------------------------------- migration
+
+std::string Station::OlderModelData() const {
+  std::string out;
+  uint16_t kv = static_cast<uint16_t>(DecreeType::kKvPut);
+  uint16_t now = versions_.WriteModel(kv);
+  uint64_t last = versions_.LastOlderModelSlot(kv);
+  if (last > replica_->compacted_upto()) {
+    out = "key-value decrees in model " + std::to_string(now - 1) + " up to slot " + std::to_string(last);
+  }
+  if (snapshot_slot_ != 0 && snapshot_kv_model_ != 0 && snapshot_kv_model_ < now) {
+    if (!out.empty()) out += ", ";
+    out += "the snapshot at slot " + std::to_string(snapshot_slot_) + " in key-value model " +
+           std::to_string(snapshot_kv_model_);
+  }
+  return out;
+}
+
+}  // namespace ts::station

@@ -1,0 +1,116 @@
+// FileSnapshots; see file_snapshots.h.
+#include "node/tsnode/file_snapshots.h"
+
+#include <filesystem>
+#include <system_error>
+
+#include "node/station/station.h"
+
+namespace ts::tsnode {
+
+namespace {
+
+class FileSource : public station::RecordSource {
+ public:
+  explicit FileSource(std::unique_ptr<storage::SnapshotReader> r) : r_(std::move(r)) {}
+  StatusOr<bool> Next(std::string* record) override { return r_->Next(record); }
+
+ private:
+  std::unique_ptr<storage::SnapshotReader> r_;
+};
+
+class WriterSink : public station::RecordSink {
+ public:
+  explicit WriterSink(storage::SnapshotWriter& w) : w_(w) {}
+  Status Add(std::string_view record) override { return w_.Add(record); }
+
+ private:
+  storage::SnapshotWriter& w_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<FileSnapshots>> FileSnapshots::Open(std::string dir) {
+  std::unique_ptr<FileSnapshots> f(new FileSnapshots(std::move(dir)));
+  std::error_code ec;
+  if (std::filesystem::exists(f->dir_, ec)) {
+    for (const auto& e : std::filesystem::directory_iterator(f->dir_, ec)) {
+      if (e.path().extension() == ".tmp") std::filesystem::remove(e.path(), ec);
+    }
+  }
+  if (ec) return Status::IoError("snapshot folder " + f->dir_ + ": " + ec.message());
+  if (Status s = f->Refresh(); !s.ok()) return s;
+  return f;
+}
+
+std::string FileSnapshots::PathOf(consensus::Slot slot) const {
+  return dir_ + "/" + storage::SnapshotFileName(slot, ".snap");
+}
+
+Status FileSnapshots::Refresh() {
+  std::error_code ec;
+  newest_.reset();
+  if (!std::filesystem::exists(dir_, ec)) return Status::Ok();
+  auto list = storage::ListSnapshots(dir_);
+  if (!list.ok()) return list.status();
+  if (!list->empty()) newest_ = Info{list->back().slot, list->back().bytes};
+  return Status::Ok();
+}
+
+Status FileSnapshots::RemoveOlder() {
+  if (!newest_) return Status::Ok();
+  return storage::RemoveSnapshotsBelow(dir_, newest_->slot);
+}
+
+StatusOr<std::string> FileSnapshots::ReadRange(consensus::Slot slot, uint64_t offset, size_t max_bytes) const {
+  return storage::ReadSnapshotRange(PathOf(slot), offset, max_bytes);
+}
+
+StatusOr<std::unique_ptr<station::RecordSource>> FileSnapshots::Open(consensus::Slot slot) const {
+  auto r = storage::SnapshotReader::Open(PathOf(slot));
+  if (!r.ok()) return r.status();
+  return std::unique_ptr<station::RecordSource>(new FileSource(std::move(*r)));
+}
+
+uint64_t FileSnapshots::IncomingBytes(consensus::Slot slot) {
+  if (incoming_ && incoming_slot_ == slot) return incoming_->size();
+  AbandonIncoming();
+  auto in = storage::IncomingSnapshot::Create(dir_, slot);
+  if (!in.ok()) return 0;  // AppendIncoming reports the failure
+  incoming_ = std::move(*in);
+  incoming_slot_ = slot;
+  return incoming_->size();
+}
+
+Status FileSnapshots::AppendIncoming(consensus::Slot slot, uint64_t offset, std::string_view bytes) {
+  if (!incoming_ || incoming_slot_ != slot) IncomingBytes(slot);
+  if (!incoming_) return Status::IoError("cannot create the incoming snapshot in " + dir_);
+  return incoming_->Append(offset, bytes);
+}
+
+Status FileSnapshots::CommitIncoming(consensus::Slot slot) {
+  if (!incoming_ || incoming_slot_ != slot) {
+    return Status::InvalidArgument("no snapshot of slot " + std::to_string(slot) + " is being received");
+  }
+  auto path = incoming_->Commit();
+  if (!path.ok()) return path.status();
+  incoming_.reset();
+  incoming_slot_ = 0;
+  return Refresh();
+}
+
+void FileSnapshots::AbandonIncoming() {
+  if (incoming_) (void)incoming_->Abandon();
+  incoming_.reset();
+  incoming_slot_ = 0;
+}
+
+StatusOr<uint64_t> WriteSnapshotFile(const station::Station& st, const std::string& dir) {
+  auto w = storage::SnapshotWriter::Create(dir, st.applied_slot());
+  if (!w.ok()) return w.status();
+  WriterSink sink(**w);
+  if (Status s = st.WriteSnapshot(&sink); !s.ok()) return s;
+  return (*w)->Commit();
+}
+
+}  // namespace ts::tsnode

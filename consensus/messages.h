@@ -136,12 +136,15 @@ struct CatchupReply {
 // A byte range of the sender's snapshot: `slot` 0 asks for the newest one.
 // Pull-based, one range in flight, so memory stays bounded on both sides and
 // a transfer that breaks off resumes at `offset`.
+// at_least: a snapshot of an older slot is of no use to the asker; the
+// sender then answers with its newest slot and no data.
 struct SnapshotRequest {
   Slot slot = 0;
   uint64_t offset = 0;
+  Slot at_least = 0;
 
   template <class A>
-  void serialize(A& ar) { ar(slot, offset); }
+  void serialize(A& ar) { ar(slot, offset, at_least); }
 };
 
 // Bytes [offset, offset + data.size()) of the snapshot of `slot`, whose file

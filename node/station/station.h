@@ -314,6 +314,7 @@ class Station {
     uint64_t offset = 0;
     uint64_t total = 0;
     uint64_t last_ms = 0;      // last request sent or chunk taken
+    consensus::Slot at_least = 0;
   };
 
   Station(StationOptions options, const LogSource* log);
@@ -325,6 +326,11 @@ class Station {
   StatusOr<Loaded> ReadSnapshot(consensus::Slot slot) const;
   Status AdoptSnapshot(Loaded loaded);
   void MaybeFetchSnapshot();
+  // The snapshot this node needs, if any: the core's (slots only a peer's
+  // snapshot holds), or, while stuck on a decree it cannot read, one from
+  // the leader at or past that decree (the migration errand writes such a
+  // snapshot in the newer model).
+  std::optional<consensus::SnapshotWant> SnapshotNeeded() const;
   void SendSnapshotRequest();
   void HandleSnapshotRequest(consensus::NodeId from, const consensus::SnapshotRequest& req);
   void HandleSnapshotChunk(consensus::NodeId from, const consensus::SnapshotChunk& c);

@@ -237,9 +237,16 @@ Status Station::AdoptSnapshot(Loaded loaded) {
 
 // ------------------------------------------------------------- installing
 
+std::optional<consensus::SnapshotWant> Station::SnapshotNeeded() const {
+  if (const auto& want = replica_->snapshot_wanted()) return want;
+  consensus::NodeId leader = replica_->leader_hint();
+  if (stuck_at_ && leader != consensus::kNoNode && leader != id()) return consensus::SnapshotWant{leader, *stuck_at_};
+  return std::nullopt;
+}
+
 void Station::MaybeFetchSnapshot() {
   if (snapshots_ == nullptr) return;
-  const auto& want = replica_->snapshot_wanted();
+  auto want = SnapshotNeeded();
   if (!want) {
     if (transfer_) {
       snapshots_->AbandonIncoming();
@@ -247,7 +254,6 @@ void Station::MaybeFetchSnapshot() {
     }
     return;
   }
-  if (!snapshot_refusal_.empty() && refused_snapshot_slot_ >= want->slot) return;
   uint64_t stall_ms = 4 * options_.consensus.lease_ms;
   if (transfer_ && now_ms_ < transfer_->last_ms + stall_ms) return;
   // Start, or resume a transfer that went quiet, from the leader if there
@@ -256,14 +262,17 @@ void Station::MaybeFetchSnapshot() {
   if (from == consensus::kNoNode || from == id()) from = want->from;
   if (!transfer_) {
     transfer_ = Transfer{};
-    Log(LogLevel::kInfo, "chosen slots up to " + std::to_string(want->slot) +
-                             " are only in a snapshot now: fetching one from node " + std::to_string(from));
-  } else {
+    if (!stuck_at_) {
+      Log(LogLevel::kInfo, "chosen slots up to " + std::to_string(want->slot) +
+                               " are only in a snapshot now: fetching one from node " + std::to_string(from));
+    }
+  } else if (transfer_->offset > 0) {
     ++transfer_resumes_;
     Log(LogLevel::kInfo, "snapshot transfer of slot " + std::to_string(transfer_->slot) + " stalled at byte " +
                              std::to_string(transfer_->offset) + ": resuming from node " + std::to_string(from));
   }
   transfer_->from = from;
+  transfer_->at_least = want->slot;
   transfer_->last_ms = now_ms_;
   SendSnapshotRequest();
 }
@@ -273,14 +282,16 @@ void Station::SendSnapshotRequest() {
   m.from = id();
   m.to = transfer_->from;
   m.incarnation = incarnation();
-  m.body = consensus::SnapshotRequest{transfer_->slot, transfer_->offset};
+  m.body = consensus::SnapshotRequest{transfer_->slot, transfer_->offset, transfer_->at_least};
   outbox_.push_back(std::move(m));
 }
 
 void Station::HandleSnapshotRequest(consensus::NodeId from, const consensus::SnapshotRequest& req) {
   consensus::SnapshotChunk c;
   auto newest = snapshots_ == nullptr ? std::nullopt : snapshots_->Newest();
-  if (newest) {
+  if (newest && newest->slot < req.at_least) {
+    c.slot = newest->slot;  // nothing recent enough: say so, send nothing
+  } else if (newest) {
     c.slot = newest->slot;
     c.total_bytes = newest->bytes;
     c.offset = req.slot == newest->slot ? std::min(req.offset, newest->bytes) : 0;
@@ -304,11 +315,13 @@ void Station::HandleSnapshotRequest(consensus::NodeId from, const consensus::Sna
 
 void Station::HandleSnapshotChunk(consensus::NodeId from, const consensus::SnapshotChunk& c) {
   if (!transfer_ || from != transfer_->from || snapshots_ == nullptr) return;
-  const auto& want = replica_->snapshot_wanted();
+  auto want = SnapshotNeeded();
   if (!want) return;
-  if (c.slot == 0 || c.slot < want->slot || c.slot <= applied_slot_) {
-    // This peer has nothing recent enough: ask the next one after a pause.
-    transfer_->last_ms = now_ms_ >= 4 * options_.consensus.lease_ms ? now_ms_ - 3 * options_.consensus.lease_ms : 0;
+  if (c.slot == 0 || c.slot < want->slot || c.slot <= applied_slot_ || c.slot == refused_snapshot_slot_ ||
+      (c.data.empty() && c.total_bytes == 0)) {
+    // Nothing of use there (yet): ask again after a lease, the leader first.
+    uint64_t lease = options_.consensus.lease_ms;
+    transfer_->last_ms = now_ms_ >= 3 * lease ? now_ms_ - 3 * lease : 0;
     return;
   }
   if (c.slot != transfer_->slot) {
@@ -376,7 +389,19 @@ void Station::InstallSnapshot(consensus::Slot slot, consensus::NodeId from) {
     return;
   }
   snapshot_refusal_.clear();
-  replica_->InstallSnapshot(slot, ToConsensus(membership_));
+  consensus::Slot chosen = replica_->GetStatus().chosen_upto;
+  if (slot <= chosen) {
+    // A node stuck on a decree it cannot read, re-based on a snapshot at or
+    // past that decree: its own log (chosen, recorded) follows the snapshot.
+    stuck_at_.reset();
+    if (Status s = Replay(slot + 1, chosen); !s.ok()) {
+      Log(LogLevel::kError, "after the snapshot of slot " + std::to_string(slot) + ": " + s.ToString());
+    }
+    replica_->SetCompacted(slot);
+    UpdateEligibility();
+  } else {
+    replica_->InstallSnapshot(slot, ToConsensus(membership_));
+  }
   ready_.snapshot_installed = slot;
   ++snapshots_installed_;
   SyncPeers();

@@ -49,7 +49,7 @@ std::vector<consensus::MessageBody> EveryMessageBody() {
           consensus::CatchupRequest{{7, 2}, 3},
           consensus::CatchupReply{{7, 2}, {{3, {1, 1}, "c"}}, 3, 0},
           consensus::TimeoutNow{{7, 2}},
-          consensus::SnapshotRequest{40, 4096},
+          consensus::SnapshotRequest{40, 4096, 30},
           consensus::SnapshotChunk{40, 4096, 10000, "chunk"}};
 }
 

@@ -219,6 +219,12 @@ Status Schedulers::Check(const SchedCommand& c) const {
       if (c.validation_room && s->validating.empty()) {
         return Status::InvalidArgument("scheduler " + c.scheduler + ": no version is being validated");
       }
+      // The switch ends the validation, so a validation room applied after
+      // it would run no version at all.
+      if (c.validation_room && !c.switch_to.empty()) {
+        return Status::InvalidArgument("scheduler " + c.scheduler + ": a switch to " + c.switch_to +
+                                       " cannot also add a validation room");
+      }
       for (const std::string& id : c.rooms) {
         auto it = s->rooms.find(id);
         if (it == s->rooms.end()) return Status::NotFound("scheduler " + c.scheduler + ": unknown room " + id);

@@ -1,6 +1,7 @@
 // Blue-green deployments; see bluegreen.h.
 #include "node/deploy/bluegreen.h"
 
+#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -300,6 +301,128 @@ nlohmann::json BlueGreen::Snapshot() const {
     j[name] = {{"versions", versions}, {"clusters", clusters}};
   }
   return j;
+}
+
+namespace {
+
+// A version as Snapshot() writes it as a key: std::to_string of 1..kVersionMax.
+bool ParseVersionKey(const std::string& key, uint32_t* out) {
+  if (key.empty() || key.size() > 10 || key[0] == '0') return false;
+  uint64_t v = 0;
+  for (char ch : key) {
+    if (ch < '0' || ch > '9') return false;
+    v = v * 10 + static_cast<uint64_t>(ch - '0');
+  }
+  if (v > kVersionMax) return false;
+  *out = static_cast<uint32_t>(v);
+  return true;
+}
+
+std::optional<Stage> ParseStage(const std::string& s) {
+  for (Stage stage : {Stage::kActive, Stage::kCandidate, Stage::kLegacy, Stage::kArchived}) {
+    if (s == StageName(stage)) return stage;
+  }
+  return std::nullopt;
+}
+
+Status TokenList(const SnapshotReader& r, const char* key, std::set<std::string>* out) {
+  SnapshotReader list = r;
+  if (Status s = r.At(key, &list); !s.ok()) return s;
+  if (Status s = list.ExpectArray(); !s.ok()) return s;
+  for (size_t i = 0; i < list.json().size(); ++i) {
+    std::string token;
+    if (Status s = list.Child(std::to_string(i), list.json()[i]).Token(&token); !s.ok()) return s;
+    out->insert(std::move(token));
+  }
+  return Status::Ok();
+}
+
+Status RestorePlacement(const SnapshotReader& r, BgPlacement* p) {
+  if (Status s = r.ExpectObject(); !s.ok()) return s;
+  std::set<std::string> routes, prohibited;
+  if (Status s = TokenList(r, "endpoints", &p->endpoints); !s.ok()) return s;
+  if (Status s = TokenList(r, "routes", &routes); !s.ok()) return s;
+  if (Status s = TokenList(r, "prohibited", &prohibited); !s.ok()) return s;
+  for (const std::string& route : routes) p->routes[route] = false;
+  for (const std::string& route : prohibited) {
+    if (!p->routes.emplace(route, true).second) return r.Bad("route " + route + " both registered and prohibited");
+  }
+  return Status::Ok();
+}
+
+// One deployment of Snapshot(), back, with the invariants Apply relies on:
+// promote, rollback and register dereference the ACTIVE version, and
+// InStage finds the one LEGACY version.
+Status RestoreDeployment(const SnapshotReader& r, BgDeployment* d) {
+  if (Status s = r.ExpectObject(); !s.ok()) return s;
+  SnapshotReader versions = r;
+  if (Status s = r.At("versions", &versions); !s.ok()) return s;
+  if (Status s = versions.ExpectObject(); !s.ok()) return s;
+  size_t active = 0, legacy = 0;
+  for (const auto& [key, stage_json] : versions.json().items()) {
+    SnapshotReader one = versions.Child(key, stage_json);
+    uint32_t v = 0;
+    std::string name;
+    if (!ParseVersionKey(key, &v)) return one.Bad("not a version in 1.." + std::to_string(kVersionMax));
+    if (Status s = one.String(&name); !s.ok()) return s;
+    std::optional<Stage> stage = ParseStage(name);
+    if (!stage) return one.Bad("stage must be ACTIVE, CANDIDATE, LEGACY or ARCHIVED");
+    active += *stage == Stage::kActive;
+    legacy += *stage == Stage::kLegacy;
+    d->versions[v] = *stage;
+  }
+  if (active != 1) return versions.Bad("exactly one ACTIVE version expected, found " + std::to_string(active));
+  if (legacy > 1) return versions.Bad("at most one LEGACY version expected, found " + std::to_string(legacy));
+
+  SnapshotReader clusters = r;
+  if (Status s = r.At("clusters", &clusters); !s.ok()) return s;
+  if (Status s = clusters.ExpectObject(); !s.ok()) return s;
+  for (const auto& [name, body] : clusters.json().items()) {
+    SnapshotReader one = clusters.Child(name, body);
+    if (!ValidName(name)) return one.Bad("not a valid cluster name");
+    if (Status s = one.ExpectObject(); !s.ok()) return s;
+    BgCluster cl;
+    if (Status s = one.U32At("initial_version", 0, kVersionMax, &cl.initial_version); !s.ok()) return s;
+    SnapshotReader placements = one;
+    if (Status s = one.At("versions", &placements); !s.ok()) return s;
+    if (Status s = placements.ExpectObject(); !s.ok()) return s;
+    for (const auto& [key, placement] : placements.json().items()) {
+      SnapshotReader p = placements.Child(key, placement);
+      uint32_t v = 0;
+      if (!ParseVersionKey(key, &v) || d->versions.count(v) == 0) return p.Bad("not a version of the deployment");
+      BgPlacement& mine = cl.versions[v];
+      if (Status s = RestorePlacement(p, &mine); !s.ok()) return s;
+      bool any_prohibited = std::any_of(mine.routes.begin(), mine.routes.end(), [](const auto& r) { return r.second; });
+      if (d->versions.at(v) == Stage::kActive && any_prohibited) return p.Bad("prohibited route in the ACTIVE version");
+    }
+    d->clusters.emplace(name, std::move(cl));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status BlueGreen::Restore(const nlohmann::json& snapshot) {
+  try {
+    SnapshotReader r(snapshot, "bg");
+    if (Status s = r.ExpectObject(); !s.ok()) return s;
+    BlueGreen fresh;
+    for (const auto& [name, body] : snapshot.items()) {
+      SnapshotReader one = r.Child(name, body);
+      if (!ValidName(name)) return one.Bad("not a valid deployment name");
+      BgDeployment d;
+      if (Status s = RestoreDeployment(one, &d); !s.ok()) return s;
+      fresh.deployments_.emplace(name, std::move(d));
+    }
+    // Whatever the readers did not look at (unknown fields, repeated or
+    // unordered items) must be exactly what the state implies.
+    std::string diff = FirstDifference(fresh.Snapshot(), snapshot, "bg");
+    if (!diff.empty()) return Status::Corruption("snapshot field " + diff);
+    deployments_.swap(fresh.deployments_);
+    return Status::Ok();
+  } catch (const std::exception& e) {
+    return Status::Corruption(std::string("blue-green snapshot could not be decoded: ") + e.what());
+  }
 }
 
 }  // namespace ts::deploy

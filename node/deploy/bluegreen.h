@@ -80,7 +80,17 @@ class BlueGreen {
   Status Check(const BgCommand& c) const;
   Status Apply(const BgCommand& c);
   StatusOr<nlohmann::json> View(const std::string& deployment) const;
+  // Every field of every deployment, in map order: equal states give equal
+  // dumps, and Restore rebuilds the state exactly.
   nlohmann::json Snapshot() const;
+  // Replaces every deployment with those `snapshot` (a Snapshot() of any
+  // BlueGreen; untrusted) describes. Corruption naming the first bad field
+  // if it is malformed, out of range, inconsistent (not exactly one ACTIVE
+  // version, two LEGACY ones, a placement in a version the deployment lacks,
+  // a prohibited route in the ACTIVE version, a route both registered and
+  // prohibited) or anything but exactly what Snapshot() gives for the state
+  // it describes; then nothing changed. Never throws.
+  Status Restore(const nlohmann::json& snapshot);
   const BgDeployment* Find(const std::string& name) const;
 
  private:

@@ -1,6 +1,8 @@
 // DeployState; see deploy_state.h.
 #include "node/deploy/deploy_state.h"
 
+#include <algorithm>
+
 #include "node/deploy/json_fields.h"
 
 namespace ts::deploy {
@@ -163,6 +165,38 @@ std::string DeployState::SnapshotDump() const {
   j["bg"] = bg_.Snapshot();
   j["version"] = version_;
   return j.dump();
+}
+
+Status DeployState::Restore(std::string_view dump) {
+  try {
+    auto j = ParseSnapshotJson(dump);
+    if (!j.ok()) return j.status();
+    SnapshotReader r(*j, "");
+    DeployState fresh;
+    SnapshotReader part = r;
+    if (Status s = r.At("sched", &part); !s.ok()) return s;
+    if (Status s = fresh.schedulers_.Restore(part.json()); !s.ok()) return s;
+    if (Status s = r.At("lrp", &part); !s.ok()) return s;
+    if (Status s = fresh.lrps_.Restore(part.json()); !s.ok()) return s;
+    if (Status s = r.At("bg", &part); !s.ok()) return s;
+    if (Status s = fresh.bg_.Restore(part.json()); !s.ok()) return s;
+    if (Status s = r.U64At("version", 0, UINT64_MAX, &fresh.version_); !s.ok()) return s;
+    // Byte for byte, so that the restored state's digest is the one the
+    // dump's bytes give: this also refuses unknown top-level fields,
+    // whitespace and any other second spelling of the same state.
+    std::string again = fresh.SnapshotDump();
+    if (again != dump) {
+      std::string diff = FirstDifference(nlohmann::json::parse(again), *j, "");
+      if (!diff.empty()) return Status::Corruption("snapshot field " + diff);
+      size_t at = std::mismatch(again.begin(), again.end(), dump.begin(), dump.end()).first - again.begin();
+      return Status::Corruption("snapshot is not in canonical form (first difference at byte " + std::to_string(at) +
+                                ")");
+    }
+    *this = std::move(fresh);
+    return Status::Ok();
+  } catch (const std::exception& e) {
+    return Status::Corruption(std::string("deployment snapshot could not be decoded: ") + e.what());
+  }
 }
 
 }  // namespace ts::deploy

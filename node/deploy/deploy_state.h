@@ -58,12 +58,22 @@ class DeployState {
   // key: "sched/NAME" (NAME empty: all), "bg/NAME", "lrp/GUID".
   StatusOr<nlohmann::json> Query(const std::string& key) const;
   // Canonical dump of the whole state; equal on every node at equal slots.
+  // Holds every field that affects later behaviour, so Restore rebuilds it.
   std::string SnapshotDump() const;
+  // Replaces this state with the one `dump` (a SnapshotDump() of any state;
+  // untrusted: a snapshot file or a peer's bytes) describes. Afterwards the
+  // state is indistinguishable from the one dumped: same SnapshotDump()
+  // (byte for byte: the dump must be exactly what SnapshotDump() gives for
+  // the state it describes), version(), and answers to any later commands
+  // and queries. Corruption naming what is wrong if it is malformed, out of
+  // range or inconsistent; then nothing changed. Never throws.
+  Status Restore(std::string_view dump);
 
   // The slot of the last deployment decree that changed the state (0: none).
   uint64_t version() const { return version_; }
   const Schedulers& schedulers() const { return schedulers_; }
   const DesiredLrps& lrps() const { return lrps_; }
+  const BlueGreen& blue_green() const { return bg_; }
 
  private:
   StatusOr<std::string> ApplyToModel(const DeployCommand& c, uint64_t slot);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <set>
 #include <utility>
 
 #include "node/deploy/json_fields.h"
@@ -14,6 +15,10 @@ namespace {
 using Op = LrpCommand::Op;
 
 constexpr uint32_t kPruneKeepMax = 10000;
+// A stored definition sits five levels down in a deployment snapshot
+// (top, "lrp", guid, "definitions", id): the snapshot's depth bound must
+// leave it its own.
+static_assert(5 + kDefinitionDepthMax <= kSnapshotDepthMax, "a stored definition must fit a snapshot's depth");
 
 struct OpName {
   Op op;
@@ -462,6 +467,88 @@ nlohmann::json DesiredLrps::Snapshot() const {
             {"next_seq", l.next_seq}};
   }
   return j;
+}
+
+namespace {
+
+// One LRP of Snapshot(), back, with what CheckLrp does not cover: stored
+// definitions pass the checks a client's do, under their own id; every seq,
+// stored or pruned, is distinct and below next_seq (pruning compares them).
+Status RestoreLrp(const SnapshotReader& r, DesiredLrp* l) {
+  if (Status s = r.ExpectObject(); !s.ok()) return s;
+  if (Status s = r.U32At("instances", 0, kLrpInstancesMax, &l->instances); !s.ok()) return s;
+  if (Status s = r.NameAt("definition_id", &l->definition_id); !s.ok()) return s;
+  if (Status s = r.StringAt("previous_definition_id", &l->previous_definition_id); !s.ok()) return s;
+  if (Status s = r.U64At("next_seq", 1, UINT64_MAX, &l->next_seq); !s.ok()) return s;
+
+  SnapshotReader actual = r;
+  if (Status s = r.At("actual_definition_ids", &actual); !s.ok()) return s;
+  if (Status s = actual.ExpectArray(); !s.ok()) return s;
+  if (actual.json().size() != l->instances) return actual.Bad("one id per instance expected");
+  for (size_t i = 0; i < actual.json().size(); ++i) {
+    std::string id;
+    if (Status s = actual.Child(std::to_string(i), actual.json()[i]).String(&id); !s.ok()) return s;
+    l->actual_definition_ids.push_back(std::move(id));
+  }
+
+  std::set<uint64_t> seqs;
+  SnapshotReader defs = r;
+  if (Status s = r.At("definitions", &defs); !s.ok()) return s;
+  if (Status s = defs.ExpectObject(); !s.ok()) return s;
+  if (defs.json().size() > kStoredDefinitionsMax) return defs.Bad("too many stored definitions");
+  for (const auto& [id, body] : defs.json().items()) {
+    SnapshotReader one = defs.Child(id, body);
+    if (!ValidName(id)) return one.Bad("not a valid definition id");
+    if (Status s = one.ExpectObject(); !s.ok()) return s;
+    StoredDefinition d;
+    if (Status s = one.U64At("seq", 1, l->next_seq - 1, &d.seq); !s.ok()) return s;
+    std::string named;
+    if (Status s = ParseDefinition(one.json(), &d.definition, &named); !s.ok()) return one.Bad(s.message());
+    if (named != id) return one.Bad("the definition names itself " + named);
+    if (!seqs.insert(d.seq).second) return one.Bad("seq shared with another definition");
+    l->definitions.emplace(id, std::move(d));
+  }
+
+  SnapshotReader pruned = r;
+  if (Status s = r.At("pruned", &pruned); !s.ok()) return s;
+  if (Status s = pruned.ExpectObject(); !s.ok()) return s;
+  if (pruned.json().size() > kPrunedIdsMax) return pruned.Bad("too many pruned ids remembered");
+  for (const auto& [id, seq_json] : pruned.json().items()) {
+    SnapshotReader one = pruned.Child(id, seq_json);
+    if (!ValidName(id)) return one.Bad("not a valid definition id");
+    uint64_t seq = 0;
+    if (Status s = one.U64(1, l->next_seq - 1, &seq); !s.ok()) return s;
+    if (!seqs.insert(seq).second) return one.Bad("seq shared with another definition");
+    l->pruned.emplace(id, seq);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status DesiredLrps::Restore(const nlohmann::json& snapshot) {
+  try {
+    SnapshotReader r(snapshot, "lrp");
+    if (Status s = r.ExpectObject(); !s.ok()) return s;
+    if (snapshot.size() > kDesiredLrpsMax) return r.Bad("more than " + std::to_string(kDesiredLrpsMax) + " LRPs");
+    DesiredLrps fresh;
+    for (const auto& [guid, body] : snapshot.items()) {
+      SnapshotReader one = r.Child(guid, body);
+      if (!ValidName(guid)) return one.Bad("not a valid process guid");
+      DesiredLrp l;
+      if (Status s = RestoreLrp(one, &l); !s.ok()) return s;
+      if (Status s = CheckLrp(guid, l); !s.ok()) return Status::Corruption("snapshot: " + s.message());
+      fresh.lrps_.emplace(guid, std::move(l));
+    }
+    // Whatever the readers did not look at (unknown fields, definitions'
+    // number kinds) must be exactly what the state implies.
+    std::string diff = FirstDifference(fresh.Snapshot(), snapshot, "lrp");
+    if (!diff.empty()) return Status::Corruption("snapshot field " + diff);
+    lrps_.swap(fresh.lrps_);
+    return Status::Ok();
+  } catch (const std::exception& e) {
+    return Status::Corruption(std::string("LRP snapshot could not be decoded: ") + e.what());
+  }
 }
 
 Status DesiredLrps::CheckInvariants() const {

@@ -116,6 +116,14 @@ class DesiredLrps {
   StatusOr<nlohmann::json> View(const std::string& process_guid) const;
   // Canonical full state: equal states <=> equal Snapshot().dump().
   nlohmann::json Snapshot() const;
+  // Replaces every LRP with those `snapshot` (a Snapshot() of any
+  // DesiredLrps; untrusted) describes. Corruption naming the first bad field
+  // if it is malformed, out of range, breaks an invariant (those
+  // CheckInvariants names; each definition stored under its own id; every
+  // seq, stored or pruned, distinct and below next_seq) or is anything but
+  // exactly what Snapshot() gives for the state it describes; then nothing
+  // changed. Never throws.
+  Status Restore(const nlohmann::json& snapshot);
   // Ok, or Corruption naming the first broken invariant: every actual LRP
   // names its LRP's DefinitionID or PreviousDefinitionID; live definitions
   // are stored; an update in flight still has an instance on the previous

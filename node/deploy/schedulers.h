@@ -106,7 +106,16 @@ class Schedulers {
   const std::map<std::string, Scheduler>& all() const { return schedulers_; }
   const Scheduler* Find(const std::string& name) const;
   StatusOr<nlohmann::json> View(const std::string& name) const;  // "" : every scheduler
+  // Every field of every scheduler, in map order: equal states give equal
+  // dumps, and Restore rebuilds the state exactly.
   nlohmann::json Snapshot() const;
+  // Replaces every scheduler with those `snapshot` (a Snapshot() of any
+  // Schedulers; untrusted) describes. Corruption naming the first bad field
+  // if it is malformed, out of range, inconsistent (a room of an unknown
+  // version, counts that disagree with the rooms) or anything but exactly
+  // what Snapshot() gives for the state it describes; then nothing changed.
+  // Never throws.
+  Status Restore(const nlohmann::json& snapshot);
 
  private:
   std::string ApplyHealth(const SchedCommand& c, uint64_t slot, Scheduler& s);

@@ -226,6 +226,22 @@ TEST(Schedulers, Check_RefusesWithClearErrorsAndChangesNothing) {
   EXPECT_EQ(s.Snapshot().dump(), before);
 }
 
+// A switch ends the validation: a validation room in the same decree would
+// be applied after it and run no version at all. The coordinator never
+// writes both, so a decree holding both comes from elsewhere and is refused.
+TEST(Schedulers, Check_RefusesASwitchWithAValidationRoom) {
+  Schedulers s;
+  ASSERT_TRUE(s.Apply(Cmd({{"op", "create"}, {"scheduler", "a"}, {"desired", 1}}), 1).ok());
+  ASSERT_TRUE(s.Apply(Cmd({{"op", "update"}, {"scheduler", "a"}, {"change", "major"}}), 2).ok());
+  std::string before = s.Snapshot().dump();
+  auto both = s.Apply(Cmd({{"op", "health"}, {"scheduler", "a"}, {"switch_to", "v2.0"}, {"validation_room", true}}), 3);
+  ASSERT_FALSE(both.ok());
+  EXPECT_EQ(both.status().code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(s.Snapshot().dump(), before);
+  for (const auto& [id, room] : s.Find("a")->rooms) EXPECT_FALSE(room.version.empty()) << id;
+  EXPECT_TRUE(s.Apply(Cmd({{"op", "health"}, {"scheduler", "a"}, {"switch_to", "v2.0"}}), 4).ok());
+}
+
 TEST(Schedulers, RoomStatus_AppliesWhatItCanAndSaysWhatItSkipped) {
   Schedulers s;
   ASSERT_TRUE(s.Apply(Cmd({{"op", "create"}, {"scheduler", "a"}, {"desired", 2}}), 1).ok());

@@ -47,15 +47,23 @@ StatusOr<std::unique_ptr<Station>> Station::Open(StationOptions options, Station
     // made the snapshot durable before the log's chosen mark moved: the
     // snapshot's slot is chosen all the same.
     auto loaded = st->ReadSnapshot(newest->slot);
-    if (!loaded.ok()) {
-      std::string why = "loading the snapshot of slot " + std::to_string(newest->slot) + ": " + loaded.status().message();
-      if (loaded.status().code() == Status::Code::kFailedPrecondition) {
-        return Status::FailedPrecondition(why + " (run the software that wrote it, or rebuild this node's data dir)");
-      }
-      return Status::Corruption(why);
-    }
-    if (Status s = st->AdoptSnapshot(std::move(*loaded)); !s.ok()) return s;
     base = newest->slot;
+    if (loaded.ok()) {
+      if (Status s = st->AdoptSnapshot(std::move(*loaded)); !s.ok()) return s;
+    } else if (loaded.status().code() == Status::Code::kFailedPrecondition) {
+      // Written in a model this software does not read (its binary was
+      // rolled back): like a decree it cannot read, the node records the
+      // log, does not lead, and waits for a snapshot it can read (a leader
+      // writes one in the downgrade target's formats).
+      if (Status s = st->AdoptConfiguration(newest->slot); !s.ok()) return s;
+      st->stuck_at_ = base;
+      st->refused_snapshot_slot_ = base;
+      st->snapshot_refusal_ = loaded.status().message();
+      st->Log(LogLevel::kError, st->snapshot_refusal_ + "; not leading, and fetching one it can read from the leader");
+    } else {
+      return Status::Corruption("loading the snapshot of slot " + std::to_string(newest->slot) + ": " +
+                                loaded.status().message());
+    }
     st->snapshot_bytes_ = newest->bytes;
     std::erase_if(boot.consensus.unchosen, [base](const Entry& e) { return e.slot <= base; });
     if (boot.consensus.chosen_upto < base) {
@@ -278,6 +286,10 @@ void Station::Apply(const Entry& e) {
     if (DecodeDecree(e.value, &d).ok() && d.header.type == static_cast<uint16_t>(DecreeType::kDowngrade) &&
         versions_.CanRead(d) && DecodeDowngrade(d.payload, &g).ok() && TryResumeWithRewrites(e.slot, g)) {
       ApplyDecree(e.slot, e.value, false);
+    } else if (d.header.type == static_cast<uint16_t>(DecreeType::kMembership) && versions_.CanRead(d)) {
+      // The configuration follows the log even here: the core counts votes
+      // with it, and a restart hands it the one this station holds.
+      ApplyMembership(e.slot, d, true);
     }
     return;
   }
@@ -313,6 +325,9 @@ bool Station::ApplyDecree(consensus::Slot slot, const std::string& bytes, bool r
       break;
     case DecreeFamily::kVersion:  // VersionState::Observe took what it says
       if (d.header.type == static_cast<uint16_t>(DecreeType::kMigrate)) migrate_slot_ = slot;
+      // A downgrade changes the formats written from now on: the next
+      // snapshot comes at once, so the target's binaries can read it.
+      if (d.header.type == static_cast<uint16_t>(DecreeType::kDowngrade)) format_change_slot_ = slot;
       break;
     case DecreeFamily::kUnknown:  // CanRead already refused a type we do not know
       break;
@@ -424,7 +439,12 @@ std::string Station::FullDigestOf(const KvStore& kv, const deploy::DeployState& 
                                   const MembershipDecree& membership, bool genesis_applied) {
   Fnv f;
   AddApplication(f, kv, deploy);
-  f.Add(rpc::EncodeBounded(versions));
+  // Only what every node learns alike: the rest of the version state is
+  // each node's own view of the decrees it read (a node that resumed on a
+  // downgrade's restatements read older models there, needing no newer
+  // reader).
+  f.Add(versions.latest_marker);
+  f.Add(versions.downgrade_to);
   // Before genesis the configuration is each node's bootstrap one.
   if (genesis_applied) f.Add(EncodeMembership(membership));
   return f.Hex();

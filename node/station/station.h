@@ -325,6 +325,9 @@ class Station {
   StatusOr<SnapshotHeader> ReadHeader(consensus::Slot slot) const;
   StatusOr<Loaded> ReadSnapshot(consensus::Slot slot) const;
   Status AdoptSnapshot(Loaded loaded);
+  // Of a snapshot this software cannot read otherwise: only the identity and
+  // the configuration (their encodings never change with a model).
+  Status AdoptConfiguration(consensus::Slot slot);
   void MaybeFetchSnapshot();
   // The snapshot this node needs, if any: the core's (slots only a peer's
   // snapshot holds), or, while stuck on a decree it cannot read, one from
@@ -467,6 +470,7 @@ class Station {
   uint64_t applied_since_snapshot_ = 0;
   uint64_t applied_bytes_since_snapshot_ = 0;
   consensus::Slot migrate_slot_ = 0;    // the last migrate decree applied
+  consensus::Slot format_change_slot_ = 0;  // the last downgrade decree applied
   uint64_t snapshots_taken_ = 0;
   uint64_t snapshots_installed_ = 0;
   std::optional<Transfer> transfer_;

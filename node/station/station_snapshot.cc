@@ -22,7 +22,7 @@ namespace ts::station {
 
 bool Station::SnapshotDue() const {
   if (snapshots_ == nullptr || snapshot_taking_ || stuck_at_ || applied_slot_ <= snapshot_slot_) return false;
-  if (snapshot_forced_ || migrate_slot_ > snapshot_slot_) return true;
+  if (snapshot_forced_ || migrate_slot_ > snapshot_slot_ || format_change_slot_ > snapshot_slot_) return true;
   return applied_since_snapshot_ >= options_.snapshot_entries ||
          applied_bytes_since_snapshot_ >= options_.snapshot_bytes;
 }
@@ -235,6 +235,33 @@ Status Station::AdoptSnapshot(Loaded loaded) {
   return Status::Ok();
 }
 
+Status Station::AdoptConfiguration(consensus::Slot slot) {
+  auto src = snapshots_->Open(slot);
+  if (!src.ok()) return src.status();
+  std::string record;
+  std::optional<SnapshotHeader> header;
+  for (;;) {
+    auto more = (*src)->Next(&record);
+    if (!more.ok()) return more.status();
+    if (!*more) return Status::Corruption("snapshot of slot " + std::to_string(slot) + " has no tail");
+    if (!header) {
+      auto h = DecodeSnapshotHeader(record);
+      if (!h.ok()) return h.status();
+      header = *h;
+    }
+    if (record.empty() || record[0] != kSnapshotTailTag) continue;
+    auto tail = DecodeSnapshotTail(record);
+    if (!tail.ok()) return tail.status();
+    MembershipDecree m;
+    if (Status s = DecodeMembership(tail->membership, &m); !s.ok()) return s;
+    if (!options_.restored_from.empty() && header->cluster_uuid == options_.restored_from) return Status::Ok();
+    membership_ = std::move(m);
+    genesis_applied_ = tail->genesis_applied;
+    if (cluster_uuid_.empty()) cluster_uuid_ = header->cluster_uuid;
+    return Status::Ok();
+  }
+}
+
 // ------------------------------------------------------------- installing
 
 std::optional<consensus::SnapshotWant> Station::SnapshotNeeded() const {
@@ -390,18 +417,18 @@ void Station::InstallSnapshot(consensus::Slot slot, consensus::NodeId from) {
   }
   snapshot_refusal_.clear();
   consensus::Slot chosen = replica_->GetStatus().chosen_upto;
+  stuck_at_.reset();  // the snapshot holds the effect of whatever it was stuck on
   if (slot <= chosen) {
     // A node stuck on a decree it cannot read, re-based on a snapshot at or
     // past that decree: its own log (chosen, recorded) follows the snapshot.
-    stuck_at_.reset();
     if (Status s = Replay(slot + 1, chosen); !s.ok()) {
       Log(LogLevel::kError, "after the snapshot of slot " + std::to_string(slot) + ": " + s.ToString());
     }
     replica_->SetCompacted(slot);
-    UpdateEligibility();
   } else {
     replica_->InstallSnapshot(slot, ToConsensus(membership_));
   }
+  UpdateEligibility();
   ready_.snapshot_installed = slot;
   ++snapshots_installed_;
   SyncPeers();

@@ -146,9 +146,10 @@ void StationCluster::Restart(NodeId id) {
     return;
   }
   n.station = std::move(*st);
-  // What it applied before is what it replays now: the snapshot's slots
-  // and the log after them, up to the chosen mark the disk kept.
-  Slot applied = n.station->applied_slot();
+  // What its core committed before is what it starts from now: the
+  // snapshot's slots and the log after them, up to the chosen mark the disk
+  // kept (a node stuck on an unreadable decree commits past what it applies).
+  Slot applied = n.station->replica().GetStatus().chosen_upto;
   while (!n.applied.empty() && n.applied.back().slot > applied) n.applied.pop_back();
   if (IsForeign(id)) n.applied = n.disk.ReadRange(1, applied);
   else FillApplied(id, applied);

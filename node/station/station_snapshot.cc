@@ -430,6 +430,7 @@ void Station::InstallSnapshot(consensus::Slot slot, consensus::NodeId from) {
   }
   UpdateEligibility();
   ready_.snapshot_installed = slot;
+  if (auto newest = snapshots_->Newest()) snapshot_bytes_ = newest->bytes;
   ++snapshots_installed_;
   SyncPeers();
   Log(LogLevel::kInfo, "installed the snapshot of slot " + std::to_string(slot) + " from node " +

@@ -281,7 +281,7 @@ void Driver::FinishSnapshot(bool ok, const std::string& why) {
   }
   auto newest = snapshots_->Newest();
   if (ok && newest && newest->slot == slot) {
-    spdlog::info("snapshot of slot {} written in {} ms ({} bytes)", slot, ms, newest->bytes);
+    spdlog::debug("snapshot of slot {} written by the child in {} ms", slot, ms);
     station_->SnapshotFinished(slot, newest->bytes);
   } else {
     station_->SnapshotFailed(slot, why.empty() ? "the snapshot file is missing after the writer finished" : why);

@@ -37,6 +37,8 @@ StatusOr<RestoreResult> RestoreBackup(const std::string& file, const std::string
   r.new_uuid = station::RestoredClusterUuid(header->cluster_uuid, header->slot, header->log_digest, token);
   if (r.slot == 0) return Status::Corruption("backup " + file + " is of slot 0");
 
+  std::filesystem::create_directories(data_dir, ec);
+  if (ec) return Status::IoError("cannot create data dir " + data_dir + ": " + ec.message());
   // The snapshot, copied through the same checks a peer's transfer gets.
   auto incoming = storage::IncomingSnapshot::Create(data_dir + "/snap", r.slot);
   if (!incoming.ok()) return incoming.status();

@@ -253,6 +253,17 @@ ClientResponse Station::BuildLog(const ClientRequest& req) const {
   uint32_t limit = std::min<uint32_t>(req.limit == 0 ? 100 : req.limit, 1000);
   consensus::Slot from = std::max<uint64_t>(req.from_slot, 1);
   if (from > chosen) return r;
+  if (consensus::Slot compacted = replica_->compacted_upto(); from <= compacted) {
+    // Those decrees are gone; their effect is in the snapshot.
+    rpc::LogRow row;
+    row.slot = compacted;
+    row.type = "compacted";
+    row.summary = "slots " + std::to_string(from) + ".." + std::to_string(compacted) +
+                  " are compacted away: their effect is in the snapshot of slot " + std::to_string(snapshot_slot_);
+    r.log.push_back(std::move(row));
+    from = compacted + 1;
+    if (from > chosen) return r;
+  }
   auto entries = log_->ReadRange(from, std::min<consensus::Slot>(chosen, from + limit - 1));
   if (!entries.ok()) return Answer(req.id, ClientCode::kInternal, entries.status().ToString());
   for (const consensus::Entry& e : *entries) {

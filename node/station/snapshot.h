@@ -56,6 +56,9 @@ class SnapshotStore {
   virtual ~SnapshotStore() = default;
   // The newest complete snapshot.
   virtual std::optional<Info> Newest() const = 0;
+  // The size of the complete snapshot of `slot`, if there is one (the store
+  // keeps the newest two, so a transfer of the previous one can finish).
+  virtual std::optional<uint64_t> SizeOf(consensus::Slot slot) const = 0;
   // Raw bytes [offset, offset + max_bytes) of the complete snapshot of
   // `slot`, to send to a peer; NotFound if there is none of that slot.
   virtual StatusOr<std::string> ReadRange(consensus::Slot slot, uint64_t offset, size_t max_bytes) const = 0;

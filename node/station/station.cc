@@ -57,6 +57,7 @@ StatusOr<std::unique_ptr<Station>> Station::Open(StationOptions options, Station
       // writes one in the downgrade target's formats).
       if (Status s = st->AdoptConfiguration(newest->slot); !s.ok()) return s;
       st->stuck_at_ = base;
+      st->state_missing_ = true;
       st->refused_snapshot_slot_ = base;
       st->snapshot_refusal_ = loaded.status().message();
       st->Log(LogLevel::kError, st->snapshot_refusal_ + "; not leading, and fetching one it can read from the leader");
@@ -97,7 +98,7 @@ StatusOr<std::unique_ptr<Station>> Station::Open(StationOptions options, Station
                                  "leader binds it");
   }
   for (const Entry& e : boot.consensus.unchosen) st->versions_.ObserveRecorded(e.value);
-  st->Log(LogLevel::kInfo, (base > 0 ? "loaded the snapshot of slot " + std::to_string(base) + ", " : std::string()) +
+  st->Log(LogLevel::kInfo, (base > 0 && !st->state_missing_ ? "loaded the snapshot of slot " + std::to_string(base) + ", " : std::string()) +
                                "replayed " + std::to_string(boot.consensus.chosen_upto - base) +
                                " chosen decrees; promised ballot " + consensus::ToString(boot.consensus.promised));
   st->replica_ = std::make_unique<consensus::Replica>(st->options_.consensus, std::move(boot.consensus), log,
@@ -283,10 +284,13 @@ void Station::Apply(const Entry& e) {
     // could not read (DESIGN.md s.4: never crash on an unreadable decree).
     Decree d;
     Downgrade g;
-    if (DecodeDecree(e.value, &d).ok() && d.header.type == static_cast<uint16_t>(DecreeType::kDowngrade) &&
+    // Restatements resume only a node that holds the state before the
+    // decree it is stuck on; one whose snapshot it could not read does not.
+    bool decoded = DecodeDecree(e.value, &d).ok();
+    if (decoded && !state_missing_ && d.header.type == static_cast<uint16_t>(DecreeType::kDowngrade) &&
         versions_.CanRead(d) && DecodeDowngrade(d.payload, &g).ok() && TryResumeWithRewrites(e.slot, g)) {
       ApplyDecree(e.slot, e.value, false);
-    } else if (d.header.type == static_cast<uint16_t>(DecreeType::kMembership) && versions_.CanRead(d)) {
+    } else if (decoded && d.header.type == static_cast<uint16_t>(DecreeType::kMembership) && versions_.CanRead(d)) {
       // The configuration follows the log even here: the core counts votes
       // with it, and a restart hands it the one this station holds.
       ApplyMembership(e.slot, d, true);

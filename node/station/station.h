@@ -477,6 +477,7 @@ class Station {
   uint64_t transfer_resumes_ = 0;
   uint64_t transfer_bytes_ = 0;
   std::string snapshot_refusal_;        // a needed snapshot this version cannot read
+  bool state_missing_ = false;          // started on a snapshot it could not read: no applied state
   consensus::Slot refused_snapshot_slot_ = 0;
   std::vector<consensus::Message> outbox_;  // the station's own peer messages (snapshot transfer)
 };

@@ -321,7 +321,14 @@ void Station::HandleSnapshotRequest(consensus::NodeId from, const consensus::Sna
   } else if (newest) {
     c.slot = newest->slot;
     c.total_bytes = newest->bytes;
-    c.offset = req.slot == newest->slot ? std::min(req.offset, newest->bytes) : 0;
+    std::optional<uint64_t> older = req.slot != 0 && req.slot != newest->slot && req.slot >= req.at_least
+                                        ? snapshots_->SizeOf(req.slot)
+                                        : std::nullopt;
+    if (older) {  // a transfer of the previous snapshot goes on
+      c.slot = req.slot;
+      c.total_bytes = *older;
+    }
+    c.offset = req.slot == c.slot ? std::min(req.offset, c.total_bytes) : 0;
     size_t max = std::max<size_t>(1024, options_.consensus.message_bytes_max - 1024);
     auto data = snapshots_->ReadRange(c.slot, c.offset, max);
     if (!data.ok()) {
@@ -418,6 +425,7 @@ void Station::InstallSnapshot(consensus::Slot slot, consensus::NodeId from) {
   snapshot_refusal_.clear();
   consensus::Slot chosen = replica_->GetStatus().chosen_upto;
   stuck_at_.reset();  // the snapshot holds the effect of whatever it was stuck on
+  state_missing_ = false;
   if (slot <= chosen) {
     // A node stuck on a decree it cannot read, re-based on a snapshot at or
     // past that decree: its own log (chosen, recorded) follows the snapshot.

@@ -255,6 +255,7 @@ void Driver::MaybeSnapshot() {
     return FinishSnapshot(bytes.ok(), bytes.ok() ? "" : bytes.status().ToString());
   }
   spdlog::default_logger()->flush();
+  auto before_fork = std::chrono::steady_clock::now();
   pid_t pid = fork();
   if (pid < 0) return FinishSnapshot(false, std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
@@ -271,6 +272,7 @@ void Driver::MaybeSnapshot() {
     _exit(0);
   }
   snapshot_child_ = pid;
+  fork_us_ = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - before_fork).count();
 }
 
 void Driver::FinishSnapshot(bool ok, const std::string& why) {
@@ -281,7 +283,7 @@ void Driver::FinishSnapshot(bool ok, const std::string& why) {
   }
   auto newest = snapshots_->Newest();
   if (ok && newest && newest->slot == slot) {
-    spdlog::debug("snapshot of slot {} written by the child in {} ms", slot, ms);
+    spdlog::debug("snapshot of slot {} written by the child in {} ms; fork() held the loop {} us", slot, ms, fork_us_);
     station_->SnapshotFinished(slot, newest->bytes);
   } else {
     station_->SnapshotFailed(slot, why.empty() ? "the snapshot file is missing after the writer finished" : why);

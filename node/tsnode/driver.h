@@ -84,6 +84,7 @@ class Driver {
   int snapshot_child_ = 0;               // pid of the child writing a snapshot
   consensus::Slot snapshot_child_slot_ = 0;
   std::chrono::steady_clock::time_point snapshot_started_;
+  int64_t fork_us_ = 0;  // how long the last fork() held the loop
   std::unique_ptr<station::Station> station_;
   std::unique_ptr<rpc::PeerTransport> transport_;
   std::unique_ptr<rpc::ClientServer> clients_;

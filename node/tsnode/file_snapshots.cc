@@ -50,16 +50,24 @@ std::string FileSnapshots::PathOf(consensus::Slot slot) const {
 Status FileSnapshots::Refresh() {
   std::error_code ec;
   newest_.reset();
+  previous_.reset();
   if (!std::filesystem::exists(dir_, ec)) return Status::Ok();
   auto list = storage::ListSnapshots(dir_);
   if (!list.ok()) return list.status();
   if (!list->empty()) newest_ = Info{list->back().slot, list->back().bytes};
+  if (list->size() > 1) previous_ = Info{(*list)[list->size() - 2].slot, (*list)[list->size() - 2].bytes};
   return Status::Ok();
 }
 
+std::optional<uint64_t> FileSnapshots::SizeOf(consensus::Slot slot) const {
+  if (newest_ && newest_->slot == slot) return newest_->bytes;
+  if (previous_ && previous_->slot == slot) return previous_->bytes;
+  return std::nullopt;
+}
+
 Status FileSnapshots::RemoveOlder() {
-  if (!newest_) return Status::Ok();
-  return storage::RemoveSnapshotsBelow(dir_, newest_->slot);
+  if (!previous_) return Status::Ok();
+  return storage::RemoveSnapshotsBelow(dir_, previous_->slot);
 }
 
 StatusOr<std::string> FileSnapshots::ReadRange(consensus::Slot slot, uint64_t offset, size_t max_bytes) const {

@@ -22,6 +22,7 @@ class FileSnapshots : public station::SnapshotStore {
   static StatusOr<std::unique_ptr<FileSnapshots>> Open(std::string dir);
 
   std::optional<Info> Newest() const override { return newest_; }
+  std::optional<uint64_t> SizeOf(consensus::Slot slot) const override;
   StatusOr<std::string> ReadRange(consensus::Slot slot, uint64_t offset, size_t max_bytes) const override;
   StatusOr<std::unique_ptr<station::RecordSource>> Open(consensus::Slot slot) const override;
   uint64_t IncomingBytes(consensus::Slot slot) override;
@@ -31,7 +32,8 @@ class FileSnapshots : public station::SnapshotStore {
 
   // Re-reads the folder (after a local snapshot was committed).
   Status Refresh();
-  // Deletes every complete snapshot older than the newest.
+  // Deletes every complete snapshot but the newest two (a peer may still be
+  // fetching the previous one).
   Status RemoveOlder();
   const std::string& dir() const { return dir_; }
   std::string PathOf(consensus::Slot slot) const;
@@ -40,6 +42,7 @@ class FileSnapshots : public station::SnapshotStore {
   explicit FileSnapshots(std::string dir) : dir_(std::move(dir)) {}
   std::string dir_;
   std::optional<Info> newest_;
+  std::optional<Info> previous_;
   consensus::Slot incoming_slot_ = 0;
   std::unique_ptr<storage::IncomingSnapshot> incoming_;
 };

@@ -103,8 +103,14 @@ StatusOr<std::string> MemSnapshots::Take(const station::Station& st) {
   return sink.Finish();
 }
 
-void MemSnapshots::KeepNewestOnly() {
-  while (complete_.size() > 1) complete_.erase(complete_.begin());
+void MemSnapshots::KeepNewestTwo() {
+  while (complete_.size() > 2) complete_.erase(complete_.begin());
+}
+
+std::optional<uint64_t> MemSnapshots::SizeOf(consensus::Slot slot) const {
+  auto it = complete_.find(slot);
+  if (it == complete_.end()) return std::nullopt;
+  return it->second.size();
 }
 
 }  // namespace ts::sim

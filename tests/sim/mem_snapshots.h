@@ -19,6 +19,7 @@ namespace ts::sim {
 class MemSnapshots : public station::SnapshotStore {
  public:
   std::optional<Info> Newest() const override;
+  std::optional<uint64_t> SizeOf(consensus::Slot slot) const override;
   StatusOr<std::string> ReadRange(consensus::Slot slot, uint64_t offset, size_t max_bytes) const override;
   StatusOr<std::unique_ptr<station::RecordSource>> Open(consensus::Slot slot) const override;
   uint64_t IncomingBytes(consensus::Slot slot) override;
@@ -30,8 +31,8 @@ class MemSnapshots : public station::SnapshotStore {
   static StatusOr<std::string> Take(const station::Station& st);
   // A local snapshot reached the disk (fsync and rename done).
   void AddComplete(consensus::Slot slot, std::string bytes) { complete_[slot] = std::move(bytes); }
-  // Compaction: every complete snapshot older than the newest goes.
-  void KeepNewestOnly();
+  // Compaction: every complete snapshot but the newest two goes.
+  void KeepNewestTwo();
 
  private:
   std::map<consensus::Slot, std::string> complete_;

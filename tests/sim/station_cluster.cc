@@ -229,7 +229,7 @@ bool StationCluster::Write(NodeId id, const station::Ready& r) {
   n.disk.Persist(r.consensus);
   if (r.compact_upto) {
     n.disk.Compact(*r.compact_upto);
-    n.snapshots.KeepNewestOnly();
+    n.snapshots.KeepNewestTwo();
     ++compactions_;
   }
   return true;

@@ -7,26 +7,11 @@
 
 #include "consensus/check.h"
 #include "consensus/crc32c.h"
+#include "storage/little_endian.h"
 
 namespace ts::storage {
 namespace {
 
-void StoreU32(char* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<char>(v >> (8 * i));
-}
-void StoreU64(char* p, uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<char>(v >> (8 * i));
-}
-uint32_t LoadU32(const char* p) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= uint32_t{static_cast<uint8_t>(p[i])} << (8 * i);
-  return v;
-}
-uint64_t LoadU64(const char* p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v |= uint64_t{static_cast<uint8_t>(p[i])} << (8 * i);
-  return v;
-}
 
 // Trailer field offsets (see the layout in the header).
 constexpr size_t kTrailerCountAt = 4;

@@ -403,26 +403,19 @@ Status RestoreDeployment(const SnapshotReader& r, BgDeployment* d) {
 }  // namespace
 
 Status BlueGreen::Restore(const nlohmann::json& snapshot) {
-  try {
-    SnapshotReader r(snapshot, "bg");
-    if (Status s = r.ExpectObject(); !s.ok()) return s;
-    BlueGreen fresh;
-    for (const auto& [name, body] : snapshot.items()) {
-      SnapshotReader one = r.Child(name, body);
-      if (!ValidName(name)) return one.Bad("not a valid deployment name");
-      BgDeployment d;
-      if (Status s = RestoreDeployment(one, &d); !s.ok()) return s;
-      fresh.deployments_.emplace(name, std::move(d));
-    }
-    // Whatever the readers did not look at (unknown fields, repeated or
-    // unordered items) must be exactly what the state implies.
-    std::string diff = FirstDifference(fresh.Snapshot(), snapshot, "bg");
-    if (!diff.empty()) return Status::Corruption("snapshot field " + diff);
-    deployments_.swap(fresh.deployments_);
-    return Status::Ok();
-  } catch (const std::exception& e) {
-    return Status::Corruption(std::string("blue-green snapshot could not be decoded: ") + e.what());
-  }
+  BlueGreen fresh;
+  Status s = RestoreObjectSnapshot(
+      snapshot, "bg", "blue-green",
+      [&fresh](SnapshotReader& one, const std::string& name) {
+        if (!ValidName(name)) return one.Bad("not a valid deployment name");
+        BgDeployment d;
+        if (Status st = RestoreDeployment(one, &d); !st.ok()) return st;
+        fresh.deployments_.emplace(name, std::move(d));
+        return Status::Ok();
+      },
+      [&fresh] { return fresh.Snapshot(); });
+  if (s.ok()) deployments_.swap(fresh.deployments_);
+  return s;
 }
 
 }  // namespace ts::deploy

@@ -101,4 +101,28 @@ class Fields {
   const nlohmann::json& j_;
 };
 
+// Restores a state kept as a JSON object of named items (what Snapshot()
+// returns): each item through restore_item(reader, name) into the caller's
+// fresh state, then `snapshot_of()` (that state's Snapshot()) must equal the
+// input exactly, so whatever the readers did not look at (unknown fields,
+// derived values, order) is checked too. Exceptions become Corruption; the
+// caller swaps the fresh state in only on Ok.
+template <class Item, class SnapshotOf>
+Status RestoreObjectSnapshot(const nlohmann::json& snapshot, const char* path, const char* what, Item&& restore_item,
+                             SnapshotOf&& snapshot_of) {
+  try {
+    SnapshotReader r(snapshot, path);
+    if (Status s = r.ExpectObject(); !s.ok()) return s;
+    for (const auto& [name, body] : snapshot.items()) {
+      SnapshotReader one = r.Child(name, body);
+      if (Status s = restore_item(one, name); !s.ok()) return s;
+    }
+    std::string diff = FirstDifference(snapshot_of(), snapshot, path);
+    if (!diff.empty()) return Status::Corruption("snapshot field " + diff);
+    return Status::Ok();
+  } catch (const std::exception& e) {
+    return Status::Corruption(std::string(what) + " snapshot could not be decoded: " + e.what());
+  }
+}
+
 }  // namespace ts::deploy

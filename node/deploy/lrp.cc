@@ -527,28 +527,23 @@ Status RestoreLrp(const SnapshotReader& r, DesiredLrp* l) {
 }  // namespace
 
 Status DesiredLrps::Restore(const nlohmann::json& snapshot) {
-  try {
-    SnapshotReader r(snapshot, "lrp");
-    if (Status s = r.ExpectObject(); !s.ok()) return s;
-    if (snapshot.size() > kDesiredLrpsMax) return r.Bad("more than " + std::to_string(kDesiredLrpsMax) + " LRPs");
-    DesiredLrps fresh;
-    for (const auto& [guid, body] : snapshot.items()) {
-      SnapshotReader one = r.Child(guid, body);
-      if (!ValidName(guid)) return one.Bad("not a valid process guid");
-      DesiredLrp l;
-      if (Status s = RestoreLrp(one, &l); !s.ok()) return s;
-      if (Status s = CheckLrp(guid, l); !s.ok()) return Status::Corruption("snapshot: " + s.message());
-      fresh.lrps_.emplace(guid, std::move(l));
-    }
-    // Whatever the readers did not look at (unknown fields, definitions'
-    // number kinds) must be exactly what the state implies.
-    std::string diff = FirstDifference(fresh.Snapshot(), snapshot, "lrp");
-    if (!diff.empty()) return Status::Corruption("snapshot field " + diff);
-    lrps_.swap(fresh.lrps_);
-    return Status::Ok();
-  } catch (const std::exception& e) {
-    return Status::Corruption(std::string("LRP snapshot could not be decoded: ") + e.what());
+  if (snapshot.is_object() && snapshot.size() > kDesiredLrpsMax) {
+    return SnapshotReader(snapshot, "lrp").Bad("more than " + std::to_string(kDesiredLrpsMax) + " LRPs");
   }
+  DesiredLrps fresh;
+  Status s = RestoreObjectSnapshot(
+      snapshot, "lrp", "LRP",
+      [&fresh](SnapshotReader& one, const std::string& guid) {
+        if (!ValidName(guid)) return one.Bad("not a valid process guid");
+        DesiredLrp l;
+        if (Status st = RestoreLrp(one, &l); !st.ok()) return st;
+        if (Status st = CheckLrp(guid, l); !st.ok()) return Status::Corruption("snapshot: " + st.message());
+        fresh.lrps_.emplace(guid, std::move(l));
+        return Status::Ok();
+      },
+      [&fresh] { return fresh.Snapshot(); });
+  if (s.ok()) lrps_.swap(fresh.lrps_);
+  return s;
 }
 
 Status DesiredLrps::CheckInvariants() const {

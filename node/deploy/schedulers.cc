@@ -574,26 +574,19 @@ Status RestoreScheduler(const SnapshotReader& r, const std::string& name, Schedu
 }  // namespace
 
 Status Schedulers::Restore(const nlohmann::json& snapshot) {
-  try {
-    SnapshotReader r(snapshot, "sched");
-    if (Status st = r.ExpectObject(); !st.ok()) return st;
-    Schedulers fresh;
-    for (const auto& [name, body] : snapshot.items()) {
-      SnapshotReader one = r.Child(name, body);
-      if (!ValidName(name)) return one.Bad("not a valid scheduler name");
-      Scheduler s;
-      if (Status st = RestoreScheduler(one, name, &s); !st.ok()) return st;
-      fresh.schedulers_.emplace(name, std::move(s));
-    }
-    // Whatever the readers did not look at (derived counts, unknown fields,
-    // a false "validation") must be exactly what the state implies.
-    std::string diff = FirstDifference(fresh.Snapshot(), snapshot, "sched");
-    if (!diff.empty()) return Status::Corruption("snapshot field " + diff);
-    schedulers_.swap(fresh.schedulers_);
-    return Status::Ok();
-  } catch (const std::exception& e) {
-    return Status::Corruption(std::string("scheduler snapshot could not be decoded: ") + e.what());
-  }
+  Schedulers fresh;
+  Status s = RestoreObjectSnapshot(
+      snapshot, "sched", "scheduler",
+      [&fresh](SnapshotReader& one, const std::string& name) {
+        if (!ValidName(name)) return one.Bad("not a valid scheduler name");
+        Scheduler sched;
+        if (Status st = RestoreScheduler(one, name, &sched); !st.ok()) return st;
+        fresh.schedulers_.emplace(name, std::move(sched));
+        return Status::Ok();
+      },
+      [&fresh] { return fresh.Snapshot(); });
+  if (s.ok()) schedulers_.swap(fresh.schedulers_);
+  return s;
 }
 
 }  // namespace ts::deploy

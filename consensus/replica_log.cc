@@ -1,0 +1,185 @@
+// Replica: the learner's side of the log: the chosen prefix, catch-up of a
+// lagging replica, what is kept in memory, and compaction and snapshots
+// (which slots the core may still serve, and a snapshot installed in place
+// of the slots it no longer can). See replica.h.
+#include <algorithm>
+
+#include "consensus/check.h"
+#include "consensus/replica.h"
+
+namespace ts::consensus {
+
+void Replica::HandleCatchupRequest(NodeId from, const CatchupRequest& m) {
+  if (m.from_slot == 0 || m.from_slot > chosen_upto_) return;
+  CatchupReply reply;
+  reply.ballot = leader_ballot_;
+  reply.commit_upto = chosen_upto_;
+  if (m.from_slot <= compacted_upto_ && log_.find(m.from_slot) == log_.end()) {
+    reply.snapshot_upto = compacted_upto_;
+  } else {
+    reply.entries = ChosenFrom(m.from_slot, config_.message_bytes_max);
+  }
+  Send(from, std::move(reply));
+}
+
+void Replica::HandleCatchupReply(NodeId from, const CatchupReply& m) {
+  if (m.snapshot_upto > chosen_upto_ && m.entries.empty()) {
+    WantSnapshot(from, m.snapshot_upto);
+    return;
+  }
+  Slot before = chosen_upto_;
+  Slot upto = chosen_upto_;
+  for (const Entry& e : m.entries) {
+    if (e.slot <= upto) continue;
+    if (e.slot != upto + 1 || e.slot > m.commit_upto) break;  // only a contiguous chosen run
+    // A chosen value may be stored under any ballot: every acceptance at or
+    // above the ballot it was chosen in carries the same value (Paxos P2).
+    ready_.entries.push_back(e);
+    NoteStored(e);
+    log_[e.slot] = SlotState{e, 0};
+    upto = e.slot;
+  }
+  SetChosen(upto);
+  if (chosen_upto_ > before && chosen_upto_ < m.commit_upto) {
+    last_catchup_request_ms_ = now_ms_;
+    Send(from, CatchupRequest{leader_ballot_, chosen_upto_ + 1});
+  }
+}
+
+// ---------------------------------------------------------------- learner
+
+void Replica::LearnCommit(Ballot ballot, Slot commit_upto, NodeId from) {
+  if (commit_upto <= chosen_upto_) return;
+  // A slot is chosen with the value we hold if we accepted it in the ballot
+  // whose leader reports it chosen: that leader proposed one value per slot.
+  Slot upto = chosen_upto_;
+  while (upto < commit_upto) {
+    auto it = log_.find(upto + 1);
+    if (it == log_.end() || it->second.entry.ballot != ballot) break;
+    ++upto;
+  }
+  SetChosen(upto);
+  if (chosen_upto_ < commit_upto && now_ms_ >= last_catchup_request_ms_ + config_.heartbeat_ms) {
+    last_catchup_request_ms_ = now_ms_;
+    Send(from, CatchupRequest{ballot, chosen_upto_ + 1});
+  }
+}
+
+void Replica::SetChosen(Slot upto) {
+  if (upto <= chosen_upto_) return;
+  chosen_upto_ = upto;
+  ready_.chosen_upto = upto;
+  for (Slot s = applied_upto_ + 1; s <= chosen_upto_; ++s) {
+    auto it = log_.find(s);
+    TS_CHECK(it != log_.end(), "a slot chosen without its entry in memory");
+    ready_.committed.push_back(it->second.entry);
+  }
+  applied_upto_ = chosen_upto_;
+  if (snapshot_wanted_ && snapshot_wanted_->slot <= chosen_upto_) snapshot_wanted_.reset();
+  // A chosen membership decree is in force from the next slot on.
+  bool changed = false;
+  while (!pending_configs_.empty() && pending_configs_.begin()->first <= chosen_upto_) {
+    applied_members_ = std::move(pending_configs_.begin()->second);
+    pending_configs_.erase(pending_configs_.begin());
+    changed = true;
+  }
+  if (changed && role_ == Role::kLeader) {
+    RecomputeLease();
+    MaybeLeave();
+    if (role_ == Role::kLeader) ReleaseHeld();
+  }
+  TrimMemory();
+}
+
+void Replica::WantSnapshot(NodeId from, Slot slot) {
+  if (slot <= chosen_upto_) return;
+  if (!snapshot_wanted_ || snapshot_wanted_->slot < slot || snapshot_wanted_->from != from) {
+    snapshot_wanted_ = SnapshotWant{from, slot};
+  }
+}
+
+void Replica::SetCompacted(Slot upto) {
+  TS_CHECK(upto <= applied_upto_, "compacting past the applied prefix");
+  if (upto <= compacted_upto_) return;
+  compacted_upto_ = upto;
+  auto it = log_.begin();
+  while (it != log_.end() && it->first <= upto) it = log_.erase(it);
+  AfterInput("SetCompacted");
+}
+
+void Replica::InstallSnapshot(Slot slot, const Membership& membership) {
+  if (slot <= chosen_upto_ || role_ == Role::kLeader) return;
+  // Everything up to `slot` is chosen (the snapshot is of an applied
+  // prefix), so what we accepted there can go, whatever its ballot. What we
+  // accepted above stays: it may be part of a promise we made.
+  auto it = log_.begin();
+  while (it != log_.end() && it->first <= slot) it = log_.erase(it);
+  chosen_upto_ = slot;
+  applied_upto_ = slot;
+  compacted_upto_ = slot;
+  ready_.chosen_upto = slot;
+  applied_members_ = membership;
+  while (!pending_configs_.empty() && pending_configs_.begin()->first <= slot) {
+    pending_configs_.erase(pending_configs_.begin());
+  }
+  if (snapshot_wanted_ && snapshot_wanted_->slot <= slot) snapshot_wanted_.reset();
+  if (role_ == Role::kCandidate) StepDown(kNoNode);  // its phase 1 started from an older slot
+  next_slot_ = std::max(next_slot_, LastSlot() + 1);
+  AfterInput("InstallSnapshot");
+}
+
+void Replica::TrimMemory() {
+  if (reader_ == nullptr || applied_upto_ <= config_.memory_entries_max) return;
+  Slot floor = applied_upto_ - config_.memory_entries_max;
+  auto it = log_.begin();
+  while (it != log_.end() && it->first <= floor) it = log_.erase(it);
+}
+
+std::vector<Entry> Replica::ChosenFrom(Slot from, size_t max_bytes) const {
+  std::vector<Entry> out;
+  auto it = log_.find(from);
+  if (it == log_.end()) {
+    if (reader_ == nullptr) return out;
+    out = reader_->ReadChosen(from, max_bytes);
+    while (!out.empty() && out.back().slot > chosen_upto_) out.pop_back();
+    return out;
+  }
+  size_t bytes = 0;
+  for (; it != log_.end() && it->first <= chosen_upto_; ++it) {
+    bytes += EntryBytes(it->second.entry);
+    if (bytes > max_bytes && !out.empty()) break;
+    out.push_back(it->second.entry);
+  }
+  return out;
+}
+
+// Accepted entries from `from` upward (chosen ones from storage if trimmed),
+// at most max_bytes; *done says whether that was all of them.
+std::vector<Entry> Replica::EntriesFrom(Slot from, size_t max_bytes, bool* done, Slot* next) const {
+  std::vector<Entry> out;
+  size_t bytes = 0;
+  if (from <= chosen_upto_ && log_.find(from) == log_.end()) {
+    out = ChosenFrom(from, max_bytes);
+    for (const Entry& e : out) bytes += EntryBytes(e);
+    if (!out.empty()) from = out.back().slot + 1;
+    if (from <= chosen_upto_ && log_.find(from) == log_.end()) {
+      *done = false;
+      *next = from;
+      return out;
+    }
+  }
+  *done = true;
+  *next = 0;
+  for (auto it = log_.lower_bound(from); it != log_.end(); ++it) {
+    bytes += EntryBytes(it->second.entry);
+    if (bytes > max_bytes && !out.empty()) {
+      *done = false;
+      *next = it->first;
+      break;
+    }
+    out.push_back(it->second.entry);
+  }
+  return out;
+}
+
+}  // namespace ts::consensus

@@ -17,7 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ts::station::Decree d;
   if (!ts::station::DecodeDecree(bytes, &d).ok()) return 0;
   for (ts::station::VersionState* v : {&a, &b}) {
-    if (v->CanRead(d)) v->Observe(d);
+    if (v->CanRead(d)) v->Observe(d, 1);
   }
   ts::station::KvStore kv;
   (void)kv.Apply(d);

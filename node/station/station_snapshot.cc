@@ -397,6 +397,12 @@ void Station::HandleSnapshotChunk(consensus::NodeId from, const consensus::Snaps
 }
 
 void Station::InstallSnapshot(consensus::Slot slot, consensus::NodeId from) {
+  if (replica_->GetStatus().role == consensus::Role::kLeader) {
+    // A leader holds every chosen decree (phase 1 recovered them): it never
+    // trades its state for a peer's.
+    Log(LogLevel::kInfo, "not installing the snapshot of slot " + std::to_string(slot) + ": this node leads now");
+    return;
+  }
   auto loaded = ReadSnapshot(slot);
   if (!loaded.ok()) {
     if (loaded.status().code() == Status::Code::kFailedPrecondition) {

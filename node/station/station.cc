@@ -430,9 +430,13 @@ void AddApplication(Fnv& f, const KvStore& kv, const deploy::DeployState& deploy
 }  // namespace
 
 std::string Station::StateDigest() const {
+  // Applied state changes only with the applied slot (a snapshot install
+  // moves the slot too), so one digest serves every request at that slot.
+  if (digest_cache_ && digest_cache_->first == applied_slot_ && applied_slot_ != 0) return digest_cache_->second;
   Fnv f;
   AddApplication(f, kv_, deploy_);
-  return f.Hex();
+  digest_cache_.emplace(applied_slot_, f.Hex());
+  return digest_cache_->second;
 }
 
 std::string Station::FullDigest() const {

@@ -79,8 +79,8 @@ struct StationOptions {
   // Snapshots (station_snapshot.cc): one is due after this many decrees or
   // decree bytes applied since the last; compaction keeps this many slots
   // below it for followers that can still catch up decree by decree.
-  uint64_t snapshot_entries = 100000;
-  uint64_t snapshot_bytes = 32ull << 20;
+  uint64_t snapshot_entries = 50000;
+  uint64_t snapshot_bytes = 32ull << 20;  // or the last snapshot's size, if larger
   consensus::Slot snapshot_retention_slots = 10000;
   // The data dir was restored from a backup of the cluster with this UUID:
   // that identity is never adopted, and the backup's configuration is not
@@ -453,6 +453,10 @@ class Station {
   std::map<std::string, std::set<consensus::NodeId>> identity_voices_;
   consensus::Role last_role_ = consensus::Role::kFollower;
   consensus::NodeId last_leader_ = consensus::kNoNode;
+
+  // StateDigest() at one applied slot: status requests ask for it, and it
+  // reads the whole state.
+  mutable std::optional<std::pair<consensus::Slot, std::string>> digest_cache_;
 
   // Snapshots.
   SnapshotStore* snapshots_ = nullptr;

@@ -23,8 +23,10 @@ namespace ts::station {
 bool Station::SnapshotDue() const {
   if (snapshots_ == nullptr || snapshot_taking_ || stuck_at_ || applied_slot_ <= snapshot_slot_) return false;
   if (snapshot_forced_ || migrate_slot_ > snapshot_slot_ || format_change_slot_ > snapshot_slot_) return true;
+  // Bytes: never more often than the log grows by the last snapshot's own
+  // size, so a large state is not rewritten faster than it is written to.
   return applied_since_snapshot_ >= options_.snapshot_entries ||
-         applied_bytes_since_snapshot_ >= options_.snapshot_bytes;
+         applied_bytes_since_snapshot_ >= std::max<uint64_t>(options_.snapshot_bytes, snapshot_bytes_);
 }
 
 Status Station::WriteSnapshot(RecordSink* out) const {

@@ -471,9 +471,7 @@ std::string Replica::CheckInvariants() const {
   auto slot = [](Slot s) { return std::to_string(s); };
   if (applied_upto_ != chosen_upto_) return "applied " + slot(applied_upto_) + " != chosen " + slot(chosen_upto_);
   if (compacted_upto_ > applied_upto_) return "compacted " + slot(compacted_upto_) + " past applied " + slot(applied_upto_);
-  if (!log_.empty() && log_.begin()->first <= compacted_upto_) {
-    return "slot " + slot(log_.begin()->first) + " kept in memory below the compaction point " + slot(compacted_upto_);
-  }
+
   // What is chosen stays chosen, and a promise is never taken back.
   if (chosen_upto_ < checked_chosen_upto_) {
     return "chosen_upto went down: " + slot(checked_chosen_upto_) + " -> " + slot(chosen_upto_);

@@ -101,9 +101,11 @@ void Replica::WantSnapshot(NodeId from, Slot slot) {
 void Replica::SetCompacted(Slot upto) {
   TS_CHECK(upto <= applied_upto_, "compacting past the applied prefix");
   if (upto <= compacted_upto_) return;
+  // Entries still in memory below the new point stay until TrimMemory's
+  // gradual trimming reaches them: they are chosen values, still fine to
+  // serve, and erasing tens of thousands at once held the event loop past a
+  // lease (the benchmark saw elections).
   compacted_upto_ = upto;
-  auto it = log_.begin();
-  while (it != log_.end() && it->first <= upto) it = log_.erase(it);
   AfterInput("SetCompacted");
 }
 

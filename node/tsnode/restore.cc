@@ -37,6 +37,12 @@ StatusOr<RestoreResult> RestoreBackup(const std::string& file, const std::string
   r.new_uuid = station::RestoredClusterUuid(header->cluster_uuid, header->slot, header->log_digest, token);
   if (r.slot == 0) return Status::Corruption("backup " + file + " is of slot 0");
 
+  // The store first, as a normal start opens it: it creates a missing data
+  // dir, which the snapshot directory inside it needs.
+  auto store = storage::LogStore::Open(data_dir);
+  if (!store.ok()) return store.status();
+  if (Status s = (*store)->CheckIdentity({cluster_id, id}); !s.ok()) return s;
+
   // The snapshot, copied through the same checks a peer's transfer gets.
   auto incoming = storage::IncomingSnapshot::Create(data_dir + "/snap", r.slot);
   if (!incoming.ok()) return incoming.status();
@@ -51,9 +57,6 @@ StatusOr<RestoreResult> RestoreBackup(const std::string& file, const std::string
   }
   if (auto path = (*incoming)->Commit(); !path.ok()) return path.status();
 
-  auto store = storage::LogStore::Open(data_dir);
-  if (!store.ok()) return store.status();
-  if (Status s = (*store)->CheckIdentity({cluster_id, id}); !s.ok()) return s;
   if (Status s = (*store)->InstallSnapshotBase(r.slot); !s.ok()) return s;
   if (Status s = (*store)->PutMeta("identity/incarnation", "0"); !s.ok()) return s;
   if (Status s = (*store)->PutMeta("identity/restored_from", r.old_uuid); !s.ok()) return s;

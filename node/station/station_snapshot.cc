@@ -389,6 +389,9 @@ void Station::InstallSnapshot(consensus::Slot slot, consensus::NodeId from) {
     return;
   }
   snapshot_refusal_.clear();
+  // The newest snapshot is now the installed one: its size too, not the
+  // size of the one it replaces (or 0 on a node that had none).
+  if (auto newest = snapshots_->Newest(); newest && newest->slot == slot) snapshot_bytes_ = newest->bytes;
   consensus::Slot chosen = replica_->GetStatus().chosen_upto;
   if (slot <= chosen) {
     // A node stuck on a decree it cannot read, re-based on a snapshot at or

@@ -10,10 +10,13 @@
 #            and snap/) and resident memory (VmRSS). At the end: the live
 #            state (keys x (key + value) bytes), each data dir against it,
 #            RSS at start/middle/end/max (and the kernel's high-water mark,
-#            VmHWM), the snapshots each node took, and the longest write
-#            stall (the longest time between two successive acknowledged
-#            puts) while a snapshot was being written, on the leader and on a
-#            follower, next to the longest stall of the whole load.
+#            VmHWM), the snapshots each node took (how long its forked
+#            writer ran, then how long its event loop took to finish with it:
+#            compacting the log, removing the older snapshot), the longest
+#            write stall (the longest time between two successive
+#            acknowledged puts) while the leader or a follower took a
+#            snapshot, next to the longest of the whole load, and how many
+#            elections came while a node took a snapshot.
 #   restart  after the load, a follower is stopped (SIGTERM) and started
 #            again: the time from exec until it answers its status with the
 #            applied slot it had, and what its log says it loaded and replayed.
@@ -343,6 +346,7 @@ def sizes(c, i):
 
 LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}) ")
 SNAP_WRITTEN = re.compile(r"snapshot of slot (\d+) written in (\d+) ms \((\d+) bytes\)")
+SNAP_TAKEN = re.compile(r"snapshot at slot (\d+) taken")
 
 
 def unix_ms_of(stamp):
@@ -351,16 +355,23 @@ def unix_ms_of(stamp):
 
 
 def snapshots_written(c, i):
-    """[(start_unix_ms, end_unix_ms, slot, bytes)] of every snapshot node i wrote (its log)."""
+    """[(start, end, done, slot, bytes)] of every snapshot node i wrote (its log; unix ms): the writer ran
+    from start to end; at done the event loop had finished with it (its log compacted, the older
+    snapshot removed: the "taken" line; end if that line is missing)."""
     out = []
     with open(c.log_path(i), errors="replace") as f:
         for line in f:
-            m = SNAP_WRITTEN.search(line)
             t = LOG_TIME.match(line)
-            if m and t:
+            if not t:
+                continue
+            m = SNAP_WRITTEN.search(line)
+            if m:
                 end = unix_ms_of(t.group(1))
-                out.append((end - int(m.group(2)), end, int(m.group(1)), int(m.group(3))))
-    return out
+                out.append([end - int(m.group(2)), end, end, int(m.group(1)), int(m.group(3))])
+            m = SNAP_TAKEN.search(line)
+            if m and out and out[-1][3] == int(m.group(1)):
+                out[-1][2] = unix_ms_of(t.group(1))
+    return [tuple(x) for x in out]
 
 
 def leader_timeline(c):
@@ -394,10 +405,10 @@ def leader_at(timeline, t):
 
 
 def elections_while_writing(c):
-    """Elections after the first that came while some node's snapshot writer ran (or within a lease
-    after it ended): (those, all after the first)."""
+    """Elections after the first that came while some node was taking a snapshot (from its writer's start
+    until a lease, 100 ms, after the event loop finished with it): (those, all after the first)."""
     times = election_times(c)[1:]
-    windows = [(s, e + 100) for i in c.ids for s, e, _, _ in snapshots_written(c, i)]
+    windows = [(s, d + 100) for i in c.ids for s, _, d, _, _ in snapshots_written(c, i)]
     return sum(1 for t in times if any(s <= t <= e for s, e in windows)), len(times)
 
 
@@ -515,14 +526,14 @@ def part_load():
             stalls["any"] = g
         timeline = leader_timeline(c)
         for i in c.ids:
-            for start, end, slot, _ in snapshots_written(c, i):
+            for start, end, done, slot, _ in snapshots_written(c, i):
                 # Whose snapshot: the leader's when the writer started (leadership may move under load).
                 role = "leader" if leader_at(timeline, start) == i else "follower"
-                if end < t0 or start > t1:
+                if done < t0 or start > t1:
                     continue
-                g = longest_gap_in(times, start, end)
+                g = longest_gap_in(times, start, done)
                 if g[0] > stalls[role][0]:
-                    stalls[role] = (g[0], (g[1], i, slot, end - start))
+                    stalls[role] = (g[0], (g[1], i, slot, end - start, done - end))
 
     t_start = time.time()
     done, secs, errors = put_many(c, "load", puts, keys, VALUE_SIZE, on_chunk)
@@ -551,9 +562,11 @@ def part_load():
             "dir_bytes_max_sampled": max(tot),
             "dir_to_live": round(end["total"] / live, 2) if live else None,
             "snapshots": len(snaps),
-            "snapshot_write_ms_max": max((e - s for s, e, _, _ in snaps), default=None),
-            "snapshot_write_ms_median": sorted(e - s for s, e, _, _ in snaps)[len(snaps) // 2] if snaps else None,
-            "snapshot_bytes_last": snaps[-1][3] if snaps else None,
+            "snapshot_write_ms_max": max((e - s for s, e, _, _, _ in snaps), default=None),
+            "snapshot_write_ms_median": sorted(e - s for s, e, _, _, _ in snaps)[len(snaps) // 2] if snaps else None,
+            "snapshot_finish_ms_max": max((d - e for _, e, d, _, _ in snaps), default=None),
+            "snapshot_finish_ms_median": sorted(d - e for _, e, d, _, _ in snaps)[len(snaps) // 2] if snaps else None,
+            "snapshot_bytes_last": snaps[-1][4] if snaps else None,
             "snapshot_slot": st[i]["snapshot_slot"], "compacted_slot": st[i]["compacted_slot"],
         }
 
@@ -562,9 +575,9 @@ def part_load():
         if info is None:
             return None
         if isinstance(info, tuple):
-            at, node, slot, write_ms = info
+            at, node, slot, write_ms, finish_ms = info
             return {"ms": round(gap, 1), "node": node, "snapshot_slot": slot, "snapshot_write_ms": round(write_ms),
-                    "at_s": round((at - t_start * 1000) / 1000, 1)}
+                    "snapshot_finish_ms": round(finish_ms), "at_s": round((at - t_start * 1000) / 1000, 1)}
         return {"ms": round(gap, 1), "at_s": round((info - t_start * 1000) / 1000, 1)}
     result = {
         "leader": leader, "leader_after": leader_after, "puts_acknowledged": done, "errors": errors,
@@ -791,22 +804,25 @@ if "load" in results:
               f"(RocksDB {mb(n['rocksdb_bytes_end'])}, snap/ {mb(n['snap_bytes_end'])}; largest sampled "
               f"{mb(n['dir_bytes_max_sampled'])}); RSS start {kbmb(n['rss_kb_start'])}, middle {kbmb(n['rss_kb_middle'])}, "
               f"end {kbmb(n['rss_kb_end'])}, max sampled {kbmb(n['rss_kb_max_sampled'])} (VmHWM {kbmb(n['rss_kb_hwm'])})")
-        print(f"    {n['snapshots']} snapshots written (median {n['snapshot_write_ms_median']} ms, longest "
-              f"{n['snapshot_write_ms_max']} ms, last {mb(n['snapshot_bytes_last'])}); snapshot at slot "
-              f"{n['snapshot_slot']}, log compacted up to slot {n['compacted_slot']}")
-    for key, what in (("stall_any_ms", "in the whole load"), ("stall_leader_snapshot", "while the leader wrote a snapshot"),
-                      ("stall_follower_snapshot", "while a follower wrote a snapshot")):
+        print(f"    {n['snapshots']} snapshots written by the child (median {n['snapshot_write_ms_median']:.0f} ms, longest "
+              f"{n['snapshot_write_ms_max']:.0f} ms, last {mb(n['snapshot_bytes_last'])}); then the event loop finishing "
+              f"each (log compaction; \"written\" to \"taken\" in its log): median {n['snapshot_finish_ms_median']:.0f} ms, "
+              f"longest {n['snapshot_finish_ms_max']:.0f} ms; snapshot at slot {n['snapshot_slot']}, log compacted up "
+              f"to slot {n['compacted_slot']}")
+    for key, what in (("stall_any_ms", "in the whole load"), ("stall_leader_snapshot", "while the leader took a snapshot"),
+                      ("stall_follower_snapshot", "while a follower took a snapshot")):
         s = r[key]
         if s is None:
             print(f"  longest write stall {what}: - (none observed)")
         elif "node" in s:
             print(f"  longest write stall {what}: {s['ms']:.1f} ms (node {s['node']}, snapshot of slot "
-                  f"{s['snapshot_slot']} written in {s['snapshot_write_ms']} ms, {s['at_s']} s into the load)")
+                  f"{s['snapshot_slot']} written in {s['snapshot_write_ms']} ms and finished {s['snapshot_finish_ms']} ms "
+                  f"later, {s['at_s']} s into the load)")
         else:
             print(f"  longest write stall {what}: {s['ms']:.1f} ms ({s['at_s']} s into the load)")
     w, n = r["reelections_while_writing"]
-    print(f"  leaders elected: {r['elections']} (the first included); of the {n} after the first, {w} while a "
-          f"snapshot writer ran (or within 100 ms after); puts failed: {r['errors']}")
+    print(f"  leaders elected: {r['elections']} (the first included); of the {n} after the first, {w} while a node "
+          f"took a snapshot (writer start to 100 ms after \"taken\"); puts failed: {r['errors']}")
     print("  samples (seconds into the load: per node RSS MiB / data dir MB / of which snap/ MB):")
     step = max(1, len(r["samples"]) // 12)
     for s in r["samples"][::step] + ([r["samples"][-1]] if (len(r["samples"]) - 1) % step else []):
@@ -823,7 +839,7 @@ if "compare" in results:
         print(f"compare, snapshots {x['snapshots']:>3} (round {x['round']}): {x['puts_per_s']:.0f} puts/s over "
               f"{compare_s:g} s, p50 {x['p50_ms']} ms, p99 {x['p99_ms']} ms, max {x['max_ms']} ms, longest stall "
               f"{x['longest_stall_ms']} ms, errors {x['errors']}, leaders elected {x['elections']} (re-elections while a "
-              f"snapshot writer ran: {x['reelections_while_writing']}); snapshots taken "
+              f"node took a snapshot: {x['reelections_while_writing']}); snapshots taken "
               f"per node {x['snapshots_taken']}")
     print(f"compare: mean puts/s off {r['off_puts_per_s']}, on {r['on_puts_per_s']}: on/off ratio {r['on_to_off']}")
 if "rebuild" in results:

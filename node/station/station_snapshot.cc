@@ -431,6 +431,9 @@ void Station::InstallSnapshot(consensus::Slot slot, consensus::NodeId from) {
     return;
   }
   snapshot_refusal_.clear();
+  // The newest snapshot is now the installed one: its size too, not the
+  // size of the one it replaces (or 0 on a node that had none).
+  if (auto newest = snapshots_->Newest(); newest && newest->slot == slot) snapshot_bytes_ = newest->bytes;
   consensus::Slot chosen = replica_->GetStatus().chosen_upto;
   stuck_at_.reset();  // the snapshot holds the effect of whatever it was stuck on
   state_missing_ = false;
@@ -446,7 +449,6 @@ void Station::InstallSnapshot(consensus::Slot slot, consensus::NodeId from) {
   }
   UpdateEligibility();
   ready_.snapshot_installed = slot;
-  if (auto newest = snapshots_->Newest()) snapshot_bytes_ = newest->bytes;
   ++snapshots_installed_;
   SyncPeers();
   Log(LogLevel::kInfo, "installed the snapshot of slot " + std::to_string(slot) + " from node " +

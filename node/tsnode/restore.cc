@@ -37,8 +37,14 @@ StatusOr<RestoreResult> RestoreBackup(const std::string& file, const std::string
   r.new_uuid = station::RestoredClusterUuid(header->cluster_uuid, header->slot, header->log_digest, token);
   if (r.slot == 0) return Status::Corruption("backup " + file + " is of slot 0");
 
+  // The store first, as a normal start opens it (its parents created too),
+  // so the snapshot directory inside it has a place to go.
   std::filesystem::create_directories(data_dir, ec);
   if (ec) return Status::IoError("cannot create data dir " + data_dir + ": " + ec.message());
+  auto store = storage::LogStore::Open(data_dir);
+  if (!store.ok()) return store.status();
+  if (Status s = (*store)->CheckIdentity({cluster_id, id}); !s.ok()) return s;
+
   // The snapshot, copied through the same checks a peer's transfer gets.
   auto incoming = storage::IncomingSnapshot::Create(data_dir + "/snap", r.slot);
   if (!incoming.ok()) return incoming.status();
@@ -53,9 +59,6 @@ StatusOr<RestoreResult> RestoreBackup(const std::string& file, const std::string
   }
   if (auto path = (*incoming)->Commit(); !path.ok()) return path.status();
 
-  auto store = storage::LogStore::Open(data_dir);
-  if (!store.ok()) return store.status();
-  if (Status s = (*store)->CheckIdentity({cluster_id, id}); !s.ok()) return s;
   if (Status s = (*store)->InstallSnapshotBase(r.slot); !s.ok()) return s;
   if (Status s = (*store)->PutMeta("identity/incarnation", "0"); !s.ok()) return s;
   if (Status s = (*store)->PutMeta("identity/restored_from", r.old_uuid); !s.ok()) return s;

@@ -246,7 +246,7 @@ void Replica::HandlePrepare(NodeId from, const Prepare& m) {
   reply.ok = true;
   reply.promised = promised_;
   reply.chosen_upto = chosen_upto_;
-  if (m.from_slot <= compacted_upto_ && log_.find(std::max<Slot>(m.from_slot, 1)) == log_.end()) {
+  if (m.from_slot <= compacted_upto_) {
     reply.snapshot_upto = compacted_upto_;
     Send(from, std::move(reply));
     return;

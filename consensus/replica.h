@@ -317,6 +317,7 @@ class Replica {
   void AfterInput(const char* input);
 
   static constexpr size_t kHeartbeatsKept = 64;  // heartbeat_sent_ entries awaiting acks
+  static constexpr size_t kTrimPerCall = 1024;   // in-memory entries TrimMemory erases at most per call
 
   Config config_;
   const LogReader* reader_;

@@ -14,7 +14,7 @@ void Replica::HandleCatchupRequest(NodeId from, const CatchupRequest& m) {
   CatchupReply reply;
   reply.ballot = leader_ballot_;
   reply.commit_upto = chosen_upto_;
-  if (m.from_slot <= compacted_upto_ && log_.find(m.from_slot) == log_.end()) {
+  if (m.from_slot <= compacted_upto_) {  // kept in memory or not: the retention window says
     reply.snapshot_upto = compacted_upto_;
   } else {
     reply.entries = ChosenFrom(m.from_slot, config_.message_bytes_max);
@@ -101,10 +101,9 @@ void Replica::WantSnapshot(NodeId from, Slot slot) {
 void Replica::SetCompacted(Slot upto) {
   TS_CHECK(upto <= applied_upto_, "compacting past the applied prefix");
   if (upto <= compacted_upto_) return;
-  // Entries still in memory below the new point stay until TrimMemory's
-  // gradual trimming reaches them: they are chosen values, still fine to
-  // serve, and erasing tens of thousands at once held the event loop past a
-  // lease (the benchmark saw elections).
+  // Entries still in memory below the new point go gradually (TrimMemory):
+  // erasing tens of thousands at once held the event loop past a lease (the
+  // benchmark saw elections). None is served meanwhile.
   compacted_upto_ = upto;
   AfterInput("SetCompacted");
 }
@@ -131,10 +130,20 @@ void Replica::InstallSnapshot(Slot slot, const Membership& membership) {
 }
 
 void Replica::TrimMemory() {
-  if (reader_ == nullptr || applied_upto_ <= config_.memory_entries_max) return;
-  Slot floor = applied_upto_ - config_.memory_entries_max;
+  // Applied entries stay in memory for catch-up, up to memory_entries_max
+  // of them, and none is needed below the compaction point. A bounded number
+  // go per call, so a compaction that passes tens of thousands at once does
+  // not hold the loop (each call follows at least one newly chosen slot).
+  Slot floor = compacted_upto_;
+  if (reader_ != nullptr && applied_upto_ > config_.memory_entries_max) {
+    floor = std::max(floor, applied_upto_ - config_.memory_entries_max);
+  }
+  size_t budget = kTrimPerCall;
   auto it = log_.begin();
-  while (it != log_.end() && it->first <= floor) it = log_.erase(it);
+  while (it != log_.end() && it->first <= floor && budget > 0) {
+    it = log_.erase(it);
+    --budget;
+  }
 }
 
 std::vector<Entry> Replica::ChosenFrom(Slot from, size_t max_bytes) const {

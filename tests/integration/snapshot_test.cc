@@ -173,8 +173,14 @@ TEST_F(SnapshotTest, ManyPuts_EveryNodeCompacts_AndEveryKeyReadsItsLastValue) {
     // Nothing is written while this runs, so the compaction point stays.
     auto head = LogOf(*cluster_, i, 1, 100);
     ASSERT_TRUE(head.has_value()) << "no answer to a log request from slot 1";
-    for (const rpc::LogRow& row : *head) {
-      EXPECT_GT(row.slot, s.compacted_slot) << "compacted slot " << row.slot << " still served";
+    // One row stands for the compacted slots and names the snapshot; every
+    // other row is above the compaction point.
+    ASSERT_FALSE(head->empty());
+    EXPECT_EQ(head->front().type, "compacted");
+    EXPECT_EQ(head->front().slot, s.compacted_slot);
+    EXPECT_NE(head->front().summary.find("snapshot of slot"), std::string::npos) << head->front().summary;
+    for (size_t r = 1; r < head->size(); ++r) {
+      EXPECT_GT((*head)[r].slot, s.compacted_slot) << "compacted slot " << (*head)[r].slot << " still served";
     }
     auto kept = LogOf(*cluster_, i, s.compacted_slot + 1, 10);
     ASSERT_TRUE(kept.has_value()) << "no answer to a log request from slot " << s.compacted_slot + 1;

@@ -292,7 +292,8 @@ void Driver::FinishSnapshot(bool ok, const std::string& why) {
   }
   auto newest = snapshots_->Newest();
   if (ok && newest && newest->slot == slot) {
-    spdlog::debug("snapshot of slot {} written by the child in {} ms; fork() held the loop {} us", slot, ms, fork_us_);
+    spdlog::info("snapshot of slot {} written in {} ms ({} bytes) by a background writer; fork() held the loop {} us",
+                 slot, ms, newest->bytes, fork_us_);
     station_->SnapshotFinished(slot, newest->bytes);
   } else {
     station_->SnapshotFailed(slot, why.empty() ? "the snapshot file is missing after the writer finished" : why);

@@ -79,7 +79,7 @@ struct StationOptions {
   // Snapshots (station_snapshot.cc): one is due after this many decrees or
   // decree bytes applied since the last; compaction keeps this many slots
   // below it for followers that can still catch up decree by decree.
-  uint64_t snapshot_entries = 50000;
+  uint64_t snapshot_entries = 100000;
   uint64_t snapshot_bytes = 32ull << 20;  // or the last snapshot's size, if larger
   consensus::Slot snapshot_retention_slots = 10000;
   // The data dir was restored from a backup of the cluster with this UUID:

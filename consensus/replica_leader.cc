@@ -450,7 +450,10 @@ void Replica::ObserveBallot(Ballot b) {
   // Someone promised a higher ballot. A leader that still holds its lease
   // re-runs phase 1 above it at once (acceptors bound by the lease will not
   // promise the rival, but will promise us); otherwise it stands down.
-  if (role_ == Role::kLeader && eligible_ && now_ms_ < lease_until_ms_) {
+  // Not a leader that a pending configuration leaves without a vote: it
+  // hands over (MaybeLeave) rather than campaigns.
+  if (role_ == Role::kLeader && eligible_ && now_ms_ < lease_until_ms_ &&
+      Counts(LatestConfig(), config_.id, config_.incarnation)) {
     Campaign();
     return;
   }

@@ -322,7 +322,6 @@ class Station {
 
   // station_snapshot.cc: snapshots, compaction, installs, migration.
   void Compact();
-  StatusOr<SnapshotHeader> ReadHeader(consensus::Slot slot) const;
   StatusOr<Loaded> ReadSnapshot(consensus::Slot slot) const;
   Status AdoptSnapshot(Loaded loaded);
   // Of a snapshot this software cannot read otherwise: only the identity and
@@ -463,7 +462,11 @@ class Station {
   consensus::Slot snapshot_slot_ = 0;   // the newest durable local snapshot
   uint64_t snapshot_bytes_ = 0;
   uint16_t snapshot_kv_model_ = 0;      // its key-value model (0: none)
-  std::optional<consensus::Slot> snapshot_taking_;
+  struct Taking {
+    consensus::Slot slot = 0;
+    uint16_t kv_model = 0;  // the key-value model its writer uses
+  };
+  std::optional<Taking> snapshot_taking_;
   bool snapshot_forced_ = false;        // an operator asked for one
   struct SnapshotWaiter {
     uint64_t handle = 0;

@@ -76,25 +76,23 @@ Status Station::WriteSnapshot(RecordSink* out) const {
 }
 
 void Station::SnapshotStarted(consensus::Slot slot) {
-  snapshot_taking_ = slot;
+  // The writer sees the state as it is now, so the model it writes is this.
+  snapshot_taking_ = Taking{slot, versions_.WriteModel(static_cast<uint16_t>(DecreeType::kKvPut))};
   snapshot_forced_ = false;
 }
 
 void Station::SnapshotFinished(consensus::Slot slot, uint64_t bytes) {
+  uint16_t kv_model = snapshot_taking_ && snapshot_taking_->slot == slot ? snapshot_taking_->kv_model : 0;
   snapshot_taking_.reset();
   if (slot <= snapshot_slot_) return;
   consensus::Slot before = snapshot_slot_;
   snapshot_slot_ = slot;
   snapshot_bytes_ = bytes;
-  snapshot_kv_model_ = 0;
+  snapshot_kv_model_ = kv_model;
   ++snapshots_taken_;
   // What was applied after the snapshot's slot counts toward the next one.
   applied_since_snapshot_ = applied_slot_ - slot;
   applied_bytes_since_snapshot_ = 0;
-  if (auto h = ReadHeader(slot); h.ok()) {
-    auto it = h->models.find(static_cast<uint16_t>(DecreeType::kKvPut));
-    snapshot_kv_model_ = it == h->models.end() ? 1 : it->second;
-  }
   Log(LogLevel::kInfo, "snapshot at slot " + std::to_string(slot) + " taken (" + std::to_string(bytes) +
                            " bytes; previous at slot " + std::to_string(before) + ")");
   AnswerSnapshotWaiters();
@@ -133,16 +131,6 @@ void Station::Compact() {
   if (upto <= replica_->compacted_upto()) return;
   replica_->SetCompacted(upto);
   ready_.compact_upto = upto;
-}
-
-StatusOr<SnapshotHeader> Station::ReadHeader(consensus::Slot slot) const {
-  auto src = snapshots_->Open(slot);
-  if (!src.ok()) return src.status();
-  std::string record;
-  auto more = (*src)->Next(&record);
-  if (!more.ok()) return more.status();
-  if (!*more) return Status::Corruption("snapshot of slot " + std::to_string(slot) + " has no records");
-  return DecodeSnapshotHeader(record);
 }
 
 // Reads and checks the whole snapshot of `slot` before anything changes:

@@ -129,4 +129,13 @@ class ClusterFixture : public ::testing::Test {
 // Picks `n` distinct free loopback ports (bound together, then released).
 std::vector<uint16_t> FreePorts(size_t n);
 
+// A client request of `op` with a key and a value.
+inline rpc::ClientRequest Req(rpc::ClientOp op, std::string key, std::string value = "") {
+  rpc::ClientRequest r;
+  r.op = op;
+  r.key = std::move(key);
+  r.value = std::move(value);
+  return r;
+}
+
 }  // namespace ts::integration

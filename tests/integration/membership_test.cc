@@ -22,14 +22,6 @@ using rpc::ClientCode;
 using rpc::ClientOp;
 using rpc::ClientRequest;
 
-ClientRequest Req(ClientOp op, std::string key, std::string value = "") {
-  ClientRequest r;
-  r.op = op;
-  r.key = std::move(key);
-  r.value = std::move(value);
-  return r;
-}
-
 // Asks node i alone (a direct connection: fault requests are never
 // redirected) to drop traffic with `peers` ("" heals).
 void Block(const ProcessCluster& c, size_t i, const std::string& peers) {

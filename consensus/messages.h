@@ -170,8 +170,35 @@ struct TimeoutNow {
   void serialize(A& ar) { ar(ballot); }
 };
 
+// Pre-vote: before a node campaigns (raising its own promise, which makes a
+// leader that hears of it re-run phase 1), it asks the voters whether they
+// would promise it now. An acceptor says yes only when it has not heard a
+// leader within the lease (the very check a Prepare meets) and does not
+// refuse the candidate. Asking changes nothing at either end, so a node that
+// was cut off, paused or starved cannot depose a leader a majority still
+// hears: it campaigns only once a majority of every configuration it knows
+// says yes.
+struct PreVote {
+  Ballot ballot;  // the ballot the sender would campaign with
+  // As in Prepare: the voters whose answers the sender counts.
+  std::vector<std::pair<NodeId, uint64_t>> electorate;
+
+  template <class A>
+  void serialize(A& ar) { ar(ballot, electorate); }
+};
+
+struct PreVoteReply {
+  Ballot ballot;  // the PreVote's
+  bool granted = false;
+  Ballot promised;  // the acceptor's promise (a higher round to campaign above)
+
+  template <class A>
+  void serialize(A& ar) { ar(ballot, granted, promised); }
+};
+
 using MessageBody = std::variant<Prepare, Promise, Accept, Accepted, Heartbeat, HeartbeatAck,
-                                 CatchupRequest, CatchupReply, TimeoutNow, SnapshotRequest, SnapshotChunk>;
+                                 CatchupRequest, CatchupReply, TimeoutNow, SnapshotRequest, SnapshotChunk,
+                                 PreVote, PreVoteReply>;
 
 struct Message {
   NodeId from = kNoNode;
@@ -190,7 +217,7 @@ const char* MessageName(const MessageBody& body);
 inline const char* MessageName(const MessageBody& body) {
   static constexpr const char* kNames[] = {"Prepare",   "Promise",      "Accept",         "Accepted",
                                            "Heartbeat", "HeartbeatAck", "CatchupRequest", "CatchupReply",   "TimeoutNow",
-                                           "SnapshotRequest", "SnapshotChunk"};
+                                           "SnapshotRequest", "SnapshotChunk", "PreVote", "PreVoteReply"};
   return kNames[body.index()];
 }
 

@@ -90,7 +90,7 @@ void Replica::Tick(uint64_t now_ms) {
     case Role::kCandidate:
     case Role::kFollower:
       if (eligible_ && Counts(LatestConfig(), config_.id, config_.incarnation) && now_ms_ >= election_deadline_ms_) {
-        Campaign();
+        StartPreVote();
       }
       break;
   }
@@ -116,6 +116,8 @@ void Replica::Step(const Message& msg) {
         else if constexpr (std::is_same_v<T, CatchupRequest>) HandleCatchupRequest(msg.from, body);
         else if constexpr (std::is_same_v<T, CatchupReply>) HandleCatchupReply(msg.from, body);
         else if constexpr (std::is_same_v<T, TimeoutNow>) HandleTimeoutNow(msg.from, body);
+        else if constexpr (std::is_same_v<T, PreVote>) HandlePreVote(msg.from, body);
+        else if constexpr (std::is_same_v<T, PreVoteReply>) HandlePreVoteReply(msg.from, body);
       },
       msg.body);
   AfterInput("Step");
@@ -210,13 +212,25 @@ bool Replica::LeaseRefuses(NodeId candidate, Ballot transfer_from) const {
   return now_ms_ < last_heard_ms_ + config_.lease_ms;
 }
 
+// A learner promises nothing, unless the candidate counts this very
+// incarnation (a configuration it has not seen yet made it a voter).
+bool Replica::AnswersCandidate(const std::vector<std::pair<NodeId, uint64_t>>& electorate) const {
+  return VoterSomewhere() || std::find(electorate.begin(), electorate.end(), std::pair<NodeId, uint64_t>{
+                                           config_.id, config_.incarnation}) != electorate.end();
+}
+
+// Would we promise `from` now? Nothing changes here: no promise, no timer.
+void Replica::HandlePreVote(NodeId from, const PreVote& m) {
+  if (!AnswersCandidate(m.electorate)) return;
+  PreVoteReply reply;
+  reply.ballot = m.ballot;
+  reply.promised = promised_;
+  reply.granted = !LeaseRefuses(from, Ballot{}) && !((refused_candidates_ >> from) & 1);
+  Send(from, std::move(reply));
+}
+
 void Replica::HandlePrepare(NodeId from, const Prepare& m) {
-  // A learner promises nothing, unless the candidate counts this very
-  // incarnation (a configuration it has not seen yet made it a voter).
-  if (!VoterSomewhere() && std::find(m.electorate.begin(), m.electorate.end(),
-                                     std::pair<NodeId, uint64_t>{config_.id, config_.incarnation}) == m.electorate.end()) {
-    return;
-  }
+  if (!AnswersCandidate(m.electorate)) return;
   Promise reply;
   reply.ballot = m.ballot;
   max_round_seen_ = std::max(max_round_seen_, m.ballot.round);
@@ -331,6 +345,7 @@ void Replica::FollowLeader(NodeId from, Ballot ballot) {
   if (ballot > promised_) RaisePromise(ballot);
   if (role_ != Role::kFollower || leader_ != from || leader_ballot_ != ballot) BecomeFollower(ballot, from);
   last_heard_ms_ = now_ms_;
+  prevote_.reset();
   ResetElectionDeadline();
 }
 

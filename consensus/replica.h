@@ -271,8 +271,12 @@ class Replica {
   void HandleCatchupRequest(NodeId from, const CatchupRequest& m);
   void HandleCatchupReply(NodeId from, const CatchupReply& m);
   void HandleTimeoutNow(NodeId from, const TimeoutNow& m);
+  void HandlePreVote(NodeId from, const PreVote& m);
+  void HandlePreVoteReply(NodeId from, const PreVoteReply& m);
 
   void Campaign(Ballot transfer_from = Ballot{});
+  void StartPreVote();  // asks before campaigning (messages.h, PreVote)
+  bool PreVoteWon() const;
   void BecomeLeader(const std::vector<Membership>& chain);
   bool MayVote(NodeId peer) const;
   void BecomeFollower(Ballot ballot, NodeId leader);
@@ -312,6 +316,7 @@ class Replica {
   void MaybeLeave();              // a leader no longer a voter hands over
   void ReleaseHeld();
   bool LeaseRefuses(NodeId candidate, Ballot transfer_from) const;
+  bool AnswersCandidate(const std::vector<std::pair<NodeId, uint64_t>>& electorate) const;
   Slot LastSlot() const;
   uint64_t NextRandom();
   void AfterInput(const char* input);
@@ -345,6 +350,12 @@ class Replica {
   Ballot leader_ballot_;          // ballot of the leader followed (or ours)
   uint64_t last_heard_ms_ = 0;    // last word from the leader (or, leading, our last heartbeat)
   uint64_t election_deadline_ms_ = 0;
+  struct PreVoteRound {
+    Ballot ballot;
+    std::vector<Membership> configs;    // a majority of each must say yes
+    std::map<NodeId, uint64_t> granted;  // who said yes, with its incarnation
+  };
+  std::optional<PreVoteRound> prevote_;  // asking before a campaign
   uint64_t last_catchup_request_ms_ = 0;
   std::optional<Phase1> phase1_;
   std::optional<uint64_t> phase1_self_token_;

@@ -7,6 +7,57 @@
 
 namespace ts::consensus {
 
+// ---------------------------------------------------------------- pre-vote
+
+// The election timer ran out: ask every voter of the configurations we know
+// whether it would promise us now (messages.h, PreVote), and campaign only
+// once a majority of each says yes. No answer: the timer asks again.
+void Replica::StartPreVote() {
+  prevote_ = PreVoteRound{};
+  prevote_->ballot = Ballot{std::max(max_round_seen_, promised_.round) + 1, config_.id};
+  prevote_->configs.push_back(applied_members_);
+  for (const auto& [slot, c] : pending_configs_) prevote_->configs.push_back(c);
+  prevote_->granted[config_.id] = config_.incarnation;
+  election_deadline_ms_ = now_ms_ + config_.lease_ms + (config_.election_jitter_ms ? NextRandom() % config_.election_jitter_ms : 0);
+  if (PreVoteWon()) {
+    Campaign();
+    return;
+  }
+  std::set<std::pair<NodeId, uint64_t>> voters;
+  for (const Membership& c : prevote_->configs) {
+    for (const auto& [id, info] : c.members) {
+      if (info.voter && id != config_.id) voters.insert({id, info.incarnation});
+    }
+  }
+  PreVote ask{prevote_->ballot, {voters.begin(), voters.end()}};
+  std::set<NodeId> to;
+  for (const auto& [id, inc] : voters) to.insert(id);
+  for (NodeId id : to) Send(id, ask);
+}
+
+bool Replica::PreVoteWon() const {
+  for (const Membership& c : prevote_->configs) {
+    uint64_t votes = 0;
+    for (const auto& [id, inc] : prevote_->granted) {
+      if (Counts(c, id, inc)) votes |= uint64_t{1} << id;
+    }
+    if (!c.IsMajority(votes)) return false;
+  }
+  return true;
+}
+
+void Replica::HandlePreVoteReply(NodeId from, const PreVoteReply& m) {
+  max_round_seen_ = std::max(max_round_seen_, m.promised.round);
+  if (!prevote_ || m.ballot != prevote_->ballot || !m.granted) return;
+  prevote_->granted[from] = msg_incarnation_;
+  if (!PreVoteWon()) return;
+  if (!eligible_ || !Counts(LatestConfig(), config_.id, config_.incarnation) || role_ == Role::kLeader) {
+    prevote_.reset();  // things changed while we asked
+    return;
+  }
+  Campaign();
+}
+
 // ---------------------------------------------------------------- phase 1
 
 void Replica::Campaign(Ballot transfer_from) {
@@ -15,6 +66,7 @@ void Replica::Campaign(Ballot transfer_from) {
   Ballot ballot{std::max(max_round_seen_, promised_.round) + 1, config_.id};
   RaisePromise(ballot);
   role_ = Role::kCandidate;
+  prevote_.reset();
   leader_ = kNoNode;
   leader_ballot_ = Ballot{};
   lease_until_ms_ = 0;
@@ -467,6 +519,7 @@ void Replica::StepDown(NodeId hint) {
 
 void Replica::BecomeFollower(Ballot ballot, NodeId leader) {
   role_ = Role::kFollower;
+  prevote_.reset();
   leader_ = leader;
   leader_ballot_ = ballot;
   phase1_.reset();

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "consensus/replica.h"
+#include "tests/unit/consensus/campaign.h"
 
 namespace ts::consensus {
 namespace {
@@ -113,7 +114,7 @@ TEST_F(LearnerTest, Membership_ADecreeBindingItMakesItAVoter) {
 TEST(MembershipVotes, Promise_FromAnotherIncarnationDoesNotCount) {
   Replica r(ConfigOf(1, {1, 2, 3}, 0), Bootstrap{}, nullptr, 1);
   r.Tick(1000);
-  r.Tick(1300);  // campaigns
+  CampaignNow(r, 1300, 1, 3);  // campaigns
   ASSERT_EQ(r.GetStatus().role, Role::kCandidate);
   Ballot b = r.GetStatus().promised;
   Drain(r);
@@ -131,7 +132,7 @@ TEST(MembershipVotes, Promise_FromAnotherIncarnationDoesNotCount) {
 TEST(MembershipVotes, Progress_OfANewIncarnationStartsAtZero) {
   Replica r(ConfigOf(1, {1, 2, 3}, 0), Bootstrap{}, nullptr, 1);
   r.Tick(1000);
-  r.Tick(1300);
+  CampaignNow(r, 1300, 1, 3);
   Ballot b = r.GetStatus().promised;
   Drain(r);
   r.Step(Message{2, 1, Promise{b, true, false, b, 0, {}, 0, true}, 0});

@@ -66,6 +66,40 @@ TEST(ReplicaCluster, LeaderCrash_NewLeaderKeepsEveryChosenDecree) {
   }
 }
 
+// Pre-vote: a follower cut off from everyone (both ways, or only hearing
+// nothing while its own messages still go out) keeps asking whether it may
+// campaign and is told no while the leader keeps its majority. When it is
+// back, the leader, its ballot and the lease are what they were: no
+// election, no re-run of phase 1.
+TEST(ReplicaCluster, PreVote_CutOffFollowerDoesNotDeposeTheLeaderWhenBack) {
+  for (uint64_t seed = 40; seed < 50; ++seed) {
+    for (bool one_way : {false, true}) {
+      SimCluster c(3, seed);
+      ASSERT_TRUE(c.RunUntil([&] { return c.HasStableLeader(); }, 2000)) << "seed " << seed;
+      NodeId l = *c.Leader();
+      Ballot ballot = c.replica(l).GetStatus().leader_ballot;
+      NodeId f = l == 1 ? 2 : 1;
+      for (NodeId other : c.members()) {
+        if (other == f) continue;
+        c.Block(other, f, true);
+        if (!one_way) c.Block(f, other, true);
+      }
+      c.Run(2000);  // many election timeouts
+      EXPECT_EQ(c.replica(f).GetStatus().promised, ballot) << "the cut-off node raised its promise, seed " << seed;
+      for (NodeId other : c.members()) {
+        c.Block(other, f, false);
+        c.Block(f, other, false);
+      }
+      ASSERT_TRUE(c.Commit("after", 2000)) << "seed " << seed;
+      c.Run(500);
+      EXPECT_EQ(c.Leader(), l) << "seed " << seed << (one_way ? " one way" : " both ways");
+      EXPECT_EQ(c.replica(l).GetStatus().leader_ballot, ballot) << "the leader re-ran phase 1, seed " << seed;
+      EXPECT_EQ(c.applied(f).size(), c.applied(l).size()) << "seed " << seed;
+      EXPECT_EQ(c.invariant_violation(), "") << "seed " << seed;
+    }
+  }
+}
+
 TEST(ReplicaCluster, MinorityPartition_CannotCommitMajorityCan) {
   SimCluster c(5, 4);
   ASSERT_TRUE(c.RunUntil([&] { return c.HasStableLeader(); }, 2000));

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/unit/consensus/campaign.h"
+
 namespace ts::consensus {
 namespace {
 
@@ -96,6 +98,43 @@ TEST_F(AcceptorTest, Prepare_RivalIsRefusedWhileTheLeaderLeaseRuns) {
   r_.Tick(1150 + 50 + 101);
   Ready later = Deliver(3, Prepare{Ballot{7, 3}, 1, {}, {}});
   EXPECT_TRUE(Only<Promise>(later).ok);
+}
+
+TEST_F(AcceptorTest, PreVote_DeniedWhileTheLeaderLeaseRunsAndChangesNothing) {
+  Deliver(1, Heartbeat{Ballot{3, 1}, 1, 0, "1.0.0"});
+  Ballot promised = r_.GetStatus().promised;
+  r_.Tick(1150 + 50);
+  Ready out = Deliver(3, PreVote{Ballot{4, 3}, {}});
+  const PreVoteReply& no = Only<PreVoteReply>(out);
+  EXPECT_FALSE(no.granted);
+  EXPECT_EQ(no.promised, promised);
+  EXPECT_FALSE(out.promised.has_value());
+  EXPECT_EQ(r_.GetStatus().leader, 1u) << "asking does not unseat the leader we follow";
+  // Once the lease has run out it would promise, and says so; still nothing changes.
+  r_.Tick(1150 + 50 + 101);
+  out = Deliver(3, PreVote{Ballot{4, 3}, {}});
+  EXPECT_TRUE(Only<PreVoteReply>(out).granted);
+  EXPECT_FALSE(out.promised.has_value());
+  EXPECT_EQ(r_.GetStatus().promised, promised);
+}
+
+TEST(ReplicaCandidate, PreVote_CampaignsOnlyOnceAMajoritySaysYes) {
+  Replica r(ThreeNodeConfig(1), Bootstrap{}, nullptr, 1);
+  r.Tick(1000);
+  r.Tick(1200);
+  Ready asked = r.TakeReady();
+  r.Persisted(asked.token);
+  EXPECT_FALSE(asked.promised.has_value()) << "asking raised no promise";
+  ASSERT_EQ(asked.messages.size(), 2u);
+  const PreVote& pv = std::get<PreVote>(asked.messages[0].body);
+  r.Step(Message{2, 1, PreVoteReply{pv.ballot, false, Ballot{}}});
+  r.Step(Message{3, 1, PreVoteReply{Ballot{pv.ballot.round + 1, 1}, true, Ballot{}}});  // another round's answer
+  EXPECT_EQ(r.GetStatus().role, Role::kFollower);
+  EXPECT_FALSE(r.TakeReady().promised.has_value());
+  r.Step(Message{3, 1, PreVoteReply{pv.ballot, true, Ballot{}}});
+  EXPECT_EQ(r.GetStatus().role, Role::kCandidate);
+  EXPECT_TRUE(r.TakeReady().promised.has_value());
+  EXPECT_EQ(r.invariant_violation(), "");
 }
 
 TEST(ReplicaRestart, Prepare_RefusedForOneLeaseAfterStart) {
@@ -192,7 +231,7 @@ TEST(ReplicaCandidate, Campaign_CountsOwnPromiseOnlyOncePersisted) {
   Config c = ThreeNodeConfig(1);
   Replica r(c, Bootstrap{}, nullptr, 1);
   r.Tick(1000);
-  r.Tick(1000 + 200);  // election deadline passed: campaigns
+  CampaignNow(r, 1000 + 200, 1, 2);  // election deadline passed: campaigns
   Ready out = r.TakeReady();
   ASSERT_TRUE(out.promised.has_value());
   Ballot b = *out.promised;
@@ -208,7 +247,7 @@ TEST(ReplicaCandidate, Campaign_CountsOwnPromiseOnlyOncePersisted) {
 TEST(ReplicaCandidate, BecomeLeader_ReproposesHighestBallotValueAndFillsHoles) {
   Replica r(ThreeNodeConfig(1), Bootstrap{}, nullptr, 1);
   r.Tick(1000);
-  r.Tick(1200);
+  CampaignNow(r, 1200, 1, 2);
   Ready out = r.TakeReady();
   Ballot b = *out.promised;
   r.Persisted(out.token);

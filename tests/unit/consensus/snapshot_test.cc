@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "consensus/replica.h"
+#include "tests/unit/consensus/campaign.h"
 
 namespace ts::consensus {
 namespace {
@@ -146,7 +147,7 @@ TEST(SnapshotWant, CatchupReplyWithSnapshotUptoAsksForASnapshotThenInstallMovesO
 TEST(SnapshotWant, CandidateToldItsSlotsAreCompactedStepsDownAndWantsASnapshot) {
   Replica r(ConfigOf(2), Bootstrap{}, nullptr, 5);
   r.Tick(1000);
-  r.Tick(1400);  // no leader heard: it campaigns
+  CampaignNow(r, 1400, 2, 3);  // no leader heard: it campaigns
   Ready out = Drain(r);
   ASSERT_EQ(r.GetStatus().role, Role::kCandidate);
   const auto* prepare = Find<Prepare>(out);

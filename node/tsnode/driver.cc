@@ -44,6 +44,12 @@ uint64_t Driver::NowMs() const {
 }
 
 Status Driver::Start() {
+  std::error_code ec;
+  std::filesystem::create_directories(options_.data_dir, ec);
+  if (ec) {
+    return Status::IoError("cannot create the data dir " + options_.data_dir + ": " + ec.message() +
+                           " (create it, or its parent, writable by the user tsnode runs as)");
+  }
   auto store = storage::LogStore::Open(options_.data_dir);
   if (!store.ok()) return store.status();
   store_ = std::move(*store);
@@ -73,7 +79,8 @@ Status Driver::Start() {
   // Leave room for framing and the message's other fields under the cap.
   so.consensus.message_bytes_max = std::max<size_t>(1024, options_.frame_bytes_max / 2);
   so.restatement_bytes_max = options_.frame_bytes_max / 4;
-  so.client_addr = options_.client_addr.ToString();
+  if (options_.advertise_client_addr.host.empty()) options_.advertise_client_addr = options_.client_addr;
+  so.client_addr = options_.advertise_client_addr.ToString();
   std::random_device rd;
   so.seed = (uint64_t{rd()} << 32) ^ rd();
   log_ = std::make_unique<StoreLog>(*store_);
@@ -85,11 +92,17 @@ Status Driver::Start() {
   if (Status s = StartTransport(); !s.ok()) return s;
   if (Status s = StartClientPort(); !s.ok()) return s;
   Flush();  // the replay's log lines
+  auto listening = [](const rpc::HostPort& listen, const rpc::HostPort& advertised) {
+    return listen.ToString() == advertised.ToString() ? listen.ToString()
+                                                      : listen.ToString() + " (advertised as " + advertised.ToString() + ")";
+  };
   spdlog::info("node {} of cluster '{}' ({}), incarnation {:016x}, version {}: serving peers on {} and clients on {}",
                so.consensus.id, so.cluster_id,
                station_->cluster_uuid().empty() ? "identity not yet known" : "uuid " + station_->cluster_uuid(),
                station_->incarnation(), so.consensus.software_version,
-               options_.members.at(so.consensus.id).ToString(), options_.client_addr.ToString());
+               listening(options_.peer_listen_addr.value_or(options_.members.at(so.consensus.id)),
+                         options_.members.at(so.consensus.id)),
+               listening(options_.client_addr, options_.advertise_client_addr));
   return Status::Ok();
 }
 
@@ -133,8 +146,8 @@ Status Driver::StartTransport() {
   topt.software_version = so.consensus.software_version;
   topt.format_versions = {1, station::MaxModelRead(station_->versions().self(),
                                                    static_cast<uint16_t>(station::DecreeType::kKvPut))};
-  topt.client_addr = options_.client_addr.ToString();
-  topt.listen = options_.members.at(so.consensus.id);
+  topt.client_addr = options_.advertise_client_addr.ToString();
+  topt.listen = options_.peer_listen_addr.value_or(options_.members.at(so.consensus.id));
   for (const auto& [id, addr] : options_.members) {
     if (id != so.consensus.id) topt.peers[id] = addr;
   }
@@ -171,13 +184,16 @@ void Driver::Run() {
   auto work = asio::make_work_guard(io_);
   // Wake at least a few times per heartbeat so timers in the core run on time.
   auto tick = std::chrono::milliseconds(std::max<uint64_t>(1, options_.station.consensus.heartbeat_ms / 4));
+  systemd_.Ready("node " + std::to_string(options_.station.consensus.id) + " serving peers and clients");
   while (!stopping_) {
     io_.run_one_for(tick);
     io_.poll();  // every handler that is ready now: one batch, one fsync
     station_->Tick(NowMs());
     Flush();
     MaybeSnapshot();
+    systemd_.Alive(std::chrono::steady_clock::now());
   }
+  systemd_.Stopping();
   if (snapshot_child_ > 0) {
     // Our snapshot's writer dies with us (PR_SET_PDEATHSIG); reap it now.
     kill(snapshot_child_, SIGKILL);

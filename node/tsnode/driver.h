@@ -16,12 +16,14 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <asio.hpp>
 
 #include "node/station/station.h"
 #include "node/tsnode/file_snapshots.h"
+#include "node/tsnode/systemd_notify.h"
 #include "rpc/transport.h"
 #include "storage/log_store.h"
 
@@ -30,7 +32,9 @@ namespace ts::tsnode {
 struct DriverOptions {
   station::StationOptions station;                     // id, timings and limits
   std::map<consensus::NodeId, rpc::HostPort> members;  // peer address of every member, self included
-  rpc::HostPort client_addr;
+  rpc::HostPort client_addr;            // the client port listens here
+  rpc::HostPort advertise_client_addr;  // ... and clients are told to dial this (leader hints)
+  std::optional<rpc::HostPort> peer_listen_addr;  // default: members[self], which peers dial
   std::string data_dir;
   size_t frame_bytes_max = rpc::kDefaultFrameBytesMax;
   // --initial-cluster-state new: an empty data dir is a bootstrap member of
@@ -89,6 +93,7 @@ class Driver {
   std::unique_ptr<rpc::PeerTransport> transport_;
   std::unique_ptr<rpc::ClientServer> clients_;
   asio::signal_set signals_;
+  SystemdNotifier systemd_;
   std::chrono::steady_clock::time_point start_;
   bool stopping_ = false;
   uint64_t next_handle_ = 1;

@@ -9,6 +9,7 @@
 
 #include "node/station/version.h"
 #include "node/tsnode/driver.h"
+#include "node/tsnode/flag_sources.h"
 #include "node/tsnode/restore.h"
 
 namespace {
@@ -43,6 +44,9 @@ ts::StatusOr<std::map<ts::consensus::NodeId, ts::rpc::HostPort>> ParseMembers(co
   return out;
 }
 
+// An address that listens on every interface but that no one can dial.
+bool IsWildcardHost(const std::string& host) { return host == "0.0.0.0" || host == "::" || host == "*"; }
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -58,7 +62,15 @@ int main(int argc, char** argv) {
   app.add_option("--id", id, "this node's id (1..63); must appear in --peers")->required();
   app.add_option("--peers", peers, "every member's peer address, this node included: 1=host:port,2=host:port,...")
       ->required();
-  app.add_option("--client-addr", client_addr, "host:port of the client port (tsctl, tsbench)")->required();
+  app.add_option("--client-addr", client_addr, "host:port the client port (tsctl, tsbench) listens on")->required();
+  std::string advertise_client_addr;
+  std::string peer_listen_addr;
+  app.add_option("--advertise-client-addr", advertise_client_addr,
+                 "host:port clients on other hosts reach the client port at, sent to peers for leader hints "
+                 "(default: --client-addr; required when --client-addr is a wildcard such as 0.0.0.0:P)");
+  app.add_option("--peer-listen-addr", peer_listen_addr,
+                 "host:port the peer port listens on (default: this node's --peers entry, which stays the address "
+                 "peers dial: give both behind NAT or to listen on a wildcard)");
   app.add_option("--data-dir", o.data_dir, "directory of this node's RocksDB store (created if missing)")->required();
   std::string initial_state = "existing";
   app.add_option("--initial-cluster-state", initial_state,
@@ -112,13 +124,21 @@ int main(int argc, char** argv) {
                "accept fault-injection requests on the client port (drop traffic to/from peers); tests only");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
   app.set_version_flag("--version", std::string(ts::station::kSoftwareVersion));
+  ts::tsnode::AddFlagSources(app, "TSNODE");
   try {
-    app.parse(argc, argv);
+    std::vector<std::string> args = ts::tsnode::WithEnvironment(app, argc, argv);
+    std::vector<const char*> args_c;
+    for (const std::string& a : args) args_c.push_back(a.c_str());
+    app.parse(static_cast<int>(args_c.size()), args_c.data());
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);
-    std::cerr << "tsnode: " << e.what() << " (see --help)\n";
+    std::cerr << "tsnode: " << e.what() << (e.get_name() == "ConfigError" ? " (config file keys are the long flag names "
+                                                                            "of --help, without the dashes)"
+                                                                          : " (see --help)")
+              << "\n";
     return 2;
   }
+  if (ts::tsnode::PrintConfigIfAsked(app, std::cout)) return 0;
 
   auto logger = spdlog::stderr_color_mt("tsnode");
   spdlog::set_default_logger(logger);
@@ -139,6 +159,23 @@ int main(int argc, char** argv) {
   auto ca = ts::rpc::ParseHostPort(client_addr);
   if (!ca.ok()) return fail("--client-addr: " + ca.status().message());
   o.client_addr = *ca;
+  auto advertised = ts::rpc::ParseHostPort(advertise_client_addr.empty() ? client_addr : advertise_client_addr);
+  if (!advertised.ok()) return fail("--advertise-client-addr: " + advertised.status().message());
+  if (IsWildcardHost(advertised->host)) {
+    return fail("--client-addr " + client_addr + " listens on every address, which clients on other hosts cannot "
+                "dial: give --advertise-client-addr HOST:PORT, the address they reach this node at");
+  }
+  o.advertise_client_addr = *advertised;
+  if (!peer_listen_addr.empty()) {
+    auto pl = ts::rpc::ParseHostPort(peer_listen_addr);
+    if (!pl.ok()) return fail("--peer-listen-addr: " + pl.status().message());
+    o.peer_listen_addr = *pl;
+  }
+  if (IsWildcardHost(o.members.at(cc.id).host)) {
+    return fail("--peers gives node " + std::to_string(id) + " the wildcard address " + o.members.at(cc.id).ToString() +
+                ", which peers cannot dial: list the address peers reach it at, and listen on the wildcard with "
+                "--peer-listen-addr");
+  }
   if (!ts::station::IsSemver(cc.software_version)) return fail("--software-version '" + cc.software_version + "' is not X.Y.Z");
 
   if (!restore.empty()) {

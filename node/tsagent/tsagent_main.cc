@@ -6,6 +6,7 @@
 // room was lost or duplicated.
 #include <CLI/CLI.hpp>
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -18,6 +19,7 @@
 
 #include "node/client/client.h"
 #include "node/client/endpoints.h"
+#include "node/station/version.h"
 #include "node/tsagent/agent.h"
 
 namespace {
@@ -43,6 +45,7 @@ struct Flags {
   std::vector<std::string> only;  // schedulers to serve; empty: all
   uint32_t period_ms = 500;
   uint32_t occupied_percent = 25;
+  uint32_t give_up_s = 0;  // 0: retry for ever
 };
 
 void AddFlags(CLI::App& app, Flags& f) {
@@ -57,7 +60,40 @@ void AddFlags(CLI::App& app, Flags& f) {
       ->capture_default_str();
   app.add_option("--scheduler", f.only, "Only these schedulers (repeatable; default: all)");
   app.add_option("--report", f.report_path, "Write the ledger (JSON) to this file after every step");
+  app.add_option("--give-up-after-s", f.give_up_s,
+                 "Exit 3 once the cluster has not answered for this long (0: keep retrying, saying so every 10 s)")
+      ->capture_default_str();
 }
+
+// Whether the cluster answers, said on stderr when it changes and every 10 s
+// while it does not (never silent), and how long it has not.
+class Reachability {
+ public:
+  void Answered() {
+    if (down_since_) std::cerr << "tsagent: cluster answers again after " << DownSeconds() << " s\n";
+    down_since_.reset();
+  }
+  void Failed(const std::string& why) {
+    auto now = std::chrono::steady_clock::now();
+    if (!down_since_) {
+      down_since_ = last_said_ = now;
+      std::cerr << "tsagent: cluster not answering: " << why << " (retrying every period)\n";
+    } else if (now - last_said_ >= std::chrono::seconds(10)) {
+      last_said_ = now;
+      std::cerr << "tsagent: cluster not answering for " << DownSeconds() << " s: " << why << '\n';
+    }
+  }
+  int64_t DownSeconds() const {
+    if (!down_since_) return 0;
+    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - *down_since_).count();
+  }
+
+ private:
+  std::optional<std::chrono::steady_clock::time_point> down_since_;
+  std::chrono::steady_clock::time_point last_said_;
+};
+
+Reachability g_reach;
 
 // A deployment query's JSON answer and the slot it was read at; nullopt if
 // the cluster did not answer it (the next period asks again).
@@ -66,7 +102,12 @@ std::optional<std::pair<nlohmann::json, uint64_t>> Query(ts::client::Client& cli
   req.op = ts::rpc::ClientOp::kDeployQuery;
   req.key = key;
   auto r = client.Call(std::move(req));
-  if (!r.ok() || r->code != ts::rpc::ClientCode::kOk) return std::nullopt;
+  if (!r.ok()) {
+    g_reach.Failed(r.status().message());
+    return std::nullopt;
+  }
+  g_reach.Answered();
+  if (r->code != ts::rpc::ClientCode::kOk) return std::nullopt;
   nlohmann::json j = nlohmann::json::parse(r->value, nullptr, false);
   if (j.is_discarded()) return std::nullopt;
   return std::make_pair(std::move(j), r->slot);
@@ -111,8 +152,14 @@ void StepLrps(ts::client::Client& client, const ts::tsagent::SimAgent& agent) {
   }
 }
 
-void RunUntilSignalled(ts::client::Client& client, ts::tsagent::SimAgent& agent, const Flags& f) {
+// False when it gave up on an unreachable cluster (--give-up-after-s).
+bool RunUntilSignalled(ts::client::Client& client, ts::tsagent::SimAgent& agent, const Flags& f) {
   while (!g_stop) {
+    if (f.give_up_s > 0 && g_reach.DownSeconds() >= f.give_up_s) {
+      std::cerr << "tsagent: giving up: the cluster has not answered for " << g_reach.DownSeconds()
+                << " s (--give-up-after-s " << f.give_up_s << "); check --endpoints and that the nodes run\n";
+      return false;
+    }
     auto next = std::chrono::steady_clock::now() + std::chrono::milliseconds(f.period_ms);
     StepSchedulers(client, agent, f.only);
     StepLrps(client, agent);
@@ -121,6 +168,7 @@ void RunUntilSignalled(ts::client::Client& client, ts::tsagent::SimAgent& agent,
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }
+  return true;
 }
 
 }  // namespace
@@ -131,6 +179,7 @@ int main(int argc, char** argv) {
                "tsagent");
   Flags f;
   AddFlags(app, f);
+  app.set_version_flag("--version", std::string(ts::station::kSoftwareVersion));
   CLI11_PARSE(app, argc, argv);
   if (!f.simulate) {
     std::cerr << "tsagent: only the simulated executor exists; pass --simulate\n";
@@ -149,10 +198,10 @@ int main(int argc, char** argv) {
   ts::client::Client client(std::move(o));
   ts::tsagent::SimAgent agent(f.occupied_percent);
   std::cerr << "tsagent: simulating rooms, period " << f.period_ms << " ms, " << f.occupied_percent << "% occupied\n";
-  RunUntilSignalled(client, agent, f);
+  bool ran = RunUntilSignalled(client, agent, f);
   nlohmann::json rep = agent.Report();
   WriteReport(f.report_path, rep);
   std::cout << "tsagent: created=" << rep["created"] << " destroyed=" << rep["destroyed"] << " running=" << rep["running"]
             << " lost=" << rep["lost"] << " duplicated=" << rep["duplicated"] << '\n';
-  return 0;
+  return ran ? 0 : 3;
 }

@@ -4,6 +4,11 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <iterator>
 #include <cassert>
 #include <functional>
 #include <memory>
@@ -42,6 +47,8 @@ struct Args {
   int64_t timeout_ms = 5000;
   std::string key;
   std::string value;
+  std::string value_file;  // put --value-file; "-" is stdin
+  bool put_value_given = false;  // put's VALUE was on the command line
   std::vector<std::string> cas_args;  // KEY EXPECTED NEW, or KEY NEW with --absent
   bool absent = false;
   bool peers = false;
@@ -167,15 +174,21 @@ std::unique_ptr<CLI::App> BuildApp(Args* a) {
       app->add_subcommand("status",
                           "Ask every endpoint for its status and print one row per node (unreachable nodes included), "
                           "with its role, membership (voter, learner, removed) and incarnation, then the cluster "
-                          "uuid the nodes hold (one line per uuid if they differ); exit 0 if at least one node "
-                          "answered");
+                          "uuid the nodes hold (one line per uuid if they differ); exit 0 if a leader holds a lease (the "
+                          "cluster has a quorum), 3 if no node answered or none leads");
   status->add_flag(
       "--peers", a->peers,
       "Also print each node's view of the other members (connection, version, handshakes refused and why)");
 
-  CLI::App* put = app->add_subcommand("put", "put KEY VALUE: store VALUE under KEY; prints the slot it was chosen in");
+  CLI::App* put = app->add_subcommand(
+      "put", "put KEY VALUE | put KEY --value-file FILE: store VALUE (or FILE's bytes; - reads stdin) under KEY; "
+             "prints the slot it was chosen in");
   put->add_option("KEY", a->key, "Key (1 or more bytes)")->required();
-  put->add_option("VALUE", a->value, "Value (may be empty: \"\")")->required();
+  CLI::Option* value = put->add_option("VALUE", a->value, "Value (may be empty: \"\")");
+  put->add_option("--value-file", a->value_file,
+                  "Read the value from FILE, byte for byte (- for stdin): values longer than the shell's argument "
+                  "limit, or binary")
+      ->excludes(value);
 
   CLI::App* get =
       app->add_subcommand("get", "get KEY: print the value of KEY (linearizable read on the leader); exit 1 if absent");
@@ -195,7 +208,11 @@ std::unique_ptr<CLI::App> BuildApp(Args* a) {
       "log",
       "Print chosen decrees of the replicated log (asked of the leader, else any node): slot, type, size, "
       "summary");
-  log->add_option("--from", a->from, "First slot to print")->check(CLI::PositiveNumber)->capture_default_str();
+  log->add_option("--from", a->from, "First slot to print (1 or more)")
+      ->check(CLI::Validator(
+          [](const std::string& v) { return v.find_first_not_of('0') == std::string::npos ? "slots start at 1" : ""; },
+          "SLOT"))
+      ->capture_default_str();
   log->add_option("--limit", a->limit, "Most rows to print (1..1000)")
       ->check(CLI::Range(uint32_t{1}, kLogLimitMax))
       ->capture_default_str();
@@ -241,6 +258,9 @@ class Command {
                   args_.absent
                       ? "bad arguments: cas --absent takes KEY NEW; see tsctl cas --help"
                       : "bad arguments: cas takes KEY EXPECTED NEW (or --absent KEY NEW); see tsctl cas --help");
+    }
+    if (name == "put" && !args_.put_value_given && args_.value_file.empty()) {
+      return Fail(kExitUsage, "bad arguments: put takes KEY VALUE, or KEY --value-file FILE (- for stdin)");
     }
     if (!args_.member_action.empty() && args_.member_action != "list") {
       const std::string& act = args_.member_action;
@@ -395,10 +415,32 @@ class Command {
            << OneLine(all.front().status().message()) << (endpoints.size() > 1 ? "; ..." : "") << ")\n";
       return kExitUnavailable;
     }
+    // A quorum exists only if some node leads with a lease a majority renewed.
+    bool leased = std::any_of(all.begin(), all.end(), [](const StatusOr<rpc::NodeStatus>& s) {
+      return s.ok() && s->role == "leader" && s->lease_left_ms > 0;
+    });
+    if (!leased) {
+      err_ << "no quorum: " << answered << " of " << endpoints.size()
+           << " endpoints answered and none is a leader holding a lease (see each node's role above; start or "
+              "reconnect the missing voters)\n";
+      return kExitUnavailable;
+    }
     return kExitOk;
   }
 
-  int Put() { return WriteResult("put", Send(ClientOp::kPut)); }
+  int Put() {
+    if (args_.value_file.empty()) return WriteResult("put", Send(ClientOp::kPut));
+    std::ifstream file;
+    std::istream* in = &std::cin;
+    if (args_.value_file != "-") {
+      file.open(args_.value_file, std::ios::binary);
+      if (!file) return Fail(kExitUsage, "cannot read --value-file " + args_.value_file + ": " + std::strerror(errno));
+      in = &file;
+    }
+    args_.value.assign(std::istreambuf_iterator<char>(*in), std::istreambuf_iterator<char>());
+    if (in->bad()) return Fail(kExitUsage, "error reading --value-file " + args_.value_file);
+    return WriteResult("put", Send(ClientOp::kPut));
+  }
 
   int DowngradeCmd() {
     rpc::ClientRequest req;
@@ -857,6 +899,13 @@ class Command {
 
 }  // namespace
 
+// The top-level commands, as --help lists them.
+static std::string CommandNames(const CLI::App& app) {
+  std::string out;
+  for (const CLI::App* sub : app.get_subcommands({})) out += (out.empty() ? "" : ", ") + sub->get_name();
+  return out;
+}
+
 int RunTsctl(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   Args args;
   std::unique_ptr<CLI::App> app = BuildApp(&args);
@@ -875,7 +924,7 @@ int RunTsctl(int argc, const char* const* argv, std::ostream& out, std::ostream&
     if (app->get_subcommands().empty() && !extra.empty() && extra.front().rfind("-", 0) != 0) {
       // CLI11 would say only "A subcommand is required".
       err << "bad arguments: unknown command '" << OneLine(extra.front())
-          << "' (commands: status, put, get, cas, delete, log, downgrade, member, sched, rollout, bg, lrp, command); see tsctl --help\n";
+          << "' (commands: " << CommandNames(*app) << "); see tsctl --help\n";
       return kExitUsage;
     }
     err << "bad arguments: " << OneLine(e.what()) << "; see tsctl --help\n";
@@ -885,6 +934,7 @@ int RunTsctl(int argc, const char* const* argv, std::ostream& out, std::ostream&
   assert(commands.size() == 1);
   args.deploy_path = DeployCommandPath(*app);
   args.member_action = MemberAction(*app);
+  args.put_value_given = app->get_subcommand("put")->count("VALUE") > 0;
   Command command(args, out, err);
   return command.Run(commands.front()->get_name());
 }

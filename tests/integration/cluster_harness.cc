@@ -337,4 +337,12 @@ void ProcessCluster::DumpLogs() const {
   }
 }
 
+void BlockPeers(const ProcessCluster& c, size_t i, const std::string& peers) {
+  using namespace std::chrono_literals;
+  rpc::BlockingClient one;
+  ASSERT_TRUE(one.Connect(c.client_addr(i), Scaled(2000ms)).ok());
+  auto r = one.Call(Req(rpc::ClientOp::kFault, "block", peers), Scaled(2000ms));
+  ASSERT_TRUE(r.ok() && r->code == rpc::ClientCode::kOk) << (r.ok() ? r->message : r.status().ToString());
+}
+
 }  // namespace ts::integration

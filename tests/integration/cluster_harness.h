@@ -129,6 +129,11 @@ class ClusterFixture : public ::testing::Test {
 // Picks `n` distinct free loopback ports (bound together, then released).
 std::vector<uint16_t> FreePorts(size_t n);
 
+// Asks node i alone (a direct connection: fault requests are never
+// redirected) to drop traffic with `peers`, comma-separated ids ("" heals).
+// The nodes need --fault-injection.
+void BlockPeers(const ProcessCluster& c, size_t i, const std::string& peers);
+
 // A client request of `op` with a key and a value.
 inline rpc::ClientRequest Req(rpc::ClientOp op, std::string key, std::string value = "") {
   rpc::ClientRequest r;

@@ -22,15 +22,6 @@ using rpc::ClientCode;
 using rpc::ClientOp;
 using rpc::ClientRequest;
 
-// Asks node i alone (a direct connection: fault requests are never
-// redirected) to drop traffic with `peers` ("" heals).
-void Block(const ProcessCluster& c, size_t i, const std::string& peers) {
-  rpc::BlockingClient one;
-  ASSERT_TRUE(one.Connect(c.client_addr(i), Scaled(2000ms)).ok());
-  auto r = one.Call(Req(ClientOp::kFault, "block", peers), Scaled(2000ms));
-  ASSERT_TRUE(r.ok() && r->code == ClientCode::kOk) << (r.ok() ? r->message : r.status().ToString());
-}
-
 std::string Id(size_t i) { return std::to_string(i + 1); }
 
 // A membership request through the leader; the answer's code (or
@@ -78,7 +69,7 @@ TEST_F(MembershipTest, EmptyDataDir_AnAcknowledgedWriteIsNeverLost) {
   auto leader = cluster_->WaitForLeaderIndex(10s);
   ASSERT_TRUE(leader.has_value());
   size_t cut = (*leader + 1) % 3, other = (*leader + 2) % 3;
-  Block(*cluster_, cut, Id(*leader) + "," + Id(other));
+  BlockPeers(*cluster_, cut, Id(*leader) + "," + Id(other));
   client::Client writer(cluster_->ClientOptionsFor(5000ms));
   auto put = writer.Call(Req(ClientOp::kPut, "X", "acknowledged"));
   ASSERT_TRUE(put.ok() && put->code == ClientCode::kOk);
@@ -86,7 +77,7 @@ TEST_F(MembershipTest, EmptyDataDir_AnAcknowledgedWriteIsNeverLost) {
   cluster_->Kill(other);
   cluster_->WipeData(other);
   cluster_->Start(other);
-  Block(*cluster_, cut, "");
+  BlockPeers(*cluster_, cut, "");
 
   // Two nodes are up, one of them rebuilding: reads may fail, never lie.
   client::ClientOptions o = cluster_->ClientOptionsFor(500ms);

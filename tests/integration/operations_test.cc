@@ -1,0 +1,234 @@
+// What an operator meets first: where flags come from (config file,
+// environment, command line), listen and advertise addresses, data dirs
+// made with their parents, exit codes that tell the truth, values too long
+// for a command line, tools that say when the cluster does not answer, and a
+// node that was paused or cut off not deposing a leader that kept its
+// majority (pre-vote).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tests/integration/cluster_harness.h"
+#include "tests/integration/run_command.h"
+#include "tests/unit/tsctl/tsctl_runner.h"
+
+namespace ts::integration {
+namespace {
+
+using namespace std::chrono_literals;
+using tsctl::testing::Tsctl;
+
+const std::string kTsnode = TS_TSNODE_PATH;
+const std::string kTsctl = TS_TSCTL_PATH;
+const std::string kTsagent = TS_TSAGENT_PATH;
+const std::string kTsbench = TS_TSBENCH_PATH;
+
+std::string TempDir(const std::string& name) {
+  auto d = std::filesystem::temp_directory_path() / (name + "." + std::to_string(getpid()));
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d.string();
+}
+
+std::string Endpoints(const ProcessCluster& c, std::vector<size_t> which = {}) {
+  if (which.empty()) {
+    for (size_t i = 0; i < c.size(); ++i) which.push_back(i);
+  }
+  std::string out;
+  for (size_t i : which) out += (out.empty() ? "" : ",") + c.client_addr(i).ToString();
+  return out;
+}
+
+// --- flags -------------------------------------------------------------
+
+TEST(TsnodeFlags, ConfigFileThenEnvironmentThenCommandLine) {
+  std::string dir = TempDir("ts-flags");
+  std::ofstream(dir + "/tsnode.toml") << "id = 2\n"
+                                         "peers = \"1=127.0.0.1:1,2=127.0.0.1:2\"\n"
+                                         "client-addr = \"127.0.0.1:3\"\n"
+                                         "data-dir = \"" << dir << "/data\"\n"
+                                         "heartbeat-ms = 30\nlease-ms = 200\ndrift-ms = 11\n";
+  CommandResult r = RunCommand({kTsnode, "--config", dir + "/tsnode.toml", "--heartbeat-ms", "25", "--print-config"},
+                               "", 10s, {"TSNODE_LEASE_MS=300", "TSNODE_HEARTBEAT_MS=40"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("heartbeat-ms=25"), std::string::npos) << "the command line wins:\n" << r.out;
+  EXPECT_NE(r.out.find("lease-ms=300"), std::string::npos) << "the environment beats the file:\n" << r.out;
+  EXPECT_NE(r.out.find("drift-ms=11"), std::string::npos) << "the file beats the default:\n" << r.out;
+  EXPECT_NE(r.out.find("id=2"), std::string::npos) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/data")) << "--print-config must not start the node";
+
+  // --print-config's output is itself a config file that reads back the same.
+  std::ofstream(dir + "/printed.toml") << r.out;
+  CommandResult again = RunCommand({kTsnode, "--config", dir + "/printed.toml", "--print-config"});
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_EQ(again.out, r.out);
+
+  std::ofstream(dir + "/tsnode.toml", std::ios::app) << "heartbeat-msec = 5\n";
+  CommandResult bad = RunCommand({kTsnode, "--config", dir + "/tsnode.toml", "--print-config"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("heartbeat-msec"), std::string::npos) << "a misspelt key is named: " << bad.err;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(TsnodeFlags, WildcardAddressesNeedTheAddressesOthersDial) {
+  std::string dir = TempDir("ts-wild");
+  CommandResult r = RunCommand({kTsnode, "--id", "1", "--peers", "1=127.0.0.1:1", "--client-addr", "0.0.0.0:7100",
+                                "--data-dir", dir + "/d"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("--advertise-client-addr"), std::string::npos) << r.err;
+  r = RunCommand({kTsnode, "--id", "1", "--peers", "1=0.0.0.0:7000", "--client-addr", "127.0.0.1:7100", "--data-dir",
+                  dir + "/d"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("--peer-listen-addr"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/d")) << "refused before touching the data dir";
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Tools, EveryProgramAnswersVersion) {
+  for (const std::string& bin : {kTsnode, kTsctl, kTsagent, kTsbench}) {
+    CommandResult r = RunCommand({bin, "--version"});
+    EXPECT_EQ(r.code, 0) << bin << ": " << r.err;
+    EXPECT_NE(r.out.find(TS_SOFTWARE_VERSION_STRING), std::string::npos) << bin << ": " << r.out;
+  }
+}
+
+TEST(Tools, TsagentSaysWhenTheClusterDoesNotAnswerAndCanGiveUp) {
+  uint16_t port = FreePorts(1)[0];  // nobody listens there
+  CommandResult r = RunCommand({kTsagent, "--simulate", "--endpoints", "127.0.0.1:" + std::to_string(port),
+                                "--period-ms", "50", "--give-up-after-s", "1"},
+                               "", 20s);
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_NE(r.err.find("cluster not answering"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("giving up"), std::string::npos) << r.err;
+}
+
+TEST(Tools, TsctlLogFromZeroIsAShortUsageError) {
+  auto r = Tsctl({"--endpoints", "127.0.0.1:1", "log", "--from", "0"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("slots start at 1"), std::string::npos) << r.err;
+  EXPECT_LT(r.err.size(), 200u) << r.err;
+}
+
+// --- a node of its own ---------------------------------------------------
+
+TEST(SingleNode, DataDirIsCreatedWithItsParents) {
+  std::string dir = TempDir("ts-parents");
+  auto ports = FreePorts(2);
+  std::string client = "127.0.0.1:" + std::to_string(ports[1]);
+  ChildProcess node({kTsnode, "--id", "1", "--peers", "1=127.0.0.1:" + std::to_string(ports[0]), "--client-addr",
+                     client, "--data-dir", dir + "/var/lib/ts/1", "--initial-cluster-state", "new"},
+                    dir + "/node.log");
+  EXPECT_TRUE(WaitFor([&] { return Tsctl({"--endpoints", client, "--timeout-ms", "500", "put", "k", "v"}).code == 0; },
+                      10s))
+      << node.Log();
+  EXPECT_TRUE(std::filesystem::exists(dir + "/var/lib/ts/1/IDENTITY"));
+  EXPECT_EQ(node.Stop(), 0);
+  std::filesystem::remove_all(dir);
+}
+
+// --- clusters ------------------------------------------------------------
+
+class OperationsTest : public ClusterFixture {};
+
+TEST_F(OperationsTest, StatusExitsNonZeroWithoutAQuorum) {
+  cluster_ = std::make_unique<ProcessCluster>(3);
+  ASSERT_TRUE(cluster_->WaitForLeader(5000ms));
+  std::string all = Endpoints(*cluster_);
+  EXPECT_EQ(Tsctl({"--endpoints", all, "status"}).code, 0);
+  cluster_->Kill(1);
+  cluster_->Kill(2);
+  tsctl::testing::Result last;
+  EXPECT_TRUE(WaitFor([&] { return (last = Tsctl({"--endpoints", all, "--timeout-ms", "1000", "status"})).code == 3; },
+                      5000ms))
+      << last.out << last.err;
+  EXPECT_NE(last.err.find("no quorum"), std::string::npos) << last.err;
+  EXPECT_NE(last.out.find("unreachable"), std::string::npos) << "the table still shows every node:\n" << last.out;
+}
+
+TEST_F(OperationsTest, PutTakesAValueLongerThanACommandLineFromStdin) {
+  cluster_ = std::make_unique<ProcessCluster>(3);
+  ASSERT_TRUE(cluster_->WaitForLeader(5000ms));
+  std::string value(300 * 1024, '\0');  // past MAX_ARG_STRLEN (128 KiB), and binary
+  for (size_t i = 0; i < value.size(); ++i) value[i] = static_cast<char>((i * 131) % 251);
+  CommandResult put = RunCommand({kTsctl, "--endpoints", Endpoints(*cluster_), "put", "big", "--value-file", "-"},
+                                 value, 20s);
+  ASSERT_EQ(put.code, 0) << put.err;
+  client::Client c(cluster_->ClientOptionsFor());
+  auto got = c.Call(Req(rpc::ClientOp::kGet, "big"));
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->value, value);
+  // Neither a value nor a file: a usage error, not an empty value.
+  auto none = Tsctl({"--endpoints", Endpoints(*cluster_), "put", "k"});
+  EXPECT_EQ(none.code, 2);
+  EXPECT_NE(none.err.find("--value-file"), std::string::npos) << none.err;
+}
+
+// Every node listens for peers on the wildcard address and advertises its
+// client port as "localhost:P" rather than the 127.0.0.1:P it listens on: a
+// client that knows only a follower is redirected to the advertised
+// address, and that is what status shows.
+TEST_F(OperationsTest, LeaderHintsAreTheAdvertisedClientAddresses) {
+  cluster_ = std::make_unique<ProcessCluster>(3, std::vector<std::string>{}, std::vector<std::vector<std::string>>{},
+                                              /*start_now=*/false);
+  for (size_t i = 0; i < 3; ++i) {
+    cluster_->Start(i, {"--peer-listen-addr", "0.0.0.0:" + std::to_string(cluster_->peer_addr(i).port),
+                        "--advertise-client-addr", "localhost:" + std::to_string(cluster_->client_addr(i).port)});
+  }
+  auto leader = cluster_->WaitForLeaderIndex(5000ms);
+  ASSERT_TRUE(leader.has_value());
+  size_t follower = (*leader + 1) % 3;
+  std::string advertised = "localhost:" + std::to_string(cluster_->client_addr(*leader).port);
+  std::optional<rpc::NodeStatus> s;
+  ASSERT_TRUE(WaitFor([&] { return (s = cluster_->StatusOf(follower)) && s->leader_client_addr == advertised; }, 5000ms))
+      << (s ? s->leader_client_addr : "no status");
+  std::string only_follower = cluster_->client_addr(follower).ToString();
+  auto put = Tsctl({"--endpoints", only_follower, "put", "k", "v"});
+  ASSERT_EQ(put.code, 0) << put.err;
+  auto get = Tsctl({"--endpoints", only_follower, "get", "k"});
+  EXPECT_EQ(get.code, 0) << get.err;
+  EXPECT_EQ(get.out, "v\n");
+}
+
+// Pre-vote: a follower paused (SIGSTOP) or cut off from both peers for many
+// election timeouts comes back without an election: same leader, same
+// ballot.
+TEST_F(OperationsTest, PausedOrCutOffFollowerDoesNotDeposeTheLeader) {
+  cluster_ = std::make_unique<ProcessCluster>(3, std::vector<std::string>{"--fault-injection"});
+  auto leader = cluster_->WaitForLeaderIndex(5000ms);
+  ASSERT_TRUE(leader.has_value());
+  consensus::Ballot ballot = cluster_->StatusOf(*leader)->ballot;
+  size_t f = (*leader + 1) % 3;
+  size_t other = (*leader + 2) % 3;
+  auto same_leader_everywhere = [&] {
+    for (size_t i = 0; i < 3; ++i) {
+      auto s = cluster_->StatusOf(i);
+      if (!s || s->leader != *leader + 1 || s->applied_slot == 0) return false;
+    }
+    return true;
+  };
+  client::Client c(cluster_->ClientOptionsFor());
+  auto AfterFault = [&](const std::string& what) {
+    ASSERT_TRUE(c.Call(Req(rpc::ClientOp::kPut, "after-" + what, "x")).ok()) << what;
+    ASSERT_TRUE(cluster_->WaitForConvergence(5000ms)) << what;
+    EXPECT_TRUE(same_leader_everywhere()) << what;
+    auto s = cluster_->StatusOf(*leader);
+    ASSERT_TRUE(s.has_value());
+    EXPECT_EQ(s->role, "leader") << what;
+    EXPECT_EQ(s->ballot, ballot) << what << ": the leader ran phase 1 again";
+    EXPECT_EQ(cluster_->StatusOf(f)->ballot, ballot) << what << ": the follower's promise rose";
+  };
+
+  cluster_->Pause(f);
+  std::this_thread::sleep_for(Scaled(1500ms));  // the fault itself lasts this long: 15 leases
+  cluster_->Resume(f);
+  AfterFault("pause");
+
+  BlockPeers(*cluster_, f, std::to_string(*leader + 1) + "," + std::to_string(other + 1));
+  std::this_thread::sleep_for(Scaled(1500ms));
+  BlockPeers(*cluster_, f, "");
+  AfterFault("isolation");
+}
+
+}  // namespace
+}  // namespace ts::integration

@@ -99,8 +99,14 @@ for i in "${!ids[@]}"; do
   endpoints+="${endpoints:+,}${addrs[$i]}:$client_port"
 done
 
-for i in "${!ids[@]}"; do
-  id=${ids[$i]} addr=${addrs[$i]}
+# One host: install, configure, start. Hosts go in parallel, so that every
+# bootstrap member is up before a genesis decree exists (a member that
+# starts after it joins as a learner and is bound again, which is safe but
+# slower and logged as a rebuild).
+deploy_host() {
+  local i=$1
+  local id=${ids[$i]} addr=${addrs[$i]}
+  local bin etc data pidfile log extra
   bin=$(dir_of "$i" /usr/local/bin) etc=$(dir_of "$i" /etc/tsnode) data=$(dir_of "$i" /var/lib/tsnode)
   echo "deploy.sh: node $id: installing on ${targets[$i]} under ${prefixes[$i]}"
   on "$i" "mkdir -p $(dir_of "$i" /usr/local) $etc $(dir_of "$i" /run) $(dir_of "$i" /var/log)"
@@ -130,6 +136,14 @@ for i in "${!ids[@]}"; do
     on "$i" "if [ -f $pidfile ] && kill -0 \$(cat $pidfile) 2>/dev/null; then echo 'already running'; else
                setsid nohup $bin/tsnode --config $etc/tsnode.toml$extra >>$log 2>&1 </dev/null & echo \$! > $pidfile; fi"
   fi
+}
+pids=()
+for i in "${!ids[@]}"; do
+  deploy_host "$i" &
+  pids+=($!)
+done
+for i in "${!pids[@]}"; do
+  wait "${pids[$i]}" || die "node ${ids[$i]} on ${targets[$i]}: installing or starting failed (see above)"
 done
 
 tsctl="$stage/usr/local/bin/tsctl"

@@ -2,7 +2,7 @@
 # Sets up (installing missing Debian packages), builds, and runs the test
 # suite with ctest. The last line says PASSED or FAILED with ctest's summary.
 #
-#   cluster-scripts/run-tests.sh [--sanitize] [--long] [--fuzz] [-- CTEST_ARGS...]
+#   cluster-scripts/run-tests.sh [--sanitize] [--long] [--fuzz] [--deploy] [-- CTEST_ARGS...]
 #
 # Default: every test not labelled long or fuzz (unit, sim, integration).
 #   --sanitize   build and run under ASan+UBSan, in build-asan; integration
@@ -12,6 +12,8 @@
 #                default 20000; TS_VSIM_SEEDS with versions, default 10000)
 #   --fuzz       then also run every libFuzzer target for FUZZ_SECONDS
 #                (default 30) through cluster-scripts/fuzz.sh (clang-14)
+#   --deploy     then also run cluster-scripts/test-deploy.sh: deploy.sh onto
+#                three hosts simulated with network namespaces (root)
 #   -- ARGS      passed to ctest, e.g. -- -R integration -V
 # Environment: BUILD_DIR (default build) for the normal build, ASAN_BUILD_DIR
 # (default build-asan) for --sanitize.
@@ -22,6 +24,7 @@ setup_args=()
 build_dir="${BUILD_DIR:-build}"
 long=0
 fuzz=0
+deploy=0
 ctest_extra=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -29,8 +32,9 @@ while [[ $# -gt 0 ]]; do
                 export TS_TEST_TIMING_SCALE="${TS_TEST_TIMING_SCALE:-3}" ;;
     --long) long=1; export TS_SIM_SEEDS="${TS_SIM_SEEDS:-20000}" TS_VSIM_SEEDS="${TS_VSIM_SEEDS:-10000}" ;;
     --fuzz) fuzz=1 ;;
+    --deploy) deploy=1 ;;
     --) shift; ctest_extra=("$@"); break ;;
-    -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run-tests.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -53,6 +57,9 @@ trap 'rm -f "$log"' EXIT
 summary=$(grep -E 'tests passed|No tests were found' "$log" | tail -n 1 || true)
 if [[ $fuzz -eq 1 ]]; then
   cluster-scripts/fuzz.sh --seconds "${FUZZ_SECONDS:-30}" || rc=$?
+fi
+if [[ $deploy -eq 1 ]]; then
+  BUILD_DIR="$build_dir" cluster-scripts/test-deploy.sh || rc=$?
 fi
 if [[ $rc -eq 0 ]]; then
   echo "run-tests.sh: PASSED in $build_dir: ${summary:-no ctest summary}"

@@ -4,11 +4,12 @@
 # (RelWithDebInfo, one job per core). Safe to run again: with nothing missing
 # it installs nothing and the build is incremental.
 #
-#   cluster-scripts/setup.sh [--sanitize] [--no-build] [--fuzz] [--build-dir DIR]
+#   cluster-scripts/setup.sh [--sanitize] [--no-build] [--fuzz] [--deploy-test] [--build-dir DIR]
 #
 #   --sanitize        AddressSanitizer + UBSan build, in build-asan
 #   --no-build        install packages only
 #   --fuzz            also install clang-14 and its runtime (cluster-scripts/fuzz.sh)
+#   --deploy-test     also install sshd, ssh and iproute2 (cluster-scripts/test-deploy.sh)
 #   --build-dir DIR   build here (default: $BUILD_DIR, else build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,12 +19,14 @@ die() { echo "setup.sh: $*" >&2; exit 1; }
 build_dir=""
 sanitize=0
 fuzz=0
+deploy_test=0
 do_build=1
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --sanitize) sanitize=1 ;;
     --no-build) do_build=0 ;;
     --fuzz) fuzz=1 ;;
+    --deploy-test) deploy_test=1 ;;
     --build-dir) [[ $# -ge 2 && -n "$2" ]] || die "--build-dir needs a directory"; build_dir="$2"; shift ;;
     -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "setup.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
@@ -43,6 +46,7 @@ packages=(build-essential cmake g++ pkg-config python3 libasio-dev libcereal-dev
           libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libcli11-dev nlohmann-json3-dev
           libssl-dev libcpp-httplib-dev libsystemd-dev openssl curl)
 [[ $fuzz -eq 1 ]] && packages+=(clang-14 libclang-rt-14-dev)
+[[ $deploy_test -eq 1 ]] && packages+=(openssh-server openssh-client iproute2)
 command -v dpkg-query >/dev/null || die "no dpkg-query: this script supports Debian (12) only; install: ${packages[*]}"
 missing=()
 for p in "${packages[@]}"; do

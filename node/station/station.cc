@@ -478,7 +478,7 @@ std::string Station::CheckInvariants() const {
   }
   if (rc_running_) {
     std::string why = CoordinatorMayNotRun();
-    if (!why.empty()) return at("coordinator running though " + why);
+    if (!why.empty() && why != kNotYetApplied) return at("coordinator running though " + why);
   }
   if (!rc_running_ && !deploy_queue_.empty()) return at("deployment commands queued while no coordinator runs");
   if (eligibility_.eligible && stuck_at_) return at("eligible while stuck on an unreadable decree");

@@ -394,6 +394,9 @@ class Station {
   void ApplyDeploy(consensus::Slot slot, const Decree& d, bool replay_only);
   void SuperviseCoordinator();
   std::string CoordinatorMayNotRun() const;
+  // CoordinatorMayNotRun's passing reason: a running coordinator waits while
+  // the chosen log is applied, rather than stopping.
+  static constexpr const char* kNotYetApplied = "chosen log not yet applied";
   void StopCoordinator(const std::string& why);
   void RunCoordinator();
   bool ProposeDeploy(deploy::DeployCommand c, PendingDeploy* client);

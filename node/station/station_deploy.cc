@@ -124,6 +124,10 @@ void Station::StopCoordinator(const std::string& why) {
 }
 
 // Why the coordinator may not run on this node now; empty if it may.
+// kNotYetApplied (station.h) is the one passing reason: a running
+// coordinator waits it out without stopping, so the commands queued for it
+// stay queued and nothing is logged each time a decree is chosen a moment
+// before it is applied.
 std::string Station::CoordinatorMayNotRun() const {
   consensus::ReplicaStatus s = replica_->GetStatus();
   if (s.role != consensus::Role::kLeader) return "not the leader";
@@ -131,7 +135,7 @@ std::string Station::CoordinatorMayNotRun() const {
   if (s.lease_left_ms <= 0) return "lease lost";
 #endif
   if (!s.leader_ready || marker_checked_ != s.promised) return "log not recovered";
-  if (applied_slot_ < s.chosen_upto) return "chosen log not yet applied";
+  if (applied_slot_ < s.chosen_upto) return kNotYetApplied;
   if (stuck_at_) return "stuck on an unreadable decree";
   if (!eligibility_.eligible) return "not eligible: " + eligibility_.reason;
   return "";
@@ -139,6 +143,7 @@ std::string Station::CoordinatorMayNotRun() const {
 
 void Station::SuperviseCoordinator() {
   std::string why = CoordinatorMayNotRun();
+  if (why == kNotYetApplied && rc_running_) return;  // a moment's wait (RunCoordinator waits too), not a stop
   if (!why.empty()) {
     if (rc_running_) StopCoordinator(why);
     return;
@@ -157,7 +162,7 @@ void Station::SuperviseCoordinator() {
 }
 
 void Station::RunCoordinator() {
-  if (!rc_running_ || deploy_inflight_) return;
+  if (!rc_running_ || deploy_inflight_ || applied_slot_ < replica_->GetStatus().chosen_upto) return;
   // Client commands first, re-validated against the state they will meet.
   while (!deploy_queue_.empty() && !deploy_inflight_) {
     PendingDeploy p = std::move(deploy_queue_.front());

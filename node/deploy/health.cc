@@ -37,6 +37,7 @@ std::optional<SchedCommand> DecideHealth(const std::string& name, const Schedule
   p.desired_ready = s.params.DesiredReady();
   p.max_surge_percent = s.params.max_surge_percent;
   p.add_limit = s.params.add_limit;
+  if (s.rollout && s.rollout->ready_start) p.ready_at_start = *s.rollout->ready_start;
   RolloutDecision d = DecideRollout(rooms, s.active, p);
   if (d.in_progress) {
     c.add = d.to_surge;

@@ -12,8 +12,13 @@ RolloutCounts CountRooms(const std::vector<Room>& rooms, const std::string& acti
     ++c.total;
     if (r.status == RoomStatus::kReady) ++c.ready;
     if (r.status == RoomStatus::kOccupied) ++c.occupied;
-    if (r.version == active_version) ++c.new_rooms;
-    else ++c.old_rooms;
+    if (r.version == active_version) {
+      ++c.new_rooms;
+      if (r.status == RoomStatus::kPending) ++c.new_pending;
+    } else {
+      ++c.old_rooms;
+      if (r.status == RoomStatus::kOccupied) ++c.old_occupied;
+    }
   }
   return c;
 }
@@ -34,6 +39,18 @@ RolloutDecision DecideRollout(const std::vector<Room>& rooms, const std::string&
 
   uint32_t deletable = c.ready > p.desired_ready ? c.ready - p.desired_ready : 0;
   deletable = std::min(deletable, c.old_rooms);
+  if (d.to_surge == 0 && deletable == 0) {  // the unstick rule (rollout.h)
+    d.unstuck = true;
+    uint32_t floor = std::min(p.desired_ready, p.ready_at_start);
+    if (c.ready > floor) {
+      deletable = std::min(c.ready - floor, c.old_rooms);
+    } else if (c.new_rooms < p.desired + c.old_occupied) {
+      // Homes for the old occupied rooms' players, and no more: beyond
+      // desired by at most the old occupied rooms still to go.
+      uint32_t step = std::min({base, c.old_rooms, p.add_limit, p.desired + c.old_occupied - c.new_rooms});
+      d.to_surge = step > c.new_pending ? step - c.new_pending : 0;
+    }
+  }
   // Old rooms: pending and ready ones first, occupied last; by id within each.
   std::vector<const Room*> old;
   for (const Room& r : rooms) {

@@ -1,17 +1,38 @@
 // The rolling update of game rooms (spec/002_*): one health-controller
 // decision, as a pure function the recovery coordinator runs each loop and
-// writes as decrees. maxUnavailable is 0: never below desiredReady.
+// writes as decrees. maxUnavailable is 0: the rollout's own deletions never
+// take ready below the floor, min(desiredReady, ready when it began).
 //
-// Rules (DESIGN.md section 5):
+// The spec's rules (DESIGN.md section 5):
 //   base        = floor(maxSurge% x desired), at least 1 while old rooms remain
 //   deviation   = max(0, total - desired)
 //   toSurge     = max(0, base - deviation), never more than would put the
 //                 new-version rooms above desired, nor above the add limit
 //   toBeDeleted = max(0, ready - desiredReady), at most the old rooms;
 //                 old non-occupied rooms go before old occupied ones
+//
+// Alone they can wait for ever: when old occupied rooms outnumber what
+// desired - desiredReady leaves for them, the new rooms reach desired (no
+// surge) while ready sits at desiredReady (no deletion), and the last old
+// occupied rooms stay. With every room occupied they never start. So when
+// the spec's rules decide nothing while old rooms remain (only then: both
+// tables of spec/002_* never get there and are reproduced unchanged), one
+// more rule moves the rollout on:
+//   unstick: if ready > floor, delete ready - floor old rooms (same order:
+//            occupied last); else surge min(base, old rooms, add limit) new
+//            rooms beyond desired, less those still pending, while the new
+//            rooms number fewer than desired + the old occupied rooms (one
+//            home for each old occupied room's players, no more).
+// A surge makes ready > floor on the next loop (rooms come up within one
+// loop), so every two loops at least one old room goes: a rollout from O
+// old rooms ends within 2 x O + ceil(desired / min(base, add limit)) + 2 loops at constant
+// occupancy (rollout_property_test checks this bound over a grid). Rooms
+// surged beyond desired are the old occupied rooms' players' new homes; once
+// the rollout ends, plain autoscaling trims what is left above desired.
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -30,10 +51,15 @@ struct RolloutParams {
   uint32_t desired_ready = 0;    // readyTarget x desired
   uint32_t max_surge_percent = 25;
   uint32_t add_limit = 150;      // rooms one add_rooms operation may create
+  // The ready rooms when the rollout began: with desired_ready, the floor
+  // (min of the two) the unstick rule deletes down to. UINT32_MAX: unknown,
+  // the floor is desired_ready.
+  uint32_t ready_at_start = UINT32_MAX;
 };
 
 struct RolloutDecision {
   bool in_progress = false;  // old-version rooms remain
+  bool unstuck = false;      // the spec's rules decided nothing; the unstick rule did
   uint32_t to_surge = 0;
   std::vector<std::string> to_delete;  // room ids, in deletion order
 };
@@ -45,6 +71,8 @@ struct RolloutCounts {
   uint32_t total = 0;
   uint32_t new_rooms = 0;
   uint32_t old_rooms = 0;
+  uint32_t new_pending = 0;  // new-version rooms not up yet
+  uint32_t old_occupied = 0;
 };
 
 RolloutCounts CountRooms(const std::vector<Room>& rooms, const std::string& active_version);

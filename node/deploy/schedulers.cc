@@ -324,6 +324,7 @@ std::string Schedulers::ApplyHealth(const SchedCommand& c, uint64_t slot, Schedu
       r.to = c.switch_to;
       r.started_slot = slot;
       r.ready_min = CountSchedulerRooms(s).ready;
+      r.ready_start = r.ready_min;
       r.desired_ready = s.params.DesiredReady();
       s.rollout = r;
     }
@@ -400,6 +401,7 @@ nlohmann::json SchedulerJson(const std::string& name, const Scheduler& s, bool w
                     {"desired_ready", r.desired_ready},
                     {"created", r.created},
                     {"deleted", r.deleted}};
+    if (r.ready_start) j["rollout"]["ready_start"] = *r.ready_start;
   } else {
     j["rollout"] = nullptr;
   }
@@ -467,6 +469,11 @@ Status RestoreRollout(const SnapshotReader& r, const Scheduler& s, std::optional
   for (auto [key, field] : {std::pair{"ready_min", &rec.ready_min}, std::pair{"desired_ready", &rec.desired_ready},
                             std::pair{"created", &rec.created}, std::pair{"deleted", &rec.deleted}}) {
     if (Status st = r.U32At(key, 0, UINT32_MAX, field); !st.ok()) return st;
+  }
+  if (r.json().contains("ready_start")) {
+    uint32_t start = 0;
+    if (Status st = r.U32At("ready_start", 0, UINT32_MAX, &start); !st.ok()) return st;
+    rec.ready_start = start;
   }
   *out = rec;
   return Status::Ok();

@@ -78,6 +78,9 @@ struct RolloutRecord {
   uint64_t started_slot = 0;
   uint64_t finished_slot = 0;  // 0 while in progress
   uint32_t ready_min = 0;      // fewest ready rooms after any decree since the switch
+  // Ready rooms at the switch: the rollout's floor is min(desiredReady, it).
+  // Absent in states written before it was kept (their floor is desiredReady).
+  std::optional<uint32_t> ready_start;
   uint32_t desired_ready = 0;  // at the switch (and the lowest since, if scaled)
   uint32_t created = 0;
   uint32_t deleted = 0;

@@ -9,6 +9,11 @@ std::optional<SchedCommand> DecideHealth(const std::string& name, const Schedule
   SchedCommand c;
   c.op = SchedCommand::Op::kHealth;
   c.scheduler = name;
+  uint32_t desired = s.params.desired;
+  if (s.params.Autoscaled()) {
+    desired = s.params.AutoscaledDesired(CountSchedulerRooms(s).occupied);
+    if (desired != s.params.desired) c.desired = desired;
+  }
   if (!s.validating.empty()) {
     bool have_room = false, validated = false;
     for (const auto& [id, r] : s.rooms) {
@@ -20,7 +25,7 @@ std::optional<SchedCommand> DecideHealth(const std::string& name, const Schedule
     // the new active version.
     if (validated) {
       c.switch_to = s.validating;
-      return c;
+      return c;  // with the autoscaler's desired, if it changed
     }
     c.validation_room = !have_room;
   }
@@ -32,9 +37,11 @@ std::optional<SchedCommand> DecideHealth(const std::string& name, const Schedule
     if (r.validation) continue;
     rooms.push_back(Room{id, s.IsOld(r) ? r.version : s.active, r.status});
   }
+  SchedParams params = s.params;
+  params.desired = desired;
   RolloutParams p;
-  p.desired = s.params.desired;
-  p.desired_ready = s.params.DesiredReady();
+  p.desired = desired;
+  p.desired_ready = params.DesiredReady();
   p.max_surge_percent = s.params.max_surge_percent;
   p.add_limit = s.params.add_limit;
   if (s.rollout && s.rollout->ready_start) p.ready_at_start = *s.rollout->ready_start;
@@ -56,7 +63,7 @@ std::optional<SchedCommand> DecideHealth(const std::string& name, const Schedule
       }
     }
   }
-  if (!c.validation_room && c.add == 0 && c.rooms.empty()) return std::nullopt;
+  if (!c.validation_room && c.add == 0 && c.rooms.empty() && !c.desired) return std::nullopt;
   return c;
 }
 

@@ -59,6 +59,9 @@ std::pair<uint32_t, uint32_t> NextVersion(const Scheduler& s, bool major) {
 }
 
 void ApplyParams(const SchedCommand& c, SchedParams* p) {
+  if (c.autoscale_off) p->autoscale_min = p->autoscale_max = std::nullopt;
+  if (c.autoscale_min) p->autoscale_min = c.autoscale_min;
+  if (c.autoscale_max) p->autoscale_max = c.autoscale_max;
   if (c.desired) p->desired = *c.desired;
   if (c.ready_target_percent) p->ready_target_percent = *c.ready_target_percent;
   if (c.max_surge_percent) p->max_surge_percent = *c.max_surge_percent;
@@ -69,7 +72,34 @@ Status ParseParams(const Fields& f, SchedCommand* c) {
   if (Status s = f.OptUint("desired", 0, kDesiredMax, &c->desired); !s.ok()) return s;
   if (Status s = f.OptUint("ready_target_percent", 0, 100, &c->ready_target_percent); !s.ok()) return s;
   if (Status s = f.OptUint("max_surge_percent", 1, 100, &c->max_surge_percent); !s.ok()) return s;
+  if (Status s = f.OptUint("autoscale_min", 0, kDesiredMax, &c->autoscale_min); !s.ok()) return s;
+  if (Status s = f.OptUint("autoscale_max", 1, kDesiredMax, &c->autoscale_max); !s.ok()) return s;
+  if (Status s = f.OptBool("autoscale_off", &c->autoscale_off); !s.ok()) return s;
+  if (c->autoscale_off && (c->autoscale_min || c->autoscale_max)) {
+    return Status::InvalidArgument("autoscale_off with autoscale_min or autoscale_max: give one or the other");
+  }
   return f.OptUint("add_limit", 1, kAddLimitMax, &c->add_limit);
+}
+
+// What the parameters would be after `c`, and whether they make sense.
+Status CheckParams(const std::string& name, const SchedParams& now, const SchedCommand& c) {
+  SchedParams p = now;
+  ApplyParams(c, &p);
+  if (p.autoscale_min.has_value() != p.autoscale_max.has_value()) {
+    return Status::InvalidArgument("scheduler " + name + ": the autoscaler needs both --autoscale-min and " +
+                                   "--autoscale-max; give the other one too");
+  }
+  if (p.autoscale_min && *p.autoscale_min > *p.autoscale_max) {
+    return Status::InvalidArgument("scheduler " + name + ": autoscale min " + std::to_string(*p.autoscale_min) +
+                                   " is above max " + std::to_string(*p.autoscale_max) + "; give min <= max");
+  }
+  if (now.Autoscaled() && c.desired && !c.autoscale_off && c.op != SchedCommand::Op::kHealth) {
+    return Status::InvalidArgument("scheduler " + name + " is autoscaled (" + std::to_string(*now.autoscale_min) +
+                                   ".." + std::to_string(*now.autoscale_max) +
+                                   " rooms): change --autoscale-min/--autoscale-max, or give --no-autoscale "
+                                   "with --desired to set it by hand");
+  }
+  return Status::Ok();
 }
 
 Status ParseRoomList(const nlohmann::json& j, const char* key, std::vector<std::string>* out) {
@@ -92,6 +122,13 @@ Status ParseRoomList(const nlohmann::json& j, const char* key, std::vector<std::
 
 uint32_t SchedParams::DesiredReady() const {
   return static_cast<uint32_t>((uint64_t{desired} * ready_target_percent + 99) / 100);
+}
+
+uint32_t SchedParams::AutoscaledDesired(uint32_t occupied) const {
+  uint64_t want = ready_target_percent >= 100
+                      ? *autoscale_max
+                      : (uint64_t{occupied} * 100 + (100 - ready_target_percent) - 1) / (100 - ready_target_percent);
+  return static_cast<uint32_t>(std::clamp<uint64_t>(want, *autoscale_min, *autoscale_max));
 }
 
 const char* RoomStatusName(RoomStatus s) {
@@ -145,6 +182,7 @@ StatusOr<SchedCommand> ParseSchedCommand(const nlohmann::json& j) {
       std::optional<uint32_t> add;
       if (Status s = f.OptUint("add", 0, kAddLimitMax, &add); !s.ok()) return s;
       c.add = add.value_or(0);
+      if (Status s = f.OptUint("desired", 0, kDesiredMax, &c.desired); !s.ok()) return s;
       if (Status s = ParseRoomList(j, "delete", &c.rooms); !s.ok()) return s;
       break;
     }
@@ -179,6 +217,9 @@ nlohmann::json SchedCommandToJson(const SchedCommand& c) {
   if (c.ready_target_percent) j["ready_target_percent"] = *c.ready_target_percent;
   if (c.max_surge_percent) j["max_surge_percent"] = *c.max_surge_percent;
   if (c.add_limit) j["add_limit"] = *c.add_limit;
+  if (c.autoscale_min) j["autoscale_min"] = *c.autoscale_min;
+  if (c.autoscale_max) j["autoscale_max"] = *c.autoscale_max;
+  if (c.autoscale_off) j["autoscale_off"] = true;
   if (c.op == Op::kUpdate) j["change"] = c.major ? "major" : "minor";
   if (!c.switch_to.empty()) j["switch_to"] = c.switch_to;
   if (c.validation_room) j["validation_room"] = true;
@@ -202,9 +243,12 @@ Status Schedulers::Check(const SchedCommand& c) const {
   const Scheduler* s = Find(c.scheduler);
   if (c.op == Op::kCreate) {
     if (s != nullptr) return Status::InvalidArgument("scheduler " + c.scheduler + " already exists");
-    return Status::Ok();
+    return CheckParams(c.scheduler, SchedParams{}, c);
   }
   if (s == nullptr) return Status::NotFound("unknown scheduler " + c.scheduler);
+  if (c.op != Op::kRoomStatus) {
+    if (Status st = CheckParams(c.scheduler, s->params, c); !st.ok()) return st;
+  }
   switch (c.op) {
     case Op::kUpdate:
       if (c.major && !s->validating.empty()) {
@@ -309,6 +353,10 @@ std::string Schedulers::ApplyHealth(const SchedCommand& c, uint64_t slot, Schedu
     std::string id = c.scheduler + "-" + std::to_string(slot) + "-" + std::to_string(next_room++);
     s.rooms[id] = RoomRecord{version, RoomStatus::kPending, validation};
   };
+  if (c.desired && *c.desired != s.params.desired) {
+    result = "autoscaled to " + std::to_string(*c.desired) + " rooms";
+    s.params.desired = *c.desired;
+  }
   if (!c.switch_to.empty()) {
     std::string from = s.active;
     bool major = s.versions.at(c.switch_to) != s.ActiveMajor();
@@ -328,7 +376,7 @@ std::string Schedulers::ApplyHealth(const SchedCommand& c, uint64_t slot, Schedu
       r.desired_ready = s.params.DesiredReady();
       s.rollout = r;
     }
-    result = "switched to " + c.switch_to;
+    result += std::string(result.empty() ? "" : "; ") + "switched to " + c.switch_to;
   }
   if (c.validation_room) {
     add_room(s.validating, true);
@@ -383,6 +431,7 @@ nlohmann::json SchedulerJson(const std::string& name, const Scheduler& s, bool w
   j["desired_ready"] = s.params.DesiredReady();
   j["max_surge_percent"] = s.params.max_surge_percent;
   j["add_limit"] = s.params.add_limit;
+  if (s.params.Autoscaled()) j["autoscale"] = {{"min", *s.params.autoscale_min}, {"max", *s.params.autoscale_max}};
   uint32_t pending = 0, terminating = 0;
   for (const auto& [id, r] : s.rooms) {
     if (r.status == RoomStatus::kTerminating) ++terminating;
@@ -401,7 +450,10 @@ nlohmann::json SchedulerJson(const std::string& name, const Scheduler& s, bool w
                     {"desired_ready", r.desired_ready},
                     {"created", r.created},
                     {"deleted", r.deleted}};
-    if (r.ready_start) j["rollout"]["ready_start"] = *r.ready_start;
+    if (r.ready_start) {
+      j["rollout"]["ready_start"] = *r.ready_start;
+      j["rollout"]["ready_floor"] = std::min(*r.ready_start, s.params.DesiredReady());  // rollout.h
+    }
   } else {
     j["rollout"] = nullptr;
   }
@@ -532,6 +584,16 @@ Status RestoreScheduler(const SnapshotReader& r, const std::string& name, Schedu
   if (Status st = r.U32At("ready_target_percent", 0, 100, &s->params.ready_target_percent); !st.ok()) return st;
   if (Status st = r.U32At("max_surge_percent", 1, 100, &s->params.max_surge_percent); !st.ok()) return st;
   if (Status st = r.U32At("add_limit", 1, kAddLimitMax, &s->params.add_limit); !st.ok()) return st;
+  if (r.json().contains("autoscale")) {
+    SnapshotReader a = r;
+    uint32_t lo = 0, hi = 0;
+    if (Status st = r.At("autoscale", &a); !st.ok()) return st;
+    if (Status st = a.U32At("min", 0, kDesiredMax, &lo); !st.ok()) return st;
+    if (Status st = a.U32At("max", 1, kDesiredMax, &hi); !st.ok()) return st;
+    if (lo > hi) return a.Bad("min above max");
+    s->params.autoscale_min = lo;
+    s->params.autoscale_max = hi;
+  }
 
   SnapshotReader rooms = r;
   if (Status st = r.At("rooms", &rooms); !st.ok()) return st;

@@ -36,8 +36,15 @@ struct SchedParams {
   uint32_t ready_target_percent = 50;
   uint32_t max_surge_percent = 25;
   uint32_t add_limit = 150;
+  // The autoscaler (Maestro's room-occupancy policy), on while both are set:
+  // each loop the coordinator sets desired to
+  // ceil(occupied / (1 - readyTarget)), clamped to [min, max] (max itself
+  // when the ready target is 100%).
+  std::optional<uint32_t> autoscale_min, autoscale_max;
 
   uint32_t DesiredReady() const;  // ceil(readyTarget x desired)
+  bool Autoscaled() const { return autoscale_min.has_value(); }
+  uint32_t AutoscaledDesired(uint32_t occupied) const;
 };
 
 struct SchedCommand {
@@ -48,7 +55,10 @@ struct SchedCommand {
   } op = Op::kCreate;
   std::string scheduler;
   // create/scale/update: the parameters given (absent ones keep their value).
+  // health: `desired` is the autoscaler's decision, applied first.
   std::optional<uint32_t> desired, ready_target_percent, max_surge_percent, add_limit;
+  std::optional<uint32_t> autoscale_min, autoscale_max;  // create/scale/update: turn the autoscaler on
+  bool autoscale_off = false;                            // scale/update: turn it off
   bool major = false;         // update: a major change (validated, rolled out)
   // health: applied in this order.
   std::string switch_to;      // make this version active (its validation room is done)

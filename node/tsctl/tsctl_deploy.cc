@@ -13,6 +13,11 @@ void AddSchedParams(CLI::App* c, DeployArgs* a) {
   c->add_option("--ready-target", a->ready_target, "Percent of desired rooms to keep ready (0..100; default 50)");
   c->add_option("--max-surge", a->max_surge, "maxSurge, percent of desired (1..100; default 25)");
   c->add_option("--add-limit", a->add_limit, "Rooms one add_rooms operation may create (1..1000; default 150)");
+  c->add_option("--autoscale-min", a->autoscale_min,
+                "Autoscale: the coordinator sets desired to ceil(occupied / (1 - readyTarget)) each loop, at least "
+                "this (give --autoscale-max too)");
+  c->add_option("--autoscale-max", a->autoscale_max, "Autoscale: ... and at most this");
+  c->add_flag("--no-autoscale", a->no_autoscale, "Turn the autoscaler off (then --desired sets desired by hand)");
 }
 
 void PutParams(const DeployArgs& a, nlohmann::json& j) {
@@ -20,6 +25,15 @@ void PutParams(const DeployArgs& a, nlohmann::json& j) {
   if (a.ready_target) j["ready_target_percent"] = *a.ready_target;
   if (a.max_surge) j["max_surge_percent"] = *a.max_surge;
   if (a.add_limit) j["add_limit"] = *a.add_limit;
+  if (a.autoscale_min) j["autoscale_min"] = *a.autoscale_min;
+  if (a.autoscale_max) j["autoscale_max"] = *a.autoscale_max;
+  if (a.no_autoscale) j["autoscale_off"] = true;
+}
+
+// " (autoscaled 2..60)" for an autoscaled scheduler's view, else "".
+std::string AutoscaleNote(const nlohmann::json& s) {
+  if (!s.contains("autoscale")) return "";
+  return " (autoscaled " + s["autoscale"]["min"].dump() + ".." + s["autoscale"]["max"].dump() + ")";
 }
 
 // sched create, update, scale, show.
@@ -179,7 +193,10 @@ StatusOr<nlohmann::json> BuildDeployCommand(const std::string& path, const Deplo
     j["op"] = path.substr(6);
     j["scheduler"] = a.name;
     PutParams(a, j);
-    if (path == "sched create" && !a.desired) return Status::InvalidArgument("sched create needs --desired");
+    if (path == "sched create" && !a.desired) {
+      return Status::InvalidArgument("sched create needs --desired N (with --autoscale-min/--autoscale-max, the "
+                                     "rooms to start with)");
+    }
     if (path == "sched update") j["change"] = a.major ? "major" : "minor";
     return j;
   }
@@ -252,13 +269,15 @@ std::string FormatRolloutStatus(const nlohmann::json& s, bool* done) {
   *done = r["done"].get<bool>();
   if (*done) {
     o << "rollout to " << r["to"].get<std::string>() << " complete: " << c["new"] << " of " << s["desired"]
-      << " rooms on the new version (created " << r["created"] << ", deleted " << r["deleted"]
+      << AutoscaleNote(s) << " rooms on the new version (created " << r["created"] << ", deleted " << r["deleted"]
       << ", fewest ready " << r["ready_min"] << " with desired ready " << r["desired_ready"] << ")";
   } else {
     o << "Waiting for rollout " << r["from"].get<std::string>() << " -> " << r["to"].get<std::string>() << " to finish: "
-      << c["new"] << " of " << s["desired"] << " rooms updated, " << c["old"] << " old left (ready " << c["ready"]
+      << c["new"] << " of " << s["desired"] << AutoscaleNote(s) << " rooms updated, " << c["old"]
+      << " old left (ready " << c["ready"]
       << ", occupied " << c["occupied"] << ", pending " << c["pending"] << ", desired ready " << s["desired_ready"]
-      << ", fewest ready so far " << r["ready_min"] << ")";
+      << (r.contains("ready_floor") ? ", ready floor " + r["ready_floor"].dump() : "") << ", fewest ready so far "
+      << r["ready_min"] << ")";
   }
   return o.str();
 }
@@ -270,7 +289,7 @@ std::string FormatDeployView(const std::string& path, const nlohmann::json& view
       const nlohmann::json& c = s["counts"];
       o << "scheduler " << s["scheduler"].get<std::string>() << "  active " << s["active_version"].get<std::string>();
       if (!s["validating"].get<std::string>().empty()) o << "  validating " << s["validating"].get<std::string>();
-      o << "\n  desired " << s["desired"] << "  desired ready " << s["desired_ready"] << " (" << s["ready_target_percent"]
+      o << "\n  desired " << s["desired"] << AutoscaleNote(s) << "  desired ready " << s["desired_ready"] << " (" << s["ready_target_percent"]
         << "%)  max surge " << s["max_surge_percent"] << "%  add limit " << s["add_limit"] << "\n  rooms " << c["total"]
         << ": ready " << c["ready"] << ", occupied " << c["occupied"] << ", pending " << c["pending"]
         << ", terminating " << c["terminating"] << "; new " << c["new"] << ", old " << c["old"] << "\n";

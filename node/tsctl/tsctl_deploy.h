@@ -20,6 +20,8 @@ struct DeployArgs {
   std::string name;            // scheduler, deployment or process guid
   std::string id;              // version or definition id
   std::optional<uint32_t> desired, ready_target, max_surge, add_limit, history, instances, keep, index;
+  std::optional<uint32_t> autoscale_min, autoscale_max;
+  bool no_autoscale = false;
   bool major = false, minor = false;
   std::vector<std::string> clusters;   // bg register: CLUSTER=endpoint,...
   std::vector<std::string> routes;     // bg register: CLUSTER=route,...

@@ -17,7 +17,6 @@ RolloutCounts CountRooms(const std::vector<Room>& rooms, const std::string& acti
       if (r.status == RoomStatus::kPending) ++c.new_pending;
     } else {
       ++c.old_rooms;
-      if (r.status == RoomStatus::kOccupied) ++c.old_occupied;
     }
   }
   return c;
@@ -44,10 +43,11 @@ RolloutDecision DecideRollout(const std::vector<Room>& rooms, const std::string&
     uint32_t floor = std::min(p.desired_ready, p.ready_at_start);
     if (c.ready > floor) {
       deletable = std::min(c.ready - floor, c.old_rooms);
-    } else if (c.new_rooms < p.desired + c.old_occupied) {
-      // Homes for the old occupied rooms' players, and no more: beyond
-      // desired by at most the old occupied rooms still to go.
-      uint32_t step = std::min({base, c.old_rooms, p.add_limit, p.desired + c.old_occupied - c.new_rooms});
+    } else {
+      // One new room for each old one to go, at most base at a time: each
+      // is ready on the next loop (ready > floor), which then deletes as
+      // many old rooms, so the surplus never outgrows the old rooms.
+      uint32_t step = std::min({base, c.old_rooms, p.add_limit});
       d.to_surge = step > c.new_pending ? step - c.new_pending : 0;
     }
   }

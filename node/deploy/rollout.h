@@ -20,15 +20,15 @@
 // more rule moves the rollout on:
 //   unstick: if ready > floor, delete ready - floor old rooms (same order:
 //            occupied last); else surge min(base, old rooms, add limit) new
-//            rooms beyond desired, less those still pending, while the new
-//            rooms number fewer than desired + the old occupied rooms (one
-//            home for each old occupied room's players, no more).
+//            rooms, beyond desired if need be, less those still pending.
 // A surge makes ready > floor on the next loop (rooms come up within one
-// loop), so every two loops at least one old room goes: a rollout from O
+// loop), so every two loops at least one old room goes and the rooms
+// surged this way never outnumber the old ones deleted: a rollout from O
 // old rooms ends within 2 x O + ceil(desired / min(base, add limit)) + 2 loops at constant
 // occupancy (rollout_property_test checks this bound over a grid). Rooms
-// surged beyond desired are the old occupied rooms' players' new homes; once
-// the rollout ends, plain autoscaling trims what is left above desired.
+// surged beyond desired are homes for the players of the old occupied
+// rooms, or stand in for old ready ones while they go; once the rollout
+// ends, plain autoscaling trims what is left above desired.
 #pragma once
 
 #include <cstdint>
@@ -72,7 +72,6 @@ struct RolloutCounts {
   uint32_t new_rooms = 0;
   uint32_t old_rooms = 0;
   uint32_t new_pending = 0;  // new-version rooms not up yet
-  uint32_t old_occupied = 0;
 };
 
 RolloutCounts CountRooms(const std::vector<Room>& rooms, const std::string& active_version);

@@ -1,16 +1,10 @@
 // SimAgent; see agent.h.
 #include "node/tsagent/agent.h"
 
-namespace ts::tsagent {
+#include <algorithm>
+#include <vector>
 
-bool SimAgent::Occupies(const std::string& id) const {
-  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a: stable across runs and builds
-  for (unsigned char ch : id) {
-    h ^= ch;
-    h *= 0x100000001b3ull;
-  }
-  return h % 100 < occupied_percent_;
-}
+namespace ts::tsagent {
 
 size_t SimAgent::running() const {
   size_t n = 0;
@@ -58,8 +52,9 @@ std::optional<nlohmann::json> SimAgent::Step(const nlohmann::json& view, uint64_
     }
     // Created on an earlier step: it is up now. Said again while the state
     // still shows it pending (a report lost with a leader change).
-    if (status == "pending") statuses[id] = Occupies(id) ? "occupied" : "ready";
+    if (status == "pending") statuses[id] = "ready";
   }
+  MovePlayers(view, statuses);
   for (auto it = mine.begin(); it != mine.end();) {
     if (seen.count(*it) == 0) {
       ++counters_.lost;  // gone from the state without a delete
@@ -74,6 +69,31 @@ std::optional<nlohmann::json> SimAgent::Step(const nlohmann::json& view, uint64_
   if (!statuses.empty()) cmd["rooms"] = statuses;
   if (!gone.empty()) cmd["gone"] = gone;
   return cmd;
+}
+
+void SimAgent::MovePlayers(const nlohmann::json& view, nlohmann::json& statuses) const {
+  uint32_t desired = view.value("desired", 0u);
+  uint32_t wanted = static_cast<uint32_t>((uint64_t{desired} * occupied_percent_ + 50) / 100);
+  // Rooms players can be in (up and not going away), new-version ones first.
+  const nlohmann::json versions = view.value("versions", nlohmann::json::object());
+  const std::string active = view.value("active_version", std::string());
+  auto major = [&](const std::string& v) { return versions.contains(v) ? versions[v].get<uint32_t>() : 0u; };
+  std::vector<std::pair<bool, std::string>> ready, occupied;  // (old version?, id)
+  for (const nlohmann::json& r : view.at("rooms")) {
+    if (r.value("validation", false)) continue;
+    const std::string id = r.at("id").get<std::string>();
+    const std::string status = r.at("status").get<std::string>();
+    bool old = major(r.value("version", active)) != major(active);
+    if (status == "occupied") occupied.emplace_back(old, id);
+    else if (status == "ready") ready.emplace_back(old, id);
+  }
+  std::sort(ready.begin(), ready.end());                                       // new first
+  std::sort(occupied.begin(), occupied.end(), [](const auto& a, const auto& b) {  // old first
+    return a.first != b.first ? a.first : a.second < b.second;
+  });
+  size_t have = occupied.size();
+  for (size_t i = 0; have < wanted && i < ready.size(); ++i, ++have) statuses[ready[i].second] = "occupied";
+  for (size_t i = 0; have > wanted && i < occupied.size(); ++i, --have) statuses[occupied[i].second] = "ready";
 }
 
 std::optional<nlohmann::json> SimAgent::StepLrp(const nlohmann::json& lrp) const {

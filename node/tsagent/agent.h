@@ -5,9 +5,14 @@
 // Each Step sees one scheduler as the cluster's applied state shows it and
 // returns the room_status command that reports what the executor did:
 //   - a pending room seen for the first time is created; on the next step it
-//     becomes ready, or occupied for a deterministic share of rooms (by a hash
-//     of the id: the same rooms on every run);
+//     is up (ready);
 //   - a terminating room is destroyed and reported gone;
+//   - players: it keeps `occupied_percent` of the scheduler's desired rooms
+//     occupied (rounded), as spec/002_*'s tables assume: players of a deleted
+//     room take a ready one on the next step (new-version rooms first, then
+//     by id), and when fewer are wanted (the share was lowered, or desired
+//     fell) players leave old-version rooms first. The share can change while
+//     it runs (players arriving and leaving);
 // and keeps a ledger that checks the state against what actually runs:
 //   - lost: a room the executor runs vanished from the state without being
 //     deleted, or the state says a room runs that the executor never created;
@@ -43,6 +48,7 @@ struct AgentCounters {
 class SimAgent {
  public:
   explicit SimAgent(uint32_t occupied_percent) : occupied_percent_(occupied_percent) {}
+  void set_occupied_percent(uint32_t p) { occupied_percent_ = p; }
 
   // `view`: the scheduler's JSON (tsctl sched show NAME --json's "view"),
   // read at `applied_slot`. Returns the room_status command to send, if any.
@@ -56,7 +62,8 @@ class SimAgent {
   nlohmann::json Report() const;
 
  private:
-  bool Occupies(const std::string& id) const;
+  // Adds to `statuses` the moves that keep the wanted share occupied.
+  void MovePlayers(const nlohmann::json& view, nlohmann::json& statuses) const;
 
   uint32_t occupied_percent_;
   std::map<std::string, uint64_t> last_slot_;                  // per scheduler

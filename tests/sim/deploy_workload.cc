@@ -8,12 +8,12 @@ namespace {
 using json = nlohmann::json;
 
 constexpr uint64_t kExecutorPeriodMs = 100;
-// Rooms the executor reports occupied. None: the rolling update's rules
-// finish only while occupancy stays at most desired - desiredReady (DESIGN.md
-// s.5), and a hashed share of a few rooms can exceed that; with 20% here,
-// seeds 8, 9 and 18 leave a rollout unfinished. Occupancy joins the workload
-// with the rule that finishes under any occupancy.
-constexpr uint32_t kOccupiedPercent = 0;
+// Players: the executor keeps this share of each scheduler's desired rooms
+// occupied, from a seeded start; while the operator is active it changes
+// every so often (players arriving and leaving), anywhere from none to every
+// room, so rollouts meet every occupancy, the spec's tables' boundary
+// (occupied = desired - desiredReady) and past it.
+constexpr uint64_t kOccupancyPeriodMs = 1500;
 
 json LrpDefinition(uint32_t n) {
   return {{"definition_id", "d" + std::to_string(n)}, {"memory_mb", 128 + n}, {"rootfs", "docker:///app"},
@@ -22,8 +22,10 @@ json LrpDefinition(uint32_t n) {
 
 }  // namespace
 
-DeployWorkload::DeployWorkload(StationCluster& c, uint64_t seed) : c_(c), rng_(seed), agent_(kOccupiedPercent) {
+DeployWorkload::DeployWorkload(StationCluster& c, uint64_t seed)
+    : c_(c), rng_(seed), agent_(static_cast<uint32_t>(seed % 101)) {
   next_operator_ms_ = c_.now_ms() + 200 + rng_() % 300;
+  next_occupancy_ms_ = c_.now_ms() + kOccupancyPeriodMs;
   next_executor_ms_ = c_.now_ms() + kExecutorPeriodMs;
 }
 
@@ -32,6 +34,10 @@ void DeployWorkload::Step(bool operator_active) {
   if (operator_active && c_.now_ms() >= next_operator_ms_) {
     OperatorCommand();
     next_operator_ms_ = c_.now_ms() + 100 + rng_() % 400;
+  }
+  if (operator_active && c_.now_ms() >= next_occupancy_ms_) {
+    agent_.set_occupied_percent(static_cast<uint32_t>(rng_() % 101));
+    next_occupancy_ms_ = c_.now_ms() + kOccupancyPeriodMs;
   }
   if (c_.now_ms() >= next_executor_ms_) {
     Executor();
@@ -71,9 +77,15 @@ void DeployWorkload::OperatorCommand() {
   uint32_t desired = 2 + static_cast<uint32_t>(rng_() % 6);
   std::string lrp = "lrp1";
   switch (rng_() % 10) {
-    case 0:
-      return Command(*leader, {{"kind", "sched"}, {"op", "create"}, {"scheduler", sched}, {"desired", desired},
-                               {"max_surge_percent", 25 + 25 * (rng_() % 3)}});
+    case 0: {
+      json create = {{"kind", "sched"},        {"op", "create"}, {"scheduler", sched}, {"desired", desired},
+                     {"max_surge_percent", 25 + 25 * (rng_() % 3)}, {"ready_target_percent", 25 * (rng_() % 5)}};
+      if (rng_() % 2) {  // autoscaled: desired follows occupancy
+        create["autoscale_min"] = 1 + rng_() % 3;
+        create["autoscale_max"] = 4 + rng_() % 8;
+      }
+      return Command(*leader, create);
+    }
     case 1:
     case 2:
       return Command(*leader, {{"kind", "sched"}, {"op", "update"}, {"scheduler", sched},
@@ -160,7 +172,12 @@ bool DeployWorkload::Settled(std::string* why) const {
       return false;
     }
     if (s.rollout && s.rollout->finished_slot == 0) {
-      *why = "scheduler " + name + " still rolling out " + s.rollout->from + " -> " + s.rollout->to;
+      auto view = st.schedulers().View(name);
+      json counts = view.ok() ? (*view)["counts"] : json();
+      *why = "scheduler " + name + " still rolling out " + s.rollout->from + " -> " + s.rollout->to + " (desired " +
+             std::to_string(s.params.desired) + ", desired ready " + std::to_string(s.params.DesiredReady()) +
+             ", ready floor " + (view.ok() ? (*view)["rollout"].value("ready_floor", json()).dump() : "?") +
+             ", rooms " + counts.dump() + ")";
       return false;
     }
   }

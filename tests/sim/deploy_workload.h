@@ -3,7 +3,8 @@
 // scale; blue-green: register, promote, rollback; desired LRPs: desire,
 // update, cancel, rollback) to whichever station leads, valid or not, and a
 // simulated executor (tsagent's SimAgent, through the client port as tsagent
-// talks to it) brings rooms up and moves LRP instances. Amid every fault.
+// talks to it) brings rooms up, keeps a changing share of them occupied and
+// moves LRP instances. Amid every fault.
 //
 // Its checks, beside the station's own:
 //   - the executor's ledger: no room lost or created twice;
@@ -48,6 +49,7 @@ class DeployWorkload {
   tsagent::SimAgent agent_;
   uint64_t next_operator_ms_ = 0;
   uint64_t next_executor_ms_ = 0;
+  uint64_t next_occupancy_ms_ = 0;
   uint32_t bg_version_ = 0;
   uint32_t lrp_def_ = 0;
   uint64_t sent_ = 0;

@@ -7,7 +7,7 @@
 // admitted. Each test loops over seeds.
 #include <gtest/gtest.h>
 
-#include "tests/sim/station_cluster.h"
+#include "tests/sim/station_calls.h"
 
 namespace ts::sim {
 namespace {
@@ -16,35 +16,6 @@ using rpc::ClientCode;
 using rpc::ClientOp;
 using rpc::ClientRequest;
 using rpc::ClientResponse;
-
-rpc::ClientRequest Req(ClientOp op, std::string key = "", std::string value = "") {
-  ClientRequest r;
-  r.op = op;
-  r.key = std::move(key);
-  r.value = std::move(value);
-  return r;
-}
-
-// Sends `req` to the leader until a leader answers it (any code but "not
-// the leader" or "no leader yet"); nullopt if none did within the limit.
-std::optional<ClientResponse> Call(StationCluster& c, const ClientRequest& req, uint64_t limit_ms = 5000) {
-  uint64_t deadline = c.now_ms() + limit_ms;
-  while (c.now_ms() < deadline) {
-    auto l = c.Leader();
-    if (!l || !c.HasStableLeader()) {
-      c.Run(5);
-      continue;
-    }
-    uint64_t h = c.Send(*l, req);
-    std::optional<ClientResponse> r;
-    c.RunUntil([&] { return (r = c.TakeReply(h)).has_value() || !c.Pending(h); }, deadline - c.now_ms());
-    if (r && r->code != ClientCode::kNotLeader && !(r->code == ClientCode::kUnavailable && r->message.find("recovering") != std::string::npos)) {
-      return r;
-    }
-    c.Run(5);
-  }
-  return std::nullopt;
-}
 
 bool Put(StationCluster& c, const std::string& k, const std::string& v) {
   auto r = Call(c, Req(ClientOp::kPut, k, v));

@@ -24,12 +24,29 @@ TEST(SimAgent, Step_CreatesThenReportsReadyOnePeriodLater) {
   EXPECT_EQ((*cmd)["op"], "room_status");
 }
 
-TEST(SimAgent, Step_OccupiesADeterministicShare) {
-  SimAgent all(100), none(0);
-  all.Step(View({{"r1", "pending"}}), 1);
-  none.Step(View({{"r1", "pending"}}), 1);
-  EXPECT_EQ((*all.Step(View({{"r1", "pending"}}), 2))["rooms"]["r1"], "occupied");
-  EXPECT_EQ((*none.Step(View({{"r1", "pending"}}), 2))["rooms"]["r1"], "ready");
+TEST(SimAgent, Step_KeepsTheShareOfDesiredOccupiedMovingPlayersToNewRoomsFirst) {
+  SimAgent a(50);
+  auto view = [](std::vector<std::tuple<std::string, std::string, std::string>> rooms) {
+    nlohmann::json j = {{"scheduler", "s"}, {"desired", 4}, {"active_version", "v2.0"},
+                        {"versions", {{"v1.0", 1}, {"v2.0", 2}}}, {"rooms", nlohmann::json::array()}};
+    for (auto& [id, st, v] : rooms) j["rooms"].push_back({{"id", id}, {"status", st}, {"version", v}});
+    return j;
+  };
+  a.Step(view({{"o1", "pending", "v1.0"}, {"o2", "pending", "v1.0"}, {"n1", "pending", "v2.0"}}), 1);
+  a.Step(view({{"o1", "ready", "v1.0"}, {"o2", "ready", "v1.0"}, {"n1", "ready", "v2.0"}}), 2);
+  // 50% of desired 4: two occupied, the new room first.
+  auto cmd = a.Step(view({{"o1", "ready", "v1.0"}, {"o2", "ready", "v1.0"}, {"n1", "ready", "v2.0"}}), 3);
+  ASSERT_TRUE(cmd.has_value());
+  EXPECT_EQ((*cmd)["rooms"], nlohmann::json({{"n1", "occupied"}, {"o1", "occupied"}}));
+  // o1 is deleted: its players move to the one ready room left.
+  cmd = a.Step(view({{"o1", "terminating", "v1.0"}, {"o2", "ready", "v1.0"}, {"n1", "occupied", "v2.0"}}), 4);
+  ASSERT_TRUE(cmd.has_value());
+  EXPECT_EQ((*cmd)["rooms"], nlohmann::json({{"o2", "occupied"}}));
+  // Players leave: old rooms are freed first.
+  a.set_occupied_percent(25);
+  cmd = a.Step(view({{"o2", "occupied", "v1.0"}, {"n1", "occupied", "v2.0"}}), 5);
+  ASSERT_TRUE(cmd.has_value());
+  EXPECT_EQ((*cmd)["rooms"], nlohmann::json({{"o2", "ready"}}));
 }
 
 TEST(SimAgent, Step_DestroysTerminatingRoomsAndCountsLostOnes) {

@@ -1,0 +1,43 @@
+// Client calls for deterministic tests that drive a StationCluster by hand:
+// a request, and a call that finds the leader and waits for its answer.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "tests/sim/station_cluster.h"
+
+namespace ts::sim {
+
+inline rpc::ClientRequest Req(rpc::ClientOp op, std::string key = "", std::string value = "") {
+  rpc::ClientRequest r;
+  r.op = op;
+  r.key = std::move(key);
+  r.value = std::move(value);
+  return r;
+}
+
+// Sends `req` to the leader until a leader answers it (any code but "not
+// the leader" or "no leader yet"); nullopt if none did within the limit.
+inline std::optional<rpc::ClientResponse> Call(StationCluster& c, const rpc::ClientRequest& req,
+                                               uint64_t limit_ms = 5000) {
+  uint64_t deadline = c.now_ms() + limit_ms;
+  while (c.now_ms() < deadline) {
+    auto l = c.Leader();
+    if (!l || !c.HasStableLeader()) {
+      c.Run(5);
+      continue;
+    }
+    uint64_t h = c.Send(*l, req);
+    std::optional<rpc::ClientResponse> r;
+    c.RunUntil([&] { return (r = c.TakeReply(h)).has_value() || !c.Pending(h); }, deadline - c.now_ms());
+    if (r && r->code != rpc::ClientCode::kNotLeader &&
+        !(r->code == rpc::ClientCode::kUnavailable && r->message.find("recovering") != std::string::npos)) {
+      return r;
+    }
+    c.Run(5);
+  }
+  return std::nullopt;
+}
+
+}  // namespace ts::sim

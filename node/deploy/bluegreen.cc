@@ -92,6 +92,22 @@ std::vector<BgCluster*> MoveNonBlueGreen(BgDeployment& d, uint32_t from, uint32_
   return bg;
 }
 
+// Rule 1's initial version: a cluster's endpoints remember the version they
+// were first registered in, and a non-blue-green cluster's endpoints move
+// with the ACTIVE version (rule 2). Registering into that initial version
+// after they moved reaches the version they are in now; any other
+// registration goes where it says.
+uint32_t RegisterTarget(const BgDeployment& d, const std::string& cluster, uint32_t version) {
+  auto it = d.clusters.find(cluster);
+  if (it == d.clusters.end()) return version;
+  const BgCluster& c = it->second;
+  if (c.initial_version != version || HasEndpoints(c, version)) return version;
+  for (const auto& [v, p] : c.versions) {
+    if (!p.endpoints.empty()) return v;
+  }
+  return version;
+}
+
 }  // namespace
 
 const char* StageName(Stage s) {
@@ -173,6 +189,10 @@ Status BlueGreen::Check(const BgCommand& c) const {
   const BgDeployment* d = Find(c.deployment);
   if (c.op == Op::kRegister) {
     if (d == nullptr) return Status::Ok();
+    bool direct = std::any_of(c.clusters.begin(), c.clusters.end(), [&](const auto& kv) {
+      return RegisterTarget(*d, kv.first, c.version) == c.version;
+    });
+    if (!direct) return Status::Ok();  // every cluster's endpoints moved on: they are registered where they are
     auto v = d->versions.find(c.version);
     // A CANDIDATE takes new routes; so does the first version while it is
     // the only one (a deployment being set up).
@@ -211,17 +231,21 @@ Status BlueGreen::Apply(const BgCommand& c) {
   BgDeployment& d = deployments_[c.deployment];
   switch (c.op) {
     case Op::kRegister: {
-      if (d.versions.count(c.version) == 0) {
+      std::map<std::string, uint32_t> target;
+      for (const auto& [name, p] : c.clusters) target[name] = RegisterTarget(d, name, c.version);
+      bool direct = std::any_of(target.begin(), target.end(), [&](const auto& kv) { return kv.second == c.version; });
+      if (direct && d.versions.count(c.version) == 0) {
         d.versions[c.version] = InStage(d, Stage::kActive) ? Stage::kCandidate : Stage::kActive;
       }
       std::optional<uint32_t> active = InStage(d, Stage::kActive);
       for (const auto& [name, p] : c.clusters) {
+        uint32_t v = target[name];
         BgCluster& cl = d.clusters[name];
-        if (cl.initial_version == 0 && !p.endpoints.empty()) cl.initial_version = c.version;
-        BgPlacement& mine = cl.versions[c.version];
+        if (cl.initial_version == 0 && !p.endpoints.empty()) cl.initial_version = v;
+        BgPlacement& mine = cl.versions[v];
         mine.endpoints.insert(p.endpoints.begin(), p.endpoints.end());
         for (const auto& [r, prohibited] : p.routes) mine.routes[r] = false;  // a real route replaces a prohibited one
-        if (d.versions[c.version] == Stage::kCandidate) Prohibit(cl, *active, c.version);  // rule 5
+        if (d.versions[v] == Stage::kCandidate) Prohibit(cl, *active, v);  // rule 5
       }
       return Status::Ok();
     }
@@ -261,6 +285,15 @@ Status BlueGreen::Apply(const BgCommand& c) {
       d.versions[active] = Stage::kCandidate;
       d.versions[legacy] = Stage::kActive;
       for (BgCluster* cl : bg) Prohibit(*cl, legacy, active);  // in the future CANDIDATE
+      // The CANDIDATEs that took no part lost their prohibited routes to
+      // rule 3; they get them again against the new ACTIVE, as registering
+      // them now would (rule 5), so their requests never fall back to it.
+      for (const auto& [v, stage] : d.versions) {
+        if (stage != Stage::kCandidate || v == active) continue;
+        for (auto& [name, cl] : d.clusters) {
+          if (cl.versions.count(v) > 0) Prohibit(cl, legacy, v);
+        }
+      }
       return Status::Ok();
     }
   }

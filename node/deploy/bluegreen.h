@@ -30,8 +30,16 @@
 //     LEGACY are deleted (rule 3); non-blue-green clusters move to the LEGACY
 //     except when rolling back from their endpoints' initial version, where
 //     they stay and become CANDIDATE (rule 1); ACTIVE -> CANDIDATE, LEGACY ->
-//     ACTIVE; prohibited routes for blue-green clusters in the new CANDIDATE.
+//     ACTIVE; prohibited routes for blue-green clusters in the new CANDIDATE,
+//     and in every other CANDIDATE against the new ACTIVE (rule 5's
+//     algorithm, as if they were registered now: rules 3 to 5 exist so that a
+//     CANDIDATE's requests never fall back to the ACTIVE, and a rollback must
+//     not make them; deleting them, as promote does, would throw away
+//     registrations nobody decided against).
 //     ARCHIVED never returns to LEGACY, so a second rollback in a row fails.
+//   Rule 1's initial version: registering a cluster into the version its
+//     endpoints were first registered in, after they moved with the ACTIVE
+//     version (rule 2), registers into the version they are in now.
 //   Rule 6: no prohibited route is ever created in the ACTIVE version.
 #pragma once
 

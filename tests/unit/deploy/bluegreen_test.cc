@@ -270,5 +270,58 @@ TEST(BlueGreen, ParseBgCommand_RejectsMalformedAndIgnoresUnknownFields) {
   EXPECT_EQ(BgCommandToJson(*ParseBgCommand(BgCommandToJson(*r))), BgCommandToJson(*r));
 }
 
+// Rules 3 to 5 keep a CANDIDATE's requests from falling back to the ACTIVE.
+// A rollback drops every CANDIDATE's prohibited routes (rule 3); a CANDIDATE
+// that took no part in it gets them again against the new ACTIVE, so /b,
+// which only the new ACTIVE serves, stays prohibited in it.
+TEST_F(BlueGreenTest, Rollback_OtherCandidatesGetProhibitedRoutesAgainstTheNewActive) {
+  Register(1, "c1", {"e1"}, {"/a", "/b"});
+  Register(2, "c1", {"e2"}, {"/a"});
+  Promote(2);  // 2 ACTIVE, 1 LEGACY
+  Register(3, "c1", {"e3"}, {"/c"});  // a CANDIDATE: /a prohibited against 2
+  EXPECT_EQ(Route("c1", 3, "/a"), "prohibited");
+  EXPECT_EQ(Route("c1", 3, "/b"), "absent") << "the ACTIVE (2) has no /b";
+  Rollback();  // 1 ACTIVE again, 2 CANDIDATE; 3 took no part
+  EXPECT_EQ(StageOf(1), "ACTIVE");
+  EXPECT_EQ(StageOf(2), "CANDIDATE");
+  EXPECT_EQ(StageOf(3), "CANDIDATE") << "kept, not deleted: nobody decided against it";
+  EXPECT_EQ(Route("c1", 3, "/a"), "prohibited");
+  EXPECT_EQ(Route("c1", 3, "/b"), "prohibited") << "would fall back to the new ACTIVE (1)";
+  EXPECT_EQ(Route("c1", 3, "/c"), "route");
+  EXPECT_EQ(Route("c1", 2, "/b"), "prohibited") << "the rolled-back version, as before";
+  // And promoting the bystander later works as ever.
+  Promote(3);
+  EXPECT_EQ(StageOf(3), "ACTIVE");
+  EXPECT_EQ(Route("c1", 3, "/a"), "absent") << "rule 3: its prohibited routes go on promote";
+}
+
+// Rule 1: a non-blue-green cluster's endpoints move with the ACTIVE
+// version (rule 2) but remember their initial version; registering routes
+// "by the initial version" reaches where the endpoints are now.
+TEST_F(BlueGreenTest, Register_ByTheInitialVersionReachesWhereTheEndpointsMovedTo) {
+  Register(1, "bg", {"b1"}, {"/a"});
+  Register(1, "plain", {"p1"}, {"/x"});  // the first version, still the only one: it takes more
+  Register(2, "bg", {"b2"}, {"/a"});
+  Promote(2);  // "plain" has no endpoints in 2: its endpoints and routes move there
+  EXPECT_EQ(Endpoints("plain", 2), std::set<std::string>{"p1"});
+  EXPECT_EQ(Endpoints("plain", 1), std::set<std::string>{});
+  // Version 1 is LEGACY now; "plain"'s initial version is 1.
+  Register(1, "plain", {}, {"/y"});
+  EXPECT_EQ(Route("plain", 2, "/y"), "route") << "registered where the endpoints are";
+  EXPECT_EQ(Route("plain", 1, "/y"), "absent");
+  EXPECT_EQ(StageOf(1), "LEGACY") << "unchanged";
+  // A blue-green cluster still cannot register into the LEGACY version.
+  Status s = Refused({{"op", "register"}, {"deployment", "web"}, {"version", 1},
+                      {"clusters", {{"bg", {{"endpoints", nlohmann::json::array()}, {"routes", {"/z"}}}}}}});
+  EXPECT_FALSE(s.ok());
+  // Once version 1 is archived and deleted, the initial version still finds them.
+  Register(3, "bg", {"b3"}, {"/a"});
+  Promote(3, 0);  // 2 LEGACY, 1 ARCHIVED then deleted (history 0); "plain" moves to 3
+  EXPECT_EQ(StageOf(1), "deleted");
+  Register(1, "plain", {}, {"/w"});
+  EXPECT_EQ(Route("plain", 3, "/w"), "route");
+  EXPECT_EQ(StageOf(1), "deleted") << "not recreated as a CANDIDATE";
+}
+
 }  // namespace
 }  // namespace ts::deploy

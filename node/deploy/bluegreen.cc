@@ -199,30 +199,42 @@ Status BlueGreen::Check(const BgCommand& c) const {
     bool setup = d->versions.size() == 1 && v != d->versions.end();
     if (v != d->versions.end() && v->second != Stage::kCandidate && !setup) {
       return Status::InvalidArgument("deployment " + c.deployment + ": version " + std::to_string(c.version) +
-                                     " is " + StageName(v->second) + "; routes are registered in a CANDIDATE");
+                                     " is " + StageName(v->second) +
+                                     "; register routes into a CANDIDATE: a new version number, or the CANDIDATE");
     }
     return Status::Ok();
   }
-  if (d == nullptr) return Status::NotFound("unknown deployment " + c.deployment);
+  if (d == nullptr) {
+    return Status::NotFound("unknown deployment " + c.deployment + "; register a version first (tsctl bg register), "
+                            "or list them with tsctl bg show");
+  }
   std::string where = "deployment " + c.deployment + ": ";
   if (c.op == Op::kRollback) {
-    if (!InStage(*d, Stage::kActive)) return Status::InvalidArgument(where + "no ACTIVE version");
+    if (!InStage(*d, Stage::kActive)) return Status::InvalidArgument(where + "no ACTIVE version; register one first");
     if (!InStage(*d, Stage::kLegacy)) {
-      return Status::InvalidArgument(where + "no LEGACY version to roll back to (two rollbacks in a row are not possible)");
+      return Status::InvalidArgument(where + "no LEGACY version to roll back to (two rollbacks in a row are not "
+                                             "possible); promote the version you want instead (tsctl bg promote)");
     }
     return Status::Ok();
   }
   auto v = d->versions.find(c.version);
-  if (v == d->versions.end()) return Status::NotFound(where + "unknown version " + std::to_string(c.version));
+  if (v == d->versions.end()) {
+    return Status::NotFound(where + "unknown version " + std::to_string(c.version) +
+                            "; see its versions with tsctl bg show " + c.deployment);
+  }
   if (c.op == Op::kDeleteVersion) {
-    if (v->second == Stage::kActive) return Status::InvalidArgument(where + "the ACTIVE version cannot be deleted");
+    if (v->second == Stage::kActive) {
+      return Status::InvalidArgument(where + "the ACTIVE version cannot be deleted; promote another version first");
+    }
     return Status::Ok();
   }
   if (v->second != Stage::kCandidate) {
     return Status::InvalidArgument(where + "version " + std::to_string(c.version) + " is not CANDIDATE (it is " +
-                                   StageName(v->second) + ")");
+                                   StageName(v->second) + "); register it again as a new version to promote it");
   }
-  if (!InStage(*d, Stage::kActive)) return Status::InvalidArgument(where + "no ACTIVE version to promote over");
+  if (!InStage(*d, Stage::kActive)) {
+    return Status::InvalidArgument(where + "no ACTIVE version to promote over; register one first");
+  }
   return Status::Ok();
 }
 
@@ -310,7 +322,9 @@ StatusOr<nlohmann::json> BlueGreen::View(const std::string& deployment) const {
     }
     return all;
   }
-  if (Find(deployment) == nullptr) return Status::NotFound("unknown deployment " + deployment);
+  if (Find(deployment) == nullptr) {
+    return Status::NotFound("unknown deployment " + deployment + "; list them with tsctl bg show");
+  }
   nlohmann::json one = Snapshot()[deployment];
   one["deployment"] = deployment;
   return one;

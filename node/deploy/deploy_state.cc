@@ -92,7 +92,24 @@ std::string DeployCommand::Describe() const {
   return line;
 }
 
+namespace {
+
+StatusOr<DeployCommand> ParseClientCommandAsIs(std::string_view json_text);
+
+}  // namespace
+
+// A malformed command's error says what is wrong with it; this adds what to
+// do about it, once.
 StatusOr<DeployCommand> ParseClientCommand(std::string_view json_text) {
+  auto c = ParseClientCommandAsIs(json_text);
+  if (c.ok() || c.status().code() != Status::Code::kInvalidArgument) return c;
+  return Status::InvalidArgument(c.status().message() + "; correct the command and send it again (tsctl COMMAND "
+                                                        "--help lists each command's arguments)");
+}
+
+namespace {
+
+StatusOr<DeployCommand> ParseClientCommandAsIs(std::string_view json_text) {
   auto j = ParseCommandJson(json_text);
   if (!j.ok()) return j.status();
   auto kind = j->find("kind");
@@ -105,6 +122,8 @@ StatusOr<DeployCommand> ParseClientCommand(std::string_view json_text) {
   return Status::InvalidArgument("unknown command kind '" + kind->get<std::string>().substr(0, 32) +
                                  "' (bg, sched, lrp)");
 }
+
+}  // namespace
 
 StatusOr<DeployCommand> ParseDecreeCommand(Kind kind, std::string_view payload) {
   auto j = ParseCommandJson(payload);

@@ -325,13 +325,20 @@ Status DesiredLrps::Check(const LrpCommand& c) const {
   const std::string& g = c.process_guid;
   const DesiredLrp* l = Find(g);
   if (c.op == Op::kDesire) {
-    if (l != nullptr) return Status::InvalidArgument("desired LRP " + g + " already exists");
+    if (l != nullptr) {
+      return Status::InvalidArgument("desired LRP " + g + " already exists; update it (tsctl lrp update) or remove it "
+                                     "first");
+    }
     if (lrps_.size() >= kDesiredLrpsMax) {
-      return Status::InvalidArgument("at most " + std::to_string(kDesiredLrpsMax) + " desired LRPs");
+      return Status::InvalidArgument("at most " + std::to_string(kDesiredLrpsMax) +
+                                     " desired LRPs; remove one first (tsctl lrp remove)");
     }
     return Status::Ok();
   }
-  if (l == nullptr) return Status::NotFound("unknown process guid " + g);
+  if (l == nullptr) {
+    return Status::NotFound("unknown process guid " + g + "; desire it first (tsctl lrp desire), or list them with "
+                            "tsctl lrp show");
+  }
   auto in_progress = [&] {
     return Status::InvalidArgument("update in progress for " + g + " (" + l->previous_definition_id + " -> " +
                                    l->definition_id + "); cancel it or wait for it to complete");
@@ -351,34 +358,40 @@ Status DesiredLrps::Check(const LrpCommand& c) const {
         }
         if (l->pruned.count(c.definition_id)) {
           return Status::InvalidArgument("definition " + c.definition_id + " was used by " + g +
-                                         " and pruned; definition ids are not reused");
+                                         " and pruned; definition ids are not reused, so give a new one");
         }
       }
       return Status::Ok();
     case Op::kInstanceMoved:
       if (c.index >= l->instances) {
         return Status::InvalidArgument(g + " has no instance " + std::to_string(c.index) + " (" +
-                                       std::to_string(l->instances) + " instances)");
+                                       std::to_string(l->instances) + " instances); report an index below that");
       }
       if (!l->IsLive(c.definition_id)) {
         return Status::InvalidArgument("definition " + c.definition_id + " is not live for " + g + " (DefinitionID " +
                                        l->definition_id + ", PreviousDefinitionID " +
-                                       (l->UpdateInProgress() ? l->previous_definition_id : "none") + ")");
+                                       (l->UpdateInProgress() ? l->previous_definition_id : "none") +
+                                       "); report one of those");
       }
       return Status::Ok();
     case Op::kCancel:
-      if (!l->UpdateInProgress()) return Status::InvalidArgument("no update in progress for " + g);
+      if (!l->UpdateInProgress()) {
+        return Status::InvalidArgument("no update in progress for " + g + "; to go back, roll back (tsctl lrp rollback)");
+      }
       return Status::Ok();
     case Op::kRollback:
       if (l->pruned.count(c.definition_id)) {
-        return Status::NotFound("definition " + c.definition_id + " of " + g + " was pruned");
+        return Status::NotFound("definition " + c.definition_id + " of " + g +
+                                " was pruned; update to a new definition instead (tsctl lrp update)");
       }
       if (!l->definitions.count(c.definition_id)) {
-        return Status::NotFound("unknown definition " + c.definition_id + " for " + g);
+        return Status::NotFound("unknown definition " + c.definition_id + " for " + g +
+                                "; see its definitions with tsctl lrp show " + g);
       }
       if (l->UpdateInProgress()) return in_progress();
       if (c.definition_id == l->definition_id) {
-        return Status::InvalidArgument("definition " + c.definition_id + " is already current for " + g);
+        return Status::InvalidArgument("definition " + c.definition_id + " is already current for " + g +
+                                       "; nothing to do, or roll back to another definition");
       }
       return Status::Ok();
     case Op::kPrune:
@@ -448,7 +461,9 @@ StatusOr<nlohmann::json> DesiredLrps::View(const std::string& process_guid) cons
     return all;
   }
   const DesiredLrp* l = Find(process_guid);
-  if (l == nullptr) return Status::NotFound("unknown process guid " + process_guid);
+  if (l == nullptr) {
+    return Status::NotFound("unknown process guid " + process_guid + "; list them with tsctl lrp show");
+  }
   return ViewJson(process_guid, *l);
 }
 

@@ -242,10 +242,16 @@ const Scheduler* Schedulers::Find(const std::string& name) const {
 Status Schedulers::Check(const SchedCommand& c) const {
   const Scheduler* s = Find(c.scheduler);
   if (c.op == Op::kCreate) {
-    if (s != nullptr) return Status::InvalidArgument("scheduler " + c.scheduler + " already exists");
+    if (s != nullptr) {
+      return Status::InvalidArgument("scheduler " + c.scheduler + " already exists; change it with tsctl sched scale or "
+                                     "update, or pick another name");
+    }
     return CheckParams(c.scheduler, SchedParams{}, c);
   }
-  if (s == nullptr) return Status::NotFound("unknown scheduler " + c.scheduler);
+  if (s == nullptr) {
+    return Status::NotFound("unknown scheduler " + c.scheduler + "; create it first (tsctl sched create), or list them "
+                            "with tsctl sched show");
+  }
   if (c.op != Op::kRoomStatus) {
     if (Status st = CheckParams(c.scheduler, s->params, c); !st.ok()) return st;
   }
@@ -253,7 +259,8 @@ Status Schedulers::Check(const SchedCommand& c) const {
     case Op::kUpdate:
       if (c.major && !s->validating.empty()) {
         return Status::InvalidArgument("scheduler " + c.scheduler + ": major version " + s->validating +
-                                       " is still being validated");
+                                       " is still being validated; wait for its validation room to become ready "
+                                       "(tsctl rollout status " + c.scheduler + " --watch)");
       }
       return Status::Ok();
     case Op::kHealth:
@@ -477,7 +484,7 @@ StatusOr<nlohmann::json> Schedulers::View(const std::string& name) const {
     return all;
   }
   const Scheduler* s = Find(name);
-  if (s == nullptr) return Status::NotFound("unknown scheduler " + name);
+  if (s == nullptr) return Status::NotFound("unknown scheduler " + name + "; list them with tsctl sched show");
   return SchedulerJson(name, *s, true);
 }
 

@@ -57,7 +57,8 @@ void Station::HandleDeploy(uint64_t handle, ClientRequest&& req) {
   if (!cmd.ok()) return Respond(handle, ErrorFor(req.id, cmd.status()));
   if (cmd->Internal()) {
     return Respond(handle, ErrorFor(req.id, Status::InvalidArgument("'" + cmd->Describe() +
-                                                                    "' is written by the coordinator only")));
+                                                                    "' is written by the coordinator only; send "
+                                                                    "create, update or scale instead")));
   }
   if (replica_->GetStatus().role != consensus::Role::kLeader) {
     return Respond(handle, Redirect(req, "this node does not lead"));
@@ -69,7 +70,7 @@ void Station::HandleDeploy(uint64_t handle, ClientRequest&& req) {
   // Invalid: answered now, nothing written.
   if (Status s = deploy_.Check(*cmd); !s.ok()) return Respond(handle, ErrorFor(req.id, s));
   if (deploy_queue_.size() >= options_.deploy_queue_max) {
-    return Respond(handle, Answer(req.id, ClientCode::kBusy, "too many deployment commands waiting"));
+    return Respond(handle, Answer(req.id, ClientCode::kBusy, "too many deployment commands waiting; retry in a moment"));
   }
   deploy_queue_.push_back(PendingDeploy{std::move(*cmd), handle, req.id, now_ms_ + options_.request_timeout_ms});
   RunCoordinator();

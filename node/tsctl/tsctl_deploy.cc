@@ -208,7 +208,9 @@ StatusOr<nlohmann::json> BuildDeployCommand(const std::string& path, const Deplo
     if (op != "rollback") {
       char* end = nullptr;
       unsigned long v = std::strtoul(a.id.c_str(), &end, 10);
-      if (a.id.empty() || *end != '\0' || v == 0) return Status::InvalidArgument("VERSION must be a positive number");
+      if (a.id.empty() || *end != '\0' || v == 0) {
+        return Status::InvalidArgument("VERSION must be a positive number, not '" + a.id + "'; give one such as 2");
+      }
       j["version"] = v;
     }
     if (op == "promote") j["history_size"] = a.history.value_or(1);
@@ -217,7 +219,10 @@ StatusOr<nlohmann::json> BuildDeployCommand(const std::string& path, const Deplo
       for (auto [list, field] : {std::pair{&a.clusters, "endpoints"}, std::pair{&a.routes, "routes"}}) {
         for (const std::string& item : *list) {
           size_t eq = item.find('=');
-          if (eq == std::string::npos || eq == 0) return Status::InvalidArgument("'" + item + "' is not CLUSTER=NAME");
+          if (eq == std::string::npos || eq == 0) {
+            return Status::InvalidArgument("'" + item + "' is not CLUSTER=NAME; give --endpoint CLUSTER=ENDPOINT or "
+                                           "--route CLUSTER=ROUTE");
+          }
           nlohmann::json& c = j["clusters"][item.substr(0, eq)];
           if (!c.contains("endpoints")) c["endpoints"] = nlohmann::json::array();
           if (!c.contains("routes")) c["routes"] = nlohmann::json::array();

@@ -50,7 +50,7 @@ TEST_F(CoordinatorTest, RunsOnTheLeaseHolderOnly_AndMovesWithLeadership) {
   auto dup = Deploy(client, R"({"kind":"sched","op":"create","scheduler":"rooms","desired":3})");
   ASSERT_TRUE(dup.ok());
   EXPECT_EQ(dup->code, ClientCode::kBadRequest);
-  EXPECT_EQ(dup->message, "scheduler rooms already exists");
+  EXPECT_EQ(dup->message, "scheduler rooms already exists; change it with tsctl sched scale or update, or pick another name");
   auto internal = Deploy(client, R"({"kind":"sched","op":"health","scheduler":"rooms","add":5})");
   ASSERT_TRUE(internal.ok());
   EXPECT_EQ(internal->code, ClientCode::kBadRequest) << "health decrees are the coordinator's";

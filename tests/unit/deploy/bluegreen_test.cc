@@ -210,7 +210,7 @@ TEST_F(BlueGreenTest, RollbackAfterPromote_SwapsActiveAndLegacyAndRefusesASecond
   EXPECT_EQ(StageOf(2), "ACTIVE");
   EXPECT_EQ(StageOf(1), "ARCHIVED") << "ARCHIVED does not move to LEGACY";
   Status s = Refused({{"op", "rollback"}, {"deployment", "web"}});
-  EXPECT_EQ(s.message(), "deployment web: no LEGACY version to roll back to (two rollbacks in a row are not possible)");
+  EXPECT_EQ(s.message(), "deployment web: no LEGACY version to roll back to (two rollbacks in a row are not possible); promote the version you want instead (tsctl bg promote)");
   Promote(3);  // the rolled-back version can be promoted again
   EXPECT_EQ(StageOf(3), "ACTIVE");
   EXPECT_EQ(StageOf(2), "LEGACY");
@@ -220,13 +220,13 @@ TEST_F(BlueGreenTest, Errors_UnknownNotCandidateNoActiveNoLegacy) {
   EXPECT_EQ(Refused({{"op", "rollback"}, {"deployment", "nope"}}).code(), Status::Code::kNotFound);
   Register(1, "c", {"e1"}, {"/a"});
   EXPECT_EQ(Refused({{"op", "promote"}, {"deployment", "web"}, {"version", 9}}).message(),
-            "deployment web: unknown version 9");
+            "deployment web: unknown version 9; see its versions with tsctl bg show web");
   EXPECT_EQ(Refused({{"op", "promote"}, {"deployment", "web"}, {"version", 1}}).message(),
-            "deployment web: version 1 is not CANDIDATE (it is ACTIVE)");
+            "deployment web: version 1 is not CANDIDATE (it is ACTIVE); register it again as a new version to promote it");
   EXPECT_EQ(Refused({{"op", "rollback"}, {"deployment", "web"}}).message(),
-            "deployment web: no LEGACY version to roll back to (two rollbacks in a row are not possible)");
+            "deployment web: no LEGACY version to roll back to (two rollbacks in a row are not possible); promote the version you want instead (tsctl bg promote)");
   EXPECT_EQ(Refused({{"op", "delete_version"}, {"deployment", "web"}, {"version", 1}}).message(),
-            "deployment web: the ACTIVE version cannot be deleted");
+            "deployment web: the ACTIVE version cannot be deleted; promote another version first");
   // "No ACTIVE" cannot arise through commands: the first version registered
   // is ACTIVE, the ACTIVE cannot be deleted, and rollback needs a LEGACY.
   // A version that is not CANDIDATE cannot take new routes either.
@@ -234,7 +234,7 @@ TEST_F(BlueGreenTest, Errors_UnknownNotCandidateNoActiveNoLegacy) {
   Promote(2);
   EXPECT_EQ(Refused({{"op", "register"}, {"deployment", "web"}, {"version", 1}, {"clusters", {{"c", {{"routes", {"/z"}}}}}}})
                 .message(),
-            "deployment web: version 1 is LEGACY; routes are registered in a CANDIDATE");
+            "deployment web: version 1 is LEGACY; register routes into a CANDIDATE: a new version number, or the CANDIDATE");
 }
 
 TEST_F(BlueGreenTest, Determinism_SameCommandsSameSnapshot) {

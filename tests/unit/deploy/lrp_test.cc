@@ -260,11 +260,11 @@ TEST(DesiredLrps, Cancel_NothingInFlight_FailsUnchanged) {
   s.Ok(Desire("web", 2, "v1"));
   Status st = s.Refused(Cancel("web"));
   EXPECT_EQ(st.code(), Status::Code::kInvalidArgument);
-  EXPECT_EQ(st.message(), "no update in progress for web");
+  EXPECT_EQ(st.message(), "no update in progress for web; to go back, roll back (tsctl lrp rollback)");
   s.Ok(Update("web", "v2"));
   s.Ok(Moved("web", 0, "v2"));
   s.Ok(Moved("web", 1, "v2"));  // completes
-  EXPECT_EQ(s.Refused(Cancel("web")).message(), "no update in progress for web");
+  EXPECT_EQ(s.Refused(Cancel("web")).message(), "no update in progress for web; to go back, roll back (tsctl lrp rollback)");
   EXPECT_EQ(s.lrp().definition_id, "v2");
 }
 
@@ -321,7 +321,7 @@ TEST(DesiredLrps, Rollback_ToPrunedDefinition_FailsSaysPruned) {
   EXPECT_EQ(s.Pruned(), (Ids{"v1"}));
   Status st = s.Refused(Rollback("web", "v1"));
   EXPECT_EQ(st.code(), Status::Code::kNotFound);
-  EXPECT_EQ(st.message(), "definition v1 of web was pruned");
+  EXPECT_EQ(st.message(), "definition v1 of web was pruned; update to a new definition instead (tsctl lrp update)");
 }
 
 TEST(DesiredLrps, Rollback_ToUnknownDefinition_FailsNotFound) {
@@ -329,7 +329,7 @@ TEST(DesiredLrps, Rollback_ToUnknownDefinition_FailsNotFound) {
   s.Ok(Desire("web", 1, "v1"));
   Status st = s.Refused(Rollback("web", "v0"));
   EXPECT_EQ(st.code(), Status::Code::kNotFound);
-  EXPECT_EQ(st.message(), "unknown definition v0 for web");
+  EXPECT_EQ(st.message(), "unknown definition v0 for web; see its definitions with tsctl lrp show web");
 }
 
 TEST(DesiredLrps, Rollback_WhileUpdatingOrToCurrent_Fails) {
@@ -350,7 +350,7 @@ TEST(DesiredLrps, UnknownProcessGuid_EveryOp_NotFound) {
   for (const json& j : cmds) {
     Status st = s.Refused(j);
     EXPECT_EQ(st.code(), Status::Code::kNotFound) << j.dump();
-    EXPECT_EQ(st.message(), "unknown process guid nope") << j.dump();
+    EXPECT_EQ(st.message(), "unknown process guid nope; desire it first (tsctl lrp desire), or list them with tsctl lrp show") << j.dump();
   }
   auto v = s.lrps().View("nope");
   ASSERT_FALSE(v.ok());

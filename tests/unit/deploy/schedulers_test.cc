@@ -140,7 +140,7 @@ TEST(Schedulers, Check_RefusesWithClearErrorsAndChangesNothing) {
   ASSERT_TRUE(s.Apply(Cmd({{"op", "create"}, {"scheduler", "a"}, {"desired", 1}}), 1).ok());
   std::string before = s.Snapshot().dump();
   auto exists = s.Apply(Cmd({{"op", "create"}, {"scheduler", "a"}, {"desired", 1}}), 2);
-  EXPECT_EQ(exists.status().message(), "scheduler a already exists");
+  EXPECT_EQ(exists.status().message(), "scheduler a already exists; change it with tsctl sched scale or update, or pick another name");
   auto unknown = s.Apply(Cmd({{"op", "scale"}, {"scheduler", "b"}, {"desired", 1}}), 3);
   EXPECT_EQ(unknown.status().code(), Status::Code::kNotFound);
   auto room = s.Apply(Cmd({{"op", "health"}, {"scheduler", "a"}, {"delete", {"a-1-0"}}}), 4);
@@ -203,7 +203,7 @@ TEST(DeployState, ParseClientCommand_ChecksKindDepthAndInternalOps) {
   EXPECT_FALSE(ParseClientCommand(R"({"op":"create"})").ok()) << "no kind";
   EXPECT_FALSE(ParseClientCommand(R"({"kind":"rockets","op":"create"})").ok());
   std::string deep(200, '[');
-  EXPECT_EQ(ParseClientCommand(deep).status().message(), "command nested too deeply");
+  EXPECT_TRUE(ParseClientCommand(deep).status().message().starts_with("command nested too deeply; correct the command"));
   std::string quoted = R"({"kind":"sched","op":"scale","scheduler":"a","x":")" + std::string(100, '[') + R"("})";
   EXPECT_TRUE(ParseClientCommand(quoted).ok()) << "brackets inside strings do not nest";
   auto internal = ParseClientCommand(R"({"kind":"sched","op":"health","scheduler":"a","add":1})");

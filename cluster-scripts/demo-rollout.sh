@@ -2,11 +2,13 @@
 # A rolling update of game rooms (spec/002_*) on a local 3-node cluster with
 # the simulated executor, and the leader killed in the middle of it.
 #
-#   demo-rollout.sh [--rooms N] [--timeout-s S] [--keep]
+#   demo-rollout.sh [--rooms N] [--occupied-percent P] [--timeout-s S] [--keep]
 #
 # Starts 3 nodes (own CLUSTER_DIR, free ports) and `tsagent --simulate`,
-# creates scheduler "rooms" with N rooms (default 40; readyTarget 50%,
-# maxSurge 25%), waits until every room is up, starts a major update, kills
+# which keeps P% of the desired rooms occupied (default 25; players of a
+# deleted room take a ready one), creates scheduler "rooms" with N rooms
+# (default 40; readyTarget 50%, maxSurge 25%), waits until every room is up
+# and P% are occupied, starts a major update, kills
 # the leader (SIGKILL) once the rollout is under way, and waits until it
 # finishes under the new leader. Then the killed node is replaced the safe
 # way (`local-cluster.sh replace`): removed from the configuration, its data
@@ -17,9 +19,12 @@
 # new: it would vote with no memory of its promises and can lose
 # acknowledged writes.)
 # The last line is
-#   rooms=N old_left=0 ready_min=R desired_ready=D lost=0 duplicated=0 leader_changes=K
+#   rooms=N occupied=O old_left=0 ready_min=R ready_floor=F floor_held=yes lost=0 duplicated=0 leader_changes=K
 # and the exit status is 0 only if old_left and lost and duplicated are 0,
-# ready_min >= desired_ready, all 3 nodes vote again, and the digests agree.
+# the ready floor held (the fewest ready rooms the state saw during the
+# rollout, R, is at least F = min(desiredReady, ready when it began); past
+# desired - desiredReady occupied rooms, F is below desiredReady), all 3
+# nodes vote again, and the digests agree.
 # Each wait has a deadline (--timeout-s, default 120, for the whole run); node
 # logs are kept with --keep or on failure.
 # Environment: BUILD_DIR (default ./build); CLUSTER_DIR (default: a new
@@ -29,11 +34,13 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 build_dir="${BUILD_DIR:-$root/build}"
 rooms=40
+occupied_percent=25
 timeout_s=120
 keep=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --rooms) rooms="$2"; shift ;;
+    --occupied-percent) occupied_percent="$2"; shift ;;
     --timeout-s) timeout_s="$2"; shift ;;
     --keep) keep=1 ;;
     -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -42,6 +49,9 @@ while [[ $# -gt 0 ]]; do
   shift
 done
 [[ "$rooms" =~ ^[0-9]+$ && "$rooms" -ge 4 && "$rooms" -le 1000 ]] || { echo "demo-rollout.sh: --rooms must be 4..1000" >&2; exit 2; }
+[[ "$occupied_percent" =~ ^[0-9]+$ && "$occupied_percent" -le 100 ]] ||
+  { echo "demo-rollout.sh: --occupied-percent must be 0..100" >&2; exit 2; }
+players=$(( (rooms * occupied_percent + 50) / 100 ))
 for b in node/tsnode/tsnode node/tsctl/tsctl node/tsagent/tsagent; do
   [[ -f "$build_dir/$b" && -x "$build_dir/$b" ]] || cluster-scripts/setup.sh --build-dir "$build_dir" >/dev/null
 done
@@ -76,13 +86,13 @@ leader_id() { ctl status --json | json "next((n['id'] for n in j['nodes'] if n.g
 sched() { ctl sched show rooms --json | json "$1"; }
 leaders="$(leader_id)"
 
-"$build_dir/node/tsagent/tsagent" --simulate --endpoints "$endpoints" --period-ms 200 --occupied-percent 25 \
+"$build_dir/node/tsagent/tsagent" --simulate --endpoints "$endpoints" --period-ms 200 --occupied-percent "$occupied_percent" \
   --report "$CLUSTER_DIR/agent.json" >"$CLUSTER_DIR/agent.log" 2>&1 &
 agent_pid=$!
 
 ctl sched create rooms --desired "$rooms" --ready-target 50 --max-surge 25
-all_up() { [[ $(sched "j['view']['counts']['ready'] + j['view']['counts']['occupied']") -eq $rooms ]]; }
-wait_for "$rooms rooms of v1.0 to come up" all_up
+all_up() { [[ $(sched "int(j['view']['counts']['ready'] + j['view']['counts']['occupied'] == $rooms and j['view']['counts']['occupied'] == $players)") -eq 1 ]]; }
+wait_for "$rooms rooms of v1.0 to come up, $players occupied" all_up
 echo "demo-rollout.sh: $rooms rooms up at v1.0: $(sched "j['view']['counts']")"
 
 ctl sched update rooms --major
@@ -123,12 +133,15 @@ report=$(cat "$CLUSTER_DIR/agent.json")
 total=$(echo "$view" | json "j['view']['counts']['total']")
 old_left=$(echo "$view" | json "j['view']['counts']['old']")
 ready_min=$(echo "$view" | json "j['view']['rollout']['ready_min']")
-desired_ready=$(echo "$view" | json "j['view']['rollout']['desired_ready']")
+ready_floor=$(echo "$view" | json "j['view']['rollout']['ready_floor']")
+occupied=$(echo "$view" | json "j['view']['counts']['occupied']")
+floor_held=no
+[[ $ready_min -ge $ready_floor ]] && floor_held=yes
 lost=$(echo "$report" | json "j['lost']")
 duplicated=$(echo "$report" | json "j['duplicated'] + max(0, $total - $rooms)")
 leader_changes=$(($(echo "$leaders" | tr ' ' '\n' | uniq | wc -l) - 1))
-echo "rooms=$total old_left=$old_left ready_min=$ready_min desired_ready=$desired_ready lost=$lost duplicated=$duplicated leader_changes=$leader_changes"
-if [[ $old_left -eq 0 && $lost -eq 0 && $duplicated -eq 0 && $ready_min -ge $desired_ready && $leader_changes -ge 1 ]]; then
+echo "rooms=$total occupied=$occupied old_left=$old_left ready_min=$ready_min ready_floor=$ready_floor floor_held=$floor_held lost=$lost duplicated=$duplicated leader_changes=$leader_changes"
+if [[ $old_left -eq 0 && $lost -eq 0 && $duplicated -eq 0 && $floor_held == yes && $leader_changes -ge 1 ]]; then
   ok=1
 else
   exit 1

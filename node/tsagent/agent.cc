@@ -73,7 +73,7 @@ std::optional<nlohmann::json> SimAgent::Step(const nlohmann::json& view, uint64_
 
 void SimAgent::MovePlayers(const nlohmann::json& view, nlohmann::json& statuses) const {
   uint32_t desired = view.value("desired", 0u);
-  uint32_t wanted = static_cast<uint32_t>((uint64_t{desired} * occupied_percent_ + 50) / 100);
+  uint32_t wanted = players_ ? *players_ : static_cast<uint32_t>((uint64_t{desired} * occupied_percent_ + 50) / 100);
   // Rooms players can be in (up and not going away), new-version ones first.
   const nlohmann::json versions = view.value("versions", nlohmann::json::object());
   const std::string active = view.value("active_version", std::string());

@@ -48,7 +48,14 @@ struct AgentCounters {
 class SimAgent {
  public:
   explicit SimAgent(uint32_t occupied_percent) : occupied_percent_(occupied_percent) {}
-  void set_occupied_percent(uint32_t p) { occupied_percent_ = p; }
+  void set_occupied_percent(uint32_t p) {
+    occupied_percent_ = p;
+    players_.reset();
+  }
+  // Players as a count of occupied rooms per scheduler instead of a share
+  // of desired (which an autoscaler, whose desired follows occupancy, would
+  // chase down to its minimum).
+  void set_players(uint32_t n) { players_ = n; }
 
   // `view`: the scheduler's JSON (tsctl sched show NAME --json's "view"),
   // read at `applied_slot`. Returns the room_status command to send, if any.
@@ -66,6 +73,7 @@ class SimAgent {
   void MovePlayers(const nlohmann::json& view, nlohmann::json& statuses) const;
 
   uint32_t occupied_percent_;
+  std::optional<uint32_t> players_;
   std::map<std::string, uint64_t> last_slot_;                  // per scheduler
   std::map<std::string, std::set<std::string>> rooms_;  // scheduler -> rooms it runs
   std::set<std::string> ever_created_;

@@ -45,6 +45,8 @@ struct Flags {
   std::vector<std::string> only;  // schedulers to serve; empty: all
   uint32_t period_ms = 500;
   uint32_t occupied_percent = 25;
+  std::optional<uint32_t> players;
+  std::vector<std::string> occupancy_schedule;  // SECONDS:PERCENT% or SECONDS:PLAYERS, validated, in the order given
   uint32_t give_up_s = 0;  // 0: retry for ever
 };
 
@@ -55,9 +57,33 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--period-ms", f.period_ms, "How often to poll and act; a created room is ready one period later")
       ->check(CLI::Range(10u, 600000u))
       ->capture_default_str();
-  app.add_option("--occupied-percent", f.occupied_percent, "Share of new rooms that come up occupied")
+  app.add_option("--occupied-percent", f.occupied_percent,
+                 "Share of each scheduler's desired rooms kept occupied; players of a deleted room take a ready one")
       ->check(CLI::Range(0u, 100u))
       ->capture_default_str();
+  app.add_option("--players", f.players,
+                 "Instead: this many occupied rooms per scheduler, whatever desired is (for autoscaled schedulers, "
+                 "whose desired follows occupancy)");
+  app.add_option("--occupancy-schedule", f.occupancy_schedule,
+                 "Players arriving and leaving: SECONDS:PERCENT% or SECONDS:PLAYERS, comma-separated in increasing "
+                 "SECONDS (e.g. 60:70%,120:40% or 30:20,90:8): from SECONDS after the start, that share of desired "
+                 "rooms, or that many rooms, is occupied")
+      ->delimiter(',')
+      ->check(CLI::Validator(
+          [](std::string& v) -> std::string {
+            size_t colon = v.find(':');
+            if (colon == std::string::npos) return "'" + v + "' is not SECONDS:PERCENT";
+            try {
+              bool percent = !v.empty() && v.back() == '%';
+              if (percent && std::stoul(v.substr(colon + 1)) > 100) return "a percent is 0..100";
+              (void)std::stoul(v.substr(colon + 1));
+              (void)std::stoul(v.substr(0, colon));
+            } catch (const std::exception&) {
+              return "'" + v + "' is not SECONDS:PERCENT";
+            }
+            return "";
+          },
+          "SECONDS:PERCENT"));
   app.add_option("--scheduler", f.only, "Only these schedulers (repeatable; default: all)");
   app.add_option("--report", f.report_path, "Write the ledger (JSON) to this file after every step");
   app.add_option("--give-up-after-s", f.give_up_s,
@@ -154,7 +180,22 @@ void StepLrps(ts::client::Client& client, const ts::tsagent::SimAgent& agent) {
 
 // False when it gave up on an unreachable cluster (--give-up-after-s).
 bool RunUntilSignalled(ts::client::Client& client, ts::tsagent::SimAgent& agent, const Flags& f) {
+  auto start = std::chrono::steady_clock::now();
+  size_t next_change = 0;
   while (!g_stop) {
+    auto elapsed = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start).count();
+    while (next_change < f.occupancy_schedule.size() &&
+           static_cast<int64_t>(std::stoul(f.occupancy_schedule[next_change])) <= elapsed) {
+      const std::string& item = f.occupancy_schedule[next_change++];
+      uint32_t n = static_cast<uint32_t>(std::stoul(item.substr(item.find(':') + 1)));
+      if (item.back() == '%') {
+        agent.set_occupied_percent(n);
+        std::cerr << "tsagent: players arrive or leave: " << n << "% of desired rooms occupied from now on\n";
+      } else {
+        agent.set_players(n);
+        std::cerr << "tsagent: players arrive or leave: " << n << " rooms occupied from now on\n";
+      }
+    }
     if (f.give_up_s > 0 && g_reach.DownSeconds() >= f.give_up_s) {
       std::cerr << "tsagent: giving up: the cluster has not answered for " << g_reach.DownSeconds()
                 << " s (--give-up-after-s " << f.give_up_s << "); check --endpoints and that the nodes run\n";
@@ -197,7 +238,10 @@ int main(int argc, char** argv) {
   o.timeout = std::chrono::milliseconds(2000);
   ts::client::Client client(std::move(o));
   ts::tsagent::SimAgent agent(f.occupied_percent);
-  std::cerr << "tsagent: simulating rooms, period " << f.period_ms << " ms, " << f.occupied_percent << "% occupied\n";
+  if (f.players) agent.set_players(*f.players);
+  std::cerr << "tsagent: simulating rooms, period " << f.period_ms << " ms, "
+            << (f.players ? std::to_string(*f.players) + " rooms" : std::to_string(f.occupied_percent) + "%")
+            << " occupied\n";
   bool ran = RunUntilSignalled(client, agent, f);
   nlohmann::json rep = agent.Report();
   WriteReport(f.report_path, rep);

@@ -133,13 +133,18 @@ struct NodeStatus {
   // Migration (spec/001_*): older-model data this node still holds; empty:
   // none, so versions that read only the newer models may join.
   std::string older_model_data;
+  // The driver's: hostile load on this node's ports (rpc/transport.h).
+  uint64_t client_connections_refused = 0;  // over the connection cap
+  uint64_t client_connections_idle_closed = 0;
+  uint64_t accept_errors = 0;               // EMFILE and the like, both ports
 
   template <class A>
   void serialize(A& ar) {
     ar(id, role, ballot, leader, leader_client_addr, chosen_slot, applied_slot, last_slot, lease_left_ms,
        software_version, cluster_id, log_digest, keys, peers, latest_marker, downgrade_to, kv_write_model, eligible,
        ineligible_reason, stuck_at_slot, state_digest, coordinator, cluster_uuid, incarnation, voter, members,
-       snapshot_slot, snapshot_bytes, compacted_slot, snapshots_taken, snapshots_installed, older_model_data);
+       snapshot_slot, snapshot_bytes, compacted_slot, snapshots_taken, snapshots_installed, older_model_data,
+       client_connections_refused, client_connections_idle_closed, accept_errors);
   }
 };
 

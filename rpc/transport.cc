@@ -16,6 +16,7 @@
 
 #include "rpc/codec.h"
 #include "rpc/connection.h"
+#include "rpc/listener.h"
 
 namespace ts::rpc {
 
@@ -46,31 +47,6 @@ constexpr auto kHandshakeTimeout = std::chrono::milliseconds(2000);
 
 // Refusal counts are kept per peer id for at most this many ids.
 constexpr size_t kRefusalIdsMax = 1024;
-
-using Life = std::shared_ptr<char>;
-using LifeRef = std::weak_ptr<char>;
-
-Status Listen(asio::io_context& io, tcp::acceptor& acceptor, const HostPort& hp) {
-  auto ep = ResolveEndpoint(io, hp);
-  if (!ep.ok()) return ep.status();
-  std::error_code ec;
-  acceptor.open(ep->protocol(), ec);
-  if (!ec) acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
-  if (!ec) acceptor.bind(*ep, ec);
-  if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) {
-    std::error_code ignored;
-    acceptor.close(ignored);
-    return Status::IoError("cannot listen on " + hp.ToString() + ": " + ec.message());
-  }
-  return Status::Ok();
-}
-
-uint16_t BoundPort(const tcp::acceptor& acceptor) {
-  std::error_code ec;
-  auto ep = acceptor.local_endpoint(ec);
-  return ec ? 0 : ep.port();
-}
 
 }  // namespace
 
@@ -147,13 +123,6 @@ struct PeerTransport::Impl {
     r.last_reason = reason;
   }
 
-  void Accept() {
-    acceptor.async_accept([this, life = LifeRef(life)](const std::error_code& ec, tcp::socket sock) {
-      if (life.expired() || stopped) return;
-      if (!ec) AddInbound(std::move(sock));
-      Accept();
-    });
-  }
 
   void AddInbound(tcp::socket sock) {
     auto state = std::make_unique<Inbound>(io);
@@ -531,6 +500,7 @@ struct PeerTransport::Impl {
   std::map<consensus::NodeId, PeerRefusals> refusals;
   std::map<consensus::NodeId, uint64_t> refusals_logged_by_node;  // refusals we made, for log rate limiting
   TransportMetrics metrics;
+  AcceptLoop accepting{io, "peer", &metrics.accept_errors};
   bool started = false;
   bool stopped = false;
   Life life = std::make_shared<char>();
@@ -548,7 +518,7 @@ Status PeerTransport::Start() {
   if (impl_->started || impl_->stopped) return Status::InvalidArgument("PeerTransport::Start called twice");
   if (Status s = Listen(impl_->io, impl_->acceptor, impl_->opts.listen); !s.ok()) return s;
   impl_->started = true;
-  impl_->Accept();
+  impl_->accepting.Start(impl_->acceptor, [impl = impl_.get()](tcp::socket s) { impl->AddInbound(std::move(s)); });
   for (const auto& [id, l] : impl_->links) impl_->Dial(id);
   return Status::Ok();
 }
@@ -601,108 +571,5 @@ void PeerTransport::SetIncarnation(uint64_t incarnation) { impl_->opts.incarnati
 void PeerTransport::SetPeers(std::map<consensus::NodeId, HostPort> peers) { impl_->SetPeers(std::move(peers)); }
 
 std::map<consensus::NodeId, PeerRefusals> PeerTransport::refusals() const { return impl_->refusals; }
-
-// ------------------------------------------------------------ ClientServer
-
-struct ClientServer::Impl {
-  Impl(asio::io_context& io, HostPort listen, size_t frame_bytes_max, OnRequest on_request)
-      : io(io),
-        listen(std::move(listen)),
-        frame_bytes_max(frame_bytes_max),
-        // A client that stops reading may leave this much queued before it
-        // is cut off; always room for a few maximal responses.
-        queue_bytes_max(std::max<size_t>(16 << 20, 4 * frame_bytes_max)),
-        on_request(std::move(on_request)),
-        acceptor(io) {}
-
-  void Accept() {
-    acceptor.async_accept([this, life = LifeRef(life)](const std::error_code& ec, tcp::socket sock) {
-      if (life.expired() || stopped) return;
-      if (!ec) Serve(std::move(sock));
-      Accept();
-    });
-  }
-
-  void Serve(tcp::socket sock) {
-    auto conn = std::make_shared<Connection>(std::move(sock), "client", frame_bytes_max, queue_bytes_max, &metrics);
-    conns.emplace(conn.get(), conn);
-    std::weak_ptr<Connection> weak = conn;
-    Connection* key = conn.get();
-    size_t cap = frame_bytes_max;
-    conn->Start(
-        [this, weak, cap](FrameType type, std::string_view payload) {
-          if (type != FrameType::kClientRequest) {
-            return Status::InvalidArgument("unexpected frame type " + std::to_string(static_cast<int>(type)) +
-                                           " on the client port");
-          }
-          ClientRequest req;
-          if (Status s = DecodeClientRequest(payload, &req); !s.ok()) return s;
-          // The responder holds only a weak reference: answering a closed
-          // connection (or after the server is gone) is a no-op.
-          on_request(std::move(req), [weak, cap](ClientResponse&& resp) {
-            auto c = weak.lock();
-            if (!c || !c->open()) return;
-            std::string payload = EncodeClientResponse(resp);
-            if (payload.size() > cap) {
-              ClientResponse err;
-              err.id = resp.id;
-              err.code = ClientCode::kInternal;
-              err.message = "response of " + std::to_string(payload.size()) + " bytes exceeds the frame cap of " +
-                            std::to_string(cap);
-              payload = EncodeClientResponse(err);
-            }
-            if (!c->SendFrame(FrameType::kClientResponse, payload)) {
-              spdlog::warn("client connection {}: over {} bytes of responses unread; closing it", c->remote(),
-                           c->queued_bytes());
-              c->Close("client is not reading its responses");
-            }
-          });
-          return Status::Ok();
-        },
-        [this, key](const std::string&) { conns.erase(key); });
-  }
-
-  void Stop() {
-    if (stopped) return;
-    stopped = true;
-    std::error_code ec;
-    acceptor.close(ec);
-    std::vector<std::shared_ptr<Connection>> open;
-    for (auto& [key, c] : conns) open.push_back(c);
-    for (const auto& c : open) c->Close("server stopped");
-    conns.clear();
-  }
-
-  asio::io_context& io;
-  HostPort listen;
-  size_t frame_bytes_max;
-  size_t queue_bytes_max;
-  OnRequest on_request;
-  tcp::acceptor acceptor;
-  std::unordered_map<Connection*, std::shared_ptr<Connection>> conns;
-  TransportMetrics metrics;
-  bool started = false;
-  bool stopped = false;
-  Life life = std::make_shared<char>();
-};
-
-ClientServer::ClientServer(asio::io_context& io, HostPort listen, size_t frame_bytes_max, OnRequest on_request)
-    : impl_(std::make_unique<Impl>(io, std::move(listen), frame_bytes_max, std::move(on_request))) {}
-
-ClientServer::~ClientServer() { impl_->Stop(); }
-
-Status ClientServer::Start() {
-  if (impl_->started || impl_->stopped) return Status::InvalidArgument("ClientServer::Start called twice");
-  if (Status s = Listen(impl_->io, impl_->acceptor, impl_->listen); !s.ok()) return s;
-  impl_->started = true;
-  impl_->Accept();
-  return Status::Ok();
-}
-
-void ClientServer::Stop() { impl_->Stop(); }
-
-const TransportMetrics& ClientServer::metrics() const { return impl_->metrics; }
-
-uint16_t ClientServer::bound_port() const { return BoundPort(impl_->acceptor); }
 
 }  // namespace ts::rpc

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <set>
@@ -49,6 +50,21 @@ struct TransportMetrics {
   uint64_t bad_frames = 0;          // closed a connection for a malformed frame
   uint64_t handshakes_refused = 0;  // PeerTransport: the sum of refusals() counts
   uint64_t dropped_frames = 0;      // queue full or link down
+  uint64_t accept_errors = 0;       // accepts that failed (EMFILE...): retried after a backoff
+  uint64_t connections_refused = 0; // ClientServer: closed at once, over the connection cap
+  uint64_t idle_closed = 0;         // ClientServer: closed after the idle timeout
+};
+
+// Limits of the client port against clients that hold connections open.
+struct ClientLimits {
+  // Connections served at once; one more is closed as soon as it is
+  // accepted. Never more than the descriptor limit (RLIMIT_NOFILE) less
+  // kDescriptorReserve, which the node keeps for its peers, RocksDB and
+  // snapshots.
+  size_t max_connections = 1024;
+  // A connection that sends no request for this long is closed (0: never).
+  std::chrono::milliseconds idle_timeout{300'000};
+  static constexpr size_t kDescriptorReserve = 128;
 };
 
 struct PeerTransportOptions {
@@ -150,7 +166,8 @@ class ClientServer {
   // Each connection may hold max(16 MiB, 4 frames) of unread responses;
   // past that the client is not reading and its connection is closed. A
   // response over frame_bytes_max is replaced by a kInternal error.
-  ClientServer(asio::io_context& io, HostPort listen, size_t frame_bytes_max, OnRequest on_request);
+  ClientServer(asio::io_context& io, HostPort listen, size_t frame_bytes_max, OnRequest on_request,
+               ClientLimits limits = {});
   ~ClientServer();
   // Binds the listener (IoError if the port is taken) and starts accepting.
   Status Start();

@@ -188,6 +188,12 @@ std::string FormatStatusTable(const std::vector<rpc::HostPort>& endpoints,
                     std::to_string(s.snapshot_bytes) + " bytes), log compacted up to slot " +
                     std::to_string(s.compacted_slot));
     }
+    if (s.client_connections_refused + s.client_connections_idle_closed + s.accept_errors > 0) {
+      t.AddIndented("node " + std::to_string(s.id) + ": client connections refused over the cap " +
+                    std::to_string(s.client_connections_refused) + ", closed idle " +
+                    std::to_string(s.client_connections_idle_closed) + "; failed accepts (out of descriptors...) " +
+                    std::to_string(s.accept_errors));
+    }
     if (!s.older_model_data.empty()) {
       t.AddIndented("node " + std::to_string(s.id) + ": migration pending: holds " + OneLine(s.older_model_data) +
                     " (versions that read only newer models may not join until `tsctl migrate`)");
@@ -260,6 +266,9 @@ nlohmann::json StatusJson(const std::vector<rpc::HostPort>& endpoints,
     n["snapshots_taken"] = s.snapshots_taken;
     n["snapshots_installed"] = s.snapshots_installed;
     n["older_model_data"] = s.older_model_data;
+    n["client_connections_refused"] = s.client_connections_refused;
+    n["client_connections_idle_closed"] = s.client_connections_idle_closed;
+    n["accept_errors"] = s.accept_errors;
     n["migration_complete"] = s.older_model_data.empty();
     nlohmann::json peers = nlohmann::json::array();
     for (const rpc::PeerStatus& p : s.peers) {

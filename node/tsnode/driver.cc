@@ -165,7 +165,8 @@ Status Driver::StartClientPort() {
       io_, options_.client_addr, options_.frame_bytes_max,
       [this](rpc::ClientRequest&& req, rpc::ClientServer::Responder respond) {
         OnClientRequest(std::move(req), std::move(respond));
-      });
+      },
+      options_.client_limits);
   return clients_->Start();
 }
 
@@ -331,6 +332,10 @@ void Driver::Reply(station::Ready& r) {
         p.last_refusal = f->second.last_reason;
       }
     }
+    rpc::NodeStatus& st = reply.response.status;
+    st.client_connections_refused = clients_->metrics().connections_refused;
+    st.client_connections_idle_closed = clients_->metrics().idle_closed;
+    st.accept_errors = clients_->metrics().accept_errors + transport_->metrics().accept_errors;
     it->second(std::move(reply.response));
     responders_.erase(it);
   }

@@ -37,6 +37,7 @@ struct DriverOptions {
   std::optional<rpc::HostPort> peer_listen_addr;  // default: members[self], which peers dial
   std::string data_dir;
   size_t frame_bytes_max = rpc::kDefaultFrameBytesMax;
+  rpc::ClientLimits client_limits;  // connection cap and idle timeout of the client port
   // --initial-cluster-state new: an empty data dir is a bootstrap member of
   // a cluster not yet created (incarnation 0). Otherwise an empty data dir
   // joins an existing cluster as a learner (a fresh random incarnation).

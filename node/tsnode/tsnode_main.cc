@@ -89,6 +89,15 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--frame-bytes-max", o.frame_bytes_max, "largest frame accepted on any port (bytes)")
       ->capture_default_str();
+  app.add_option("--max-client-connections", o.client_limits.max_connections,
+                 "client connections served at once; more are closed at once and counted (never more than the "
+                 "descriptor limit less 128, kept for peers, RocksDB and snapshots)")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 20))
+      ->capture_default_str();
+  uint64_t idle_ms = static_cast<uint64_t>(o.client_limits.idle_timeout.count());
+  app.add_option("--client-idle-timeout-ms", idle_ms,
+                 "close a client connection that sends no request for this long (0: never)")
+      ->capture_default_str();
   app.add_option("--request-timeout-ms", so.request_timeout_ms, "a write not chosen by then is answered 'outcome unknown'")
       ->capture_default_str();
   app.add_option("--software-version", cc.software_version,
@@ -139,6 +148,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (ts::tsnode::PrintConfigIfAsked(app, std::cout)) return 0;
+  o.client_limits.idle_timeout = std::chrono::milliseconds(idle_ms);
 
   auto logger = spdlog::stderr_color_mt("tsnode");
   spdlog::set_default_logger(logger);

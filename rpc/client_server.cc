@@ -1,0 +1,178 @@
+// ClientServer (rpc/transport.h): the client port. Connections past a cap
+// are closed at once and counted, idle ones are closed after a timeout, and
+// accept errors are backed off (listener.h).
+#include <spdlog/spdlog.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <unordered_map>
+#include <vector>
+
+#include "rpc/codec.h"
+#include "rpc/connection.h"
+#include "rpc/listener.h"
+#include "rpc/transport.h"
+
+namespace ts::rpc {
+
+using asio::ip::tcp;
+
+struct ClientServer::Impl {
+  Impl(asio::io_context& io, HostPort listen, size_t frame_bytes_max, OnRequest on_request, ClientLimits limits)
+      : io(io),
+        listen(std::move(listen)),
+        frame_bytes_max(frame_bytes_max),
+        // A client that stops reading may leave this much queued before it
+        // is cut off; always room for a few maximal responses.
+        queue_bytes_max(std::max<size_t>(16 << 20, 4 * frame_bytes_max)),
+        on_request(std::move(on_request)),
+        limits(limits),
+        acceptor(io),
+        sweep(io) {}
+
+  // The connection cap in force: the flag, within the descriptors left.
+  size_t Cap() const {
+    rlimit rl{};
+    size_t cap = limits.max_connections;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+      size_t spare = rl.rlim_cur > ClientLimits::kDescriptorReserve ? rl.rlim_cur - ClientLimits::kDescriptorReserve : 1;
+      cap = std::min(cap, spare);
+    }
+    return std::max<size_t>(cap, 1);
+  }
+
+  void Accepted(tcp::socket sock) {
+    if (conns.size() >= Cap()) {
+      ++metrics.connections_refused;
+      ++unreported_refusals;
+      auto now = std::chrono::steady_clock::now();
+      if (now - last_refusal_warning >= std::chrono::seconds(10)) {
+        spdlog::warn("client port: {} connections refused since the last warning: {} are open, the cap ({}: "
+                     "--max-client-connections, within the descriptor limit less {})",
+                     unreported_refusals, conns.size(), Cap(), ClientLimits::kDescriptorReserve);
+        last_refusal_warning = now;
+        unreported_refusals = 0;
+      }
+      std::error_code ec;
+      sock.close(ec);
+      return;
+    }
+    Serve(std::move(sock));
+  }
+
+  // Closes connections that sent nothing for the idle timeout.
+  void Sweep() {
+    if (limits.idle_timeout.count() == 0) return;
+    sweep.expires_after(std::max(limits.idle_timeout / 4, std::chrono::milliseconds(10)));
+    sweep.async_wait([this, life = LifeRef(life)](const std::error_code& ec) {
+      if (ec || life.expired() || stopped) return;
+      auto now = std::chrono::steady_clock::now();
+      std::vector<std::shared_ptr<Connection>> idle;
+      for (auto& [key, c] : conns) {
+        if (now - last_active[key] >= limits.idle_timeout) idle.push_back(c);
+      }
+      for (const auto& c : idle) {
+        ++metrics.idle_closed;
+        c->Close("idle for " + std::to_string(limits.idle_timeout.count()) + " ms");
+      }
+      Sweep();
+    });
+  }
+
+  void Serve(tcp::socket sock) {
+    auto conn = std::make_shared<Connection>(std::move(sock), "client", frame_bytes_max, queue_bytes_max, &metrics);
+    conns.emplace(conn.get(), conn);
+    std::weak_ptr<Connection> weak = conn;
+    Connection* key = conn.get();
+    last_active[key] = std::chrono::steady_clock::now();
+    size_t cap = frame_bytes_max;
+    conn->Start(
+        [this, weak, cap, key](FrameType type, std::string_view payload) {
+          last_active[key] = std::chrono::steady_clock::now();
+          if (type != FrameType::kClientRequest) {
+            return Status::InvalidArgument("unexpected frame type " + std::to_string(static_cast<int>(type)) +
+                                           " on the client port");
+          }
+          ClientRequest req;
+          if (Status s = DecodeClientRequest(payload, &req); !s.ok()) return s;
+          // The responder holds only a weak reference: answering a closed
+          // connection (or after the server is gone) is a no-op.
+          on_request(std::move(req), [weak, cap](ClientResponse&& resp) {
+            auto c = weak.lock();
+            if (!c || !c->open()) return;
+            std::string payload = EncodeClientResponse(resp);
+            if (payload.size() > cap) {
+              ClientResponse err;
+              err.id = resp.id;
+              err.code = ClientCode::kInternal;
+              err.message = "response of " + std::to_string(payload.size()) + " bytes exceeds the frame cap of " +
+                            std::to_string(cap);
+              payload = EncodeClientResponse(err);
+            }
+            if (!c->SendFrame(FrameType::kClientResponse, payload)) {
+              spdlog::warn("client connection {}: over {} bytes of responses unread; closing it", c->remote(),
+                           c->queued_bytes());
+              c->Close("client is not reading its responses");
+            }
+          });
+          return Status::Ok();
+        },
+        [this, key](const std::string&) {
+          conns.erase(key);
+          last_active.erase(key);
+        });
+  }
+
+  void Stop() {
+    if (stopped) return;
+    stopped = true;
+    std::error_code ec;
+    acceptor.close(ec);
+    sweep.cancel();
+    std::vector<std::shared_ptr<Connection>> open;
+    for (auto& [key, c] : conns) open.push_back(c);
+    for (const auto& c : open) c->Close("server stopped");
+    conns.clear();
+  }
+
+  asio::io_context& io;
+  HostPort listen;
+  size_t frame_bytes_max;
+  size_t queue_bytes_max;
+  OnRequest on_request;
+  ClientLimits limits;
+  tcp::acceptor acceptor;
+  asio::steady_timer sweep;
+  std::unordered_map<Connection*, std::shared_ptr<Connection>> conns;
+  std::unordered_map<Connection*, std::chrono::steady_clock::time_point> last_active;
+  std::chrono::steady_clock::time_point last_refusal_warning{};
+  uint64_t unreported_refusals = 0;
+  TransportMetrics metrics;
+  AcceptLoop accepting{io, "client", &metrics.accept_errors};
+  bool started = false;
+  bool stopped = false;
+  Life life = std::make_shared<char>();
+};
+
+ClientServer::ClientServer(asio::io_context& io, HostPort listen, size_t frame_bytes_max, OnRequest on_request,
+                           ClientLimits limits)
+    : impl_(std::make_unique<Impl>(io, std::move(listen), frame_bytes_max, std::move(on_request), limits)) {}
+
+ClientServer::~ClientServer() { impl_->Stop(); }
+
+Status ClientServer::Start() {
+  if (impl_->started || impl_->stopped) return Status::InvalidArgument("ClientServer::Start called twice");
+  if (Status s = Listen(impl_->io, impl_->acceptor, impl_->listen); !s.ok()) return s;
+  impl_->started = true;
+  impl_->accepting.Start(impl_->acceptor, [impl = impl_.get()](tcp::socket s) { impl->Accepted(std::move(s)); });
+  impl_->Sweep();
+  return Status::Ok();
+}
+
+void ClientServer::Stop() { impl_->Stop(); }
+
+const TransportMetrics& ClientServer::metrics() const { return impl_->metrics; }
+
+uint16_t ClientServer::bound_port() const { return BoundPort(impl_->acceptor); }
+
+}  // namespace ts::rpc

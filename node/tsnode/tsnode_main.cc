@@ -10,6 +10,7 @@
 #include "node/station/version.h"
 #include "node/tsnode/driver.h"
 #include "node/tsnode/flag_sources.h"
+#include "node/tsnode/logging.h"
 #include "node/tsnode/restore.h"
 
 namespace {
@@ -58,7 +59,7 @@ int main(int argc, char** argv) {
   unsigned id = 0;
   std::string peers;
   std::string client_addr;
-  std::string log_level = "info";
+  ts::tsnode::LogOptions log;
   app.add_option("--id", id, "this node's id (1..63); must appear in --peers")->required();
   app.add_option("--peers", peers, "every member's peer address, this node included: 1=host:port,2=host:port,...")
       ->required();
@@ -131,7 +132,19 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--fault-injection", so.fault_injection,
                "accept fault-injection requests on the client port (drop traffic to/from peers); tests only");
-  app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
+  app.add_option("--log-level", log.level, "trace, debug, info, warn, error, critical or off")
+      ->check(CLI::IsMember(std::vector<std::string>(std::begin(ts::tsnode::kLogLevels), std::end(ts::tsnode::kLogLevels))))
+      ->capture_default_str();
+  app.add_option("--log-format", log.format, "text, or json: one object a line with ts (UTC), level, node and msg")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  app.add_option("--log-file", log.file, "log to this file instead of stderr, rotated at --log-file-max-bytes");
+  app.add_option("--log-file-max-bytes", log.file_max_bytes, "rotate the log file at this size")
+      ->check(CLI::Range(size_t{4096}, size_t{1} << 40))
+      ->capture_default_str();
+  app.add_option("--log-file-count", log.file_count, "rotated log files kept besides the current one")
+      ->check(CLI::Range(size_t{1}, size_t{1000}))
+      ->capture_default_str();
   app.set_version_flag("--version", std::string(ts::station::kSoftwareVersion));
   ts::tsnode::AddFlagSources(app, "TSNODE");
   try {
@@ -150,10 +163,10 @@ int main(int argc, char** argv) {
   if (ts::tsnode::PrintConfigIfAsked(app, std::cout)) return 0;
   o.client_limits.idle_timeout = std::chrono::milliseconds(idle_ms);
 
-  auto logger = spdlog::stderr_color_mt("tsnode");
-  spdlog::set_default_logger(logger);
-  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e [%^%l%$] node " + std::to_string(id) + ": %v");
-  spdlog::set_level(spdlog::level::from_str(log_level));
+  if (ts::Status s = ts::tsnode::SetUpLogging(id, log); !s.ok()) {
+    std::cerr << "tsnode: " << s.message() << " (--log-file " << log.file << ")\n";
+    return 1;
+  }
 
   auto fail = [](const std::string& why) {
     spdlog::critical("{}", why);

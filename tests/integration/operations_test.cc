@@ -127,6 +127,39 @@ TEST(SingleNode, DataDirIsCreatedWithItsParents) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(SingleNode, JsonLogsToARotatedFileAndUnknownLevelsRefused) {
+  std::string dir = TempDir("ts-logs");
+  CommandResult bad = RunCommand({kTsnode, "--id", "1", "--peers", "1=127.0.0.1:1", "--client-addr", "127.0.0.1:2",
+                                  "--data-dir", dir + "/d", "--log-level", "verbose"});
+  EXPECT_EQ(bad.code, 2) << "an unknown level used to turn logging off silently";
+  EXPECT_NE(bad.err.find("verbose not in"), std::string::npos) << bad.err;
+  auto ports = FreePorts(2);
+  std::string client = "127.0.0.1:" + std::to_string(ports[1]);
+  ChildProcess node({kTsnode, "--id", "1", "--peers", "1=127.0.0.1:" + std::to_string(ports[0]), "--client-addr",
+                     client, "--data-dir", dir + "/d", "--initial-cluster-state", "new", "--log-format", "json",
+                     "--log-file", dir + "/tsnode.log", "--log-file-max-bytes", "4096", "--log-file-count", "2"},
+                    dir + "/stderr.log");
+  ASSERT_TRUE(WaitFor([&] { return Tsctl({"--endpoints", client, "--timeout-ms", "500", "put", "k", "v\"q"}).code == 0; },
+                      10s))
+      << node.Log();
+  EXPECT_EQ(node.Stop(), 0);
+  // Every line of the log is one JSON object with the four fields.
+  CommandResult check = RunCommand(
+      {"/usr/bin/python3", "-c",
+       "import json,sys\n"
+       "n=0\n"
+       "for line in open(sys.argv[1]):\n"
+       "  o=json.loads(line); n+=1\n"
+       "  assert set(o)=={'ts','level','node','msg'}, o\n"
+       "  assert o['node']==1 and o['ts'].endswith('Z'), o\n"
+       "print(n)\n",
+       dir + "/tsnode.log"});
+  EXPECT_EQ(check.code, 0) << check.err;
+  EXPECT_GT(std::stoi(check.out.empty() ? "0" : check.out), 3) << check.out;
+  EXPECT_EQ(node.Log(), "") << "nothing on stderr with --log-file";
+  std::filesystem::remove_all(dir);
+}
+
 // --- clusters ------------------------------------------------------------
 
 class OperationsTest : public ClusterFixture {};

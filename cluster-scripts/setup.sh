@@ -38,13 +38,13 @@ if [[ -z "$build_dir" ]]; then
 fi
 
 # Everything the build, the tests and the scripts use (python3: free ports
-# and JSON in the scripts; openssl: gen-certs.sh; curl: the HTTP API tests).
-# RocksDB's -dev package brings its compression libraries. libssl-dev: TLS on
-# both ports (Asio's SSL); libcpp-httplib-dev: the HTTP port; libsystemd-dev:
-# sd_notify for the systemd unit.
+# and JSON in the scripts; curl and python3-prometheus-client: the HTTP
+# port's tests). RocksDB's -dev package brings its compression libraries.
+# libcpp-httplib-dev: the HTTP port; libsystemd-dev: sd_notify for the
+# systemd unit.
 packages=(build-essential cmake g++ pkg-config python3 libasio-dev libcereal-dev librocksdb-dev
           libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libcli11-dev nlohmann-json3-dev
-          libssl-dev libcpp-httplib-dev libsystemd-dev openssl curl)
+          libcpp-httplib-dev libsystemd-dev curl python3-prometheus-client)
 [[ $fuzz -eq 1 ]] && packages+=(clang-14 libclang-rt-14-dev)
 [[ $deploy_test -eq 1 ]] && packages+=(openssh-server openssh-client iproute2)
 command -v dpkg-query >/dev/null || die "no dpkg-query: this script supports Debian (12) only; install: ${packages[*]}"

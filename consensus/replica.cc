@@ -187,6 +187,8 @@ ReplicaStatus Replica::GetStatus() const {
   if (role_ == Role::kLeader && lease_until_ms_ > now_ms_) s.lease_left_ms = static_cast<int64_t>(lease_until_ms_ - now_ms_);
   s.leader_ready = role_ == Role::kLeader && chosen_upto_ >= recovered_upto_;
   s.voter = VoterSomewhere();
+  s.leader_heard = role_ == Role::kLeader ? s.lease_left_ms > 0
+                                          : leader_ != kNoNode && now_ms_ < last_heard_ms_ + config_.lease_ms;
   return s;
 }
 

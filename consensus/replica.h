@@ -143,6 +143,9 @@ struct ReplicaStatus {
   // Whether this node's incarnation votes in a configuration it knows (the
   // one in force or one being chosen); false: a learner.
   bool voter = false;
+  // A leader this node follows spoke within the lease (a leader: its lease
+  // is valid). What an HTTP health check asks.
+  bool leader_heard = false;
 };
 
 // What a leader knows of one peer.

@@ -137,6 +137,7 @@ struct NodeStatus {
   uint64_t client_connections_refused = 0;  // over the connection cap
   uint64_t client_connections_idle_closed = 0;
   uint64_t accept_errors = 0;               // EMFILE and the like, both ports
+  bool leader_heard = false;  // a leader spoke within the lease (a leader: it holds its lease)
 
   template <class A>
   void serialize(A& ar) {
@@ -144,7 +145,7 @@ struct NodeStatus {
        software_version, cluster_id, log_digest, keys, peers, latest_marker, downgrade_to, kv_write_model, eligible,
        ineligible_reason, stuck_at_slot, state_digest, coordinator, cluster_uuid, incarnation, voter, members,
        snapshot_slot, snapshot_bytes, compacted_slot, snapshots_taken, snapshots_installed, older_model_data,
-       client_connections_refused, client_connections_idle_closed, accept_errors);
+       client_connections_refused, client_connections_idle_closed, accept_errors, leader_heard);
   }
 };
 

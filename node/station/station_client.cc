@@ -214,6 +214,7 @@ rpc::NodeStatus Station::BuildStatus() const {
   st.applied_slot = applied_slot_;
   st.last_slot = s.last_slot;
   st.lease_left_ms = s.lease_left_ms;
+  st.leader_heard = s.leader_heard;
   st.software_version = options_.consensus.software_version;
   st.cluster_id = options_.cluster_id;
   st.log_digest = digest_.Hex();

@@ -14,6 +14,8 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <future>
 #include <random>
 
 namespace ts::tsnode {
@@ -91,6 +93,7 @@ Status Driver::Start() {
 
   if (Status s = StartTransport(); !s.ok()) return s;
   if (Status s = StartClientPort(); !s.ok()) return s;
+  if (Status s = StartHttpPort(); !s.ok()) return s;
   Flush();  // the replay's log lines
   auto listening = [](const rpc::HostPort& listen, const rpc::HostPort& advertised) {
     return listen.ToString() == advertised.ToString() ? listen.ToString()
@@ -170,6 +173,25 @@ Status Driver::StartClientPort() {
   return clients_->Start();
 }
 
+Status Driver::StartHttpPort() {
+  if (!options_.http_addr) return Status::Ok();
+  http_ = std::make_unique<HttpPort>(*options_.http_addr, [this] { return StatusFromAnotherThread(); });
+  return http_->Start();
+}
+
+std::optional<rpc::NodeStatus> Driver::StatusFromAnotherThread() {
+  auto answer = std::make_shared<std::promise<rpc::NodeStatus>>();
+  std::future<rpc::NodeStatus> status = answer->get_future();
+  asio::post(io_, [this, answer] {
+    if (stopping_) return;
+    rpc::ClientRequest req;
+    req.op = rpc::ClientOp::kStatus;
+    OnClientRequest(std::move(req), [answer](rpc::ClientResponse&& r) { answer->set_value(std::move(r.status)); });
+  });
+  if (status.wait_for(std::chrono::seconds(2)) != std::future_status::ready) return std::nullopt;
+  return status.get();
+}
+
 void Driver::Stop() {
   stopping_ = true;
   io_.stop();
@@ -195,6 +217,7 @@ void Driver::Run() {
     systemd_.Alive(std::chrono::steady_clock::now());
   }
   systemd_.Stopping();
+  if (http_) http_->Stop();
   if (snapshot_child_ > 0) {
     // Our snapshot's writer dies with us (PR_SET_PDEATHSIG); reap it now.
     kill(snapshot_child_, SIGKILL);

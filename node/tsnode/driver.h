@@ -23,6 +23,7 @@
 
 #include "node/station/station.h"
 #include "node/tsnode/file_snapshots.h"
+#include "node/tsnode/http_port.h"
 #include "node/tsnode/systemd_notify.h"
 #include "rpc/transport.h"
 #include "storage/log_store.h"
@@ -38,6 +39,7 @@ struct DriverOptions {
   std::string data_dir;
   size_t frame_bytes_max = rpc::kDefaultFrameBytesMax;
   rpc::ClientLimits client_limits;  // connection cap and idle timeout of the client port
+  std::optional<rpc::HostPort> http_addr;  // the HTTP port (http_port.h); none if unset
   // --initial-cluster-state new: an empty data dir is a bootstrap member of
   // a cluster not yet created (incarnation 0). Otherwise an empty data dir
   // joins an existing cluster as a learner (a fresh random incarnation).
@@ -69,6 +71,10 @@ class Driver {
   uint64_t NowMs() const;
   Status StartTransport();
   Status StartClientPort();
+  Status StartHttpPort();
+  // This node's status, made by the event loop, for another thread (the
+  // HTTP port's); nullopt if the loop did not answer within 2 s.
+  std::optional<rpc::NodeStatus> StatusFromAnotherThread();
   Status LoadIdentity(const consensus::Bootstrap& boot);
   void Flush();
   void Write(const station::Ready& r);
@@ -93,6 +99,7 @@ class Driver {
   std::unique_ptr<station::Station> station_;
   std::unique_ptr<rpc::PeerTransport> transport_;
   std::unique_ptr<rpc::ClientServer> clients_;
+  std::unique_ptr<HttpPort> http_;  // after the loop's members: stopped first
   asio::signal_set signals_;
   SystemdNotifier systemd_;
   std::chrono::steady_clock::time_point start_;

@@ -223,6 +223,52 @@ TEST_F(OperationsTest, LeaderHintsAreTheAdvertisedClientAddresses) {
   EXPECT_EQ(get.out, "v\n");
 }
 
+// The HTTP port: /metrics parsed by the Prometheus client library's own
+// text-format parser, /health following the quorum, /version.
+TEST_F(OperationsTest, HttpPortMetricsParseAndHealthFollowsTheQuorum) {
+  cluster_ = std::make_unique<ProcessCluster>(3, std::vector<std::string>{}, std::vector<std::vector<std::string>>{},
+                                              /*start_now=*/false);
+  auto http = FreePorts(3);
+  auto url = [&](size_t i, const std::string& path) {
+    return "http://127.0.0.1:" + std::to_string(http[i]) + path;
+  };
+  for (size_t i = 0; i < 3; ++i) cluster_->Start(i, {"--http-addr", "127.0.0.1:" + std::to_string(http[i])});
+  ASSERT_TRUE(cluster_->WaitForLeader(5000ms));
+  client::Client c(cluster_->ClientOptionsFor());
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(c.Call(Req(rpc::ClientOp::kPut, "m" + std::to_string(i), "v")).ok());
+  auto health = [&](size_t i) {
+    return RunCommand({"/usr/bin/curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", url(i, "/health")}).out;
+  };
+  for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(WaitFor([&] { return health(i) == "200"; }, 5000ms)) << "node " << i;
+  // Every node's metrics, through the Prometheus parser; one lease holder.
+  int holders = 0;
+  for (size_t i = 0; i < 3; ++i) {
+    CommandResult m = RunCommand({"/usr/bin/curl", "-sf", url(i, "/metrics")});
+    ASSERT_EQ(m.code, 0) << m.err;
+    CommandResult parsed = RunCommand(
+        {"/usr/bin/python3", "-c",
+         "import sys\n"
+         "from prometheus_client.parser import text_string_to_metric_families as parse\n"
+         "v={s.name: s.value for f in parse(sys.stdin.read()) for s in f.samples if not s.labels or s.name=='ts_info'}\n"
+         "assert v['ts_applied_slot'] >= 10, v\n"
+         "print(int(v['ts_lease_holder']))\n"},
+        m.out);
+    ASSERT_EQ(parsed.code, 0) << parsed.err;
+    holders += std::stoi(parsed.out);
+  }
+  EXPECT_EQ(holders, 1);
+  CommandResult version = RunCommand({"/usr/bin/curl", "-sf", url(0, "/version")});
+  EXPECT_NE(version.out.find(TS_SOFTWARE_VERSION_STRING), std::string::npos) << version.out;
+  // Quorum lost: the last node says 503 with a reason; back when it returns.
+  cluster_->Kill(1);
+  cluster_->Kill(2);
+  EXPECT_TRUE(WaitFor([&] { return health(0) == "503"; }, 5000ms));
+  CommandResult why = RunCommand({"/usr/bin/curl", "-s", url(0, "/health")});
+  EXPECT_NE(why.out.find("reason"), std::string::npos) << why.out;
+  cluster_->Restart(1);
+  EXPECT_TRUE(WaitFor([&] { return health(0) == "200"; }, 10000ms));
+}
+
 // Pre-vote: a follower paused (SIGSTOP) or cut off from both peers for many
 // election timeouts comes back without an election: same leader, same
 // ballot.

@@ -1,0 +1,145 @@
+#include "node/tsnode/http_port.h"
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include <sstream>
+
+#include "node/station/version.h"
+
+namespace ts::tsnode {
+
+std::optional<std::string> Unhealthy(const rpc::NodeStatus& s) {
+  if (!s.leader_heard) {
+    return s.role == "leader" ? "leader without a valid lease (no majority heard it)"
+                              : "no leader heard within the lease";
+  }
+  if (s.chosen_slot > s.applied_slot + kHealthSlack) {
+    return "catching up: applied slot " + std::to_string(s.applied_slot) + " of " + std::to_string(s.chosen_slot);
+  }
+  if (s.stuck_at_slot != 0) return "stuck on the decree in slot " + std::to_string(s.stuck_at_slot);
+  return std::nullopt;
+}
+
+namespace {
+
+// Escapes a label value (backslash, quote, newline), as the format asks.
+std::string Label(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+class Exposition {
+ public:
+  // One metric family; `samples` are (labels, value) pairs.
+  void Family(const std::string& name, const char* type, const std::string& help,
+              const std::vector<std::pair<std::string, double>>& samples) {
+    o_ << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n';
+    for (const auto& [labels, value] : samples) {
+      o_ << name << (labels.empty() ? "" : "{" + labels + "}") << ' ' << value << '\n';
+    }
+  }
+  void One(const std::string& name, const char* type, const std::string& help, double value) {
+    Family(name, type, help, {{"", value}});
+  }
+  std::string str() const { return o_.str(); }
+
+ private:
+  std::ostringstream o_;
+};
+
+}  // namespace
+
+std::string PrometheusText(const rpc::NodeStatus& s) {
+  Exposition e;
+  auto d = [](uint64_t v) { return static_cast<double>(v); };
+  e.Family("ts_info", "gauge", "This node: its software version, cluster, latest version marker and downgrade",
+           {{"version=\"" + Label(s.software_version) + "\",cluster=\"" + Label(s.cluster_id) + "\",marker=\"" +
+                 Label(s.latest_marker) + "\",downgrade_to=\"" + Label(s.downgrade_to) + "\"",
+             1}});
+  e.One("ts_node_id", "gauge", "This node's id", d(s.id));
+  e.One("ts_leader", "gauge", "1 while this node leads", s.role == "leader" ? 1 : 0);
+  e.One("ts_lease_holder", "gauge", "1 while this node leads with a valid lease", s.lease_left_ms > 0 ? 1 : 0);
+  e.One("ts_leader_id", "gauge", "The leader this node follows or is (0: none known)", d(s.leader));
+  e.One("ts_leader_heard", "gauge", "1 while a leader spoke within the lease", s.leader_heard ? 1 : 0);
+  e.One("ts_ballot_round", "gauge", "Round of the ballot this node promised", d(s.ballot.round));
+  e.One("ts_chosen_slot", "gauge", "Highest slot known chosen", d(s.chosen_slot));
+  e.One("ts_applied_slot", "gauge", "Highest slot applied", d(s.applied_slot));
+  e.One("ts_last_slot", "gauge", "Highest slot held", d(s.last_slot));
+  e.One("ts_keys", "gauge", "Entries in the key-value store", d(s.keys));
+  e.One("ts_voter", "gauge", "1 while this node's incarnation votes", s.voter ? 1 : 0);
+  e.One("ts_eligible", "gauge", "1 while the version rules let this node lead", s.eligible ? 1 : 0);
+  e.One("ts_coordinator_running", "gauge", "1 while the recovery coordinator runs here", s.coordinator ? 1 : 0);
+  e.One("ts_kv_write_model", "gauge", "Key-value model a leader writes now", s.kv_write_model);
+  e.One("ts_snapshot_slot", "gauge", "Slot of the newest local snapshot", d(s.snapshot_slot));
+  e.One("ts_snapshot_bytes", "gauge", "Size of the newest local snapshot", d(s.snapshot_bytes));
+  e.One("ts_compacted_slot", "gauge", "Log entries up to here are deleted", d(s.compacted_slot));
+  e.One("ts_snapshots_taken_total", "counter", "Snapshots taken since start", d(s.snapshots_taken));
+  e.One("ts_snapshots_installed_total", "counter", "Snapshots installed from peers since start",
+        d(s.snapshots_installed));
+  e.Family("ts_connections_refused_total", "counter", "Connections the node refused, by reason",
+           {{"reason=\"client_cap\"", d(s.client_connections_refused)},
+            {"reason=\"client_idle\"", d(s.client_connections_idle_closed)},
+            {"reason=\"accept_error\"", d(s.accept_errors)}});
+  std::vector<std::pair<std::string, double>> connected, refused;
+  for (const rpc::PeerStatus& p : s.peers) {
+    std::string label = "peer=\"" + std::to_string(p.id) + "\"";
+    connected.emplace_back(label, p.connected ? 1 : 0);
+    refused.emplace_back(label, d(p.refusals));
+  }
+  e.Family("ts_peer_connected", "gauge", "1 while the link to a peer is up", connected);
+  e.Family("ts_peer_handshakes_refused_total", "counter", "Handshakes refused with a peer's id, either side", refused);
+  return e.str();
+}
+
+HttpPort::HttpPort(rpc::HostPort addr, Fetch fetch)
+    : addr_(std::move(addr)), fetch_(std::move(fetch)), server_(std::make_unique<httplib::Server>()) {}
+
+HttpPort::~HttpPort() { Stop(); }
+
+Status HttpPort::Start() {
+  auto unavailable = [](httplib::Response& res) {
+    res.status = 503;
+    res.set_content(R"({"ok":false,"reason":"the node did not answer in time"})", "application/json");
+  };
+  server_->Get("/health", [this, unavailable](const httplib::Request&, httplib::Response& res) {
+    auto s = fetch_();
+    if (!s) return unavailable(res);
+    auto why = Unhealthy(*s);
+    nlohmann::json j = {{"ok", !why}, {"role", s->role}, {"leader", s->leader}, {"applied_slot", s->applied_slot},
+                        {"chosen_slot", s->chosen_slot}};
+    if (why) j["reason"] = *why;
+    res.status = why ? 503 : 200;
+    res.set_content(j.dump(), "application/json");
+  });
+  server_->Get("/metrics", [this, unavailable](const httplib::Request&, httplib::Response& res) {
+    auto s = fetch_();
+    if (!s) return unavailable(res);
+    res.set_content(PrometheusText(*s), "text/plain; version=0.0.4");
+  });
+  server_->Get("/version", [](const httplib::Request&, httplib::Response& res) {
+    nlohmann::json j = {{"software_version", station::kSoftwareVersion}};
+    res.set_content(j.dump(), "application/json");
+  });
+  if (!server_->bind_to_port(addr_.host, addr_.port)) {
+    return Status::IoError("cannot listen on " + addr_.ToString() + " (--http-addr)");
+  }
+  thread_ = std::thread([this] { server_->listen_after_bind(); });
+  return Status::Ok();
+}
+
+void HttpPort::Stop() {
+  if (!thread_.joinable()) return;
+  server_->stop();
+  thread_.join();
+}
+
+}  // namespace ts::tsnode

@@ -4,12 +4,14 @@
 # (RelWithDebInfo, one job per core). Safe to run again: with nothing missing
 # it installs nothing and the build is incremental.
 #
-#   cluster-scripts/setup.sh [--sanitize] [--no-build] [--fuzz] [--deploy-test] [--build-dir DIR]
+#   cluster-scripts/setup.sh [--sanitize] [--no-build] [--fuzz] [--deploy-test] [--etcd-bench] [--build-dir DIR]
 #
 #   --sanitize        AddressSanitizer + UBSan build, in build-asan
 #   --no-build        install packages only
 #   --fuzz            also install clang-14 and its runtime (cluster-scripts/fuzz.sh)
 #   --deploy-test     also install sshd, ssh and iproute2 (cluster-scripts/test-deploy.sh)
+#   --etcd-bench      also install etcd-server, Go and etcd's Go sources
+#                     (cluster-scripts/bench-vs-etcd.sh)
 #   --build-dir DIR   build here (default: $BUILD_DIR, else build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +22,7 @@ build_dir=""
 sanitize=0
 fuzz=0
 deploy_test=0
+etcd_bench=0
 do_build=1
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -27,8 +30,9 @@ while [[ $# -gt 0 ]]; do
     --no-build) do_build=0 ;;
     --fuzz) fuzz=1 ;;
     --deploy-test) deploy_test=1 ;;
+    --etcd-bench) etcd_bench=1 ;;
     --build-dir) [[ $# -ge 2 && -n "$2" ]] || die "--build-dir needs a directory"; build_dir="$2"; shift ;;
-    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "setup.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -41,12 +45,14 @@ fi
 # and JSON in the scripts; curl and python3-prometheus-client: the HTTP
 # port's tests). RocksDB's -dev package brings its compression libraries.
 # libcpp-httplib-dev: the HTTP port; libsystemd-dev: sd_notify for the
-# systemd unit.
+# systemd unit; libssl-dev and openssl: TLS on both ports and the test
+# certificates (cluster-scripts/gen-certs.sh).
 packages=(build-essential cmake g++ pkg-config python3 libasio-dev libcereal-dev librocksdb-dev
           libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libcli11-dev nlohmann-json3-dev
-          libcpp-httplib-dev libsystemd-dev curl python3-prometheus-client)
+          libcpp-httplib-dev libsystemd-dev libssl-dev openssl curl python3-prometheus-client)
 [[ $fuzz -eq 1 ]] && packages+=(clang-14 libclang-rt-14-dev)
 [[ $deploy_test -eq 1 ]] && packages+=(openssh-server openssh-client iproute2)
+[[ $etcd_bench -eq 1 ]] && packages+=(etcd-server etcd-client golang-go golang-etcd-server-dev)
 command -v dpkg-query >/dev/null || die "no dpkg-query: this script supports Debian (12) only; install: ${packages[*]}"
 missing=()
 for p in "${packages[@]}"; do

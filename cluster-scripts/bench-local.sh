@@ -6,12 +6,14 @@
 # Prints both results and the machine (cores, CPU model, kernel), and stops
 # the cluster on exit, whatever happens.
 #
-#   cluster-scripts/bench-local.sh [--duration-a S] [--duration-b S] [--warmup S] [--json]
+#   cluster-scripts/bench-local.sh [--duration-a S] [--duration-b S] [--warmup S] [--tls] [--json]
 #
 #   --duration-a S   measured seconds of run (a) (default 20)
 #   --duration-b S   measured seconds of run (b) (default 10)
 #   --warmup S       warm-up seconds before each run (default 1)
-#   --json           print one JSON object {machine, a, b} instead of text
+#   --tls            mutual TLS on every port (local-cluster.sh start --tls); tsbench
+#                    connects with the admin certificate
+#   --json           print one JSON object {machine, tls, a, b} instead of text
 #
 # Environment: BUILD_DIR (default ./build) holds build/node/tsnode/tsnode,
 # build/node/tsctl/tsctl and build/tests/bench/tsbench (built by setup.sh if
@@ -23,12 +25,13 @@ root=$(pwd)
 
 die() { echo "bench-local.sh: $*" >&2; exit 1; }
 bad() { echo "bench-local.sh: $* (see --help)" >&2; exit 2; }
-usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
 
 duration_a=20
 duration_b=10
 warmup=1
 json=0
+tls=0
 is_seconds() { [[ "$1" =~ ^[0-9]+([.][0-9]+)?$ ]]; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -36,6 +39,7 @@ while [[ $# -gt 0 ]]; do
     --duration-b) [[ $# -ge 2 ]] && is_seconds "$2" || bad "--duration-b needs seconds"; duration_b=$2; shift ;;
     --warmup) [[ $# -ge 2 ]] && is_seconds "$2" || bad "--warmup needs seconds"; warmup=$2; shift ;;
     --json) json=1 ;;
+    --tls) tls=1 ;;
     -h|--help) usage; exit 0 ;;
     *) bad "unknown argument '$1'" ;;
   esac
@@ -58,7 +62,13 @@ fi
 # local-cluster.sh start wipes it.
 cluster-scripts/local-cluster.sh stop >/dev/null 2>&1 || true
 trap 'cluster-scripts/local-cluster.sh stop >/dev/null 2>&1 || true' EXIT
-cluster-scripts/local-cluster.sh start 3 >&2 || die "could not start the cluster (logs in $CLUSTER_DIR)"
+start_args=(3)
+[[ $tls -eq 0 ]] || start_args+=(--tls)
+cluster-scripts/local-cluster.sh start "${start_args[@]}" >&2 || die "could not start the cluster (logs in $CLUSTER_DIR)"
+if [[ $tls -eq 1 ]]; then
+  # shellcheck source=/dev/null
+  source "$CLUSTER_DIR/tls.env"
+fi
 endpoints=$(grep -v '^[[:space:]]*\(#\|$\)' "$CLUSTER_DIR/endpoints" | paste -sd,)
 [[ -n "$endpoints" ]] || die "no endpoints in $CLUSTER_DIR/endpoints"
 
@@ -74,16 +84,18 @@ cores=$(nproc)
 model=$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || true)
 kernel=$(uname -sr)
 
-python3 - "$json" "$cores" "${model:-unknown}" "$kernel" "$result_a" "$result_b" <<'PY'
+python3 - "$json" "$cores" "${model:-unknown}" "$kernel" "$result_a" "$result_b" "$tls" <<'PY'
 import json, sys
 as_json, cores, model, kernel = sys.argv[1] == "1", int(sys.argv[2]), sys.argv[3], sys.argv[4]
 a, b = json.loads(sys.argv[5]), json.loads(sys.argv[6])
+tls = sys.argv[7] == "1"
 machine = {"cores": cores, "cpu": model, "kernel": kernel}
 if as_json:
-    print(json.dumps({"machine": machine, "a": a, "b": b}))
+    print(json.dumps({"machine": machine, "tls": tls, "a": a, "b": b}))
     sys.exit(0)
 print(f"machine: {cores} cores, {model}, {kernel}")
-print("cluster: 3 tsnode processes on loopback, fsync on; 16-byte keys, 100-byte values, puts")
+print("cluster: 3 tsnode processes on loopback, fsync on" + (", mutual TLS on every port" if tls else ", plaintext") +
+      "; 16-byte keys, 100-byte values, puts")
 for name, r in (("(a)", a), ("(b)", b)):
     print(f"{name} {r['in_flight']} in flight over {r['connections']} connection(s), {r['duration_s']:g} s: "
           f"{r['ops_per_sec']:.0f} puts/s, p50 {r['p50_ms']:.3f} ms, p99 {r['p99_ms']:.3f} ms, "

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # A local test cluster of tsnode processes on loopback.
 #
-#   local-cluster.sh start [N]        create a new cluster of N nodes (default 3, 1..7) on
+#   local-cluster.sh start [N] [--tls]
+#                                     create a new cluster of N nodes (default 3, 1..7) on
 #                                     free ports (the only start with --initial-cluster-state
 #                                     new; it wipes an older cluster in CLUSTER_DIR), wait for
 #                                     a leader, write and read a few values, print
-#                                     `tsctl status`; refuses if a cluster runs
+#                                     `tsctl status`; refuses if a cluster runs. --tls: mutual
+#                                     TLS on every port, with certificates gen-certs.sh makes in
+#                                     CLUSTER_DIR/tls; `source CLUSTER_DIR/tls.env` gives tsctl
+#                                     the admin certificate (client-read/-write are there too)
 #   local-cluster.sh stop             SIGTERM every node (SIGKILL after 10 s)
 #   local-cluster.sh status           each node's process state, `tsctl status`, `tsctl member list`
 #   local-cluster.sh kill ID          SIGKILL node ID
@@ -63,6 +67,12 @@ if [[ "${1:-}" != start && -f "$cluster_dir/cluster.env" ]]; then
   tsnode="${LC_TSNODE:-$tsnode}"
   if [[ -x "${LC_TSCTL:-}" ]]; then tsctl="$LC_TSCTL"; fi
 fi
+# A TLS cluster: the script's own tsctl calls use the admin certificate.
+tls_env() {
+  printf 'export TSCTL_CACERT=%q TSCTL_CERT=%q TSCTL_KEY=%q\n' "$cluster_dir/tls/ca.crt" \
+    "$cluster_dir/tls/client-admin.crt" "$cluster_dir/tls/client-admin.key"
+}
+if [[ "${1:-}" != start && "${LC_TLS:-0}" == 1 ]]; then eval "$(tls_env)"; fi
 stop_deadline_s=10
 leader_deadline_s=30
 member_deadline_s=30    # a membership change to be in force
@@ -184,11 +194,31 @@ wipe_cluster_dir() {
   fi
   local id
   for id in $(node_ids); do alive "$id" && die "a cluster is already running in $cluster_dir (stop it first)"; done
-  rm -rf "$cluster_dir"/node[0-9]* "$cluster_dir/endpoints" "$cluster_dir/cluster.env" "$cluster_dir/bootstrapped"
+  rm -rf "$cluster_dir"/node[0-9]* "$cluster_dir/endpoints" "$cluster_dir/cluster.env" "$cluster_dir/bootstrapped" \
+    "$cluster_dir/tls" "$cluster_dir/tls.env"
+}
+
+# Node ID's TLS flags, one a line (none for a plaintext cluster); makes its
+# certificate first if it has none.
+tls_flags() {
+  [[ "${LC_TLS:-0}" == 1 ]] || return 0
+  cluster-scripts/gen-certs.sh "$cluster_dir/tls" --cluster-id local --node-ids "$1" >/dev/null ||
+    die "gen-certs.sh could not make node $1's certificate"
+  printf '%s\n' --tls-ca "$cluster_dir/tls/ca.crt" --tls-cert "$cluster_dir/tls/node-$1.crt" \
+    --tls-key "$cluster_dir/tls/node-$1.key"
 }
 
 cmd_start() {
-  local n=${1:-3} id extra=()
+  local n=3 id extra=()
+  LC_TLS=0
+  while [[ $# -gt 0 ]]; do
+    case "$1" in
+      --tls) LC_TLS=1 ;;
+      [0-9]*) n=$1 ;;
+      *) die "start: unknown argument '$1'" ;;
+    esac
+    shift
+  done
   [[ "$n" =~ ^[1-7]$ ]] || die "start: N must be 1..7, got '$n'"
   wipe_cluster_dir
   if [[ ! -x "$tsnode" || ! -x "$tsctl" ]]; then
@@ -201,8 +231,15 @@ cmd_start() {
   read -r -a extra <<<"${TSNODE_ARGS:-}"
   {
     echo "# written by local-cluster.sh start $n; read by its other commands"
-    printf 'LC_NODES=%q\nLC_TSNODE=%q\nLC_TSCTL=%q\nLC_TSNODE_ARGS=%q\n' "$n" "$tsnode" "$tsctl" "${TSNODE_ARGS:-}"
+    printf 'LC_NODES=%q\nLC_TSNODE=%q\nLC_TSCTL=%q\nLC_TSNODE_ARGS=%q\nLC_TLS=%q\n' "$n" "$tsnode" "$tsctl" \
+      "${TSNODE_ARGS:-}" "$LC_TLS"
   } >"$cluster_dir/cluster.env"
+  if [[ "$LC_TLS" == 1 ]]; then
+    cluster-scripts/gen-certs.sh "$cluster_dir/tls" --cluster-id local --nodes "$n" >/dev/null ||
+      die "gen-certs.sh could not make the certificates"
+    tls_env >"$cluster_dir/tls.env"
+    eval "$(tls_env)"
+  fi
   local ports=() peers=""
   read -r -a ports <<<"$(free_ports $((2 * n)))"
   for ((id = 1; id <= n; id++)); do peers+="${peers:+,}$id=127.0.0.1:${ports[id - 1]}"; done
@@ -210,8 +247,8 @@ cmd_start() {
   for ((id = 1; id <= n; id++)); do
     local client="127.0.0.1:${ports[n + id - 1]}"
     echo "$client" >>"$cluster_dir/endpoints"
-    printf '%s\n' --id "$id" --peers "$peers" --client-addr "$client" --data-dir "$cluster_dir/node$id" \
-      --cluster-id local "${extra[@]}" >"$cluster_dir/node$id.flags"
+    { printf '%s\n' --id "$id" --peers "$peers" --client-addr "$client" --data-dir "$cluster_dir/node$id" \
+        --cluster-id local "${extra[@]}"; tls_flags "$id"; } >"$cluster_dir/node$id.flags"
     start_node "$id" new
   done
   # From here on no node is started with `new` again, whatever happens to it.
@@ -227,6 +264,10 @@ cmd_start() {
   [[ "$got" == "42" ]] || fail_start "wrote answer=42 but read back '$got'"
   echo "wrote 3 keys and read one back; cluster status:"
   ctl status
+  if [[ "$LC_TLS" == 1 ]]; then
+    echo "TLS on every port; for tsctl and tsbench: source $cluster_dir/tls.env (the admin certificate;"
+    echo "client-read and client-write are in $cluster_dir/tls)"
+  fi
 }
 
 cmd_stop() {
@@ -413,8 +454,8 @@ write_flags() {  # write_flags ID PEER_ADDR CLIENT_ADDR
   local peers extra=()
   peers=$(peers_for "$1" "$2") || die "tsctl member list failed; cannot write node $1's --peers"
   read -r -a extra <<<"${LC_TSNODE_ARGS:-}"
-  printf '%s\n' --id "$1" --peers "$peers" --client-addr "$3" --data-dir "$cluster_dir/node$1" \
-    --cluster-id local "${extra[@]}" >"$cluster_dir/node$1.flags"
+  { printf '%s\n' --id "$1" --peers "$peers" --client-addr "$3" --data-dir "$cluster_dir/node$1" \
+      --cluster-id local "${extra[@]}"; tls_flags "$1"; } >"$cluster_dir/node$1.flags"
 }
 
 # Starts node ID on an empty data dir (existing: it joins as a learner) and

@@ -26,6 +26,7 @@ class [[nodiscard]] Status {
     kAborted,
     kTimeout,
     kFailedPrecondition,  // the system is not in a state that allows it (the message says which)
+    kPermissionDenied,    // the caller's credentials do not allow it
   };
 
   Status() = default;
@@ -41,6 +42,7 @@ class [[nodiscard]] Status {
   static Status Aborted(std::string m) { return Status(Code::kAborted, std::move(m)); }
   static Status Timeout(std::string m) { return Status(Code::kTimeout, std::move(m)); }
   static Status FailedPrecondition(std::string m) { return Status(Code::kFailedPrecondition, std::move(m)); }
+  static Status PermissionDenied(std::string m) { return Status(Code::kPermissionDenied, std::move(m)); }
 
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }
@@ -74,6 +76,7 @@ inline const char* StatusCodeName(Status::Code code) {
     case Status::Code::kAborted: return "aborted";
     case Status::Code::kTimeout: return "timeout";
     case Status::Code::kFailedPrecondition: return "failed precondition";
+    case Status::Code::kPermissionDenied: return "permission denied";
   }
   return "unknown";
 }

@@ -14,7 +14,8 @@ using asio::ip::tcp;
 // ------------------------------------------------------------ AsyncClient
 
 struct AsyncClient::Impl {
-  Impl(asio::io_context& io, size_t frame_bytes_max) : io(io), frame_bytes_max(frame_bytes_max) {}
+  Impl(asio::io_context& io, size_t frame_bytes_max, std::shared_ptr<TlsContext> tls)
+      : io(io), frame_bytes_max(frame_bytes_max), tls(std::move(tls)) {}
 
   // Every pending callback runs once with Unavailable; callbacks may call
   // back into the client, so the map is emptied first.
@@ -24,16 +25,23 @@ struct AsyncClient::Impl {
     for (auto& [id, cb] : pending) cb(Status::Unavailable(why));
   }
 
+  // Reads responses from the connected (and secured) stream.
+  void Serve(std::shared_ptr<Stream> stream, std::weak_ptr<Impl> weak);
+
   void CloseConnection(const std::string& why) {
     std::error_code ec;
     if (connecting) connecting->close(ec);
     connecting.reset();
+    if (securing) securing->Close();
+    securing.reset();
     if (auto c = std::move(conn)) c->Close(why);
   }
 
   asio::io_context& io;
   size_t frame_bytes_max;
+  std::shared_ptr<TlsContext> tls;
   std::shared_ptr<tcp::socket> connecting;
+  std::shared_ptr<Stream> securing;  // connected, in its TLS handshake
   std::shared_ptr<Connection> conn;
   std::map<uint64_t, Callback> callbacks;
   uint64_t next_id = 1;
@@ -41,8 +49,8 @@ struct AsyncClient::Impl {
   std::string addr;
 };
 
-AsyncClient::AsyncClient(asio::io_context& io, size_t frame_bytes_max)
-    : impl_(std::make_shared<Impl>(io, frame_bytes_max)) {}
+AsyncClient::AsyncClient(asio::io_context& io, size_t frame_bytes_max, std::shared_ptr<TlsContext> tls)
+    : impl_(std::make_shared<Impl>(io, frame_bytes_max, std::move(tls))) {}
 
 AsyncClient::~AsyncClient() { Close(); }
 
@@ -66,36 +74,55 @@ void AsyncClient::Connect(const HostPort& addr, std::function<void(Status)> done
       done(Status::Unavailable("connect to " + impl->addr + ": " + ec.message()));
       return;
     }
-    // The client may queue as much as it likes (it chose how many requests
-    // to keep in flight); only a dead server stops it, and that fails them.
-    impl->conn = std::make_shared<Connection>(std::move(*sock), "server", impl->frame_bytes_max, size_t{1} << 30,
-                                              &impl->metrics);
-    Connection* conn = impl->conn.get();
-    impl->conn->Start(
-        [weak](FrameType type, std::string_view payload) {
-          auto impl = weak.lock();
-          if (!impl) return Status::Ok();
-          if (type != FrameType::kClientResponse) {
-            return Status::InvalidArgument("unexpected frame type " + std::to_string(static_cast<int>(type)) +
-                                           " from a server");
-          }
-          ClientResponse resp;
-          if (Status s = DecodeClientResponse(payload, &resp); !s.ok()) return s;
-          auto it = impl->callbacks.find(resp.id);
-          if (it == impl->callbacks.end()) return Status::Ok();  // answer to a request already failed
-          Callback cb = std::move(it->second);
-          impl->callbacks.erase(it);
-          cb(std::move(resp));
-          return Status::Ok();
-        },
-        [weak, conn](const std::string& reason) {
-          auto impl = weak.lock();
-          if (!impl) return;
-          if (impl->conn.get() == conn) impl->conn.reset();
-          impl->FailAll("connection to " + impl->addr + " lost: " + reason);
-        });
-    done(Status::Ok());
+    auto stream = std::make_shared<Stream>(std::move(*sock), impl->tls);
+    impl->securing = stream;
+    stream->Handshake(false, std::chrono::seconds(10), [weak, stream, done](Status s) {
+      auto impl = weak.lock();
+      if (!impl || impl->securing != stream) return;  // client gone, closed or reconnecting
+      impl->securing.reset();
+      if (s.ok() && stream->tls() && stream->peer_identity().unit != "node") {
+        s = Status::Unavailable("its certificate (" + stream->peer_identity().ToString() +
+                                ") is not a node's (OU=node)");
+      }
+      if (!s.ok()) {
+        stream->Close();
+        done(Status::Unavailable("connect to " + impl->addr + ": " + s.message()));
+        return;
+      }
+      impl->Serve(stream, weak);
+      done(Status::Ok());
+    });
   });
+}
+
+void AsyncClient::Impl::Serve(std::shared_ptr<Stream> stream, std::weak_ptr<Impl> weak) {
+  // The client may queue as much as it likes (it chose how many requests
+  // to keep in flight); only a dead server stops it, and that fails them.
+  conn = std::make_shared<Connection>(std::move(stream), "server", frame_bytes_max, size_t{1} << 30, &metrics);
+  Connection* c = conn.get();
+  conn->Start(
+      [weak](FrameType type, std::string_view payload) {
+        auto impl = weak.lock();
+        if (!impl) return Status::Ok();
+        if (type != FrameType::kClientResponse) {
+          return Status::InvalidArgument("unexpected frame type " + std::to_string(static_cast<int>(type)) +
+                                         " from a server");
+        }
+        ClientResponse resp;
+        if (Status s = DecodeClientResponse(payload, &resp); !s.ok()) return s;
+        auto it = impl->callbacks.find(resp.id);
+        if (it == impl->callbacks.end()) return Status::Ok();  // answer to a request already failed
+        Callback cb = std::move(it->second);
+        impl->callbacks.erase(it);
+        cb(std::move(resp));
+        return Status::Ok();
+      },
+      [weak, c](const std::string& reason) {
+        auto impl = weak.lock();
+        if (!impl) return;
+        if (impl->conn.get() == c) impl->conn.reset();
+        impl->FailAll("connection to " + impl->addr + " lost: " + reason);
+      });
 }
 
 void AsyncClient::Send(ClientRequest req, Callback cb) {
@@ -126,6 +153,7 @@ void AsyncClient::Close() {
 
 struct BlockingClient::Impl {
   asio::io_context io;
+  std::shared_ptr<TlsContext> tls;
   std::unique_ptr<AsyncClient> client;
   bool connected = false;
 
@@ -142,12 +170,14 @@ struct BlockingClient::Impl {
   }
 };
 
-BlockingClient::BlockingClient() : impl_(std::make_unique<Impl>()) {}
+BlockingClient::BlockingClient(std::shared_ptr<TlsContext> tls) : impl_(std::make_unique<Impl>()) {
+  impl_->tls = std::move(tls);
+}
 BlockingClient::~BlockingClient() { Close(); }
 
 Status BlockingClient::Connect(const HostPort& addr, std::chrono::milliseconds timeout) {
   Close();
-  impl_->client = std::make_unique<AsyncClient>(impl_->io);
+  impl_->client = std::make_unique<AsyncClient>(impl_->io, kDefaultFrameBytesMax, impl_->tls);
   bool done = false;
   Status result = Status::Unavailable("connect to " + addr.ToString() + ": timed out");
   impl_->client->Connect(addr, [&](Status s) {

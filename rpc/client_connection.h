@@ -15,13 +15,15 @@
 
 #include "consensus/status.h"
 #include "rpc/client_protocol.h"
+#include "rpc/stream.h"
 #include "rpc/transport.h"
 
 namespace ts::rpc {
 
 class BlockingClient {
  public:
-  BlockingClient();
+  // tls: connect over mutual TLS with this setup (null: plaintext).
+  explicit BlockingClient(std::shared_ptr<TlsContext> tls = nullptr);
   ~BlockingClient();
   // Unavailable("connect to H:P: reason") on failure or timeout.
   Status Connect(const HostPort& addr, std::chrono::milliseconds timeout);
@@ -40,10 +42,14 @@ class BlockingClient {
 class AsyncClient {
  public:
   using Callback = std::function<void(StatusOr<ClientResponse>)>;
-  AsyncClient(asio::io_context& io, size_t frame_bytes_max = kDefaultFrameBytesMax);
+  // tls: connect over mutual TLS with this setup (null: plaintext); the
+  // server must present a node's certificate (OU=node) the CA signed.
+  explicit AsyncClient(asio::io_context& io, size_t frame_bytes_max = kDefaultFrameBytesMax,
+                       std::shared_ptr<TlsContext> tls = nullptr);
   ~AsyncClient();
   // Connects (dropping any previous connection, whose pending callbacks get
-  // Unavailable); `done` gets Ok or Unavailable, and is not called if the
+  // Unavailable), with the TLS handshake if any; `done` gets Ok or
+  // Unavailable (naming a failed TLS handshake), and is not called if the
   // client is closed, reconnected or destroyed first.
   void Connect(const HostPort& addr, std::function<void(Status)> done);
   // Sends req (id assigned here); `cb` runs once with the response or with

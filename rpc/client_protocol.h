@@ -48,6 +48,9 @@ enum class ClientCode : uint8_t {
   // timed out, or leadership moved before the node learnt its slot): it may
   // or may not be applied. Never retried blindly; read before retrying.
   kOutcomeUnknown = 8,
+  // The client's role (its TLS certificate, rpc/roles.h) does not allow the
+  // operation; nothing was done. Final.
+  kPermissionDenied = 9,
 };
 
 const char* ClientCodeName(ClientCode code);
@@ -95,6 +98,53 @@ struct MemberStatus {  // one member of the configuration in force
   void serialize(A& ar) { ar(id, voter, incarnation, peer_addr, heard, heard_incarnation, match, note); }
 };
 
+// A histogram as Prometheus keeps one: counts[i] observations at most
+// bounds[i], and counts.back() all of them (+Inf); not cumulative here.
+struct Histogram {
+  std::vector<double> bounds;
+  std::vector<uint64_t> counts;  // bounds.size() + 1
+  double sum = 0;
+
+  Histogram() : counts(1, 0) {}
+  explicit Histogram(std::vector<double> b) : bounds(std::move(b)), counts(bounds.size() + 1, 0) {}
+  void Observe(double v) {
+    size_t i = 0;
+    while (i < bounds.size() && v > bounds[i]) ++i;
+    if (i >= counts.size()) counts.resize(bounds.size() + 1, 0);
+    ++counts[i];
+    sum += v;
+  }
+  template <class A>
+  void serialize(A& ar) { ar(bounds, counts, sum); }
+};
+
+// Counters of this node's process since it started (the driver's).
+struct NodeCounters {
+  uint64_t proposals = 0;          // entries this node wrote to its log as the leader
+  uint64_t decrees_applied = 0;    // committed decrees applied
+  uint64_t synced_writes = 0;      // writes to the log store that waited for an fsync
+  uint64_t elections_started = 0;  // times this node became a candidate
+  uint64_t elections_won = 0;      // times it became the leader
+  uint64_t leader_changes = 0;     // times the leader it knew of changed (to another node or ballot)
+  uint64_t digest_mismatches = 0;  // checkpoints whose state digest a peer reported otherwise
+  Histogram fsync_seconds;         // duration of each synced write
+  Histogram batch_entries;         // log entries per synced write
+
+  template <class A>
+  void serialize(A& ar) {
+    ar(proposals, decrees_applied, synced_writes, elections_started, elections_won, leader_changes,
+       digest_mismatches, fsync_seconds, batch_entries);
+  }
+};
+
+// The state digest a node computed when it had applied exactly `slot`.
+struct DigestCheckpoint {
+  uint64_t slot = 0;
+  std::string state_digest;
+  template <class A>
+  void serialize(A& ar) { ar(slot, state_digest); }
+};
+
 struct NodeStatus {
   consensus::NodeId id = 0;
   std::string role;            // "leader", "follower", "candidate"
@@ -138,6 +188,14 @@ struct NodeStatus {
   uint64_t client_connections_idle_closed = 0;
   uint64_t accept_errors = 0;               // EMFILE and the like, both ports
   bool leader_heard = false;  // a leader spoke within the lease (a leader: it holds its lease)
+  // TLS (rpc/stream.h) on both ports, and roles (rpc/roles.h):
+  uint64_t tls_handshakes_failed = 0;  // no certificate, a foreign CA's, not TLS, too slow
+  uint64_t certificates_refused = 0;   // signed by the CA but naming the wrong cluster, node or role
+  uint64_t requests_denied = 0;        // requests the client's role does not allow (client and HTTP ports)
+  NodeCounters counters;
+  // The state digest at the last few slots that are multiples of the
+  // checkpoint interval (tsnode --digest-checkpoint-slots), oldest first.
+  std::vector<DigestCheckpoint> digest_checkpoints;
 
   template <class A>
   void serialize(A& ar) {
@@ -145,7 +203,8 @@ struct NodeStatus {
        software_version, cluster_id, log_digest, keys, peers, latest_marker, downgrade_to, kv_write_model, eligible,
        ineligible_reason, stuck_at_slot, state_digest, coordinator, cluster_uuid, incarnation, voter, members,
        snapshot_slot, snapshot_bytes, compacted_slot, snapshots_taken, snapshots_installed, older_model_data,
-       client_connections_refused, client_connections_idle_closed, accept_errors, leader_heard);
+       client_connections_refused, client_connections_idle_closed, accept_errors, leader_heard,
+       tls_handshakes_failed, certificates_refused, requests_denied, counters, digest_checkpoints);
   }
 };
 
@@ -186,6 +245,7 @@ inline const char* ClientCodeName(ClientCode code) {
     case ClientCode::kBusy: return "busy";
     case ClientCode::kInternal: return "internal error";
     case ClientCode::kOutcomeUnknown: return "outcome unknown";
+    case ClientCode::kPermissionDenied: return "permission denied";
   }
   return "unknown";
 }

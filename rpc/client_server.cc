@@ -11,6 +11,7 @@
 #include "rpc/codec.h"
 #include "rpc/connection.h"
 #include "rpc/listener.h"
+#include "rpc/roles.h"
 #include "rpc/transport.h"
 
 namespace ts::rpc {
@@ -18,7 +19,8 @@ namespace ts::rpc {
 using asio::ip::tcp;
 
 struct ClientServer::Impl {
-  Impl(asio::io_context& io, HostPort listen, size_t frame_bytes_max, OnRequest on_request, ClientLimits limits)
+  Impl(asio::io_context& io, HostPort listen, size_t frame_bytes_max, OnRequest on_request, ClientLimits limits,
+       PortTls tls)
       : io(io),
         listen(std::move(listen)),
         frame_bytes_max(frame_bytes_max),
@@ -27,6 +29,7 @@ struct ClientServer::Impl {
         queue_bytes_max(std::max<size_t>(16 << 20, 4 * frame_bytes_max)),
         on_request(std::move(on_request)),
         limits(limits),
+        tls(std::move(tls)),
         acceptor(io),
         sweep(io) {}
 
@@ -42,7 +45,8 @@ struct ClientServer::Impl {
   }
 
   void Accepted(tcp::socket sock) {
-    if (conns.size() >= Cap()) {
+    // Connections still in their TLS handshake hold descriptors too.
+    if (conns.size() + handshaking >= Cap()) {
       ++metrics.connections_refused;
       ++unreported_refusals;
       auto now = std::chrono::steady_clock::now();
@@ -57,7 +61,44 @@ struct ClientServer::Impl {
       sock.close(ec);
       return;
     }
-    Serve(std::move(sock));
+    auto stream = std::make_shared<Stream>(std::move(sock), tls.context);
+    if (!stream->tls()) {
+      Serve(std::move(stream), ClientRole::kAdmin);
+      return;
+    }
+    ++handshaking;
+    stream->Handshake(true, tls.handshake_timeout, [this, stream, life = LifeRef(life)](Status s) {
+      if (life.expired()) return;
+      --handshaking;
+      if (stopped) return stream->Close();
+      std::error_code ec;
+      auto ep = stream->socket().remote_endpoint(ec);
+      std::string remote = ec ? "?" : ep.address().to_string() + ":" + std::to_string(ep.port());
+      if (!s.ok()) {
+        ++metrics.tls_handshakes_failed;
+        Refused(remote, s.message());
+        return stream->Close();
+      }
+      auto role = RoleOf(stream->peer_identity(), tls.cluster_id);
+      if (!role.ok()) {
+        ++metrics.certificates_refused;
+        Refused(remote, role.status().message());
+        return stream->Close();
+      }
+      Serve(stream, *role);
+    });
+  }
+
+  // A client that could not be served: logged once every 10 s at most,
+  // with the count since the last line.
+  void Refused(const std::string& remote, const std::string& why) {
+    ++unreported_tls_refusals;
+    auto now = std::chrono::steady_clock::now();
+    if (now - last_tls_warning < std::chrono::seconds(10)) return;
+    spdlog::warn("client port: refused {} ({} refused since the last warning): {}", remote,
+                 unreported_tls_refusals, why);
+    last_tls_warning = now;
+    unreported_tls_refusals = 0;
   }
 
   // Closes connections that sent nothing for the idle timeout.
@@ -79,15 +120,15 @@ struct ClientServer::Impl {
     });
   }
 
-  void Serve(tcp::socket sock) {
-    auto conn = std::make_shared<Connection>(std::move(sock), "client", frame_bytes_max, queue_bytes_max, &metrics);
+  void Serve(std::shared_ptr<Stream> stream, ClientRole role) {
+    auto conn = std::make_shared<Connection>(std::move(stream), "client", frame_bytes_max, queue_bytes_max, &metrics);
     conns.emplace(conn.get(), conn);
     std::weak_ptr<Connection> weak = conn;
     Connection* key = conn.get();
     last_active[key] = std::chrono::steady_clock::now();
     size_t cap = frame_bytes_max;
     conn->Start(
-        [this, weak, cap, key](FrameType type, std::string_view payload) {
+        [this, weak, cap, key, role](FrameType type, std::string_view payload) {
           last_active[key] = std::chrono::steady_clock::now();
           if (type != FrameType::kClientRequest) {
             return Status::InvalidArgument("unexpected frame type " + std::to_string(static_cast<int>(type)) +
@@ -97,7 +138,7 @@ struct ClientServer::Impl {
           if (Status s = DecodeClientRequest(payload, &req); !s.ok()) return s;
           // The responder holds only a weak reference: answering a closed
           // connection (or after the server is gone) is a no-op.
-          on_request(std::move(req), [weak, cap](ClientResponse&& resp) {
+          Responder respond = [weak, cap](ClientResponse&& resp) {
             auto c = weak.lock();
             if (!c || !c->open()) return;
             std::string payload = EncodeClientResponse(resp);
@@ -114,7 +155,19 @@ struct ClientServer::Impl {
                            c->queued_bytes());
               c->Close("client is not reading its responses");
             }
-          });
+          };
+          if (ClientRole needed = RequiredRole(req.op); role < needed) {
+            ++metrics.requests_denied;
+            ClientResponse denied;
+            denied.id = req.id;
+            denied.code = ClientCode::kPermissionDenied;
+            denied.message = std::string("this operation needs the ") + ClientRoleName(needed) +
+                             " role; the client certificate grants " + ClientRoleName(role) +
+                             ": use a certificate with OU=" + ClientRoleName(needed) + " or admin";
+            respond(std::move(denied));
+            return Status::Ok();
+          }
+          on_request(std::move(req), std::move(respond));
           return Status::Ok();
         },
         [this, key](const std::string&) {
@@ -141,12 +194,16 @@ struct ClientServer::Impl {
   size_t queue_bytes_max;
   OnRequest on_request;
   ClientLimits limits;
+  PortTls tls;
   tcp::acceptor acceptor;
   asio::steady_timer sweep;
   std::unordered_map<Connection*, std::shared_ptr<Connection>> conns;
   std::unordered_map<Connection*, std::chrono::steady_clock::time_point> last_active;
   std::chrono::steady_clock::time_point last_refusal_warning{};
   uint64_t unreported_refusals = 0;
+  size_t handshaking = 0;  // accepted sockets in their TLS handshake
+  std::chrono::steady_clock::time_point last_tls_warning{};
+  uint64_t unreported_tls_refusals = 0;
   TransportMetrics metrics;
   AcceptLoop accepting{io, "client", &metrics.accept_errors};
   bool started = false;
@@ -155,8 +212,9 @@ struct ClientServer::Impl {
 };
 
 ClientServer::ClientServer(asio::io_context& io, HostPort listen, size_t frame_bytes_max, OnRequest on_request,
-                           ClientLimits limits)
-    : impl_(std::make_unique<Impl>(io, std::move(listen), frame_bytes_max, std::move(on_request), limits)) {}
+                           ClientLimits limits, PortTls tls)
+    : impl_(std::make_unique<Impl>(io, std::move(listen), frame_bytes_max, std::move(on_request), limits,
+                                   std::move(tls))) {}
 
 ClientServer::~ClientServer() { impl_->Stop(); }
 

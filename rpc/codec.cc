@@ -15,7 +15,7 @@ Status CheckRequest(const ClientRequest& r) {
 }
 
 Status CheckResponse(const ClientResponse& r) {
-  if (static_cast<uint8_t>(r.code) > static_cast<uint8_t>(ClientCode::kOutcomeUnknown)) {
+  if (static_cast<uint8_t>(r.code) > static_cast<uint8_t>(ClientCode::kPermissionDenied)) {
     return Status::InvalidArgument("unknown response code " + std::to_string(static_cast<uint8_t>(r.code)));
   }
   return Status::Ok();

@@ -26,17 +26,17 @@ constexpr size_t kKeepBufferBytes = 1 << 20;
 
 }  // namespace
 
-Connection::Connection(asio::ip::tcp::socket socket, std::string what, size_t frame_bytes_max,
+Connection::Connection(std::shared_ptr<Stream> stream, std::string what, size_t frame_bytes_max,
                        size_t queue_bytes_max, TransportMetrics* metrics)
-    : socket_(std::move(socket)),
+    : stream_(std::move(stream)),
       what_(std::move(what)),
       frame_bytes_max_(frame_bytes_max),
       queue_bytes_max_(queue_bytes_max),
       metrics_(metrics != nullptr ? metrics : &own_metrics_) {
   std::error_code ec;
   // Small request/response frames must not wait for Nagle's timer.
-  socket_.set_option(asio::ip::tcp::no_delay(true), ec);
-  auto ep = socket_.remote_endpoint(ec);
+  stream_->socket().set_option(asio::ip::tcp::no_delay(true), ec);
+  auto ep = stream_->socket().remote_endpoint(ec);
   remote_ = ec ? "?" : ep.address().to_string() + ":" + std::to_string(ep.port());
 }
 
@@ -56,7 +56,7 @@ void Connection::BadFrame(const std::string& reason) {
 
 void Connection::ReadHeader() {
   auto self = shared_from_this();
-  asio::async_read(socket_, asio::buffer(header_, kFrameHeaderBytes), [self](const std::error_code& ec, size_t n) {
+  auto on_header = [self](const std::error_code& ec, size_t n) {
     if (!self->open_) return;
     if (ec) {
       if (ec == asio::error::eof && n > 0) {
@@ -73,15 +73,15 @@ void Connection::ReadHeader() {
       return;
     }
     self->ReadPayload(*h);
-  });
+  };
+  stream_->Visit([&](auto& s) { asio::async_read(s, asio::buffer(header_, kFrameHeaderBytes), std::move(on_header)); });
 }
 
 void Connection::ReadPayload(const FrameHeader& h) {
   assert(h.length <= frame_bytes_max_);
   payload_.resize(h.length);  // within frame_bytes_max: ParseFrameHeader checked it
   auto self = shared_from_this();
-  asio::async_read(socket_, asio::buffer(payload_.data(), payload_.size()),
-                   [self, h](const std::error_code& ec, size_t n) {
+  auto on_payload = [self, h](const std::error_code& ec, size_t n) {
                      if (!self->open_) return;
                      if (ec) {
                        if (ec == asio::error::eof) {
@@ -104,7 +104,8 @@ void Connection::ReadPayload(const FrameHeader& h) {
                      if (self->payload_.capacity() > kKeepBufferBytes) std::string().swap(self->payload_);
                      // A connection being closed after its last words reads no more.
                      if (self->open_ && !self->close_after_writes_) self->ReadHeader();
-                   });
+  };
+  stream_->Visit([&](auto& s) { asio::async_read(s, asio::buffer(payload_.data(), payload_.size()), std::move(on_payload)); });
 }
 
 bool Connection::SendFrame(FrameType type, std::string_view payload) {
@@ -121,7 +122,7 @@ void Connection::ScheduleWrite() {
   // Posted rather than started here, so that the frames the current handler
   // goes on to queue join this write.
   write_scheduled_ = true;
-  asio::post(socket_.get_executor(), [self = shared_from_this()] {
+  asio::post(stream_->executor(), [self = shared_from_this()] {
     self->write_scheduled_ = false;
     if (self->open_ && !self->write_in_flight_) self->WriteMore();
   });
@@ -141,7 +142,7 @@ void Connection::WriteMore() {
   pending_.clear();
   write_in_flight_ = true;
   auto self = shared_from_this();
-  asio::async_write(socket_, asio::buffer(writing_), [self](const std::error_code& ec, size_t) {
+  auto on_written = [self](const std::error_code& ec, size_t) {
     self->write_in_flight_ = false;
     if (!self->open_) return;
     if (ec) {
@@ -151,7 +152,8 @@ void Connection::WriteMore() {
     self->writing_.clear();
     if (self->writing_.capacity() > kKeepBufferBytes) std::string().swap(self->writing_);
     self->WriteMore();
-  });
+  };
+  stream_->Visit([&](auto& s) { asio::async_write(s, asio::buffer(writing_), std::move(on_written)); });
 }
 
 void Connection::CloseAfterWrites(const std::string& reason) {
@@ -166,9 +168,7 @@ void Connection::Close(const std::string& reason) {
   auto self = shared_from_this();  // on_close_ may drop the owner's reference
   open_ = false;
   pending_.clear();
-  std::error_code ec;
-  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
-  socket_.close(ec);
+  stream_->Close();
   if (on_close_) {
     // on_frame_ stays: Close may run inside it. Owners' callbacks capture
     // weak or raw pointers only, so keeping it creates no cycle.

@@ -23,6 +23,7 @@
 
 #include "consensus/status.h"
 #include "rpc/frame.h"
+#include "rpc/stream.h"
 #include "rpc/transport.h"
 
 namespace ts::rpc {
@@ -40,9 +41,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Runs once, when the connection closes for any reason (also from Close()).
   using OnClose = std::function<void(const std::string& reason)>;
 
-  // `what` names the connection in log lines ("peer", "client", "server").
-  // `metrics` must outlive every handler of this connection, or be null.
-  Connection(asio::ip::tcp::socket socket, std::string what, size_t frame_bytes_max, size_t queue_bytes_max,
+  // `stream` has done its handshake (Stream::Handshake). `what` names the
+  // connection in log lines ("peer", "client", "server"). `metrics` must
+  // outlive every handler of this connection, or be null.
+  Connection(std::shared_ptr<Stream> stream, std::string what, size_t frame_bytes_max, size_t queue_bytes_max,
              TransportMetrics* metrics);
 
   // Starts reading. Call once, on the io_context thread.
@@ -59,6 +61,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Close(const std::string& reason);
   bool open() const { return open_; }
   const std::string& remote() const { return remote_; }
+  // The peer's certificate (present only on a TLS stream).
+  const CertIdentity& peer_identity() const { return stream_->peer_identity(); }
   size_t queued_bytes() const { return pending_.size() + writing_.size(); }
 
  private:
@@ -68,7 +72,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void ScheduleWrite();
   void WriteMore();
 
-  asio::ip::tcp::socket socket_;
+  std::shared_ptr<Stream> stream_;
   std::string what_;
   size_t frame_bytes_max_;
   size_t queue_bytes_max_;

@@ -61,6 +61,7 @@ struct PeerTransport::Impl {
     const uint64_t serial;  // unique per Link object: a removed and re-added member is another Link
     HostPort addr;
     std::shared_ptr<tcp::socket> connecting;  // dial in progress
+    std::shared_ptr<Stream> securing;         // connected, in its TLS handshake
     std::shared_ptr<Connection> out;          // dialled connection
     bool ready = false;                       // our handshake was acknowledged
     Handshake peer;                           // from its acknowledgement, once ready
@@ -124,10 +125,61 @@ struct PeerTransport::Impl {
   }
 
 
+  // The name a node's certificate must bear (stream.h).
+  static std::string NodeName(consensus::NodeId id) { return "node-" + std::to_string(id); }
+
+  // Why a verified peer certificate is not one of this cluster's nodes
+  // (empty: it is). `id`: the node it must be, or kNoNode for any.
+  std::string CertificateRefusal(const CertIdentity& c, consensus::NodeId id) const {
+    if (c.organization != opts.cluster_id) {
+      return "its certificate (" + c.ToString() + ") is for cluster '" + c.organization + "', not '" +
+             opts.cluster_id + "'";
+    }
+    if (c.unit != "node") return "its certificate (" + c.ToString() + ") is not a node's (OU=node)";
+    if (id != consensus::kNoNode && c.common_name != NodeName(id)) {
+      return "its certificate names " + c.common_name + ", not " + NodeName(id) + " (" + c.ToString() + ")";
+    }
+    return {};
+  }
+
+  // A peer whose TLS handshake failed or whose certificate is not a node's
+  // of this cluster: counted, and logged at most once every 10 s.
+  void RefuseStream(const std::string& remote, const std::string& why) {
+    ++unreported_stream_refusals;
+    auto now = std::chrono::steady_clock::now();
+    if (now - last_stream_warning < std::chrono::seconds(10)) return;
+    spdlog::error("refused a peer connection from {} ({} since the last such line): {}", remote,
+                  unreported_stream_refusals, why);
+    last_stream_warning = now;
+    unreported_stream_refusals = 0;
+  }
+
+  static std::string RemoteOf(Stream& stream) {
+    std::error_code ec;
+    auto ep = stream.socket().remote_endpoint(ec);
+    return ec ? "?" : ep.address().to_string() + ":" + std::to_string(ep.port());
+  }
+
   void AddInbound(tcp::socket sock) {
+    auto stream = std::make_shared<Stream>(std::move(sock), opts.tls);
+    if (!stream->tls()) return Serve(std::move(stream));
+    stream->Handshake(true, kHandshakeTimeout, [this, stream, life = LifeRef(life)](Status s) {
+      if (life.expired()) return;
+      if (stopped) return stream->Close();
+      std::string why = s.ok() ? CertificateRefusal(stream->peer_identity(), consensus::kNoNode) : s.message();
+      if (!why.empty()) {
+        ++(s.ok() ? metrics.certificates_refused : metrics.tls_handshakes_failed);
+        RefuseStream(RemoteOf(*stream), why);
+        return stream->Close();
+      }
+      Serve(stream);
+    });
+  }
+
+  void Serve(std::shared_ptr<Stream> stream) {
     auto state = std::make_unique<Inbound>(io);
     Inbound* in = state.get();
-    in->conn = std::make_shared<Connection>(std::move(sock), "peer", opts.frame_bytes_max, opts.queue_bytes_max,
+    in->conn = std::make_shared<Connection>(std::move(stream), "peer", opts.frame_bytes_max, opts.queue_bytes_max,
                                             &metrics);
     Connection* key = in->conn.get();
     inbound.emplace(key, std::move(state));
@@ -189,6 +241,13 @@ struct PeerTransport::Impl {
     const bool other_cluster = !ack.reason.empty();
     if (!other_cluster && (h.node_id == opts.self || links.count(h.node_id) == 0)) {
       ack.reason = "node " + std::to_string(h.node_id) + " is not a member of this cluster";
+    }
+    // With TLS, a node may claim only the id its certificate names.
+    if (ack.reason.empty() && opts.tls) {
+      if (std::string why = CertificateRefusal(in->conn->peer_identity(), h.node_id); !why.empty()) {
+        ++metrics.certificates_refused;
+        ack.reason = "a peer claiming to be node " + std::to_string(h.node_id) + ": " + why;
+      }
     }
     in->deadline.cancel();
     if (!ack.reason.empty()) {
@@ -260,6 +319,8 @@ struct PeerTransport::Impl {
     std::error_code ignored;
     if (l.connecting) l.connecting->close(ignored);  // its handler finds it superseded
     l.connecting.reset();
+    if (l.securing) l.securing->Close();
+    l.securing.reset();
     // Detached first, so its close handler sees another connection and
     // does not redial.
     if (std::shared_ptr<Connection> out = std::move(l.out)) out->Close(reason);
@@ -290,6 +351,8 @@ struct PeerTransport::Impl {
       std::error_code ignored;
       if (l->connecting) {
         l->connecting->close(ignored);  // its handler sees operation_aborted and redials
+      } else if (l->securing) {
+        l->securing->Close();  // its handshake fails and redials
       } else if (l->out && !l->ready) {
         l->out->Close("handshake timed out");
       }
@@ -304,14 +367,45 @@ struct PeerTransport::Impl {
         Redial(id);
         return;
       }
-      Connected(id, std::move(*sock));
+      Secure(id, std::move(*sock));
     });
   }
 
-  void Connected(consensus::NodeId id, tcp::socket sock) {
+  // The TLS handshake of a dialled link (nothing to do without TLS): the
+  // other side must hold the certificate of the node we dialled.
+  void Secure(consensus::NodeId id, tcp::socket sock) {
+    Link& l = *links.at(id);
+    auto stream = std::make_shared<Stream>(std::move(sock), opts.tls);
+    if (!stream->tls()) return Connected(id, std::move(stream));
+    const uint64_t serial = l.serial;
+    l.securing = stream;
+    stream->Handshake(false, kHandshakeTimeout, [this, id, serial, stream, life = LifeRef(life)](Status s) {
+      if (life.expired() || stopped) return;
+      Link* l = Find(id, serial);
+      if (!l || l->securing != stream) return;  // superseded or removed
+      l->securing.reset();
+      std::string why = s.ok() ? CertificateRefusal(stream->peer_identity(), id) : s.message();
+      if (!why.empty()) {
+        ++(s.ok() ? metrics.certificates_refused : metrics.tls_handshakes_failed);
+        CountRefusal(id, "the node at " + l->addr.ToString() + ": " + why);
+        if (!l->refusal_logged) {
+          spdlog::error("refused peer {} at {}: {} (retrying every {} ms)", id, l->addr.ToString(), why,
+                        opts.backoff_max_ms);
+        }
+        l->refusal_logged = true;
+        stream->Close();
+        l->deadline.cancel();
+        Redial(id);
+        return;
+      }
+      Connected(id, stream);
+    });
+  }
+
+  void Connected(consensus::NodeId id, std::shared_ptr<Stream> stream) {
     Link& l = *links.at(id);
     const uint64_t serial = l.serial;
-    l.out = std::make_shared<Connection>(std::move(sock), "peer", opts.frame_bytes_max, opts.queue_bytes_max,
+    l.out = std::make_shared<Connection>(std::move(stream), "peer", opts.frame_bytes_max, opts.queue_bytes_max,
                                          &metrics);
     Connection* conn = l.out.get();
     l.out->Start(
@@ -475,6 +569,8 @@ struct PeerTransport::Impl {
       l->deadline.cancel();
       if (l->connecting) l->connecting->close(ec);
       l->connecting.reset();
+      if (l->securing) l->securing->Close();
+      l->securing.reset();
       if (l->out) l->out->Close("transport stopped");
       l->out.reset();
       l->ready = false;
@@ -499,6 +595,8 @@ struct PeerTransport::Impl {
   std::unordered_map<Connection*, std::unique_ptr<Inbound>> inbound;
   std::map<consensus::NodeId, PeerRefusals> refusals;
   std::map<consensus::NodeId, uint64_t> refusals_logged_by_node;  // refusals we made, for log rate limiting
+  std::chrono::steady_clock::time_point last_stream_warning{};
+  uint64_t unreported_stream_refusals = 0;
   TransportMetrics metrics;
   AcceptLoop accepting{io, "peer", &metrics.accept_errors};
   bool started = false;

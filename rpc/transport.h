@@ -32,6 +32,7 @@
 #include "rpc/client_protocol.h"
 #include "rpc/frame.h"
 #include "rpc/peer_protocol.h"
+#include "rpc/stream.h"
 
 namespace ts::rpc {
 
@@ -53,6 +54,9 @@ struct TransportMetrics {
   uint64_t accept_errors = 0;       // accepts that failed (EMFILE...): retried after a backoff
   uint64_t connections_refused = 0; // ClientServer: closed at once, over the connection cap
   uint64_t idle_closed = 0;         // ClientServer: closed after the idle timeout
+  uint64_t tls_handshakes_failed = 0;  // no certificate, one the CA did not sign, not TLS at all, too slow
+  uint64_t certificates_refused = 0;   // a verified certificate naming the wrong cluster, node or role
+  uint64_t requests_denied = 0;        // ClientServer: a request the client's role does not allow
 };
 
 // Limits of the client port against clients that hold connections open.
@@ -65,6 +69,15 @@ struct ClientLimits {
   // A connection that sends no request for this long is closed (0: never).
   std::chrono::milliseconds idle_timeout{300'000};
   static constexpr size_t kDescriptorReserve = 128;
+};
+
+// TLS on a port (rpc/stream.h); a null context: plaintext.
+struct PortTls {
+  std::shared_ptr<TlsContext> context;
+  // Certificates of peers and clients must name this cluster (O).
+  std::string cluster_id;
+  // A TLS handshake must finish within this.
+  std::chrono::milliseconds handshake_timeout{10'000};
 };
 
 struct PeerTransportOptions {
@@ -83,6 +96,9 @@ struct PeerTransportOptions {
   size_t queue_bytes_max = 64 << 20;               // per peer
   uint64_t backoff_min_ms = 20;
   uint64_t backoff_max_ms = 250;
+  // Mutual TLS on both directions of every link: a peer's certificate must
+  // name this cluster (O), OU=node and CN=node-<the id it claims>.
+  std::shared_ptr<TlsContext> tls;
 };
 
 // Handshake refusals involving one peer id: those this node made (its
@@ -166,8 +182,11 @@ class ClientServer {
   // Each connection may hold max(16 MiB, 4 frames) of unread responses;
   // past that the client is not reading and its connection is closed. A
   // response over frame_bytes_max is replaced by a kInternal error.
+  // With TLS, a client's certificate must name this cluster and a role
+  // (rpc/roles.h); a request its role does not allow is answered
+  // kPermissionDenied, counted and never reaches on_request.
   ClientServer(asio::io_context& io, HostPort listen, size_t frame_bytes_max, OnRequest on_request,
-               ClientLimits limits = {});
+               ClientLimits limits = {}, PortTls tls = {});
   ~ClientServer();
   // Binds the listener (IoError if the port is taken) and starts accepting.
   Status Start();

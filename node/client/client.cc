@@ -107,7 +107,7 @@ StatusOr<rpc::BlockingClient*> Client::ConnectionTo(const HostPort& target, mill
   }
   if (it == connections_.end()) {
     if (connections_.size() >= kConnectionsMax) connections_.clear();
-    it = connections_.emplace(key, CachedConnection{std::make_unique<rpc::BlockingClient>(), now}).first;
+    it = connections_.emplace(key, CachedConnection{std::make_unique<rpc::BlockingClient>(options_.tls), now}).first;
   }
   Status s = it->second.conn->Connect(target, timeout);  // closes a stale connection first
   if (!s.ok()) {
@@ -321,7 +321,7 @@ std::vector<StatusOr<rpc::NodeStatus>> Client::StatusOfAll() const { return Stat
 
 StatusOr<rpc::NodeStatus> Client::StatusWithin(const HostPort& endpoint, milliseconds timeout) const {
   const Clock::time_point deadline = Clock::now() + timeout;
-  rpc::BlockingClient conn;
+  rpc::BlockingClient conn(options_.tls);
   Status s = conn.Connect(endpoint, std::min(options_.connect_timeout, timeout));
   if (!s.ok()) return s;
   milliseconds left = Left(deadline);

@@ -51,6 +51,8 @@ struct ClientOptions {
   std::chrono::milliseconds read_attempt_timeout{1000};
   std::chrono::milliseconds backoff_min{10};
   std::chrono::milliseconds backoff_max{200};
+  // Mutual TLS to every node (ResolveClientTls); null: plaintext.
+  std::shared_ptr<rpc::TlsContext> tls;
 };
 
 // Counters for tests and tools: how a client got its answers.

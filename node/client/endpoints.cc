@@ -118,4 +118,20 @@ std::string JoinEndpoints(const std::vector<rpc::HostPort>& endpoints) {
   return out;
 }
 
+StatusOr<std::shared_ptr<rpc::TlsContext>> ResolveClientTls(const std::string& cacert_flag,
+                                                           const std::string& cert_flag, const std::string& key_flag) {
+  auto pick = [](const std::string& flag, const char* var) {
+    if (!flag.empty()) return flag;
+    const char* env = std::getenv(var);
+    return std::string(env != nullptr ? env : "");
+  };
+  rpc::TlsFiles files{pick(cacert_flag, kCaCertEnvVar), pick(cert_flag, kCertEnvVar), pick(key_flag, kKeyEnvVar)};
+  if (files.empty()) return std::shared_ptr<rpc::TlsContext>();
+  if (files.ca.empty() || files.cert.empty() || files.key.empty()) {
+    return Status::InvalidArgument(std::string("TLS needs all three of --cacert, --cert and --key (or $") +
+                                   kCaCertEnvVar + ", $" + kCertEnvVar + ", $" + kKeyEnvVar + ")");
+  }
+  return rpc::TlsContext::Load(files);
+}
+
 }  // namespace ts::client

@@ -10,6 +10,7 @@
 // cluster.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,6 +40,20 @@ StatusOr<std::vector<rpc::HostPort>> ParseEndpointsFile(std::string_view content
 // ./.cluster/endpoints relative to the current directory. If no source gives
 // an endpoint the error names all three sources.
 StatusOr<std::vector<rpc::HostPort>> ResolveEndpoints(const std::string& flag_value);
+
+// TLS to the cluster's client ports: the CA certificate, the client's
+// certificate (its OU names its role: read, write or admin) and its key, as
+// PEM files. Each comes from its flag, else from $TSCTL_CACERT, $TSCTL_CERT
+// and $TSCTL_KEY. None given: plaintext (nullptr). Some but not all, or a
+// file that does not load: InvalidArgument saying which.
+inline constexpr const char* kCaCertEnvVar = "TSCTL_CACERT";
+inline constexpr const char* kCertEnvVar = "TSCTL_CERT";
+inline constexpr const char* kKeyEnvVar = "TSCTL_KEY";
+StatusOr<std::shared_ptr<rpc::TlsContext>> ResolveClientTls(const std::string& cacert_flag,
+                                                           const std::string& cert_flag, const std::string& key_flag);
+// The help text of the three flags and their variables.
+inline constexpr const char* kTlsFlagsHelp =
+    "TLS: --cacert, --cert and --key (PEM files), else $TSCTL_CACERT, $TSCTL_CERT and $TSCTL_KEY; none: plaintext";
 
 // Joins endpoints as "a:1,b:2" (the flag syntax).
 std::string JoinEndpoints(const std::vector<rpc::HostPort>& endpoints);

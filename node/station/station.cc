@@ -276,6 +276,22 @@ void Station::NoteRoleChange() {
 }
 
 void Station::Apply(const Entry& e) {
+  ApplyEntry(e);
+  const uint64_t every = options_.digest_checkpoint_slots;
+  if (every == 0 || e.slot % every != 0 || applied_slot_ != e.slot || stuck_at_) return;
+  checkpoints_.push_back(rpc::DigestCheckpoint{e.slot, StateDigest()});
+  while (checkpoints_.size() > kCheckpointsKept) checkpoints_.pop_front();
+}
+
+std::map<consensus::NodeId, std::string> Station::PeerClientAddrs() const {
+  std::map<consensus::NodeId, std::string> out;
+  for (const auto& [id, view] : peers_) {
+    if (!view.client_addr.empty()) out[id] = view.client_addr;
+  }
+  return out;
+}
+
+void Station::ApplyEntry(const Entry& e) {
   digest_.Add(e.slot, e.value);
   ++applied_since_snapshot_;
   applied_bytes_since_snapshot_ += e.value.size();

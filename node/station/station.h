@@ -68,6 +68,9 @@ struct StationOptions {
   bool fault_injection = false;  // accept ClientOp::kFault (tests and nemesis only)
   uint64_t health_period_ms = 1000;  // the coordinator's health-controller loop (spec/002_*)
   size_t deploy_queue_max = 1024;    // deployment commands waiting; Busy beyond
+  // Every node records its state digest at the slots that are multiples of
+  // this (0: never), so that nodes can compare them (the driver does).
+  uint64_t digest_checkpoint_slots = 10000;
   // Identity (DESIGN.md, "Cluster identity"), as the data dir holds it.
   // consensus.incarnation is this data dir's incarnation.
   std::string cluster_uuid;          // empty until genesis or a peer tells it
@@ -235,6 +238,11 @@ class Station {
   const KvStore& kv() const { return kv_; }
   const MembershipDecree& members() const { return membership_; }
   const std::string& cluster_uuid() const { return cluster_uuid_; }
+  // The state digests recorded at checkpoint slots, oldest first.
+  const std::deque<rpc::DigestCheckpoint>& digest_checkpoints() const { return checkpoints_; }
+  static constexpr size_t kCheckpointsKept = 16;
+  // The client addresses the other members announced (empty if unknown).
+  std::map<consensus::NodeId, std::string> PeerClientAddrs() const;
   uint64_t incarnation() const { return options_.consensus.incarnation; }
   bool genesis_applied() const { return genesis_applied_; }
   // The application state's digest: the key-value map and the deployment
@@ -342,7 +350,10 @@ class Station {
 
   // station.cc: the loop's duties, applying, replies.
   void RunDuties();
+  // Applies a committed entry (ApplyEntry), then records the state digest
+  // if the slot is a checkpoint.
   void Apply(const consensus::Entry& e);
+  void ApplyEntry(const consensus::Entry& e);
   bool ApplyDecree(consensus::Slot slot, const std::string& bytes, bool replay_only);
   void ReplyToWrite(consensus::Slot slot, const Decree* d, const KvResult& result,
                     const StatusOr<std::string>* deploy = nullptr);
@@ -357,6 +368,7 @@ class Station {
   // station_client.cc: the client port.
   void HandleRead(uint64_t handle, rpc::ClientRequest&& req);
   void HandleWrite(uint64_t handle, rpc::ClientRequest&& req);
+  void Diverge(uint64_t handle, const rpc::ClientRequest& req);
   void HandleFault(uint64_t handle, const rpc::ClientRequest& req);
   void ServeReads();
   rpc::ClientResponse Redirect(const rpc::ClientRequest& req, const std::string& why) const;
@@ -444,6 +456,7 @@ class Station {
   uint64_t next_expiry_ms_ = 0;
 
   std::map<consensus::NodeId, PeerView> peers_;
+  std::deque<rpc::DigestCheckpoint> checkpoints_;  // the last kCheckpointsKept, oldest first
 
   std::string cluster_uuid_;
   MembershipDecree membership_;     // in force (the bootstrap one before genesis)

@@ -142,10 +142,12 @@ void Station::HandleFault(uint64_t handle, const ClientRequest& req) {
     return Respond(handle, Answer(req.id, ClientCode::kBadRequest,
                                  "fault injection is off (start tsnode with --fault-injection)"));
   }
+  if (req.key == "diverge") return Diverge(handle, req);
   bool out = req.key == "block" || req.key == "block-out";
   bool in = req.key == "block" || req.key == "block-in";
   if (!out && !in) {
-    return Respond(handle, Answer(req.id, ClientCode::kBadRequest, "fault: key must be block, block-out or block-in"));
+    return Respond(handle, Answer(req.id, ClientCode::kBadRequest,
+                                 "fault: key must be block, block-out, block-in or diverge"));
   }
   std::set<consensus::NodeId> blocked;
   size_t pos = 0;
@@ -167,6 +169,28 @@ void Station::HandleFault(uint64_t handle, const ClientRequest& req) {
   Log(LogLevel::kWarn, "fault injection: " +
                            (req.key == "block" ? std::string("dropping all") : "dropping " + req.key.substr(6)) +
                            " traffic with peers [" + req.value + "]");
+  ClientResponse r;
+  r.id = req.id;
+  Respond(handle, std::move(r));
+}
+
+// Fault "diverge", value KEY=VALUE: this node alone puts KEY, outside the
+// log, so its state differs from every other node's from now on (the
+// digest checkpoints must notice).
+void Station::Diverge(uint64_t handle, const ClientRequest& req) {
+  size_t eq = req.value.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    return Respond(handle, Answer(req.id, ClientCode::kBadRequest, "fault diverge: the value must be KEY=VALUE"));
+  }
+  KvCommand c;
+  c.key = req.value.substr(0, eq);
+  c.value = req.value.substr(eq + 1);
+  Decree d;
+  d.header.type = static_cast<uint16_t>(DecreeType::kKvPut);
+  d.payload = EncodeKvCommand(c);
+  kv_.Apply(d);
+  digest_cache_.reset();
+  Log(LogLevel::kWarn, "fault injection: put " + c.key + " on this node alone, outside the log");
   ClientResponse r;
   r.id = req.id;
   Respond(handle, std::move(r));
@@ -226,6 +250,7 @@ rpc::NodeStatus Station::BuildStatus() const {
   st.ineligible_reason = eligibility_.reason;
   st.stuck_at_slot = stuck_at_.value_or(0);
   st.state_digest = StateDigest();
+  st.digest_checkpoints.assign(checkpoints_.begin(), checkpoints_.end());
   st.coordinator = rc_running_;
   st.cluster_uuid = cluster_uuid_;
   st.incarnation = incarnation();

@@ -41,6 +41,7 @@ void WriteReport(const std::string& path, const nlohmann::json& report) {
 struct Flags {
   bool simulate = false;
   std::string endpoints;
+  std::string cacert, cert, key;  // TLS files (client::ResolveClientTls)
   std::string report_path;
   std::vector<std::string> only;  // schedulers to serve; empty: all
   uint32_t period_ms = 500;
@@ -54,6 +55,9 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_flag("--simulate", f.simulate, "Simulate rooms (the only executor there is; required)");
   app.add_option("--endpoints", f.endpoints,
                  "Client endpoints host:port,... (else $TSCTL_ENDPOINTS, else .cluster/endpoints)");
+  app.add_option("--cacert", f.cacert, "TLS: PEM file of the cluster's CA (else $TSCTL_CACERT)");
+  app.add_option("--cert", f.cert, "TLS: PEM file of the agent's certificate, OU=admin (else $TSCTL_CERT)");
+  app.add_option("--key", f.key, "TLS: PEM file of the agent's key (else $TSCTL_KEY)");
   app.add_option("--period-ms", f.period_ms, "How often to poll and act; a created room is ready one period later")
       ->check(CLI::Range(10u, 600000u))
       ->capture_default_str();
@@ -231,10 +235,16 @@ int main(int argc, char** argv) {
     std::cerr << "tsagent: " << endpoints.status().message() << '\n';
     return 2;
   }
+  auto tls = ts::client::ResolveClientTls(f.cacert, f.cert, f.key);
+  if (!tls.ok()) {
+    std::cerr << "tsagent: " << tls.status().message() << '\n';
+    return 2;
+  }
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
   ts::client::ClientOptions o;
   o.endpoints = std::move(*endpoints);
+  o.tls = std::move(*tls);
   o.timeout = std::chrono::milliseconds(2000);
   ts::client::Client client(std::move(o));
   ts::tsagent::SimAgent agent(f.occupied_percent);

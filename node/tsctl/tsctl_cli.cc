@@ -43,6 +43,7 @@ constexpr uint32_t kLogLimitMax = 1000;  // the node's own cap per request
 
 struct Args {
   std::string endpoints;
+  std::string cacert, cert, key_file;  // TLS (client::ResolveClientTls)
   bool json = false;
   int64_t timeout_ms = 5000;
   std::string key;
@@ -73,8 +74,12 @@ constexpr const char* kFooter =
     "Requests follow the leader's address when a follower answers; a write whose answer is lost is reported\n"
     "as 'outcome unknown', never retried. A value starting with '-' goes after '--': tsctl put k -- -1.\n"
     "Global options may come before or after the command (tsctl get KEY --json).\n"
+    "TLS: --cacert, --cert and --key (PEM files), else $TSCTL_CACERT, $TSCTL_CERT and $TSCTL_KEY; none:\n"
+    "plaintext. The certificate's OU is the client's role: read (get, status, log), write (also put, cas,\n"
+    "delete) or admin (everything); cluster-scripts/gen-certs.sh makes them.\n"
     "Exit codes: 0 ok; 1 not found or compare failed; 2 bad arguments or bad request;\n"
-    "3 cluster unreachable, no leader, busy or outcome unknown; 4 internal error on a node.\n"
+    "3 cluster unreachable, no leader, busy or outcome unknown; 4 internal error on a node;\n"
+    "5 permission denied (the certificate's role does not allow the command).\n"
     "On failure exactly one line is written to stderr (with --json, also {\"ok\":false,\"error\":...} on stdout).";
 
 // CLI11 would describe cas's 2-or-3 positionals as "ARGS(2x)"; say what the
@@ -163,6 +168,9 @@ std::unique_ptr<CLI::App> BuildApp(Args* a) {
   app->formatter(std::make_shared<TsctlFormatter>());
   app->set_version_flag("--version", std::string(TS_CLIENT_VERSION_STRING), "Print tsctl's version and exit");
   app->add_option("--endpoints", a->endpoints, "Client endpoints of the cluster: host:port,host:port,...");
+  app->add_option("--cacert", a->cacert, "TLS: PEM file of the cluster's CA (else $TSCTL_CACERT)");
+  app->add_option("--cert", a->cert, "TLS: PEM file of this client's certificate (else $TSCTL_CERT)");
+  app->add_option("--key", a->key_file, "TLS: PEM file of this client's key (else $TSCTL_KEY)");
   app->add_flag("--json", a->json, "Print one JSON object per command instead of text");
   app->add_option("--timeout-ms", a->timeout_ms, "Overall deadline of each command, retries included")
       ->check(CLI::Range(int64_t{1}, kTimeoutMsMax))
@@ -283,8 +291,11 @@ class Command {
     }
     auto endpoints = ResolveEndpoints(args_.endpoints);
     if (!endpoints.ok()) return Fail(kExitUsage, endpoints.status().message());
+    auto tls = client::ResolveClientTls(args_.cacert, args_.cert, args_.key_file);
+    if (!tls.ok()) return Fail(kExitUsage, tls.status().message());
     ClientOptions o;
     o.endpoints = std::move(*endpoints);
+    o.tls = std::move(*tls);
     o.timeout = std::chrono::milliseconds(args_.timeout_ms);
     o.connect_timeout = std::min(o.timeout, o.connect_timeout);
     o.read_attempt_timeout = std::min(o.timeout, o.read_attempt_timeout);
@@ -334,6 +345,8 @@ class Command {
         // The write may or may not be applied: a script must read before it
         // retries, so the JSON says so in a field, not only in the text.
         return Fail(kExitUnavailable, "outcome unknown: " + r.message, {{"outcome_unknown", true}});
+      case ClientCode::kPermissionDenied:
+        return Fail(kExitDenied, "permission denied: " + r.message);
       default:
         return Fail(kExitError, std::string(rpc::ClientCodeName(r.code)) + ": " + r.message);
     }
@@ -591,6 +604,8 @@ class Command {
         return Fail(kExitUsage, m, std::move(extra));
       case ts::Status::Code::kAborted:
         return Fail(kExitError, m, std::move(extra));
+      case ts::Status::Code::kPermissionDenied:
+        return Fail(kExitDenied, m, std::move(extra));
       case ts::Status::Code::kTimeout:
         extra["outcome_unknown"] = true;
         return Fail(kExitUnavailable, m, std::move(extra));
@@ -618,6 +633,8 @@ class Command {
         return ts::Status::Unavailable("member list: no answer: " + r->message);
       case ClientCode::kBadRequest:
         return ts::Status::InvalidArgument("bad request: " + r->message);
+      case ClientCode::kPermissionDenied:
+        return ts::Status::PermissionDenied("permission denied: " + r->message);
       default:
         return ts::Status::Aborted(std::string(rpc::ClientCodeName(r->code)) + ": " + r->message);
     }
@@ -637,6 +654,8 @@ class Command {
       case ClientCode::kUnavailable:
       case ClientCode::kBusy:
         return ts::Status::Unavailable(r->message);
+      case ClientCode::kPermissionDenied:
+        return ts::Status::PermissionDenied("permission denied: " + r->message);
       default:
         return ts::Status::Aborted(std::string(rpc::ClientCodeName(r->code)) + ": " + r->message);
     }

@@ -36,7 +36,12 @@ class Driver::StoreLog : public station::LogSource {
 };
 
 Driver::Driver(DriverOptions options)
-    : options_(std::move(options)), signals_(io_, SIGINT, SIGTERM), start_(std::chrono::steady_clock::now()) {}
+    : options_(std::move(options)), signals_(io_, SIGINT, SIGTERM), start_(std::chrono::steady_clock::now()) {
+  // fsync durations (seconds) and entries per synced write.
+  counters_.fsync_seconds = rpc::Histogram(
+      {0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1});
+  counters_.batch_entries = rpc::Histogram({1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024});
+}
 
 Driver::~Driver() = default;
 
@@ -45,7 +50,24 @@ uint64_t Driver::NowMs() const {
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start_).count());
 }
 
+Status Driver::LoadTls() {
+  if (options_.tls.empty()) return Status::Ok();
+  auto tls = rpc::TlsContext::Load(options_.tls);
+  if (!tls.ok()) return tls.status();
+  const rpc::CertIdentity& own = (*tls)->own();
+  const station::StationOptions& so = options_.station;
+  std::string name = "node-" + std::to_string(so.consensus.id);
+  if (own.common_name != name || own.organization != so.cluster_id || own.unit != "node") {
+    return Status::InvalidArgument("the certificate " + options_.tls.cert + " (" + own.ToString() +
+                                   ") is not this node's: it must name CN=" + name + ", O=" + so.cluster_id +
+                                   ", OU=node (cluster-scripts/gen-certs.sh makes such certificates)");
+  }
+  tls_ = std::move(*tls);
+  return Status::Ok();
+}
+
 Status Driver::Start() {
+  if (Status s = LoadTls(); !s.ok()) return s;
   std::error_code ec;
   std::filesystem::create_directories(options_.data_dir, ec);
   if (ec) {
@@ -94,6 +116,7 @@ Status Driver::Start() {
   if (Status s = StartTransport(); !s.ok()) return s;
   if (Status s = StartClientPort(); !s.ok()) return s;
   if (Status s = StartHttpPort(); !s.ok()) return s;
+  StartDigestWatch();
   Flush();  // the replay's log lines
   auto listening = [](const rpc::HostPort& listen, const rpc::HostPort& advertised) {
     return listen.ToString() == advertised.ToString() ? listen.ToString()
@@ -157,6 +180,7 @@ Status Driver::StartTransport() {
   topt.frame_bytes_max = options_.frame_bytes_max;
   topt.cluster_uuid = station_->cluster_uuid();
   topt.incarnation = station_->incarnation();
+  topt.tls = tls_;
   transport_ = std::make_unique<rpc::PeerTransport>(
       io_, topt, [this](consensus::Message&& m) { station_->Step(m); },
       [this](const rpc::Handshake& h) { station_->LinkUp(h); });
@@ -169,27 +193,43 @@ Status Driver::StartClientPort() {
       [this](rpc::ClientRequest&& req, rpc::ClientServer::Responder respond) {
         OnClientRequest(std::move(req), std::move(respond));
       },
-      options_.client_limits);
+      options_.client_limits, rpc::PortTls{tls_, options_.station.cluster_id});
   return clients_->Start();
+}
+
+void Driver::StartDigestWatch() {
+  if (options_.digest_watch_period.count() == 0 || options_.station.digest_checkpoint_slots == 0) return;
+  digest_watch_ = std::make_unique<DigestWatch>(
+      io_, tls_, options_.digest_watch_period, [this] { return station_->PeerClientAddrs(); },
+      [this] {
+        const auto& c = station_->digest_checkpoints();
+        return std::vector<rpc::DigestCheckpoint>(c.begin(), c.end());
+      },
+      &counters_.digest_mismatches);
+  digest_watch_->Start();
 }
 
 Status Driver::StartHttpPort() {
   if (!options_.http_addr) return Status::Ok();
-  http_ = std::make_unique<HttpPort>(*options_.http_addr, [this] { return StatusFromAnotherThread(); });
+  http_ = std::make_unique<HttpPort>(
+      *options_.http_addr, [this](rpc::ClientRequest req) { return CallFromAnotherThread(std::move(req)); },
+      options_.tls, options_.station.cluster_id, tls_,
+      std::chrono::milliseconds(options_.station.request_timeout_ms + 1000));
   return http_->Start();
 }
 
-std::optional<rpc::NodeStatus> Driver::StatusFromAnotherThread() {
-  auto answer = std::make_shared<std::promise<rpc::NodeStatus>>();
-  std::future<rpc::NodeStatus> status = answer->get_future();
-  asio::post(io_, [this, answer] {
+std::optional<rpc::ClientResponse> Driver::CallFromAnotherThread(rpc::ClientRequest req) {
+  auto answer = std::make_shared<std::promise<rpc::ClientResponse>>();
+  std::future<rpc::ClientResponse> response = answer->get_future();
+  asio::post(io_, [this, answer, req = std::move(req)]() mutable {
     if (stopping_) return;
-    rpc::ClientRequest req;
-    req.op = rpc::ClientOp::kStatus;
-    OnClientRequest(std::move(req), [answer](rpc::ClientResponse&& r) { answer->set_value(std::move(r.status)); });
+    OnClientRequest(std::move(req), [answer](rpc::ClientResponse&& r) { answer->set_value(std::move(r)); });
   });
-  if (status.wait_for(std::chrono::seconds(2)) != std::future_status::ready) return std::nullopt;
-  return status.get();
+  // A write is answered within the request timeout ('outcome unknown' at
+  // the latest); a second more for the loop to get to it.
+  auto wait = std::chrono::milliseconds(options_.station.request_timeout_ms + 1000);
+  if (response.wait_for(wait) != std::future_status::ready) return std::nullopt;
+  return response.get();
 }
 
 void Driver::Stop() {
@@ -227,6 +267,7 @@ void Driver::Run() {
   // Answer what is still waiting, so clients do not hang on a closing node.
   station_->Shutdown();
   Flush();
+  if (digest_watch_) digest_watch_->Stop();
   transport_->Stop();
   clients_->Stop();
   io_.restart();
@@ -248,7 +289,23 @@ void Driver::Flush() {
     Write(r);
     for (const consensus::Message& m : r.consensus.messages) transport_->Send(m);
     station_->Persisted(r);
+    counters_.decrees_applied += r.consensus.committed.size();
+    ObserveRole();
     CarryOut(r);
+  }
+}
+
+void Driver::ObserveRole() {
+  consensus::ReplicaStatus s = station_->replica().GetStatus();
+  if (s.role != last_role_) {
+    if (s.role == consensus::Role::kCandidate) ++counters_.elections_started;
+    if (s.role == consensus::Role::kLeader) ++counters_.elections_won;
+    last_role_ = s.role;
+  }
+  if (s.leader != consensus::kNoNode && (s.leader != last_leader_ || !(s.leader_ballot == last_leader_ballot_))) {
+    if (last_leader_ != consensus::kNoNode) ++counters_.leader_changes;
+    last_leader_ = s.leader;
+    last_leader_ballot_ = s.leader_ballot;
   }
 }
 
@@ -261,7 +318,14 @@ void Driver::Write(const station::Ready& r) {
     (void)snapshots_->RemoveOlder();
   }
   if (r.consensus.NeedsSync() || r.consensus.chosen_upto) {
+    auto t0 = std::chrono::steady_clock::now();
     if (Status s = store_->Persist(r.consensus); !s.ok()) StorageFailed(s);
+    if (r.consensus.NeedsSync()) {
+      ++counters_.synced_writes;
+      counters_.fsync_seconds.Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      counters_.batch_entries.Observe(static_cast<double>(r.consensus.entries.size()));
+      if (last_role_ == consensus::Role::kLeader) counters_.proposals += r.consensus.entries.size();
+    }
   }
   if (r.compact_upto) {
     if (Status s = store_->CompactTo(*r.compact_upto); !s.ok()) StorageFailed(s);
@@ -359,6 +423,10 @@ void Driver::Reply(station::Ready& r) {
     st.client_connections_refused = clients_->metrics().connections_refused;
     st.client_connections_idle_closed = clients_->metrics().idle_closed;
     st.accept_errors = clients_->metrics().accept_errors + transport_->metrics().accept_errors;
+    st.tls_handshakes_failed = clients_->metrics().tls_handshakes_failed + transport_->metrics().tls_handshakes_failed;
+    st.certificates_refused = clients_->metrics().certificates_refused + transport_->metrics().certificates_refused;
+    st.requests_denied = clients_->metrics().requests_denied + (http_ ? http_->requests_denied() : 0);
+    st.counters = counters_;
     it->second(std::move(reply.response));
     responders_.erase(it);
   }

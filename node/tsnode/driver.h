@@ -22,6 +22,7 @@
 #include <asio.hpp>
 
 #include "node/station/station.h"
+#include "node/tsnode/digest_watch.h"
 #include "node/tsnode/file_snapshots.h"
 #include "node/tsnode/http_port.h"
 #include "node/tsnode/systemd_notify.h"
@@ -40,10 +41,17 @@ struct DriverOptions {
   size_t frame_bytes_max = rpc::kDefaultFrameBytesMax;
   rpc::ClientLimits client_limits;  // connection cap and idle timeout of the client port
   std::optional<rpc::HostPort> http_addr;  // the HTTP port (http_port.h); none if unset
+  // Mutual TLS on the peer, client and HTTP ports (rpc/stream.h); empty:
+  // plaintext. The certificate must name this node: CN=node-<id>,
+  // O=<cluster id>, OU=node.
+  rpc::TlsFiles tls;
   // --initial-cluster-state new: an empty data dir is a bootstrap member of
   // a cluster not yet created (incarnation 0). Otherwise an empty data dir
   // joins an existing cluster as a learner (a fresh random incarnation).
   bool initial_cluster_new = false;
+  // How often the state digests at checkpoint slots are compared with each
+  // peer's (digest_watch.h); 0: never.
+  std::chrono::milliseconds digest_watch_period{5000};
   // Snapshot thresholds and the retention window live in station; false:
   // take snapshots in the event loop itself (tests of the slow path), not in
   // a forked child.
@@ -69,17 +77,24 @@ class Driver {
   class StoreLog;
 
   uint64_t NowMs() const;
+  // Loads options_.tls (if any) and checks that the certificate is this
+  // node's.
+  Status LoadTls();
   Status StartTransport();
   Status StartClientPort();
   Status StartHttpPort();
-  // This node's status, made by the event loop, for another thread (the
-  // HTTP port's); nullopt if the loop did not answer within 2 s.
-  std::optional<rpc::NodeStatus> StatusFromAnotherThread();
+  void StartDigestWatch();
+  // A client request served by the event loop for another thread (the
+  // HTTP port's); nullopt if the loop gave no answer within the request
+  // timeout and a second.
+  std::optional<rpc::ClientResponse> CallFromAnotherThread(rpc::ClientRequest req);
   Status LoadIdentity(const consensus::Bootstrap& boot);
   void Flush();
   void Write(const station::Ready& r);
   void Reply(station::Ready& r);
   void CarryOut(const station::Ready& r);
+  // Counts elections and leader changes from the core's status.
+  void ObserveRole();
   // Starts a snapshot when the station wants one, and reaps the child
   // writing it (see driver.cc).
   void MaybeSnapshot();
@@ -97,9 +112,15 @@ class Driver {
   std::chrono::steady_clock::time_point snapshot_started_;
   int64_t fork_us_ = 0;  // how long the last fork() held the loop
   std::unique_ptr<station::Station> station_;
+  std::shared_ptr<rpc::TlsContext> tls_;  // null: plaintext
   std::unique_ptr<rpc::PeerTransport> transport_;
   std::unique_ptr<rpc::ClientServer> clients_;
   std::unique_ptr<HttpPort> http_;  // after the loop's members: stopped first
+  std::unique_ptr<DigestWatch> digest_watch_;
+  rpc::NodeCounters counters_;
+  consensus::Role last_role_ = consensus::Role::kFollower;
+  consensus::NodeId last_leader_ = consensus::kNoNode;
+  consensus::Ballot last_leader_ballot_;
   asio::signal_set signals_;
   SystemdNotifier systemd_;
   std::chrono::steady_clock::time_point start_;

@@ -6,6 +6,9 @@
 #include <sstream>
 
 #include "node/station/version.h"
+#include "node/tsnode/http_api.h"
+#include "rpc/client_connection.h"
+#include "rpc/roles.h"
 
 namespace ts::tsnode {
 
@@ -100,18 +103,95 @@ std::string PrometheusText(const rpc::NodeStatus& s) {
   return e.str();
 }
 
-HttpPort::HttpPort(rpc::HostPort addr, Fetch fetch)
-    : addr_(std::move(addr)), fetch_(std::move(fetch)), server_(std::make_unique<httplib::Server>()) {}
+HttpPort::HttpPort(rpc::HostPort addr, Call call, rpc::TlsFiles tls, std::string cluster_id,
+                   std::shared_ptr<rpc::TlsContext> node_tls, std::chrono::milliseconds timeout)
+    : addr_(std::move(addr)),
+      call_(std::move(call)),
+      tls_(std::move(tls)),
+      cluster_id_(std::move(cluster_id)),
+      node_tls_(std::move(node_tls)),
+      timeout_(timeout) {}
 
 HttpPort::~HttpPort() { Stop(); }
 
+std::optional<rpc::NodeStatus> HttpPort::FetchStatus() {
+  rpc::ClientRequest req;
+  req.op = rpc::ClientOp::kStatus;
+  auto r = call_(std::move(req));
+  if (!r || r->code != rpc::ClientCode::kOk) return std::nullopt;
+  return std::move(r->status);
+}
+
+void HttpPort::ServeApi(const httplib::Request& req, httplib::Response& res, const std::string& route) {
+  auto reply = [&res](const HttpAnswer& a) {
+    res.status = a.status;
+    res.set_content(a.body, "application/json");
+  };
+  std::string rest = req.matches.size() > 1 ? std::string(req.matches[1]) : std::string();
+  auto call = RequestFromHttp(req.method, route, rest, req.body, req.get_param_value("from"),
+                              req.get_param_value("limit"));
+  if (!call.ok()) {
+    return reply(ErrorToHttp(rpc::ClientCode::kBadRequest,
+                             call.status().message() + "; correct the call and send it again (http_api.h lists them)"));
+  }
+  if (!tls_.empty()) {
+    X509* cert = req.ssl != nullptr ? SSL_get1_peer_certificate(req.ssl) : nullptr;
+    rpc::CertIdentity who = rpc::IdentityOf(cert);
+    X509_free(cert);
+    auto role = rpc::RoleOf(who, cluster_id_);
+    rpc::ClientRole needed = rpc::RequiredRole(call->op);
+    if (!role.ok() || *role < needed) {
+      ++denied_;
+      return reply(ErrorToHttp(rpc::ClientCode::kPermissionDenied,
+                               (role.ok() ? std::string("the client certificate grants ") + rpc::ClientRoleName(*role)
+                                          : role.status().message()) +
+                                   "; this operation needs the " + rpc::ClientRoleName(needed) + " role"));
+    }
+  }
+  rpc::ClientOp op = call->op;
+  rpc::ClientRequest forward = *call;
+  auto answer = call_(std::move(*call));
+  if (answer && answer->code == rpc::ClientCode::kNotLeader && !answer->leader_hint.empty()) {
+    // Once, to the leader's client port: its answer is the answer (a lost
+    // one is 'outcome unknown' for a write, as on the client port).
+    auto leader = rpc::ParseHostPort(answer->leader_hint);
+    rpc::BlockingClient to_leader(node_tls_);
+    if (leader.ok() && to_leader.Connect(*leader, std::chrono::milliseconds(1000)).ok()) {
+      auto r = to_leader.Call(std::move(forward), timeout_);
+      if (r.ok()) {
+        answer = std::move(*r);
+      } else if (rpc::RequiredRole(op) != rpc::ClientRole::kRead) {
+        answer->code = rpc::ClientCode::kOutcomeUnknown;
+        answer->message = "sent on to the leader at " + answer->leader_hint + ", whose answer was lost: " +
+                          r.status().message() + "; read before you retry";
+      }
+    }
+  }
+  if (!answer) {
+    bool read = rpc::RequiredRole(op) == rpc::ClientRole::kRead;
+    return reply(ErrorToHttp(read ? rpc::ClientCode::kUnavailable : rpc::ClientCode::kOutcomeUnknown,
+                             "the node did not answer in time"));
+  }
+  reply(AnswerToHttp(op, *answer));
+}
+
 Status HttpPort::Start() {
+  if (tls_.empty()) {
+    server_ = std::make_unique<httplib::Server>();
+  } else {
+    auto ssl = std::make_unique<httplib::SSLServer>(tls_.cert.c_str(), tls_.key.c_str(), tls_.ca.c_str());
+    if (!ssl->is_valid()) {
+      return Status::InvalidArgument("the HTTP port cannot use the TLS files " + tls_.cert + ", " + tls_.key + ", " +
+                                     tls_.ca);
+    }
+    server_ = std::move(ssl);
+  }
   auto unavailable = [](httplib::Response& res) {
     res.status = 503;
     res.set_content(R"({"ok":false,"reason":"the node did not answer in time"})", "application/json");
   };
   server_->Get("/health", [this, unavailable](const httplib::Request&, httplib::Response& res) {
-    auto s = fetch_();
+    auto s = FetchStatus();
     if (!s) return unavailable(res);
     auto why = Unhealthy(*s);
     nlohmann::json j = {{"ok", !why}, {"role", s->role}, {"leader", s->leader}, {"applied_slot", s->applied_slot},
@@ -121,7 +201,7 @@ Status HttpPort::Start() {
     res.set_content(j.dump(), "application/json");
   });
   server_->Get("/metrics", [this, unavailable](const httplib::Request&, httplib::Response& res) {
-    auto s = fetch_();
+    auto s = FetchStatus();
     if (!s) return unavailable(res);
     res.set_content(PrometheusText(*s), "text/plain; version=0.0.4");
   });
@@ -129,6 +209,20 @@ Status HttpPort::Start() {
     nlohmann::json j = {{"software_version", station::kSoftwareVersion}};
     res.set_content(j.dump(), "application/json");
   });
+  for (const char* route : {"kv", "deploy"}) {
+    std::string pattern = std::string("/v1/") + route + "/(.*)";
+    auto handler = [this, route](const httplib::Request& req, httplib::Response& res) { ServeApi(req, res, route); };
+    server_->Get(pattern, handler);
+    server_->Put(pattern, handler);
+    server_->Post(pattern, handler);
+    server_->Delete(pattern, handler);
+  }
+  for (const char* route : {"status", "log", "cas", "request", "deploy"}) {
+    std::string pattern = std::string("/v1/") + route;
+    auto handler = [this, route](const httplib::Request& req, httplib::Response& res) { ServeApi(req, res, route); };
+    server_->Get(pattern, handler);
+    server_->Post(pattern, handler);
+  }
   if (!server_->bind_to_port(addr_.host, addr_.port)) {
     return Status::IoError("cannot listen on " + addr_.ToString() + " (--http-addr)");
   }

@@ -1,10 +1,17 @@
 // tsnode's HTTP port (--http-addr), served by cpp-httplib on its own
-// thread: /health, /metrics (Prometheus text format 0.0.4) and /version.
-// Every answer is built from the node's status, which the event loop makes
-// (the station is not thread-safe): the server asks for it through
-// `fetch`, which posts to the loop and waits.
+// thread: /health, /metrics (Prometheus text format 0.0.4), /version, and
+// the JSON API under /v1 (http_api.h). Every answer comes from a
+// client-protocol request the event loop serves (the station is not
+// thread-safe): the server hands it to `call`, which posts it to the loop
+// and waits for the answer.
+//
+// With TLS (the node's certificate, key and CA) the port is HTTPS and asks
+// every client for a certificate the CA signed; /v1 calls then need the
+// role their operation asks for (rpc/roles.h), as on the client port.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -13,10 +20,13 @@
 
 #include "consensus/status.h"
 #include "rpc/client_protocol.h"
+#include "rpc/stream.h"
 #include "rpc/transport.h"
 
 namespace httplib {
 class Server;
+struct Request;
+struct Response;
 }
 
 namespace ts::tsnode {
@@ -32,18 +42,34 @@ std::string PrometheusText(const rpc::NodeStatus& s);
 
 class HttpPort {
  public:
-  using Fetch = std::function<std::optional<rpc::NodeStatus>()>;
-  HttpPort(rpc::HostPort addr, Fetch fetch);
+  // The answer to a request, or nullopt if the loop gave none in time.
+  using Call = std::function<std::optional<rpc::ClientResponse>(rpc::ClientRequest)>;
+  // tls.empty(): plain HTTP. cluster_id: client certificates must name it.
+  // A request a follower answers 'not leader' is sent on to the leader's
+  // client port once (over TLS with `node_tls`, the node's own setup), so
+  // an HTTP client may call any node.
+  HttpPort(rpc::HostPort addr, Call call, rpc::TlsFiles tls = {}, std::string cluster_id = {},
+           std::shared_ptr<rpc::TlsContext> node_tls = nullptr, std::chrono::milliseconds timeout = {});
   ~HttpPort();
-  // Binds (IoError if the address is taken) and starts serving.
+  // Binds (IoError if the address is taken, InvalidArgument if the TLS
+  // files do not load) and starts serving.
   Status Start();
   void Stop();  // idempotent
+  uint64_t requests_denied() const { return denied_.load(); }
 
  private:
+  std::optional<rpc::NodeStatus> FetchStatus();
+  void ServeApi(const httplib::Request& req, httplib::Response& res, const std::string& route);
+
   rpc::HostPort addr_;
-  Fetch fetch_;
+  Call call_;
+  rpc::TlsFiles tls_;
+  std::string cluster_id_;
+  std::shared_ptr<rpc::TlsContext> node_tls_;
+  std::chrono::milliseconds timeout_;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
+  std::atomic<uint64_t> denied_{0};
 };
 
 }  // namespace ts::tsnode

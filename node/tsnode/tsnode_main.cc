@@ -48,6 +48,11 @@ ts::StatusOr<std::map<ts::consensus::NodeId, ts::rpc::HostPort>> ParseMembers(co
 // An address that listens on every interface but that no one can dial.
 bool IsWildcardHost(const std::string& host) { return host == "0.0.0.0" || host == "::" || host == "*"; }
 
+// An address only this host reaches.
+bool IsLoopbackHost(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -120,6 +125,10 @@ int main(int argc, char** argv) {
                  "... or after this many bytes of decrees since the last one, whichever comes first")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 50))
       ->capture_default_str();
+  app.add_option("--digest-checkpoint-slots", so.digest_checkpoint_slots,
+                 "record the state digest at every slot that is a multiple of this, and compare it with the "
+                 "peers' every 5 s: a difference is logged as an error and counted in /metrics (0: never)")
+      ->capture_default_str();
   app.add_option("--snapshot-retention-slots", so.snapshot_retention_slots,
                  "log slots kept below the newest snapshot, so a follower that lags by fewer catches up decree by "
                  "decree rather than by installing a snapshot")
@@ -134,6 +143,11 @@ int main(int argc, char** argv) {
                  "with --restore: the new cluster's identity is derived from the backup and this token; use another "
                  "token to restore the same backup into a second cluster")
       ->capture_default_str();
+  app.add_option("--tls-ca", o.tls.ca,
+                 "PEM file of the CA that signs every node's and client's certificate; with --tls-cert and "
+                 "--tls-key: mutual TLS on the peer, client and HTTP ports (cluster-scripts/gen-certs.sh)");
+  app.add_option("--tls-cert", o.tls.cert, "PEM file of this node's certificate: CN=node-<id>, O=<cluster id>, OU=node");
+  app.add_option("--tls-key", o.tls.key, "PEM file of this node's private key");
   app.add_flag("--fault-injection", so.fault_injection,
                "accept fault-injection requests on the client port (drop traffic to/from peers); tests only");
   app.add_option("--log-level", log.level, "trace, debug, info, warn, error, critical or off")
@@ -209,6 +223,24 @@ int main(int argc, char** argv) {
                 "--peer-listen-addr");
   }
   if (!ts::station::IsSemver(cc.software_version)) return fail("--software-version '" + cc.software_version + "' is not X.Y.Z");
+  if (!o.tls.empty() && (o.tls.ca.empty() || o.tls.cert.empty() || o.tls.key.empty())) {
+    return fail("TLS needs all three of --tls-ca, --tls-cert and --tls-key");
+  }
+  if (o.tls.empty()) {
+    std::vector<std::pair<std::string, std::string>> open_to_others;
+    auto check = [&](const char* what, const ts::rpc::HostPort& hp) {
+      if (!IsLoopbackHost(hp.host)) open_to_others.emplace_back(what, hp.ToString());
+    };
+    check("client port", o.client_addr);
+    check("peer port", o.peer_listen_addr.value_or(o.members.at(cc.id)));
+    if (o.http_addr) check("HTTP port", *o.http_addr);
+    for (const auto& [what, addr] : open_to_others) {
+      spdlog::warn("WITHOUT TLS, the {} listens on {}, which other hosts may reach: anyone who can connect may read "
+                   "and write every key, deploy, downgrade and change membership, and impersonate a node. Give "
+                   "--tls-ca, --tls-cert and --tls-key (cluster-scripts/gen-certs.sh), or listen on loopback",
+                   what, addr);
+    }
+  }
 
   if (!restore.empty()) {
     auto r = ts::tsnode::RestoreBackup(restore, o.data_dir, so.cluster_id, cc.id, restore_token);

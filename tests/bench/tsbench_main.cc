@@ -53,6 +53,8 @@ constexpr milliseconds kDrainMax{5000};       // wait this long for answers afte
 
 struct BenchOptions {
   std::string endpoints;
+  std::string cacert, cert, key;            // TLS files (client::ResolveClientTls)
+  std::shared_ptr<rpc::TlsContext> tls;     // loaded from them; null: plaintext
   uint32_t connections = 1;
   uint32_t in_flight = 1;
   uint32_t key_size = 16;
@@ -183,7 +185,7 @@ class Worker {
 
   void Connect(Conn& c) {
     assert(!c.ready);
-    c.client = std::make_unique<rpc::AsyncClient>(io_);
+    c.client = std::make_unique<rpc::AsyncClient>(io_, rpc::kDefaultFrameBytesMax, o_.tls);
     uint64_t gen = c.generation;
     c.client->Connect(c.target, [this, &c, gen](Status s) { OnConnected(c, gen, std::move(s)); });
   }
@@ -403,6 +405,7 @@ double Round3(double v) { return static_cast<double>(std::llround(v * 1000.0)) /
 StatusOr<HostPort> FindLeader(const BenchOptions& o, const std::vector<HostPort>& endpoints) {
   client::ClientOptions co;
   co.endpoints = endpoints;
+  co.tls = o.tls;
   co.timeout = milliseconds(o.timeout_ms);
   co.connect_timeout = std::min(co.timeout, co.connect_timeout);
   client::Client client(co);
@@ -603,6 +606,7 @@ void PrintText(const BenchOptions& o, const HostPort& leader, const Counters& to
 int RunMember(const BenchOptions& o, const std::vector<HostPort>& endpoints) {
   client::ClientOptions co;
   co.endpoints = endpoints;
+  co.tls = o.tls;
   co.timeout = milliseconds(o.timeout_ms);
   co.connect_timeout = std::min(co.timeout, co.connect_timeout);
   client::Client client(co);
@@ -641,12 +645,18 @@ int RunMember(const BenchOptions& o, const std::vector<HostPort>& endpoints) {
   return r->code == ClientCode::kOk ? 0 : 1;
 }
 
-int Run(const BenchOptions& o) {
+int Run(BenchOptions o) {
   auto endpoints = client::ResolveEndpoints(o.endpoints);
   if (!endpoints.ok()) {
     std::cerr << endpoints.status().message() << '\n';
     return 2;
   }
+  auto tls = client::ResolveClientTls(o.cacert, o.cert, o.key);
+  if (!tls.ok()) {
+    std::cerr << tls.status().message() << '\n';
+    return 2;
+  }
+  o.tls = std::move(*tls);
   if (!o.member.empty()) return RunMember(o, *endpoints);
   auto leader = FindLeader(o, *endpoints);
   if (!leader.ok()) {
@@ -684,6 +694,9 @@ int main(int argc, char** argv) {
       "tsbench"};
   app.add_option("--endpoints", o.endpoints,
                  "Client endpoints host:port,...; else $TSCTL_ENDPOINTS, else ./.cluster/endpoints");
+  app.add_option("--cacert", o.cacert, "TLS: PEM file of the cluster's CA (else $TSCTL_CACERT)");
+  app.add_option("--cert", o.cert, "TLS: PEM file of this client's certificate, OU=write or admin (else $TSCTL_CERT)");
+  app.add_option("--key", o.key, "TLS: PEM file of this client's key (else $TSCTL_KEY)");
   app.add_option("--connections", o.connections, "Connections to the leader")
       ->check(CLI::Range(1u, 10000u))
       ->capture_default_str();

@@ -249,7 +249,7 @@ std::vector<rpc::HostPort> ProcessCluster::endpoints() const {
 }
 
 std::optional<rpc::NodeStatus> ProcessCluster::StatusOf(size_t i) const {
-  rpc::BlockingClient c;
+  rpc::BlockingClient c(client_tls_);
   if (!c.Connect(nodes_[i].client, std::chrono::milliseconds(300)).ok()) return std::nullopt;
   rpc::ClientRequest req;
   req.op = rpc::ClientOp::kStatus;
@@ -318,6 +318,7 @@ std::optional<uint64_t> ProcessCluster::PeakVirtualBytes(size_t i) const {
 client::ClientOptions ProcessCluster::ClientOptionsFor(std::chrono::milliseconds timeout) const {
   client::ClientOptions o;
   o.endpoints = endpoints();
+  o.tls = client_tls_;
   o.timeout = Scaled(timeout);
   return o;
 }

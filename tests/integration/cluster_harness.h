@@ -96,6 +96,9 @@ class ProcessCluster {
   std::optional<uint64_t> PeakVirtualBytes(size_t i) const;
 
   client::ClientOptions ClientOptionsFor(std::chrono::milliseconds timeout = std::chrono::milliseconds(5000)) const;
+  // The harness's own clients (StatusOf, ClientOptionsFor) use this TLS
+  // setup from now on: for a cluster started with --tls-* flags.
+  void UseClientTls(std::shared_ptr<rpc::TlsContext> tls) { client_tls_ = std::move(tls); }
   std::string LogTail(size_t i, size_t lines = 30) const;
   void DumpLogs() const;
 
@@ -111,6 +114,7 @@ class ProcessCluster {
     bool paused = false;
     bool started_once = false;  // its first start bootstraps the cluster (--initial-cluster-state new)
   };
+  std::shared_ptr<rpc::TlsContext> client_tls_;
   std::string dir_;
   std::vector<NodeProc> nodes_;
   std::vector<std::string> extra_args_;

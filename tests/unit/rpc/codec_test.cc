@@ -279,7 +279,7 @@ TEST(Codec, Decode_RefusesUnknownClientOpAndResponseCode) {
     EXPECT_EQ(s.message(), "unknown client op " + std::to_string(op));
   }
   std::string resp = EncodeClientResponse(SampleResponse());
-  resp[8] = 9;  // one past kOutcomeUnknown
+  resp[8] = 10;  // one past kPermissionDenied
   ClientResponse r;
   EXPECT_EQ(DecodeClientResponse(resp, &r).code(), Status::Code::kInvalidArgument);
 }

@@ -1,0 +1,319 @@
+// The HTTP JSON API; see http_api.h.
+#include "node/tsnode/http_api.h"
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <charconv>
+
+#include "node/tsctl/tsctl_format.h"
+
+namespace ts::tsnode {
+
+using rpc::ClientCode;
+using rpc::ClientOp;
+
+namespace {
+
+struct OpName {
+  const char* name;
+  ClientOp op;
+};
+constexpr std::array<OpName, 15> kOps = {{{"put", ClientOp::kPut},
+                                          {"get", ClientOp::kGet},
+                                          {"cas", ClientOp::kCas},
+                                          {"delete", ClientOp::kDelete},
+                                          {"status", ClientOp::kStatus},
+                                          {"log", ClientOp::kLog},
+                                          {"downgrade", ClientOp::kDowngrade},
+                                          {"downgrade-cancel", ClientOp::kDowngradeCancel},
+                                          {"deploy", ClientOp::kDeploy},
+                                          {"deploy-query", ClientOp::kDeployQuery},
+                                          {"fault", ClientOp::kFault},
+                                          {"member", ClientOp::kMember},
+                                          {"snapshot", ClientOp::kSnapshot},
+                                          {"snapshot-read", ClientOp::kSnapshotRead},
+                                          {"migrate", ClientOp::kMigrate}}};
+
+constexpr char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+// Whether `s` is UTF-8 by its byte patterns (a value shown as text too).
+bool ValidUtf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    auto c = static_cast<unsigned char>(s[i]);
+    size_t n = 0;
+    if (c >= 0x80) {
+      if ((c >> 5) == 0x6) n = 1;
+      else if ((c >> 4) == 0xE) n = 2;
+      else if ((c >> 3) == 0x1E) n = 3;
+      else return false;
+    }
+    if (i + n >= s.size() && n > 0) return false;
+    for (size_t k = 1; k <= n; ++k) {
+      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return false;
+    }
+    i += n + 1;
+  }
+  return true;
+}
+
+// A bytes field of a JSON body: "NAME" (text) or "NAME_base64".
+StatusOr<std::string> BytesField(const nlohmann::json& j, const std::string& name, bool required) {
+  if (j.contains(name)) {
+    if (!j[name].is_string()) return Status::InvalidArgument("\"" + name + "\" must be a string");
+    return j[name].get<std::string>();
+  }
+  if (j.contains(name + "_base64")) {
+    if (!j[name + "_base64"].is_string()) return Status::InvalidArgument("\"" + name + "_base64\" must be a string");
+    auto b = Base64Decode(j[name + "_base64"].get<std::string>());
+    if (!b.ok()) return Status::InvalidArgument("\"" + name + "_base64\": " + b.status().message());
+    return b;
+  }
+  if (required) return Status::InvalidArgument("the body needs \"" + name + "\" or \"" + name + "_base64\"");
+  return std::string();
+}
+
+StatusOr<uint64_t> Number(std::string_view text, const char* what) {
+  uint64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size()) {
+    return Status::InvalidArgument(std::string(what) + " '" + std::string(text) + "' is not a number");
+  }
+  return v;
+}
+
+StatusOr<nlohmann::json> ParseBody(std::string_view body) {
+  if (body.empty()) return nlohmann::json::object();
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return Status::InvalidArgument("the body is not a JSON object");
+  return j;
+}
+
+// The fields of a request from a JSON object (for /v1/request, /v1/cas
+// and puts).
+Status FillFromJson(const nlohmann::json& j, rpc::ClientRequest* req) {
+  if (j.contains("key")) {
+    if (!j["key"].is_string()) return Status::InvalidArgument("\"key\" must be a string");
+    req->key = j["key"].get<std::string>();
+  }
+  auto value = BytesField(j, "value", false);
+  if (!value.ok()) return value.status();
+  if (!value->empty()) req->value = std::move(*value);
+  auto expected = BytesField(j, "expected", false);
+  if (!expected.ok()) return expected.status();
+  req->expected = std::move(*expected);
+  if (j.contains("expected_absent")) {
+    if (!j["expected_absent"].is_boolean()) return Status::InvalidArgument("\"expected_absent\" must be true or false");
+    req->expected_absent = j["expected_absent"].get<bool>();
+  }
+  for (const char* f : {"from_slot", "limit", "offset"}) {
+    if (!j.contains(f)) continue;
+    if (!j[f].is_number_unsigned()) return Status::InvalidArgument(std::string("\"") + f + "\" must be a number");
+    uint64_t v = j[f].get<uint64_t>();
+    if (std::string_view(f) == "from_slot") req->from_slot = v;
+    else if (std::string_view(f) == "limit") req->limit = static_cast<uint32_t>(std::min<uint64_t>(v, UINT32_MAX));
+    else req->offset = v;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<ClientOp> ClientOpFromName(std::string_view name) {
+  for (const OpName& o : kOps) {
+    if (name == o.name) return o.op;
+  }
+  std::string known;
+  for (const OpName& o : kOps) known += (known.empty() ? "" : ", ") + std::string(o.name);
+  return Status::InvalidArgument("unknown op '" + std::string(name) + "': one of " + known);
+}
+
+StatusOr<rpc::ClientRequest> RequestFromHttp(std::string_view method, std::string_view route, std::string_view rest,
+                                             std::string_view body, std::string_view from_slot,
+                                             std::string_view limit) {
+  rpc::ClientRequest req;
+  auto json = ParseBody(body);
+  if (route == "kv") {
+    if (rest.empty()) return Status::InvalidArgument("no key: the path is /v1/kv/KEY");
+    req.key = std::string(rest);
+    if (method == "GET") {
+      req.op = ClientOp::kGet;
+    } else if (method == "DELETE") {
+      req.op = ClientOp::kDelete;
+    } else if (method == "PUT" || method == "POST") {
+      if (!json.ok()) return json.status();
+      auto value = BytesField(*json, "value", true);
+      if (!value.ok()) return value.status();
+      req.op = ClientOp::kPut;
+      req.value = std::move(*value);
+    } else {
+      return Status::InvalidArgument("/v1/kv/KEY takes GET, PUT and DELETE, not " + std::string(method));
+    }
+    return req;
+  }
+  if (route == "deploy") {
+    if (method == "GET") {
+      req.op = ClientOp::kDeployQuery;
+      req.key = std::string(rest);
+      return req;
+    }
+    if (method != "POST" || !rest.empty()) return Status::InvalidArgument("deployment commands are POST /v1/deploy");
+    if (!json.ok()) return json.status();
+    req.op = ClientOp::kDeploy;
+    req.value = std::string(body);
+    return req;
+  }
+  if (route == "status" || route == "log") {
+    if (method != "GET") return Status::InvalidArgument("/v1/" + std::string(route) + " takes GET");
+    req.op = route == "status" ? ClientOp::kStatus : ClientOp::kLog;
+    if (!from_slot.empty()) {
+      auto v = Number(from_slot, "from");
+      if (!v.ok()) return v.status();
+      req.from_slot = *v;
+    }
+    if (!limit.empty()) {
+      auto v = Number(limit, "limit");
+      if (!v.ok()) return v.status();
+      req.limit = static_cast<uint32_t>(std::min<uint64_t>(*v, UINT32_MAX));
+    }
+    return req;
+  }
+  if (route == "cas" || route == "request") {
+    if (method != "POST") return Status::InvalidArgument("/v1/" + std::string(route) + " takes POST");
+    if (!json.ok()) return json.status();
+    if (route == "cas") {
+      req.op = ClientOp::kCas;
+      if (!json->contains("key")) return Status::InvalidArgument("the body needs \"key\"");
+      if (!json->contains("value") && !json->contains("value_base64")) {
+        return Status::InvalidArgument("the body needs \"value\" or \"value_base64\"");
+      }
+    } else {
+      if (!json->contains("op") || !(*json)["op"].is_string()) {
+        return Status::InvalidArgument("the body needs \"op\": put, get, cas, delete, ...");
+      }
+      auto op = ClientOpFromName((*json)["op"].get<std::string>());
+      if (!op.ok()) return op.status();
+      req.op = *op;
+    }
+    if (Status s = FillFromJson(*json, &req); !s.ok()) return s;
+    return req;
+  }
+  return Status::NotFound("no such API: /v1/" + std::string(route));
+}
+
+int HttpStatusOf(ClientCode code) {
+  switch (code) {
+    case ClientCode::kOk: return 200;
+    case ClientCode::kNotLeader: return 421;
+    case ClientCode::kCompareFailed: return 412;
+    case ClientCode::kNotFound: return 404;
+    case ClientCode::kBadRequest: return 400;
+    case ClientCode::kUnavailable: return 503;
+    case ClientCode::kBusy: return 429;
+    case ClientCode::kInternal: return 500;
+    case ClientCode::kOutcomeUnknown: return 504;
+    case ClientCode::kPermissionDenied: return 403;
+  }
+  return 500;
+}
+
+HttpAnswer AnswerToHttp(ClientOp op, const rpc::ClientResponse& r) {
+  nlohmann::json j;
+  j["code"] = rpc::ClientCodeName(r.code);
+  if (!r.message.empty()) j["message"] = r.message;
+  if (!r.leader_hint.empty()) j["leader_hint"] = r.leader_hint;
+  if (r.slot != 0) j["slot"] = r.slot;
+  switch (op) {
+    case ClientOp::kGet:
+    case ClientOp::kCas:
+      j["found"] = r.found;
+      if (r.found || !r.value.empty()) {
+        if (ValidUtf8(r.value)) j["value"] = r.value;
+        j["value_base64"] = Base64Encode(r.value);
+      }
+      break;
+    case ClientOp::kDeployQuery:
+    case ClientOp::kDeploy: {
+      if (r.value.empty()) break;
+      auto v = nlohmann::json::parse(r.value, nullptr, false);
+      if (!v.is_discarded()) j["result"] = std::move(v);
+      else j["value"] = r.value;
+      break;
+    }
+    case ClientOp::kStatus:
+      if (r.code == ClientCode::kOk) {
+        rpc::HostPort self;
+        nlohmann::json all = tsctl::StatusJson({self}, {StatusOr<rpc::NodeStatus>(r.status)});
+        j["status"] = all["nodes"][0];
+        j["status"].erase("endpoint");
+      }
+      break;
+    case ClientOp::kLog:
+      if (r.code == ClientCode::kOk) j["log"] = tsctl::LogJson(0, r.log)["rows"];
+      break;
+    case ClientOp::kMember:
+      if (r.code == ClientCode::kOk) j["members"] = tsctl::MembersJson(r.status);
+      break;
+    case ClientOp::kSnapshot:
+    case ClientOp::kSnapshotRead:
+      j["total"] = r.total;
+      if (op == ClientOp::kSnapshotRead) j["value_base64"] = Base64Encode(r.value);
+      break;
+    default:
+      if (!r.value.empty() && ValidUtf8(r.value)) j["value"] = r.value;
+      break;
+  }
+  return {HttpStatusOf(r.code), tsctl::DumpJson(j)};
+}
+
+HttpAnswer ErrorToHttp(ClientCode code, const std::string& message) {
+  nlohmann::json j = {{"code", rpc::ClientCodeName(code)}, {"message", message}};
+  return {HttpStatusOf(code), tsctl::DumpJson(j)};
+}
+
+std::string Base64Encode(std::string_view in) {
+  std::string out;
+  out.reserve((in.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    uint32_t v = uint32_t(uint8_t(in[i])) << 16 | uint32_t(uint8_t(in[i + 1])) << 8 | uint8_t(in[i + 2]);
+    for (int s = 18; s >= 0; s -= 6) out += kBase64[(v >> s) & 63];
+  }
+  if (i < in.size()) {
+    uint32_t v = uint32_t(uint8_t(in[i])) << 16 | (i + 1 < in.size() ? uint32_t(uint8_t(in[i + 1])) << 8 : 0);
+    out += kBase64[(v >> 18) & 63];
+    out += kBase64[(v >> 12) & 63];
+    out += i + 1 < in.size() ? kBase64[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+StatusOr<std::string> Base64Decode(std::string_view in) {
+  if (in.size() % 4 != 0) return Status::InvalidArgument("base64 text must come in groups of 4 characters");
+  std::string out;
+  out.reserve(in.size() / 4 * 3);
+  for (size_t i = 0; i < in.size(); i += 4) {
+    uint32_t v = 0;
+    int pad = 0;
+    for (size_t k = 0; k < 4; ++k) {
+      char c = in[i + k];
+      int d = -1;
+      if (c >= 'A' && c <= 'Z') d = c - 'A';
+      else if (c >= 'a' && c <= 'z') d = c - 'a' + 26;
+      else if (c >= '0' && c <= '9') d = c - '0' + 52;
+      else if (c == '+') d = 62;
+      else if (c == '/') d = 63;
+      else if (c == '=' && i + 4 == in.size() && k >= 2) d = 0, ++pad;
+      if (d < 0 || (pad > 0 && c != '=')) return Status::InvalidArgument("not base64");
+      v = v << 6 | static_cast<uint32_t>(d);
+    }
+    out += static_cast<char>(v >> 16);
+    if (pad < 2) out += static_cast<char>((v >> 8) & 0xFF);
+    if (pad < 1) out += static_cast<char>(v & 0xFF);
+  }
+  return out;
+}
+
+}  // namespace ts::tsnode

@@ -1,0 +1,52 @@
+// Client roles; see roles.h.
+#include "rpc/roles.h"
+
+namespace ts::rpc {
+
+const char* ClientRoleName(ClientRole role) {
+  switch (role) {
+    case ClientRole::kRead: return "read";
+    case ClientRole::kWrite: return "write";
+    case ClientRole::kAdmin: return "admin";
+  }
+  return "?";
+}
+
+ClientRole RequiredRole(ClientOp op) {
+  switch (op) {
+    case ClientOp::kGet:
+    case ClientOp::kStatus:
+    case ClientOp::kLog:
+    case ClientOp::kDeployQuery:
+      return ClientRole::kRead;
+    case ClientOp::kPut:
+    case ClientOp::kCas:
+    case ClientOp::kDelete:
+      return ClientRole::kWrite;
+    case ClientOp::kDowngrade:
+    case ClientOp::kDowngradeCancel:
+    case ClientOp::kDeploy:
+    case ClientOp::kFault:
+    case ClientOp::kMember:
+    case ClientOp::kSnapshot:
+    case ClientOp::kSnapshotRead:
+    case ClientOp::kMigrate:
+      return ClientRole::kAdmin;
+  }
+  return ClientRole::kAdmin;  // an operation not listed: the most demanding
+}
+
+StatusOr<ClientRole> RoleOf(const CertIdentity& identity, const std::string& cluster_id) {
+  if (!identity.present) return Status::PermissionDenied("no client certificate");
+  if (identity.organization != cluster_id) {
+    return Status::PermissionDenied("the client certificate (" + identity.ToString() + ") is for cluster '" +
+                                    identity.organization + "', not '" + cluster_id + "'");
+  }
+  if (identity.unit == "read") return ClientRole::kRead;
+  if (identity.unit == "write") return ClientRole::kWrite;
+  if (identity.unit == "admin" || identity.unit == "node") return ClientRole::kAdmin;
+  return Status::PermissionDenied("the client certificate (" + identity.ToString() +
+                                  ") names no role: its OU must be read, write or admin");
+}
+
+}  // namespace ts::rpc

@@ -1,0 +1,123 @@
+// The HTTP JSON API's mapping (node/tsnode/http_api.h), without a server.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "node/tsnode/http_api.h"
+
+namespace ts::tsnode {
+namespace {
+
+using rpc::ClientCode;
+using rpc::ClientOp;
+
+StatusOr<rpc::ClientRequest> Req(std::string_view method, std::string_view route, std::string_view rest,
+                                 std::string_view body = "") {
+  return RequestFromHttp(method, route, rest, body, "", "");
+}
+
+TEST(HttpApi, KeyValueCallsBecomeTheirRequests) {
+  auto get = Req("GET", "kv", "a/b c");
+  ASSERT_TRUE(get.ok());
+  EXPECT_EQ(get->op, ClientOp::kGet);
+  EXPECT_EQ(get->key, "a/b c");
+  auto put = Req("PUT", "kv", "k", R"({"value":"v"})");
+  ASSERT_TRUE(put.ok());
+  EXPECT_EQ(put->op, ClientOp::kPut);
+  EXPECT_EQ(put->value, "v");
+  auto put64 = Req("PUT", "kv", "k", R"({"value_base64":"AP8B"})");
+  ASSERT_TRUE(put64.ok());
+  EXPECT_EQ(put64->value, std::string("\x00\xff\x01", 3));
+  EXPECT_EQ(Req("DELETE", "kv", "k")->op, ClientOp::kDelete);
+  auto cas = Req("POST", "cas", "", R"({"key":"k","expected_absent":true,"value":"1"})");
+  ASSERT_TRUE(cas.ok());
+  EXPECT_EQ(cas->op, ClientOp::kCas);
+  EXPECT_TRUE(cas->expected_absent);
+  auto any = Req("POST", "request", "", R"({"op":"log","from_slot":7,"limit":3})");
+  ASSERT_TRUE(any.ok());
+  EXPECT_EQ(any->op, ClientOp::kLog);
+  EXPECT_EQ(any->from_slot, 7u);
+  EXPECT_EQ(any->limit, 3u);
+  auto deploy = Req("POST", "deploy", "", R"({"kind":"sched"})");
+  ASSERT_TRUE(deploy.ok());
+  EXPECT_EQ(deploy->op, ClientOp::kDeploy);
+  EXPECT_EQ(deploy->value, R"({"kind":"sched"})");
+  auto query = Req("GET", "deploy", "sched/rooms");
+  ASSERT_TRUE(query.ok());
+  EXPECT_EQ(query->op, ClientOp::kDeployQuery);
+  EXPECT_EQ(query->key, "sched/rooms");
+  auto log = RequestFromHttp("GET", "log", "", "", "5", "2");
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(log->from_slot, 5u);
+}
+
+TEST(HttpApi, BadCallsSayWhatIsWrong) {
+  struct Case {
+    const char *method, *route, *rest, *body, *says;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"PUT", "kv", "k", "{not json", "not a JSON object"},
+           {"PUT", "kv", "k", R"({"value":1})", "\"value\" must be a string"},
+           {"PUT", "kv", "k", R"({})", "needs \"value\" or \"value_base64\""},
+           {"PUT", "kv", "k", R"({"value_base64":"abc"})", "groups of 4"},
+           {"PUT", "kv", "", R"({"value":"v"})", "no key"},
+           {"PATCH", "kv", "k", "", "takes GET, PUT and DELETE"},
+           {"POST", "request", "", R"({"op":"launch"})", "unknown op 'launch'"},
+           {"POST", "request", "", R"({"key":"k"})", "needs \"op\""},
+           {"POST", "cas", "", R"({"value":"v"})", "needs \"key\""},
+           {"POST", "request", "", R"({"op":"log","limit":-1})", "\"limit\" must be a number"},
+       }) {
+    auto r = Req(c.method, c.route, c.rest, c.body);
+    ASSERT_FALSE(r.ok()) << c.method << " " << c.route << " " << c.body;
+    EXPECT_NE(r.status().message().find(c.says), std::string::npos) << r.status().message();
+  }
+  EXPECT_FALSE(RequestFromHttp("GET", "log", "", "", "x", "").ok());
+}
+
+TEST(HttpApi, AnswersCarryTheCodeTheirStatusAndTheValue) {
+  rpc::ClientResponse r;
+  r.code = ClientCode::kOk;
+  r.found = true;
+  r.value = "hello";
+  r.slot = 9;
+  HttpAnswer a = AnswerToHttp(ClientOp::kGet, r);
+  EXPECT_EQ(a.status, 200);
+  auto j = nlohmann::json::parse(a.body);
+  EXPECT_EQ(j["code"], "ok");
+  EXPECT_EQ(j["value"], "hello");
+  EXPECT_EQ(j["value_base64"], "aGVsbG8=");
+  EXPECT_EQ(j["slot"], 9);
+  r.value = std::string("\xff\xfe", 2);
+  j = nlohmann::json::parse(AnswerToHttp(ClientOp::kGet, r).body);
+  EXPECT_FALSE(j.contains("value"));
+  EXPECT_EQ(j["value_base64"], "//4=");
+
+  const std::pair<ClientCode, int> statuses[] = {
+      {ClientCode::kNotLeader, 421},   {ClientCode::kCompareFailed, 412}, {ClientCode::kNotFound, 404},
+      {ClientCode::kBadRequest, 400},  {ClientCode::kUnavailable, 503},   {ClientCode::kBusy, 429},
+      {ClientCode::kInternal, 500},    {ClientCode::kOutcomeUnknown, 504}, {ClientCode::kPermissionDenied, 403}};
+  for (auto [code, status] : statuses) {
+    r.code = code;
+    r.leader_hint = "10.0.0.1:7000";
+    HttpAnswer e = AnswerToHttp(ClientOp::kPut, r);
+    EXPECT_EQ(e.status, status);
+    auto body = nlohmann::json::parse(e.body);
+    EXPECT_EQ(body["code"], rpc::ClientCodeName(code));
+    EXPECT_EQ(body["leader_hint"], "10.0.0.1:7000");
+  }
+}
+
+TEST(HttpApi, Base64RoundTripsEveryLength) {
+  std::string bytes;
+  for (int n = 0; n < 300; ++n) {
+    auto back = Base64Decode(Base64Encode(bytes));
+    ASSERT_TRUE(back.ok()) << n;
+    ASSERT_EQ(*back, bytes) << n;
+    bytes += static_cast<char>(n * 37);
+  }
+  EXPECT_FALSE(Base64Decode("a=bc").ok());
+  EXPECT_FALSE(Base64Decode("ab!c").ok());
+}
+
+}  // namespace
+}  // namespace ts::tsnode

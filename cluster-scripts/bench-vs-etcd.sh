@@ -121,7 +121,7 @@ export CLUSTER_DIR="$bench_dir/tsnode"
 failed=1
 
 pid_runs_etcd_of() {  # pid data-dir: the pid is still our etcd on that data dir
-  [[ -n "$1" ]] && kill -0 "$1" 2>/dev/null && tr '\0' '\n' <"/proc/$1/cmdline" 2>/dev/null | grep -qxF -- "--data-dir=$2"
+  [[ -n "$1" ]] && kill -0 "$1" 2>/dev/null && tr '\0' '\n' 2>/dev/null <"/proc/$1/cmdline" | grep -qxF -- "--data-dir=$2"
 }
 stop_etcd() {
   local i deadline=$((SECONDS + stop_deadline_s)) any
@@ -142,7 +142,7 @@ stop_etcd() {
     wait "${etcd_pids[i]}" 2>/dev/null || true
   done
   etcd_pids=()
-  rm -rf "$bench_dir"/etcd/m[0-9]*
+  rm -rf "$bench_dir"/etcd/m[0-9]*/
 }
 stop_tsnode() {
   [[ $tsnode_started -eq 1 ]] || return 0

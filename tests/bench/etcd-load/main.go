@@ -53,6 +53,7 @@ type result struct {
 	ops       uint64
 	notFound  uint64
 	errors    uint64
+	abandoned uint64 // still unanswered when the run ended
 	firstErr  string
 	latencies []time.Duration
 }
@@ -198,7 +199,8 @@ func main() {
 				counted := !now.Before(windowStart) && !now.After(windowEnd)
 				if err != nil {
 					if ctx.Err() != nil {
-						return // abandoned
+						r.abandoned++
+						return
 					}
 					if counted {
 						r.errors++
@@ -230,6 +232,7 @@ func main() {
 		total.ops += r.ops
 		total.notFound += r.notFound
 		total.errors += r.errors
+		total.abandoned += r.abandoned
 		if total.firstErr == "" {
 			total.firstErr = r.firstErr
 		}
@@ -256,6 +259,7 @@ func main() {
 		"errors":      total.errors,
 		"first_error": total.firstErr,
 		"not_found":   total.notFound,
+		"abandoned":   total.abandoned,
 		"in_flight":   *inFlight,
 		"connections": len(clients),
 		"duration_s":  *duration,
@@ -271,7 +275,8 @@ func main() {
 		os.Exit(1)
 	}
 	if total.ops == 0 {
-		fmt.Fprintf(os.Stderr, "etcd-load: no request succeeded (errors %d, first: %s)\n", total.errors, total.firstErr)
+		fmt.Fprintf(os.Stderr, "etcd-load: no request succeeded (errors %d, first: %q; %d abandoned unanswered)\n",
+			total.errors, total.firstErr, total.abandoned)
 		os.Exit(1)
 	}
 }

@@ -194,6 +194,16 @@ std::string FormatStatusTable(const std::vector<rpc::HostPort>& endpoints,
                     std::to_string(s.client_connections_idle_closed) + "; failed accepts (out of descriptors...) " +
                     std::to_string(s.accept_errors));
     }
+    if (s.tls_handshakes_failed + s.certificates_refused + s.requests_denied > 0) {
+      t.AddIndented("node " + std::to_string(s.id) + ": TLS handshakes failed " +
+                    std::to_string(s.tls_handshakes_failed) + ", certificates refused " +
+                    std::to_string(s.certificates_refused) + ", requests denied to the client's role " +
+                    std::to_string(s.requests_denied));
+    }
+    if (s.counters.digest_mismatches > 0) {
+      t.AddIndented("node " + std::to_string(s.id) + ": STATE DIGEST DIFFERS from a peer's at " +
+                    std::to_string(s.counters.digest_mismatches) + " checkpoint(s); see its log");
+    }
     if (!s.older_model_data.empty()) {
       t.AddIndented("node " + std::to_string(s.id) + ": migration pending: holds " + OneLine(s.older_model_data) +
                     " (versions that read only newer models may not join until `tsctl migrate`)");
@@ -269,6 +279,10 @@ nlohmann::json StatusJson(const std::vector<rpc::HostPort>& endpoints,
     n["client_connections_refused"] = s.client_connections_refused;
     n["client_connections_idle_closed"] = s.client_connections_idle_closed;
     n["accept_errors"] = s.accept_errors;
+    n["tls_handshakes_failed"] = s.tls_handshakes_failed;
+    n["certificates_refused"] = s.certificates_refused;
+    n["requests_denied"] = s.requests_denied;
+    n["digest_mismatches"] = s.counters.digest_mismatches;
     n["migration_complete"] = s.older_model_data.empty();
     nlohmann::json peers = nlohmann::json::array();
     for (const rpc::PeerStatus& p : s.peers) {

@@ -53,6 +53,19 @@ class Exposition {
   void One(const std::string& name, const char* type, const std::string& help, double value) {
     Family(name, type, help, {{"", value}});
   }
+  // A histogram family: cumulative buckets with their `le` bound, then the
+  // +Inf bucket, the sum and the count, as the text format asks.
+  void Histo(const std::string& name, const std::string& help, const rpc::Histogram& h) {
+    o_ << "# HELP " << name << ' ' << help << "\n# TYPE " << name << " histogram\n";
+    uint64_t cumulative = 0;
+    for (size_t i = 0; i < h.bounds.size(); ++i) {
+      cumulative += i < h.counts.size() ? h.counts[i] : 0;
+      o_ << name << "_bucket{le=\"" << h.bounds[i] << "\"} " << cumulative << '\n';
+    }
+    if (h.counts.size() > h.bounds.size()) cumulative += h.counts[h.bounds.size()];
+    o_ << name << "_bucket{le=\"+Inf\"} " << cumulative << '\n';
+    o_ << name << "_sum " << h.sum << '\n' << name << "_count " << cumulative << '\n';
+  }
   std::string str() const { return o_.str(); }
 
  private:
@@ -91,7 +104,23 @@ std::string PrometheusText(const rpc::NodeStatus& s) {
   e.Family("ts_connections_refused_total", "counter", "Connections the node refused, by reason",
            {{"reason=\"client_cap\"", d(s.client_connections_refused)},
             {"reason=\"client_idle\"", d(s.client_connections_idle_closed)},
-            {"reason=\"accept_error\"", d(s.accept_errors)}});
+            {"reason=\"accept_error\"", d(s.accept_errors)},
+            {"reason=\"tls_handshake\"", d(s.tls_handshakes_failed)},
+            {"reason=\"certificate\"", d(s.certificates_refused)}});
+  e.One("ts_requests_denied_total", "counter", "Client requests refused because the client's role does not allow them",
+        d(s.requests_denied));
+  const rpc::NodeCounters& c = s.counters;
+  e.One("ts_proposals_total", "counter", "Log entries this node proposed as the leader", d(c.proposals));
+  e.One("ts_decrees_applied_total", "counter", "Committed decrees applied", d(c.decrees_applied));
+  e.One("ts_synced_writes_total", "counter", "Log-store writes that waited for an fsync", d(c.synced_writes));
+  e.One("ts_elections_started_total", "counter", "Times this node became a candidate", d(c.elections_started));
+  e.One("ts_elections_won_total", "counter", "Times this node became the leader", d(c.elections_won));
+  e.One("ts_leader_changes_total", "counter", "Times the leader this node knew of changed", d(c.leader_changes));
+  e.One("ts_digest_mismatches_total", "counter",
+        "Checkpoints whose state digest a peer reported otherwise at the same applied slot",
+        d(c.digest_mismatches));
+  e.Histo("ts_fsync_seconds", "Duration of each synced write to the log store", c.fsync_seconds);
+  e.Histo("ts_batch_entries", "Log entries per synced write", c.batch_entries);
   std::vector<std::pair<std::string, double>> connected, refused;
   for (const rpc::PeerStatus& p : s.peers) {
     std::string label = "peer=\"" + std::to_string(p.id) + "\"";

@@ -127,7 +127,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--digest-checkpoint-slots", so.digest_checkpoint_slots,
                  "record the state digest at every slot that is a multiple of this, and compare it with the "
-                 "peers' every 5 s: a difference is logged as an error and counted in /metrics (0: never)")
+                 "peers' (--digest-compare-ms): a difference is logged as an error and counted in /metrics (0: never)")
+      ->capture_default_str();
+  uint64_t digest_ms = static_cast<uint64_t>(o.digest_watch_period.count());
+  app.add_option("--digest-compare-ms", digest_ms,
+                 "how often to ask each peer's client port for its digest checkpoints (0: never)")
       ->capture_default_str();
   app.add_option("--snapshot-retention-slots", so.snapshot_retention_slots,
                  "log slots kept below the newest snapshot, so a follower that lags by fewer catches up decree by "
@@ -180,6 +184,7 @@ int main(int argc, char** argv) {
   }
   if (ts::tsnode::PrintConfigIfAsked(app, std::cout)) return 0;
   o.client_limits.idle_timeout = std::chrono::milliseconds(idle_ms);
+  o.digest_watch_period = std::chrono::milliseconds(digest_ms);
 
   if (ts::Status s = ts::tsnode::SetUpLogging(id, log); !s.ok()) {
     std::cerr << "tsnode: " << s.message() << " (--log-file " << log.file << ")\n";

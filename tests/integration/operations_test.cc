@@ -3,7 +3,7 @@
 // made with their parents, exit codes that tell the truth, values too long
 // for a command line, tools that say when the cluster does not answer, and a
 // node that was paused or cut off not deposing a leader that kept its
-// majority (pre-vote).
+// majority (pre-vote), and state digests compared between nodes.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -249,8 +249,21 @@ TEST_F(OperationsTest, HttpPortMetricsParseAndHealthFollowsTheQuorum) {
         {"/usr/bin/python3", "-c",
          "import sys\n"
          "from prometheus_client.parser import text_string_to_metric_families as parse\n"
-         "v={s.name: s.value for f in parse(sys.stdin.read()) for s in f.samples if not s.labels or s.name=='ts_info'}\n"
+         "fams=list(parse(sys.stdin.read()))\n"
+         "v={s.name: s.value for f in fams for s in f.samples if not s.labels or s.name=='ts_info'}\n"
          "assert v['ts_applied_slot'] >= 10, v\n"
+         "assert v['ts_decrees_applied_total'] >= 10, v\n"
+         "assert v['ts_synced_writes_total'] >= 1, v\n"
+         "assert v['ts_digest_mismatches_total'] == 0, v\n"
+         "if v['ts_lease_holder']:\n"
+         "  assert v['ts_proposals_total'] >= 10 and v['ts_elections_won_total'] >= 1, v\n"
+         "types={f.name: f.type for f in fams}\n"
+         "for h in ('ts_fsync_seconds', 'ts_batch_entries'):\n"
+         "  assert types[h] == 'histogram', types\n"
+         "  b=[s.value for f in fams if f.name == h for s in f.samples if s.name == h + '_bucket']\n"
+         "  assert len(b) > 2 and b == sorted(b) and b[-1] == v[h + '_count'] >= 1, (h, b)\n"
+         "reasons={s.labels['reason'] for f in fams if f.name == 'ts_connections_refused' for s in f.samples}\n"
+         "assert {'client_cap', 'tls_handshake', 'certificate'} <= reasons, reasons\n"
          "print(int(v['ts_lease_holder']))\n"},
         m.out);
     ASSERT_EQ(parsed.code, 0) << parsed.err;
@@ -307,6 +320,39 @@ TEST_F(OperationsTest, PausedOrCutOffFollowerDoesNotDeposeTheLeader) {
   std::this_thread::sleep_for(Scaled(1500ms));
   BlockPeers(*cluster_, f, "");
   AfterFault("isolation");
+}
+
+// State digests: one node's state is changed outside the log (the "diverge"
+// fault); once every node has applied the next checkpoint slot, the
+// comparison raises an error log naming the odd node and counts it, and the
+// two healthy nodes never report each other.
+TEST_F(OperationsTest, DigestsThatDisagreeAtACheckpointAreLoggedAndCounted) {
+  cluster_ = std::make_unique<ProcessCluster>(
+      3, std::vector<std::string>{"--fault-injection", "--digest-checkpoint-slots", "20", "--digest-compare-ms", "100"});
+  ASSERT_TRUE(cluster_->WaitForLeader(5000ms));
+  client::Client c(cluster_->ClientOptionsFor());
+  rpc::BlockingClient odd;
+  ASSERT_TRUE(odd.Connect(cluster_->client_addr(2), Scaled(2000ms)).ok());
+  auto r = odd.Call(Req(rpc::ClientOp::kFault, "diverge", "only-here=1"), Scaled(2000ms));
+  ASSERT_TRUE(r.ok() && r->code == rpc::ClientCode::kOk) << (r.ok() ? r->message : r.status().ToString());
+  for (int i = 0; i < 45; ++i) ASSERT_TRUE(c.Call(Req(rpc::ClientOp::kPut, "d" + std::to_string(i), "v")).ok());
+  ASSERT_TRUE(cluster_->WaitForConvergence(5000ms));
+  auto mismatches = [&](size_t i) {
+    auto s = cluster_->StatusOf(i);
+    return s ? s->counters.digest_mismatches : 0;
+  };
+  auto log_of = [&](size_t i) {
+    std::ifstream in(cluster_->log_path(i));
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_TRUE(WaitFor([&] { return mismatches(i) >= 2; }, 10000ms)) << "node " << i + 1 << " counted "
+                                                                       << mismatches(i);
+  }
+  EXPECT_NE(log_of(0).find("node 3's is"), std::string::npos) << cluster_->LogTail(0);
+  EXPECT_NE(log_of(2).find("node 1's is"), std::string::npos) << cluster_->LogTail(2);
+  EXPECT_EQ(log_of(0).find("node 2's is"), std::string::npos) << "two healthy nodes disagreed";
+  EXPECT_EQ(log_of(1).find("node 1's is"), std::string::npos) << "two healthy nodes disagreed";
 }
 
 }  // namespace

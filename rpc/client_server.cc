@@ -48,14 +48,10 @@ struct ClientServer::Impl {
     // Connections still in their TLS handshake hold descriptors too.
     if (conns.size() + handshaking >= Cap()) {
       ++metrics.connections_refused;
-      ++unreported_refusals;
-      auto now = std::chrono::steady_clock::now();
-      if (now - last_refusal_warning >= std::chrono::seconds(10)) {
+      if (auto n = cap_warning.Due()) {
         spdlog::warn("client port: {} connections refused since the last warning: {} are open, the cap ({}: "
                      "--max-client-connections, within the descriptor limit less {})",
-                     unreported_refusals, conns.size(), Cap(), ClientLimits::kDescriptorReserve);
-        last_refusal_warning = now;
-        unreported_refusals = 0;
+                     *n, conns.size(), Cap(), ClientLimits::kDescriptorReserve);
       }
       std::error_code ec;
       sock.close(ec);
@@ -92,13 +88,9 @@ struct ClientServer::Impl {
   // A client that could not be served: logged once every 10 s at most,
   // with the count since the last line.
   void Refused(const std::string& remote, const std::string& why) {
-    ++unreported_tls_refusals;
-    auto now = std::chrono::steady_clock::now();
-    if (now - last_tls_warning < std::chrono::seconds(10)) return;
-    spdlog::warn("client port: refused {} ({} refused since the last warning): {}", remote,
-                 unreported_tls_refusals, why);
-    last_tls_warning = now;
-    unreported_tls_refusals = 0;
+    if (auto n = tls_warning.Due()) {
+      spdlog::warn("client port: refused {} ({} refused since the last warning): {}", remote, *n, why);
+    }
   }
 
   // Closes connections that sent nothing for the idle timeout.
@@ -164,6 +156,12 @@ struct ClientServer::Impl {
             denied.message = std::string("this operation needs the ") + ClientRoleName(needed) +
                              " role; the client certificate grants " + ClientRoleName(role) +
                              ": use a certificate with OU=" + ClientRoleName(needed) + " or admin";
+            if (auto n = denied_warning.Due()) {
+              auto c = weak.lock();
+              std::string remote = c ? c->remote() : "a closed connection";
+              spdlog::warn("client port: denied a {} request from {} ({} denied since the last warning): {}",
+                           ClientOpName(req.op), remote, *n, denied.message);
+            }
             respond(std::move(denied));
             return Status::Ok();
           }
@@ -199,11 +197,10 @@ struct ClientServer::Impl {
   asio::steady_timer sweep;
   std::unordered_map<Connection*, std::shared_ptr<Connection>> conns;
   std::unordered_map<Connection*, std::chrono::steady_clock::time_point> last_active;
-  std::chrono::steady_clock::time_point last_refusal_warning{};
-  uint64_t unreported_refusals = 0;
+  LogLimit cap_warning;
   size_t handshaking = 0;  // accepted sockets in their TLS handshake
-  std::chrono::steady_clock::time_point last_tls_warning{};
-  uint64_t unreported_tls_refusals = 0;
+  LogLimit tls_warning;
+  LogLimit denied_warning;
   TransportMetrics metrics;
   AcceptLoop accepting{io, "client", &metrics.accept_errors};
   bool started = false;

@@ -55,18 +55,14 @@ void AcceptLoop::Next() {
 
 void AcceptLoop::Failed(const std::error_code& ec) {
   ++*errors_;
-  ++unreported_;
   backoff_ = std::clamp(backoff_ * 2, std::chrono::milliseconds(10), std::chrono::milliseconds(1000));
-  auto now = std::chrono::steady_clock::now();
-  if (now - last_warning_ >= std::chrono::seconds(10)) {
+  if (auto n = warning_.Due()) {
     spdlog::warn("{} port: accepting a connection failed: {} ({} times since the last warning); retrying in {} ms{}",
-                 port_name_, ec.message(), unreported_, backoff_.count(),
+                 port_name_, ec.message(), *n, backoff_.count(),
                  ec == std::errc::too_many_files_open || ec == std::errc::too_many_files_open_in_system
                      ? " (out of file descriptors: raise the limit, LimitNOFILE= under systemd, or lower "
                        "--max-client-connections)"
                      : "");
-    last_warning_ = now;
-    unreported_ = 0;
   }
   retry_.expires_after(backoff_);
   retry_.async_wait([this, life = LifeRef(life_)](const std::error_code& wait_ec) {

@@ -11,6 +11,7 @@
 #include <asio.hpp>
 
 #include "consensus/status.h"
+#include "rpc/log_limit.h"
 #include "rpc/transport.h"
 
 namespace ts::rpc {
@@ -45,8 +46,7 @@ class AcceptLoop {
   uint64_t* errors_;
   std::function<void(asio::ip::tcp::socket)> on_socket_;
   std::chrono::milliseconds backoff_{0};
-  std::chrono::steady_clock::time_point last_warning_{};
-  uint64_t unreported_ = 0;
+  LogLimit warning_;
   Life life_ = std::make_shared<char>();
 };
 

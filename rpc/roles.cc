@@ -12,6 +12,27 @@ const char* ClientRoleName(ClientRole role) {
   return "?";
 }
 
+const char* ClientOpName(ClientOp op) {
+  switch (op) {
+    case ClientOp::kPut: return "put";
+    case ClientOp::kGet: return "get";
+    case ClientOp::kCas: return "cas";
+    case ClientOp::kDelete: return "delete";
+    case ClientOp::kStatus: return "status";
+    case ClientOp::kLog: return "log";
+    case ClientOp::kDowngrade: return "downgrade";
+    case ClientOp::kDowngradeCancel: return "downgrade-cancel";
+    case ClientOp::kDeploy: return "deploy";
+    case ClientOp::kDeployQuery: return "deploy-query";
+    case ClientOp::kFault: return "fault";
+    case ClientOp::kMember: return "member";
+    case ClientOp::kSnapshot: return "snapshot";
+    case ClientOp::kSnapshotRead: return "snapshot-read";
+    case ClientOp::kMigrate: return "migrate";
+  }
+  return "unknown";
+}
+
 ClientRole RequiredRole(ClientOp op) {
   switch (op) {
     case ClientOp::kGet:

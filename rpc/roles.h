@@ -21,6 +21,8 @@ namespace ts::rpc {
 enum class ClientRole : uint8_t { kRead = 1, kWrite = 2, kAdmin = 3 };
 
 const char* ClientRoleName(ClientRole role);
+// The operation's name, as logs and the HTTP API's /v1/request "op" say it.
+const char* ClientOpName(ClientOp op);
 
 // The least role that may send `op`.
 ClientRole RequiredRole(ClientOp op);

@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "rpc/log_limit.h"
 #include "rpc/codec.h"
 #include "rpc/connection.h"
 #include "rpc/listener.h"
@@ -145,13 +146,9 @@ struct PeerTransport::Impl {
   // A peer whose TLS handshake failed or whose certificate is not a node's
   // of this cluster: counted, and logged at most once every 10 s.
   void RefuseStream(const std::string& remote, const std::string& why) {
-    ++unreported_stream_refusals;
-    auto now = std::chrono::steady_clock::now();
-    if (now - last_stream_warning < std::chrono::seconds(10)) return;
-    spdlog::error("refused a peer connection from {} ({} since the last such line): {}", remote,
-                  unreported_stream_refusals, why);
-    last_stream_warning = now;
-    unreported_stream_refusals = 0;
+    if (auto n = stream_warning.Due()) {
+      spdlog::error("refused a peer connection from {} ({} since the last such line): {}", remote, *n, why);
+    }
   }
 
   static std::string RemoteOf(Stream& stream) {
@@ -595,8 +592,7 @@ struct PeerTransport::Impl {
   std::unordered_map<Connection*, std::unique_ptr<Inbound>> inbound;
   std::map<consensus::NodeId, PeerRefusals> refusals;
   std::map<consensus::NodeId, uint64_t> refusals_logged_by_node;  // refusals we made, for log rate limiting
-  std::chrono::steady_clock::time_point last_stream_warning{};
-  uint64_t unreported_stream_refusals = 0;
+  LogLimit stream_warning;
   TransportMetrics metrics;
   AcceptLoop accepting{io, "peer", &metrics.accept_errors};
   bool started = false;

@@ -7,6 +7,7 @@
 #include <charconv>
 
 #include "node/tsctl/tsctl_format.h"
+#include "rpc/roles.h"
 
 namespace ts::tsnode {
 
@@ -14,26 +15,6 @@ using rpc::ClientCode;
 using rpc::ClientOp;
 
 namespace {
-
-struct OpName {
-  const char* name;
-  ClientOp op;
-};
-constexpr std::array<OpName, 15> kOps = {{{"put", ClientOp::kPut},
-                                          {"get", ClientOp::kGet},
-                                          {"cas", ClientOp::kCas},
-                                          {"delete", ClientOp::kDelete},
-                                          {"status", ClientOp::kStatus},
-                                          {"log", ClientOp::kLog},
-                                          {"downgrade", ClientOp::kDowngrade},
-                                          {"downgrade-cancel", ClientOp::kDowngradeCancel},
-                                          {"deploy", ClientOp::kDeploy},
-                                          {"deploy-query", ClientOp::kDeployQuery},
-                                          {"fault", ClientOp::kFault},
-                                          {"member", ClientOp::kMember},
-                                          {"snapshot", ClientOp::kSnapshot},
-                                          {"snapshot-read", ClientOp::kSnapshotRead},
-                                          {"migrate", ClientOp::kMigrate}}};
 
 constexpr char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
@@ -121,11 +102,12 @@ Status FillFromJson(const nlohmann::json& j, rpc::ClientRequest* req) {
 }  // namespace
 
 StatusOr<ClientOp> ClientOpFromName(std::string_view name) {
-  for (const OpName& o : kOps) {
-    if (name == o.name) return o.op;
-  }
   std::string known;
-  for (const OpName& o : kOps) known += (known.empty() ? "" : ", ") + std::string(o.name);
+  for (uint8_t i = 1; i <= static_cast<uint8_t>(ClientOp::kMigrate); ++i) {
+    auto op = static_cast<ClientOp>(i);
+    if (name == rpc::ClientOpName(op)) return op;
+    known += (known.empty() ? "" : ", ") + std::string(rpc::ClientOpName(op));
+  }
   return Status::InvalidArgument("unknown op '" + std::string(name) + "': one of " + known);
 }
 

@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include <sstream>
 
@@ -171,10 +172,17 @@ void HttpPort::ServeApi(const httplib::Request& req, httplib::Response& res, con
     rpc::ClientRole needed = rpc::RequiredRole(call->op);
     if (!role.ok() || *role < needed) {
       ++denied_;
-      return reply(ErrorToHttp(rpc::ClientCode::kPermissionDenied,
-                               (role.ok() ? std::string("the client certificate grants ") + rpc::ClientRoleName(*role)
-                                          : role.status().message()) +
-                                   "; this operation needs the " + rpc::ClientRoleName(needed) + " role"));
+      std::string why = (role.ok() ? std::string("the client certificate grants ") + rpc::ClientRoleName(*role)
+                                   : role.status().message()) +
+                        "; this operation needs the " + rpc::ClientRoleName(needed) + " role";
+      {
+        std::lock_guard<std::mutex> lock(denied_log_mu_);
+        if (auto n = denied_log_.Due()) {
+          spdlog::warn("HTTP port: denied a {} request from {} ({} denied since the last warning): {}",
+                       rpc::ClientOpName(call->op), req.remote_addr, *n, why);
+        }
+      }
+      return reply(ErrorToHttp(rpc::ClientCode::kPermissionDenied, why));
     }
   }
   rpc::ClientOp op = call->op;

@@ -14,12 +14,14 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 
 #include "consensus/status.h"
 #include "rpc/client_protocol.h"
+#include "rpc/log_limit.h"
 #include "rpc/stream.h"
 #include "rpc/transport.h"
 
@@ -70,6 +72,8 @@ class HttpPort {
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   std::atomic<uint64_t> denied_{0};
+  std::mutex denied_log_mu_;  // httplib serves calls on a pool of threads
+  rpc::LogLimit denied_log_;
 };
 
 }  // namespace ts::tsnode

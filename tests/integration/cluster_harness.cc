@@ -323,6 +323,17 @@ client::ClientOptions ProcessCluster::ClientOptionsFor(std::chrono::milliseconds
   return o;
 }
 
+std::string ProcessCluster::LogText(size_t i) const {
+  std::ifstream in(nodes_[i].log_path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::string ProcessCluster::LogsOfAll() const {
+  std::string all;
+  for (size_t i = 0; i < nodes_.size(); ++i) all += LogText(i);
+  return all;
+}
+
 std::string ProcessCluster::LogTail(size_t i, size_t lines) const {
   std::ifstream in(nodes_[i].log_path);
   std::vector<std::string> all;

@@ -100,6 +100,9 @@ class ProcessCluster {
   // setup from now on: for a cluster started with --tls-* flags.
   void UseClientTls(std::shared_ptr<rpc::TlsContext> tls) { client_tls_ = std::move(tls); }
   std::string LogTail(size_t i, size_t lines = 30) const;
+  // Node i's whole log so far; LogsOfAll: every node's, one after another.
+  std::string LogText(size_t i) const;
+  std::string LogsOfAll() const;
   void DumpLogs() const;
 
  private:

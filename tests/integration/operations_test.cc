@@ -341,18 +341,14 @@ TEST_F(OperationsTest, DigestsThatDisagreeAtACheckpointAreLoggedAndCounted) {
     auto s = cluster_->StatusOf(i);
     return s ? s->counters.digest_mismatches : 0;
   };
-  auto log_of = [&](size_t i) {
-    std::ifstream in(cluster_->log_path(i));
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  };
   for (size_t i = 0; i < 3; ++i) {
     EXPECT_TRUE(WaitFor([&] { return mismatches(i) >= 2; }, 10000ms)) << "node " << i + 1 << " counted "
                                                                        << mismatches(i);
   }
-  EXPECT_NE(log_of(0).find("node 3's is"), std::string::npos) << cluster_->LogTail(0);
-  EXPECT_NE(log_of(2).find("node 1's is"), std::string::npos) << cluster_->LogTail(2);
-  EXPECT_EQ(log_of(0).find("node 2's is"), std::string::npos) << "two healthy nodes disagreed";
-  EXPECT_EQ(log_of(1).find("node 1's is"), std::string::npos) << "two healthy nodes disagreed";
+  EXPECT_NE(cluster_->LogText(0).find("node 3's is"), std::string::npos) << cluster_->LogTail(0);
+  EXPECT_NE(cluster_->LogText(2).find("node 1's is"), std::string::npos) << cluster_->LogTail(2);
+  EXPECT_EQ(cluster_->LogText(0).find("node 2's is"), std::string::npos) << "two healthy nodes disagreed";
+  EXPECT_EQ(cluster_->LogText(1).find("node 1's is"), std::string::npos) << "two healthy nodes disagreed";
 }
 
 }  // namespace

@@ -161,6 +161,9 @@ TEST_F(TlsTest, ClientsNeedACertificateOfTheClusterAndARoleThatAllowsTheRequest)
   }
   EXPECT_GE(denied_total, 2u);
   EXPECT_GE(handshakes_failed, 2u);
+  // And logged (at most a line per 10 s per kind, so the first of each).
+  EXPECT_NE(cluster_->LogsOfAll().find("client port: denied a put request"), std::string::npos);
+  EXPECT_NE(cluster_->LogsOfAll().find("client port: refused"), std::string::npos);
 }
 
 TEST_F(TlsTest, APeerPresentingAnotherNodesCertificateIsRefused) {
@@ -281,6 +284,7 @@ TEST_F(TlsTest, CurlPutsAndGetsThroughTheHttpApiOnAnyNode) {
   uint64_t denied_total = 0;
   for (size_t i = 0; i < 3; ++i) denied_total += cluster_->StatusOf(i)->requests_denied;
   EXPECT_GE(denied_total, 2u);
+  EXPECT_NE(cluster_->LogsOfAll().find("HTTP port: denied a put request"), std::string::npos);
 }
 
 }  // namespace

@@ -68,10 +68,45 @@ KvResult KvStore::Apply(const Decree& d) {
   }
   if (result.code != KvResult::Code::kOk) return result;
   for (auto& [key, value] : overlay) {
-    if (value) map_[key] = std::move(*value);
-    else map_.erase(key);
+    auto it = map_.find(key);
+    if (it != map_.end()) content_hash_ -= EntryHash(it->first, it->second);
+    if (!value) {
+      if (it != map_.end()) map_.erase(it);
+      continue;
+    }
+    content_hash_ += EntryHash(key, *value);
+    if (it != map_.end()) it->second = std::move(*value);
+    else map_.emplace(key, std::move(*value));
   }
   return result;
+}
+
+void KvStore::Restore(std::map<std::string, std::string> map) {
+  map_ = std::move(map);
+  content_hash_ = 0;
+  for (const auto& [k, v] : map_) content_hash_ += EntryHash(k, v);
+}
+
+uint64_t KvStore::EntryHash(std::string_view key, std::string_view value) {
+  // FNV-1a over key, separator, value, separator, then a splitmix64
+  // finalizer so that sums of nearby hashes do not cancel by accident.
+  uint64_t h = 0xcbf29ce484222325ull;
+  auto add = [&h](std::string_view bytes) {
+    for (unsigned char ch : bytes) {
+      h ^= ch;
+      h *= 0x100000001b3ull;
+    }
+    h ^= 0xff;
+    h *= 0x100000001b3ull;
+  };
+  add(key);
+  add(value);
+  h ^= h >> 30;
+  h *= 0xbf58476d1ce4e5b9ull;
+  h ^= h >> 27;
+  h *= 0x94d049bb133111ebull;
+  h ^= h >> 31;
+  return h;
 }
 
 std::optional<std::string> KvStore::Get(const std::string& key) const {

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "consensus/types.h"
 #include "node/station/decree.h"
@@ -29,7 +30,12 @@ class KvStore {
   std::optional<std::string> Get(const std::string& key) const;
   size_t size() const { return map_.size(); }
   // Snapshots: replaces the whole map (keys in any order; later duplicates win).
-  void Restore(std::map<std::string, std::string> map) { map_ = std::move(map); }
+  void Restore(std::map<std::string, std::string> map);
+  // An order-independent hash of the whole map, kept up to date by every
+  // change (the sum of one 64-bit hash per key and value), so the state
+  // digest costs O(1) in the number of keys rather than a walk of the map.
+  uint64_t content_hash() const { return content_hash_; }
+  static uint64_t EntryHash(std::string_view key, std::string_view value);
   // Visits every key in order (for the state digest and snapshots).
   template <class F>
   void ForEach(F&& f) const {
@@ -40,6 +46,7 @@ class KvStore {
   using Overlay = std::map<std::string, std::optional<std::string>>;
   KvResult Stage(uint16_t type, KvCommand& c, Overlay* overlay) const;
   std::map<std::string, std::string> map_;
+  uint64_t content_hash_ = 0;
 };
 
 // Running digest of the applied log: FNV-1a 64 chained over (slot, bytes).

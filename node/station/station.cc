@@ -448,9 +448,14 @@ void AddApplication(Fnv& f, const KvStore& kv, const deploy::DeployState& deploy
 std::string Station::StateDigest() const {
   // Applied state changes only with the applied slot (a snapshot install
   // moves the slot too), so one digest serves every request at that slot.
+  // The key-value part is the store's running hash and its size, so this
+  // costs the deployment state's dump, not a walk of every key: nodes ask
+  // for it at every digest checkpoint and every status request, under load.
   if (digest_cache_ && digest_cache_->first == applied_slot_ && applied_slot_ != 0) return digest_cache_->second;
   Fnv f;
-  AddApplication(f, kv_, deploy_);
+  f.Add(std::to_string(kv_.size()));
+  f.Add(std::to_string(kv_.content_hash()));
+  f.Add(deploy_.SnapshotDump());
   digest_cache_.emplace(applied_slot_, f.Hex());
   return digest_cache_->second;
 }

@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <random>
+#include <string>
+
 #include "node/station/decree.h"
 #include "node/station/version.h"
 
@@ -53,6 +57,43 @@ TEST(KvStore, Apply_UnknownTypeOrGarbagePayloadIsUndecodableAndChangesNothing) {
   d.payload = "\xff\xff\xff\xff\xff\xff\xff\x7f";
   EXPECT_EQ(kv.Apply(d).code, KvResult::Code::kUndecodable);
   EXPECT_EQ(kv.size(), 0u);
+}
+
+uint64_t HashFromScratch(const KvStore& kv) {
+  std::map<std::string, std::string> copy;
+  kv.ForEach([&copy](const std::string& k, const std::string& v) { copy.emplace(k, v); });
+  KvStore fresh;
+  fresh.Restore(std::move(copy));
+  return fresh.content_hash();
+}
+
+TEST(KvStore, ContentHash_FollowsEveryChangeAndDependsOnlyOnTheState) {
+  KvStore kv;
+  EXPECT_EQ(kv.content_hash(), 0u);
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 2000; ++i) {
+    std::string key = "k" + std::to_string(rng() % 40);
+    std::string value = "v" + std::to_string(rng() % 5);
+    switch (rng() % 3) {
+      case 0: kv.Apply(Make(DecreeType::kKvPut, {key, value, "", false})); break;
+      case 1: kv.Apply(Make(DecreeType::kKvDelete, {key, "", "", false})); break;
+      default: kv.Apply(Make(DecreeType::kKvCas, {key, value, "v" + std::to_string(rng() % 5), false})); break;
+    }
+    ASSERT_EQ(kv.content_hash(), HashFromScratch(kv)) << "after operation " << i;
+  }
+  // The same state reached another way hashes alike; one value more or
+  // different does not.
+  KvStore a, b;
+  a.Apply(Make(DecreeType::kKvPut, {"x", "1", "", false}));
+  a.Apply(Make(DecreeType::kKvPut, {"y", "2", "", false}));
+  b.Apply(Make(DecreeType::kKvPut, {"y", "9", "", false}));
+  b.Apply(Make(DecreeType::kKvPut, {"x", "1", "", false}));
+  EXPECT_NE(a.content_hash(), b.content_hash());
+  b.Apply(Make(DecreeType::kKvPut, {"y", "2", "", false}));
+  EXPECT_EQ(a.content_hash(), b.content_hash());
+  b.Apply(Make(DecreeType::kKvPut, {"z", "", "", false}));
+  EXPECT_NE(a.content_hash(), b.content_hash());
+  EXPECT_NE(KvStore::EntryHash("ab", "c"), KvStore::EntryHash("a", "bc"));
 }
 
 TEST(LogDigest, Add_SameLogSameDigestAnyDifferenceChangesIt) {

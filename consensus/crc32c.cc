@@ -1,4 +1,6 @@
-// Table-driven CRC-32C, slicing by 8 bytes. Reflected polynomial 0x82F63B78.
+// CRC-32C, reflected polynomial 0x82F63B78: the SSE4.2 crc32 instruction
+// where the CPU has it (chosen once, at the first call), else a table
+// slicing by 8 bytes. Both give the same values (crc32c_test compares them).
 #include "consensus/crc32c.h"
 
 #include <array>
@@ -27,7 +29,7 @@ constexpr Tables kTables;
 
 }  // namespace
 
-uint32_t Crc32c(const void* data, size_t size, uint32_t crc) {
+uint32_t Crc32cTable(const void* data, size_t size, uint32_t crc) {
   const auto* p = static_cast<const unsigned char*>(data);
   uint32_t c = ~crc;
   while (size >= 8) {
@@ -45,5 +47,42 @@ uint32_t Crc32c(const void* data, size_t size, uint32_t crc) {
   while (size-- > 0) c = kTables.t[0][(c ^ *p++) & 0xFF] ^ (c >> 8);
   return ~c;
 }
+
+#if defined(__x86_64__)
+namespace {
+
+__attribute__((target("sse4.2"))) uint32_t Crc32cSse42(const void* data, size_t size, uint32_t crc) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  uint64_t c = ~crc;
+  while (size >= 8) {
+    uint64_t word;
+    std::memcpy(&word, p, 8);
+    c = __builtin_ia32_crc32di(c, word);
+    p += 8;
+    size -= 8;
+  }
+  auto c32 = static_cast<uint32_t>(c);
+  while (size-- > 0) c32 = __builtin_ia32_crc32qi(c32, *p++);
+  return ~c32;
+}
+
+using CrcFn = uint32_t (*)(const void*, size_t, uint32_t);
+CrcFn Choose() { return __builtin_cpu_supports("sse4.2") ? Crc32cSse42 : Crc32cTable; }
+
+}  // namespace
+
+bool Crc32cUsesHardware() {
+  static const bool hw = __builtin_cpu_supports("sse4.2");
+  return hw;
+}
+
+uint32_t Crc32c(const void* data, size_t size, uint32_t crc) {
+  static const CrcFn fn = Choose();
+  return fn(data, size, crc);
+}
+#else
+bool Crc32cUsesHardware() { return false; }
+uint32_t Crc32c(const void* data, size_t size, uint32_t crc) { return Crc32cTable(data, size, crc); }
+#endif
 
 }  // namespace ts

@@ -13,4 +13,9 @@ namespace ts {
 uint32_t Crc32c(const void* data, size_t size, uint32_t crc = 0);
 inline uint32_t Crc32c(std::string_view s, uint32_t crc = 0) { return Crc32c(s.data(), s.size(), crc); }
 
+// The portable table form, and whether Crc32c uses the CPU's instruction
+// instead (x86-64 with SSE4.2); for tests and benchmarks.
+uint32_t Crc32cTable(const void* data, size_t size, uint32_t crc = 0);
+bool Crc32cUsesHardware();
+
 }  // namespace ts

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "consensus/types.h"
@@ -99,13 +100,15 @@ struct MemberStatus {  // one member of the configuration in force
 };
 
 // A histogram as Prometheus keeps one: counts[i] observations at most
-// bounds[i], and counts.back() all of them (+Inf); not cumulative here.
+// bounds[i], and counts[bounds.size()] the rest (+Inf); not cumulative here.
+// counts may be shorter (empty until the first observation: a default
+// histogram allocates nothing); missing counts are zero.
 struct Histogram {
   std::vector<double> bounds;
   std::vector<uint64_t> counts;  // bounds.size() + 1
   double sum = 0;
 
-  Histogram() : counts(1, 0) {}
+  Histogram() = default;
   explicit Histogram(std::vector<double> b) : bounds(std::move(b)), counts(bounds.size() + 1, 0) {}
   void Observe(double v) {
     size_t i = 0;
@@ -208,6 +211,12 @@ struct NodeStatus {
   }
 };
 
+// The nested encoding of ClientResponse::status (rpc/codec.cc). Decoding
+// throws on anything malformed (truncated, trailing bytes, node id 0),
+// inside the response decoder that catches it.
+std::string EncodeNodeStatus(const NodeStatus& s);
+void DecodeNodeStatusOrThrow(std::string_view bytes, NodeStatus* out);
+
 struct LogRow {
   uint64_t slot = 0;
   std::string type;  // decree type name, "noop", or "unknown(N)"
@@ -226,12 +235,25 @@ struct ClientResponse {
   uint64_t slot = 0;         // writes: the slot the decree was chosen in
   bool found = false;        // get/cas: whether the key exists
   std::string value;         // get: the value; cas failure: current value
-  NodeStatus status;         // kStatus only
+  NodeStatus status;         // kStatus and kMember only (status.id != 0: see below)
   std::vector<LogRow> log;   // kLog only
   uint64_t total = 0;        // kSnapshot: the snapshot's size in bytes
 
+  // The status travels as a nested byte string: empty when status.id is 0
+  // (no status: every answer but kStatus and kMember, so a get's answer
+  // neither builds nor carries some 400 bytes of zeros), else the whole
+  // NodeStatus encoding.
   template <class A>
-  void serialize(A& ar) { ar(id, code, message, leader_hint, slot, found, value, status, log, total); }
+  void save(A& ar) const {
+    std::string nested = status.id == 0 ? std::string() : EncodeNodeStatus(status);
+    ar(id, code, message, leader_hint, slot, found, value, nested, log, total);
+  }
+  template <class A>
+  void load(A& ar) {
+    std::string nested;
+    ar(id, code, message, leader_hint, slot, found, value, nested, log, total);
+    if (!nested.empty()) DecodeNodeStatusOrThrow(nested, &status);
+  }
 };
 
 inline const char* ClientCodeName(ClientCode code) {

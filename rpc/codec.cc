@@ -36,6 +36,18 @@ Status DecodeClientRequest(std::string_view bytes, ClientRequest* out) {
   Status s = DecodeBounded(bytes, out);
   return s.ok() ? CheckRequest(*out) : s;
 }
+std::string EncodeNodeStatus(const NodeStatus& s) { return EncodeBounded(s); }
+void DecodeNodeStatusOrThrow(std::string_view bytes, NodeStatus* out) {
+  // Throws cereal::Exception, as the outer decoder does, so what decodes
+  // re-encodes to the same bytes: the whole string, and a node id.
+  NodeStatus value;
+  BoundedInputArchive ar(bytes.data(), bytes.size());
+  ar(value);
+  if (ar.left() != 0) throw cereal::Exception(std::to_string(ar.left()) + " trailing bytes after a node status");
+  if (value.id == 0) throw cereal::Exception("a node status without a node id");
+  *out = std::move(value);
+}
+
 std::string EncodeClientResponse(const ClientResponse& r) { return EncodeBounded(r); }
 Status DecodeClientResponse(std::string_view bytes, ClientResponse* out) {
   Status s = DecodeBounded(bytes, out);

@@ -168,6 +168,7 @@ TEST(Client, Call_retriesUntilAnElectionEnds) {
   FakeNode node([&](const ClientRequest& r) -> std::optional<rpc::ClientResponse> {
     if (r.op != ClientOp::kStatus) return Ok(11);
     rpc::ClientResponse resp;
+    resp.status.id = 1;  // a node's status always names it (the codec drops one that does not)
     resp.status.role = probes++ < 2 ? "candidate" : "leader";
     return resp;
   });
@@ -395,6 +396,7 @@ TEST(Client, FindLeader_picksTheNodeThatLeadsAndSkipsUnreachableOnes) {
 TEST(Client, FindLeader_noLeaderAnywhereIsUnavailable) {
   FakeNode follower([](const ClientRequest&) {
     rpc::ClientResponse r;
+    r.status.id = 1;
     r.status.role = "candidate";
     return r;
   });

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
 
 namespace ts {
@@ -21,6 +22,25 @@ TEST(Crc32c, Crc32c_ExtendsAcrossSplitBuffers) {
     uint32_t split = Crc32c(std::string_view(data).substr(cut), Crc32c(std::string_view(data).substr(0, cut)));
     EXPECT_EQ(whole, split) << "cut at " << cut;
   }
+}
+
+TEST(Crc32c, Crc32c_HardwareAndTableAgreeOnEveryLengthAndAlignment) {
+  std::string data;
+  uint64_t x = 88172645463325252ull;
+  for (int i = 0; i < 4200; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    data.push_back(static_cast<char>(x));
+  }
+  EXPECT_EQ(Crc32cTable("123456789", 9), 0xE3069283u);
+  for (size_t offset = 0; offset < 9; ++offset) {
+    for (size_t size : {0u, 1u, 3u, 7u, 8u, 9u, 15u, 16u, 17u, 63u, 100u, 4096u}) {
+      EXPECT_EQ(Crc32c(data.data() + offset, size, 0x1234u), Crc32cTable(data.data() + offset, size, 0x1234u))
+          << "offset " << offset << " size " << size;
+    }
+  }
+  std::printf("crc32c: %s\n", Crc32cUsesHardware() ? "SSE4.2 instruction" : "table (no SSE4.2 here)");
 }
 
 }  // namespace

@@ -146,6 +146,31 @@ TEST(Codec, EncodeDecode_RoundTripsHandshakesAndClientMessages) {
   EXPECT_EQ(EncodeClientResponse(resp), EncodeClientResponse(SampleResponse()));
 }
 
+TEST(Codec, Encode_AnAnswerWithoutStatusCarriesNone) {
+  ClientResponse get;
+  get.id = 9;
+  get.found = true;
+  get.value = "v";
+  std::string bytes = EncodeClientResponse(get);
+  EXPECT_LT(bytes.size(), 64u) << "a get's answer carries a default NodeStatus";
+  ClientResponse back;
+  ASSERT_TRUE(DecodeClientResponse(bytes, &back).ok());
+  EXPECT_EQ(back.status.id, 0u);
+  EXPECT_EQ(back.value, "v");
+  // A status with a node id travels whole, counters and histograms included.
+  ClientResponse st;
+  st.status.id = 2;
+  st.status.counters.fsync_seconds = Histogram({0.001, 0.01});
+  st.status.counters.fsync_seconds.Observe(0.005);
+  st.status.counters.fsync_seconds.Observe(1.0);
+  ASSERT_TRUE(DecodeClientResponse(EncodeClientResponse(st), &back).ok());
+  EXPECT_EQ(back.status.id, 2u);
+  EXPECT_EQ(back.status.counters.fsync_seconds.counts, (std::vector<uint64_t>{0, 1, 1}));
+  // A nested status naming no node is malformed, not "no status".
+  EXPECT_THROW(DecodeNodeStatusOrThrow(EncodeNodeStatus(NodeStatus{}), &back.status), std::exception);
+  EXPECT_THROW(DecodeNodeStatusOrThrow(EncodeNodeStatus(st.status) + "x", &back.status), std::exception);
+}
+
 TEST(Codec, Encode_GoldenBytesOfAPrepareAndAClientRequest) {
   consensus::Message prepare{1, 2, consensus::Prepare{{3, 1}, 5, {}, {}}};
   EXPECT_EQ(Hex(EncodeMessage(prepare)),

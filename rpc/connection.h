@@ -2,8 +2,11 @@
 // thread, shared by the peer transport, the client server and the async
 // client.
 //
-// Reading: 16-byte header -> ParseFrameHeader (the length cap is checked
-// before the payload buffer grows) -> payload -> CRC check -> OnFrame. A
+// Reading: whatever the socket holds, up to 64 KiB a read, into one buffer;
+// then every whole frame in it, in order: 16-byte header -> ParseFrameHeader
+// (the length cap is checked before the buffer grows for the payload) ->
+// CRC check -> OnFrame (the payload is a view into the buffer, valid for
+// the call). A
 // malformed, truncated or unexpected frame closes the connection with a
 // one-line warning and counts in metrics->bad_frames; nothing else is harmed.
 // Writing: frames are appended to one pending buffer and the write is started
@@ -18,6 +21,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <asio.hpp>
 
@@ -66,8 +70,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   size_t queued_bytes() const { return pending_.size() + writing_.size(); }
 
  private:
-  void ReadHeader();
-  void ReadPayload(const FrameHeader& h);
+  void ReadMore();
+  // Delivers every whole frame buffered; false once the connection is
+  // closed or closing (nothing more to read).
+  bool DeliverFrames();
+  size_t buffered() const { return in_end_ - in_start_; }
   void BadFrame(const std::string& reason);
   void ScheduleWrite();
   void WriteMore();
@@ -81,8 +88,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   OnFrame on_frame_;
   OnClose on_close_;
   std::string remote_;
-  char header_[kFrameHeaderBytes];
-  std::string payload_;
+  std::vector<char> in_;   // bytes read: [in_start_, in_end_) not yet delivered
+  size_t in_start_ = 0;
+  size_t in_end_ = 0;
+  size_t frame_wanted_ = 0;  // header plus payload of the frame at in_start_, once its header is in
   std::string pending_;  // frames queued since the last write started
   std::string writing_;  // the frames the write in flight carries
   bool write_in_flight_ = false;

@@ -18,6 +18,7 @@ namespace ts::rpc {
 namespace {
 
 using testing::RawClient;
+using testing::RunFor;
 using testing::RunUntil;
 
 // Answers every request on the io_context it runs on:
@@ -250,6 +251,42 @@ TEST(ClientServer, Respond_OverTheFrameCapBecomesAnInternalError) {
 
 // Garbage, truncated, oversized and mistyped frames close their own
 // connection and count; a well-behaved client is served afterwards.
+TEST(ClientServer, Frames_ManyInOneWriteAndOneSplitByteByByteAreEachServedInOrder) {
+  asio::io_context io;
+  EchoServer echo(io);
+  RawClient raw(io);
+  raw.Connect(echo.server.bound_port());
+  // Every twentieth value is 20 KB, so the burst takes several reads and frames
+  // straddle their boundaries.
+  auto value_of = [](uint64_t id) {
+    return id % 20 == 0 ? std::string(20000, static_cast<char>('a' + id % 26)) : "value " + std::to_string(id);
+  };
+  auto frame = [&](uint64_t id) {
+    ClientRequest r = Put("k", value_of(id));
+    r.id = id;
+    return EncodeFrame(FrameType::kClientRequest, EncodeClientRequest(r));
+  };
+  std::string burst;  // 200 frames, 200 KB, in one write
+  for (uint64_t id = 1; id <= 200; ++id) burst += frame(id);
+  raw.Write(burst);
+  std::string split = frame(201);
+  for (char ch : split) {
+    raw.Write(std::string(1, ch));
+    RunFor(io, std::chrono::milliseconds(1));  // the server reads each byte on its own
+  }
+  for (uint64_t id = 1; id <= 201; ++id) {
+    FrameType type;
+    std::string payload;
+    ASSERT_TRUE(raw.ReadFrame(&type, &payload)) << "answer " << id;
+    ClientResponse r;
+    ASSERT_TRUE(DecodeClientResponse(payload, &r).ok());
+    EXPECT_EQ(r.id, id);
+    EXPECT_EQ(r.value, value_of(id));
+  }
+  EXPECT_EQ(echo.requests, 201u);
+  EXPECT_EQ(echo.server.metrics().bad_frames, 0u);
+}
+
 TEST(ClientServer, BadFrames_CloseOnlyTheirConnection) {
   asio::io_context io;
   EchoServer echo(io);

@@ -3,7 +3,9 @@
 
 #include "node/station/version_state.h"
 
+#include <bit>
 #include <cstdio>
+#include <cstring>
 
 namespace ts::station {
 
@@ -87,20 +89,32 @@ void KvStore::Restore(std::map<std::string, std::string> map) {
   for (const auto& [k, v] : map_) content_hash_ += EntryHash(k, v);
 }
 
+namespace {
+
+// A word at a time (little-endian, as CMake requires of the host): large
+// values cost about a nanosecond per 8 bytes rather than per byte.
+uint64_t HashBytes(std::string_view bytes, uint64_t h) {
+  constexpr uint64_t k1 = 0x87c37b91114253d5ull;
+  constexpr uint64_t k2 = 0x4cf5ad432745937full;
+  const char* p = bytes.data();
+  size_t n = bytes.size();
+  for (; n >= 8; p += 8, n -= 8) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    h ^= std::rotl(w * k1, 31) * k2;
+    h = std::rotl(h, 27) * 5 + 0x52dce729;
+  }
+  uint64_t tail = 0;
+  std::memcpy(&tail, p, n);
+  h ^= std::rotl(tail * k1, 31) * k2;
+  return h ^ (bytes.size() * k2);  // the length closes the string: ("ab","c") and ("a","bc") differ
+}
+
+}  // namespace
+
 uint64_t KvStore::EntryHash(std::string_view key, std::string_view value) {
-  // FNV-1a over key, separator, value, separator, then a splitmix64
-  // finalizer so that sums of nearby hashes do not cancel by accident.
-  uint64_t h = 0xcbf29ce484222325ull;
-  auto add = [&h](std::string_view bytes) {
-    for (unsigned char ch : bytes) {
-      h ^= ch;
-      h *= 0x100000001b3ull;
-    }
-    h ^= 0xff;
-    h *= 0x100000001b3ull;
-  };
-  add(key);
-  add(value);
+  uint64_t h = HashBytes(value, HashBytes(key, 0x9e3779b97f4a7c15ull) * 0xff51afd7ed558ccdull);
+  // splitmix64's finalizer, so that sums of nearby hashes do not cancel.
   h ^= h >> 30;
   h *= 0xbf58476d1ce4e5b9ull;
   h ^= h >> 27;

@@ -94,6 +94,16 @@ TEST(KvStore, ContentHash_FollowsEveryChangeAndDependsOnlyOnTheState) {
   b.Apply(Make(DecreeType::kKvPut, {"z", "", "", false}));
   EXPECT_NE(a.content_hash(), b.content_hash());
   EXPECT_NE(KvStore::EntryHash("ab", "c"), KvStore::EntryHash("a", "bc"));
+  // Any one byte of a value, in its words or its tail, changes the hash.
+  for (size_t size : {1u, 7u, 8u, 9u, 4096u, 4101u}) {
+    std::string v(size, 'x');
+    for (size_t at : {size_t{0}, size / 2, size - 1}) {
+      std::string w = v;
+      w[at] = 'y';
+      EXPECT_NE(KvStore::EntryHash("k", v), KvStore::EntryHash("k", w)) << size << " " << at;
+    }
+    EXPECT_NE(KvStore::EntryHash("k", v), KvStore::EntryHash("k", v + std::string(1, '\0'))) << size;
+  }
 }
 
 TEST(LogDigest, Add_SameLogSameDigestAnyDifferenceChangesIt) {

@@ -188,15 +188,7 @@ if [[ -d "$bench_dir" ]]; then
 fi
 mkdir -p "$bench_dir/etcd"
 
-free_ports() {
-  python3 - "$1" <<'PY'
-import socket, sys
-socks = []
-for _ in range(int(sys.argv[1])):
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); socks.append(s)
-print(" ".join(str(s.getsockname()[1]) for s in socks))
-PY
-}
+free_ports() { python3 "$root/cluster-scripts/free-ports.py" "$1"; }
 
 # utime + stime (clock ticks) summed over the given pids.
 cpu_ticks() {

@@ -106,15 +106,7 @@ ctl() {
 }
 
 # Prints N distinct free loopback TCP ports (held open together while chosen).
-free_ports() {
-  python3 - "$1" <<'PY'
-import socket, sys
-socks = []
-for _ in range(int(sys.argv[1])):
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); socks.append(s)
-print(" ".join(str(s.getsockname()[1]) for s in socks))
-PY
-}
+free_ports() { python3 "$root/cluster-scripts/free-ports.py" "$1"; }
 
 # True when the answering nodes agree on one leader holding a lease.
 one_leader() {

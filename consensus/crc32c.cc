@@ -67,7 +67,6 @@ __attribute__((target("sse4.2"))) uint32_t Crc32cSse42(const void* data, size_t 
 }
 
 using CrcFn = uint32_t (*)(const void*, size_t, uint32_t);
-CrcFn Choose() { return __builtin_cpu_supports("sse4.2") ? Crc32cSse42 : Crc32cTable; }
 
 }  // namespace
 
@@ -77,7 +76,7 @@ bool Crc32cUsesHardware() {
 }
 
 uint32_t Crc32c(const void* data, size_t size, uint32_t crc) {
-  static const CrcFn fn = Choose();
+  static const CrcFn fn = Crc32cUsesHardware() ? Crc32cSse42 : Crc32cTable;
   return fn(data, size, crc);
 }
 #else

@@ -6,6 +6,7 @@
 #include <bit>
 
 #include "consensus/check.h"
+#include "consensus/mix64.h"
 
 namespace ts::consensus {
 
@@ -464,10 +465,7 @@ Slot Replica::LastSlot() const {
 
 uint64_t Replica::NextRandom() {
   // splitmix64: a tiny generator whose whole state is the seed the driver gave.
-  uint64_t z = (rng_ += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+  return Mix64(rng_ += 0x9E3779B97F4A7C15ull);
 }
 
 void Replica::AfterInput(const char* input) {

@@ -1,6 +1,7 @@
 // KvStore and LogDigest; see kv_store.h.
 #include "node/station/kv_store.h"
 
+#include "consensus/mix64.h"
 #include "node/station/version_state.h"
 
 #include <bit>
@@ -113,14 +114,8 @@ uint64_t HashBytes(std::string_view bytes, uint64_t h) {
 }  // namespace
 
 uint64_t KvStore::EntryHash(std::string_view key, std::string_view value) {
-  uint64_t h = HashBytes(value, HashBytes(key, 0x9e3779b97f4a7c15ull) * 0xff51afd7ed558ccdull);
-  // splitmix64's finalizer, so that sums of nearby hashes do not cancel.
-  h ^= h >> 30;
-  h *= 0xbf58476d1ce4e5b9ull;
-  h ^= h >> 27;
-  h *= 0x94d049bb133111ebull;
-  h ^= h >> 31;
-  return h;
+  // Mixed at the end, so that sums of nearby hashes do not cancel.
+  return Mix64(HashBytes(value, HashBytes(key, 0x9e3779b97f4a7c15ull) * 0xff51afd7ed558ccdull));
 }
 
 std::optional<std::string> KvStore::Get(const std::string& key) const {

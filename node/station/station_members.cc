@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "consensus/mix64.h"
 #include "node/station/station.h"
 
 namespace ts::station {
@@ -53,10 +54,7 @@ std::optional<consensus::NodeId> ParseId(const std::string& text) {
 
 uint64_t Station::NextRandom() {
   // splitmix64 over the seed the driver gave: deterministic under simulation.
-  uint64_t z = (rng_ += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
+  return Mix64(rng_ += 0x9E3779B97F4A7C15ull);
 }
 
 void Station::InitMembership() {

@@ -3,15 +3,19 @@
 // random source (DESIGN.md section 2); the driver (tsnode or the simulator)
 // feeds it time, messages and proposals and carries out its Ready batches.
 //
-// Driver contract, in this order, once per loop iteration:
-//   1. Tick(now_ms) and any number of Step(msg) / Propose(value) calls.
+// Driver contract:
+//   1. Tick(now_ms) and any number of Step(msg) / Propose(value) calls, at
+//      any time, also while earlier batches are being written.
 //   2. ready = TakeReady().
 //   3. Send ready.early_messages (they depend on nothing in this batch).
+//      ready.committed may be applied now, in slot order: chosen entries are
+//      durable on a majority, whatever becomes of this node's write.
 //   4. Persist ready.promised, ready.entries and ready.chosen_upto in ONE
-//      write, synced if NeedsSync(). A failed write is fatal: stop.
-//   5. Persisted(ready.token).
+//      write, synced if NeedsSync(), in the order the batches were taken
+//      (the next batches may be taken before this one is durable). A failed
+//      write is fatal: stop.
+//   5. Persisted(ready.token), in token order, once the write is durable.
 //   6. Send ready.messages (only now: replies must not precede durability).
-//   7. Apply ready.committed in slot order.
 // Persisted() can itself produce new output (a leader counts its own accept
 // once durable), so the driver loops while HasReady().
 #pragma once
@@ -116,7 +120,7 @@ struct Ready {
   // after Persisted, so these may leave before the write (the leader's and
   // the followers' fsyncs then overlap).
   std::vector<Message> early_messages;
-  std::vector<Entry> committed;    // apply in order after persisting
+  std::vector<Entry> committed;    // chosen: apply in order (need not wait for this write)
 
   bool NeedsSync() const { return promised.has_value() || !entries.empty(); }
   bool Empty() const {

@@ -425,7 +425,7 @@ StatusOr<consensus::Bootstrap> LogStore::LoadBootstrap() const {
   return b;
 }
 
-Status LogStore::Persist(const consensus::Ready& ready) {
+Status LogStore::Persist(const consensus::Ready& ready, bool sync) {
   if (!ready.promised && ready.entries.empty() && !ready.chosen_upto) return Status::Ok();
   if (ready.chosen_upto && *ready.chosen_upto + 1 < first_slot_) {
     return Status::InvalidArgument("chosen watermark " + std::to_string(*ready.chosen_upto) +
@@ -464,7 +464,7 @@ Status LogStore::Persist(const consensus::Ready& ready) {
     // Only a promise or an acceptance must be on disk before the replies
     // that depend on it (Ready::NeedsSync); a chosen mark alone is re-learned
     // if a crash loses it, and the next synced batch makes it durable too.
-    wo.sync = options_.sync && ready.NeedsSync();
+    wo.sync = options_.sync && sync;
     s = db_->Write(wo, batch_.get());
   }
   if (!s.ok()) {
@@ -478,7 +478,7 @@ StatusOr<std::vector<Entry>> LogStore::ReadRange(Slot from, Slot to) const {
   std::vector<Entry> out;
   // An entry below the first slot that a crash brought back (CompactTo does
   // not sync) is not part of the log.
-  Status s = ScanEntries(db_.get(), std::max(from, first_slot_), to, [&out](Entry&& e) {
+  Status s = ScanEntries(db_.get(), std::max(from, first_slot_.load()), to, [&out](Entry&& e) {
     out.push_back(std::move(e));
     return true;
   });
@@ -564,7 +564,7 @@ Status LogStore::InstallSnapshotBase(Slot slot) {
     return Status::InvalidArgument("snapshot at slot " + std::to_string(slot) + " is older than the log of " + dir_ +
                                    ", compacted to slot " + std::to_string(first_slot_ - 1));
   }
-  return DropThrough(slot, std::max(chosen_upto_, slot), options_.sync);
+  return DropThrough(slot, std::max(chosen_upto_.load(), slot), options_.sync);
 }
 
 void LogStore::WaitForBackgroundWork() { compactor_->Wait(); }

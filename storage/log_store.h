@@ -20,6 +20,7 @@
 // the event loop never waits for it.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -70,11 +71,17 @@ class LogStore : public consensus::LogReader {
   // IoError on failure: the caller must stop the node (never retry an fsync).
   // A Ready with none of the three set writes nothing. A batch holding only
   // chosen_upto is not synced (Ready::NeedsSync: it is re-learned if lost).
-  // One caller at a time (the event loop): the batch buffer is reused.
+  // One writer at a time (tsnode's storage thread): the batch buffer is
+  // reused. Reads (ReadRange, ReadChosen, the getters) may run on other
+  // threads meanwhile.
   // InvalidArgument (nothing written) if ready.chosen_upto is below
   // first_slot() - 1: the watermark never goes back past a compaction,
   // whose slots the log no longer holds.
-  Status Persist(const consensus::Ready& ready);
+  Status Persist(const consensus::Ready& ready) { return Persist(ready, ready.NeedsSync()); }
+  // The same, synced if `sync` (and options.sync): a writer that writes
+  // several batches back to back syncs only the last, which makes the
+  // earlier ones durable too (one WAL).
+  Status Persist(const consensus::Ready& ready, bool sync);
 
   // Entries in [from, to] (inclusive), in slot order; missing slots are
   // skipped, and so is every slot below first_slot() (compacted: gone). Used
@@ -140,8 +147,10 @@ class LogStore : public consensus::LogReader {
   std::string dir_;
   std::unique_ptr<rocksdb::DB> db_;
   StoreOptions options_;
-  consensus::Slot chosen_upto_ = 0;
-  consensus::Slot first_slot_ = 1;
+  // Written by the one writer (Persist, CompactTo, InstallSnapshotBase),
+  // read by readers on other threads (ReadChosen, ReadRange).
+  std::atomic<consensus::Slot> chosen_upto_{0};
+  std::atomic<consensus::Slot> first_slot_{1};
   // Declared after db_ and reset first in the destructor: its thread uses
   // the DB until joined.
   std::unique_ptr<Compactor> compactor_;

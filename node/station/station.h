@@ -7,23 +7,30 @@
 // clock, file, logger or random source: tsnode (node/tsnode/) and the
 // deterministic simulator (tests/sim/) drive the very same code.
 //
-// Driver contract, once per loop iteration:
+// Driver contract:
 //   1. Tick(now_ms) and any number of Step(message), LinkUp(handshake) and
-//      Request(handle, request) calls, in any order.
+//      Request(handle, request) calls, in any order, at any time: also while
+//      batches handed out earlier are still being written.
 //   2. While HasReady():
-//      a. ready = TakeReady().
+//      a. ready = TakeReady(). The station has applied
+//         ready.consensus.committed already: those decrees are chosen, so a
+//         majority holds them durably and nothing in them waits for this
+//         node's write.
 //      b. Send ready.consensus.early_messages and deliver ready.replies to
 //         their handles: neither depends on this batch's write (a reply
-//         speaks of applied state, and only chosen, persisted decrees are
-//         applied), so clients do not wait for it.
+//         speaks of applied state, and only chosen decrees are applied), so
+//         clients do not wait for it.
 //      c. Persist ready.meta, then ready.consensus's promise, entries and
 //         chosen mark in one write, synced if ready.consensus.NeedsSync().
-//         A failed write is fatal: log it and stop (never retry an fsync).
-//      d. Send ready.consensus.messages (only now: a peer must not hear of
-//         state before it is durable).
-//      e. Persisted(ready): the station applies ready.consensus.committed
-//         (after the sends, so peers need not wait for it).
-//      f. Carry out ready.link_faults and log ready.events.
+//         Batches are written in the order taken. The driver may take the
+//         next batches before this one is written (tsnode's storage thread
+//         does), and one sync may cover several batches written back to
+//         back. A failed write is fatal: log it and stop (never retry an
+//         fsync).
+//      d. Once the batch is durable: send ready.consensus.messages (only
+//         then: a peer must not hear of state before it is durable),
+//      e. Persisted(ready), in the order the batches were taken,
+//      f. carry out ready.link_faults and log ready.events.
 // Time moves only through Tick; every deadline is on that clock. The same
 // options, bootstrap, log contents and inputs give the same outputs.
 //

@@ -108,6 +108,9 @@ Status Driver::Start() {
   std::random_device rd;
   so.seed = (uint64_t{rd()} << 32) ^ rd();
   log_ = std::make_unique<StoreLog>(*store_);
+  writer_ = std::make_unique<StorageWriter>(
+      *store_, [this](std::vector<Written>&& group) { HandBack(std::move(group)); },
+      [this](const Status& s) { StorageFailed(s); });
   if (auto restored = store_->GetMeta("identity/restored_from"); restored.ok()) so.restored_from = *restored;
   auto st = station::Station::Open(so, std::move(sb), log_.get(), snapshots_.get());
   if (!st.ok()) return st.status();
@@ -264,9 +267,14 @@ void Driver::Run() {
     waitpid(snapshot_child_, nullptr, 0);
     snapshot_child_ = 0;
   }
-  // Answer what is still waiting, so clients do not hang on a closing node.
+  // Answer what is still waiting, so clients do not hang on a closing node,
+  // and let the storage thread finish what it was given.
   station_->Shutdown();
-  Flush();
+  for (int round = 0; round < 3 && (station_->HasReady() || writes_in_flight_ > 0); ++round) {
+    Flush();
+    writer_->WaitIdle();
+    CompleteWritten();
+  }
   if (digest_watch_) digest_watch_->Stop();
   transport_->Stop();
   clients_->Stop();
@@ -286,13 +294,59 @@ void Driver::Flush() {
     for (const consensus::Message& m : r.consensus.early_messages) transport_->Send(m);
     if (!r.consensus.early_messages.empty()) transport_->FlushWrites();  // on the wire before the fsync
     Reply(r);
-    Write(r);
-    for (const consensus::Message& m : r.consensus.messages) transport_->Send(m);
-    station_->Persisted(r);
-    counters_.decrees_applied += r.consensus.committed.size();
-    ObserveRole();
-    CarryOut(r);
+    // Batches complete in the order taken: one with nothing to write skips
+    // the storage thread only when nothing is ahead of it there.
+    if (!r.NeedsWrite() && !r.compact_upto && writes_in_flight_ == 0) {
+      Complete(Written{std::move(r)});
+      continue;
+    }
+    ++writes_in_flight_;
+    writer_->Submit(std::move(r));
   }
+}
+
+// Runs on the storage thread: hands written batches to the loop.
+void Driver::HandBack(std::vector<Written>&& group) {
+  {
+    std::lock_guard lock(written_mu_);
+    for (Written& w : group) written_.push_back(std::move(w));
+  }
+  asio::post(io_, [this] { CompleteWritten(); });
+}
+
+void Driver::CompleteWritten() {
+  std::deque<Written> batch;
+  {
+    std::lock_guard lock(written_mu_);
+    batch.swap(written_);
+  }
+  for (Written& w : batch) {
+    --writes_in_flight_;
+    Complete(std::move(w));
+  }
+}
+
+// Steps d to f of the station's contract, for a batch that is durable.
+void Driver::Complete(Written w) {
+  station::Ready& r = w.ready;
+  if (r.consensus.NeedsSync()) {
+    group_entries_ += r.consensus.entries.size();
+    if (last_role_ == consensus::Role::kLeader) counters_.proposals += r.consensus.entries.size();
+  }
+  if (w.synced) {
+    ++counters_.synced_writes;
+    counters_.fsync_seconds.Observe(w.sync_seconds);
+    counters_.batch_entries.Observe(static_cast<double>(group_entries_));
+    group_entries_ = 0;
+  }
+  if (r.snapshot_installed || r.compact_upto) {
+    if (Status s = snapshots_->RemoveOlder(); !s.ok()) spdlog::warn("removing old snapshots: {}", s.ToString());
+  }
+  for (const consensus::Message& m : r.consensus.messages) transport_->Send(m);
+  station_->Persisted(r);
+  counters_.decrees_applied += r.consensus.committed.size();
+  ObserveRole();
+  CarryOut(r);
 }
 
 void Driver::ObserveRole() {
@@ -306,30 +360,6 @@ void Driver::ObserveRole() {
     if (last_leader_ != consensus::kNoNode) ++counters_.leader_changes;
     last_leader_ = s.leader;
     last_leader_ballot_ = s.leader_ballot;
-  }
-}
-
-void Driver::Write(const station::Ready& r) {
-  for (const auto& [name, value] : r.meta) {
-    if (Status s = store_->PutMeta(name, value); !s.ok()) StorageFailed(s);
-  }
-  if (r.snapshot_installed) {
-    if (Status s = store_->InstallSnapshotBase(*r.snapshot_installed); !s.ok()) StorageFailed(s);
-    (void)snapshots_->RemoveOlder();
-  }
-  if (r.consensus.NeedsSync() || r.consensus.chosen_upto) {
-    auto t0 = std::chrono::steady_clock::now();
-    if (Status s = store_->Persist(r.consensus); !s.ok()) StorageFailed(s);
-    if (r.consensus.NeedsSync()) {
-      ++counters_.synced_writes;
-      counters_.fsync_seconds.Observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-      counters_.batch_entries.Observe(static_cast<double>(r.consensus.entries.size()));
-      if (last_role_ == consensus::Role::kLeader) counters_.proposals += r.consensus.entries.size();
-    }
-  }
-  if (r.compact_upto) {
-    if (Status s = store_->CompactTo(*r.compact_upto); !s.ok()) StorageFailed(s);
-    if (Status s = snapshots_->RemoveOlder(); !s.ok()) spdlog::warn("removing old snapshots: {}", s.ToString());
   }
 }
 

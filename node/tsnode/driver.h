@@ -4,18 +4,24 @@
 // and the signals. It decides nothing; it carries out the station's driver
 // contract on one thread:
 //
-//   loop: wait for I/O or the next tick -> run every ready handler (each
-//         Step/LinkUp/Request accumulates into the station) -> Tick -> while
-//         the station has output: send early messages, one synced write,
-//         Persisted, send, reply, log.
+//   loop: wait for I/O, the next tick or a written batch -> run every ready
+//         handler (each Step/LinkUp/Request accumulates into the station)
+//         -> Tick -> while the station has output: send early messages,
+//         reply, hand the batch to the storage thread (storage_writer.h).
+//   written batch (back from the storage thread, in order): send, Persisted,
+//         log.
 //
-// So a burst of messages and client requests costs one fsync, not one each.
+// The loop never waits for the disk: while a batch syncs it keeps reading,
+// sending and answering, and what accumulates meanwhile goes to disk with
+// one sync (group commit), not one each.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -25,6 +31,7 @@
 #include "node/tsnode/digest_watch.h"
 #include "node/tsnode/file_snapshots.h"
 #include "node/tsnode/http_port.h"
+#include "node/tsnode/storage_writer.h"
 #include "node/tsnode/systemd_notify.h"
 #include "rpc/transport.h"
 #include "storage/log_store.h"
@@ -90,7 +97,11 @@ class Driver {
   std::optional<rpc::ClientResponse> CallFromAnotherThread(rpc::ClientRequest req);
   Status LoadIdentity(const consensus::Bootstrap& boot);
   void Flush();
-  void Write(const station::Ready& r);
+  // Runs on the storage thread: queues written batches for the loop.
+  void HandBack(std::vector<Written>&& group);
+  // On the loop: completes the batches handed back, in order.
+  void CompleteWritten();
+  void Complete(Written w);
   void Reply(station::Ready& r);
   void CarryOut(const station::Ready& r);
   // Counts elections and leader changes from the core's status.
@@ -106,6 +117,12 @@ class Driver {
   asio::io_context io_;
   std::unique_ptr<storage::LogStore> store_;
   std::unique_ptr<StoreLog> log_;
+  std::mutex written_mu_;
+  std::deque<Written> written_;  // handed back by writer_, to complete on the loop
+  // Destroyed before the store (its thread writes there) and the queue above.
+  std::unique_ptr<StorageWriter> writer_;
+  size_t writes_in_flight_ = 0;  // submitted to writer_ and not completed yet
+  uint64_t group_entries_ = 0;   // entries written since the last sync
   std::unique_ptr<FileSnapshots> snapshots_;
   int snapshot_child_ = 0;               // pid of the child writing a snapshot
   consensus::Slot snapshot_child_slot_ = 0;

@@ -15,6 +15,7 @@ TEST(Simulation, RunSimulation_ManySeedsKeepEveryInvariant) {
   for (const std::string& f : t.failures) ADD_FAILURE() << f;
   EXPECT_GT(t.acknowledged, seeds);  // the runs did real work
   EXPECT_GT(t.write_faults, seeds / 4) << "torn writes and failed fsyncs must actually strike";
+  EXPECT_GT(t.crashes_writing, seeds / 4) << "crashes must strike while batches are still being written";
   EXPECT_GT(t.deploy_decrees, 5 * seeds) << "the deployment workload must actually run";
   EXPECT_GT(t.coordinator_handovers, seeds) << "coordinators must actually change hands amid the faults";
   std::printf("simulation: %s\n", t.Summary().c_str());

@@ -110,6 +110,7 @@ class Run {
     if (r_.ok) Heal();
     r_.trace_hash = c_.trace_hash();
     r_.write_faults = c_.write_faults_fired();
+    r_.crashes_writing = c_.crashes_writing();
     r_.simulated_ms = c_.now_ms();
     r_.coordinator_handovers = handovers_;
     r_.refusals = c_.refusals();
@@ -617,7 +618,9 @@ class Run {
     for (const auto& [slot, kv] : acked_) {
       auto put = log.size() >= slot ? PutIn(log[slot - 1].value) : std::nullopt;
       if (!put || *put != kv) {
-        Fail("acknowledged write " + kv.first + "=" + kv.second + " lost from slot " + std::to_string(slot));
+        Fail("acknowledged write " + kv.first + "=" + kv.second + " lost from slot " + std::to_string(slot) +
+             (log.size() < slot ? " (the longest applied log ends at slot " + std::to_string(log.size()) + ")"
+                                : " (the slot holds another decree)"));
         break;
       }
     }
@@ -686,6 +689,7 @@ SweepResult SweepSeeds(SimOptions o, uint64_t count, size_t max_failures,
     t.acknowledged += r.acknowledged;
     t.faults += r.faults;
     t.write_faults += r.write_faults;
+    t.crashes_writing += r.crashes_writing;
     t.version_steps += r.version_steps;
     t.simulated_ms += r.simulated_ms;
     t.deploy_decrees += r.deploy_decrees;
@@ -708,18 +712,18 @@ SweepResult SweepSeeds(SimOptions o, uint64_t count, size_t max_failures,
 }
 
 std::string SweepResult::Summary() const {
-  char line[640];
+  char line[700];
   std::snprintf(line, sizeof line,
                 "seeds=%llu failed=%llu acknowledged=%llu faults=%llu write_faults=%llu version_steps=%llu "
                 "deploy_decrees=%llu (stale %llu) coordinator_handovers=%llu wipes=%llu foreign_disks=%llu "
-                "refusals=%llu member_decrees=%llu snapshots=%llu (torn %llu) installs=%llu simulated_hours=%.2f",
+                "refusals=%llu member_decrees=%llu snapshots=%llu (torn %llu) installs=%llu crashes_writing=%llu simulated_hours=%.2f",
                 (unsigned long long)seeds, (unsigned long long)failed, (unsigned long long)acknowledged,
                 (unsigned long long)faults, (unsigned long long)write_faults, (unsigned long long)version_steps,
                 (unsigned long long)deploy_decrees, (unsigned long long)deploy_stale,
                 (unsigned long long)coordinator_handovers, (unsigned long long)wipes,
                 (unsigned long long)foreign_disks, (unsigned long long)refusals, (unsigned long long)member_changes,
                 (unsigned long long)snapshots, (unsigned long long)snapshots_torn, (unsigned long long)installs,
-                simulated_ms / 3600000.0);
+                (unsigned long long)crashes_writing, simulated_ms / 3600000.0);
   return line;
 }
 

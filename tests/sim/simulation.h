@@ -38,6 +38,7 @@ struct SimResult {
   uint64_t chosen = 0;        // length of the final log
   uint64_t faults = 0;        // fault events injected
   uint64_t write_faults = 0;  // torn writes and failed fsyncs that struck
+  uint64_t crashes_writing = 0;  // crashes of a node with batches still being written
   uint64_t simulated_ms = 0;
   uint64_t version_steps = 0;  // nodes restarted on another version, downgrade decrees
   uint64_t deploy_decrees = 0;  // deployment decrees in the final log
@@ -87,7 +88,7 @@ uint64_t SeedsFromEnv(const char* name, uint64_t fallback);
 struct SweepResult {
   uint64_t seeds = 0, failed = 0, acknowledged = 0, faults = 0, write_faults = 0, version_steps = 0,
            simulated_ms = 0, deploy_decrees = 0, deploy_stale = 0, coordinator_handovers = 0, wipes = 0,
-           foreign_disks = 0, refusals = 0, member_changes = 0, snapshots = 0, snapshots_torn = 0, installs = 0;
+           foreign_disks = 0, refusals = 0, member_changes = 0, snapshots = 0, snapshots_torn = 0, installs = 0, crashes_writing = 0;
   uint64_t last_trace_hash = 0;
   std::vector<std::string> failures;  // "seed S: what broke\n  replay: COMMAND"
   std::string Summary() const;        // one line of the totals

@@ -178,6 +178,14 @@ void StationCluster::Crash(NodeId id, bool lose_unsynced) {
   crash_at_next_write_.erase(id);
   write_faults_.erase(id);
   n.handles.clear();  // those clients never hear back: their outcome is unknown
+  if (!n.writing.empty()) ++crashes_writing_;
+  // Of the batches the storage thread had, an oldest-first run may have
+  // reached the disk before the process died (its loop never heard).
+  for (const Node::Writing& w : n.writing) {
+    if (net_.Random(2) == 0) break;
+    WriteToDisk(n, w.ready);
+  }
+  n.writing.clear();
   if (lose_unsynced) n.disk.CrashLosesUnsynced();
 }
 
@@ -208,8 +216,8 @@ bool StationCluster::Pending(uint64_t handle) const {
   return false;
 }
 
-// Carries out one Ready as the driver contract says; false if the node
-// died in the write.
+// Carries out one Ready's write as the driver contract says, with the
+// faults armed for it; false if the node died in the write.
 bool StationCluster::Write(NodeId id, const station::Ready& r) {
   Node& n = nodes_.at(id);
   if (crash_at_next_write_.count(id) && r.NeedsWrite()) {
@@ -224,6 +232,11 @@ bool StationCluster::Write(NodeId id, const station::Ready& r) {
     write_faults_.erase(fault);
     return false;  // stopped: no Persisted, no message, nothing applied
   }
+  WriteToDisk(n, r);
+  return true;
+}
+
+void StationCluster::WriteToDisk(Node& n, const station::Ready& r) {
   for (const auto& [name, value] : r.meta) n.disk.meta[name] = value;
   if (r.snapshot_installed) n.disk.InstallBase(*r.snapshot_installed);
   n.disk.Persist(r.consensus);
@@ -232,7 +245,6 @@ bool StationCluster::Write(NodeId id, const station::Ready& r) {
     n.snapshots.KeepNewestTwo();
     ++compactions_;
   }
-  return true;
 }
 
 void StationCluster::Pump(NodeId id) {
@@ -242,30 +254,61 @@ void StationCluster::Pump(NodeId id) {
   for (NoteViolation(id); n.station && n.station->HasReady(); NoteViolation(id)) {
     station::Ready r = n.station->TakeReady();
     for (const auto& observe : on_ready_) observe(id, r);
-    for (const Message& m : r.consensus.early_messages) net_.Send(m);
-    for (station::Reply& reply : r.replies) {
-      if (n.handles.erase(reply.handle)) replies_[reply.handle] = std::move(reply.response);
-    }
-    if (!Write(id, r)) {
-      Crash(id);
-      return;
-    }
-    for (const Message& m : r.consensus.messages) net_.Send(m);
+    // The station installed the snapshot and applied these before it
+    // handed the batch out.
     if (r.snapshot_installed) {
       ++snapshots_installed_;
       FillApplied(id, *r.snapshot_installed);
     }
-    n.station->Persisted(r);
-    for (Entry& e : r.consensus.committed) {
+    for (const Entry& e : r.consensus.committed) {
       TS_CHECK(n.applied.empty() ? e.slot == 1 : n.applied.back().slot + 1 == e.slot, "slots applied out of order");
       if (!IsForeign(id) && e.slot == history_.size() + 1) history_.push_back(e);
-      n.applied.push_back(std::move(e));
+      n.applied.push_back(e);
     }
-    for (station::LogEvent& e : r.events) {
-      n.events.push_back(std::to_string(now_ms()) + "ms " + e.text);
-      if (n.events.size() > kEventsKept) n.events.pop_front();
+    for (const Message& m : r.consensus.early_messages) net_.Send(m);
+    for (station::Reply& reply : r.replies) {
+      if (n.handles.erase(reply.handle)) replies_[reply.handle] = std::move(reply.response);
     }
+    // As tsnode's storage thread does: the batch is written behind the
+    // station's back, in order, and done 0 to write_delay_max_ms later;
+    // meanwhile the station takes input and hands out more batches.
+    uint64_t delay = write_delay_max_ms_ == 0 ? 0 : net_.Random(write_delay_max_ms_ + 1);
+    if (delay == 0 && n.writing.empty()) {
+      if (!Complete(id, r)) return;
+      continue;
+    }
+    uint64_t done = now_ms() + delay;
+    if (!n.writing.empty()) done = std::max(done, n.writing.back().done_ms);
+    n.writing.push_back(Node::Writing{std::move(r), done});
   }
+}
+
+void StationCluster::FinishWrites(NodeId id) {
+  Node& n = nodes_.at(id);
+  while (n.station && !n.writing.empty() && n.writing.front().done_ms <= now_ms()) {
+    station::Ready r = std::move(n.writing.front().ready);
+    n.writing.pop_front();
+    if (!Complete(id, r)) return;
+  }
+  Pump(id);
+}
+
+// The write of `r` and what follows it (the contract's steps c to f); false
+// if the node died in the write.
+bool StationCluster::Complete(NodeId id, station::Ready& r) {
+  Node& n = nodes_.at(id);
+  if (!Write(id, r)) {
+    n.writing.clear();  // the process stopped in this write: nothing after it reaches the disk
+    Crash(id);
+    return false;
+  }
+  for (const Message& m : r.consensus.messages) net_.Send(m);
+  n.station->Persisted(r);
+  for (station::LogEvent& e : r.events) {
+    n.events.push_back(std::to_string(now_ms()) + "ms " + e.text);
+    if (n.events.size() > kEventsKept) n.events.pop_front();
+  }
+  return true;
 }
 
 // The peer transport's handshakes: a restarted node dials every peer (and
@@ -346,6 +389,7 @@ void StationCluster::Run(uint64_t ms) {
       if (!IsUp(id)) continue;
       station(id).Tick(net_.LocalTime(id));
       Pump(id);
+      FinishWrites(id);
       SnapshotDuties(id);
     }
     while (auto due = net_.NextDue()) Deliver(due->first, due->second);

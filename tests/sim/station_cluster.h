@@ -88,6 +88,12 @@ class StationCluster {
     write_faults_.clear();
   }
   uint64_t write_faults_fired() const { return write_faults_fired_; }
+  // Each batch's write takes 0 to this many ms of simulated time, during
+  // which the station goes on taking input and handing out batches (as with
+  // tsnode's storage thread). 0: every write is done at once, in the loop.
+  void set_write_delay_max_ms(uint64_t ms) { write_delay_max_ms_ = ms; }
+  // Crashes that struck a node while it had batches being written.
+  uint64_t crashes_writing() const { return crashes_writing_; }
   bool IsUp(NodeId id) const { return nodes_.at(id).station != nullptr; }
   SimNetwork& network() { return net_; }
 
@@ -134,11 +140,20 @@ class StationCluster {
       uint64_t done_ms = 0;
     };
     std::optional<Taking> taking;  // a local snapshot being written
+    struct Writing {
+      station::Ready ready;
+      uint64_t done_ms = 0;
+    };
+    std::deque<Writing> writing;  // batches the storage thread holds, oldest first
   };
 
   void Pump(NodeId id);
   void NoteViolation(NodeId id);
   bool Write(NodeId id, const station::Ready& r);
+  void WriteToDisk(Node& n, const station::Ready& r);
+  bool Complete(NodeId id, station::Ready& r);
+  // Completes the batches whose writes are done, in order, then pumps.
+  void FinishWrites(NodeId id);
   void OpenLinks();
   void Deliver(const Message& m, bool current);
   void SnapshotDuties(NodeId id);
@@ -159,6 +174,8 @@ class StationCluster {
   std::set<NodeId> crash_at_next_write_;
   std::map<NodeId, WriteFault> write_faults_;
   uint64_t write_faults_fired_ = 0;
+  uint64_t write_delay_max_ms_ = 2;
+  uint64_t crashes_writing_ = 0;
   uint64_t snapshots_taken_ = 0, snapshots_torn_ = 0, snapshots_installed_ = 0, compactions_ = 0;
   std::vector<Entry> history_;  // the chosen sequence as the first node to apply each slot saw it
   size_t bootstrap_ = 0;

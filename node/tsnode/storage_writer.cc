@@ -1,0 +1,88 @@
+// StorageWriter; see storage_writer.h.
+#include "node/tsnode/storage_writer.h"
+
+#include <chrono>
+#include <utility>
+
+namespace ts::tsnode {
+
+StorageWriter::StorageWriter(storage::LogStore& store, WrittenFn written, FailedFn failed)
+    : store_(store), written_(std::move(written)), failed_(std::move(failed)), thread_([this] { Loop(); }) {}
+
+StorageWriter::~StorageWriter() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+void StorageWriter::Submit(station::Ready ready) {
+  {
+    std::lock_guard lock(mu_);
+    queue_.push_back(std::move(ready));
+    ++in_flight_;
+  }
+  wake_.notify_one();
+}
+
+size_t StorageWriter::InFlight() const {
+  std::lock_guard lock(mu_);
+  return in_flight_;
+}
+
+void StorageWriter::WaitIdle() {
+  std::unique_lock lock(mu_);
+  idle_.wait(lock, [this] { return in_flight_ == 0; });
+}
+
+void StorageWriter::Loop() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    wake_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stopping, and everything submitted is written
+    std::vector<Written> group;
+    group.reserve(queue_.size());
+    for (station::Ready& r : queue_) group.push_back(Written{std::move(r)});
+    queue_.clear();
+    lock.unlock();
+    WriteGroup(group);
+    const size_t n = group.size();
+    written_(std::move(group));
+    lock.lock();
+    in_flight_ -= n;
+    if (in_flight_ == 0) idle_.notify_all();
+  }
+}
+
+// Each batch as the station's contract says (meta, the snapshot base, the
+// consensus records, then compaction), in order; only the last batch that
+// needs a sync is synced, which makes the group's earlier writes durable.
+void StorageWriter::WriteGroup(std::vector<Written>& group) {
+  size_t sync_at = group.size();
+  for (size_t i = 0; i < group.size(); ++i) {
+    if (group[i].ready.consensus.NeedsSync()) sync_at = i;
+  }
+  for (size_t i = 0; i < group.size(); ++i) {
+    const station::Ready& r = group[i].ready;
+    for (const auto& [name, value] : r.meta) {
+      if (Status s = store_.PutMeta(name, value); !s.ok()) failed_(s);
+    }
+    if (r.snapshot_installed) {
+      if (Status s = store_.InstallSnapshotBase(*r.snapshot_installed); !s.ok()) failed_(s);
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    if (Status s = store_.Persist(r.consensus, i == sync_at); !s.ok()) failed_(s);
+    if (i == sync_at) {
+      group[i].synced = true;
+      group[i].sync_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      group[i].group_batches = i + 1;
+    }
+    if (r.compact_upto) {
+      if (Status s = store_.CompactTo(*r.compact_upto); !s.ok()) failed_(s);
+    }
+  }
+}
+
+}  // namespace ts::tsnode

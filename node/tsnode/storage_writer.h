@@ -1,0 +1,71 @@
+// StorageWriter: the thread that writes the station's batches (Ready) to
+// the LogStore, so that the event loop keeps receiving, sending and
+// answering while the disk syncs (the station's driver contract, step c,
+// allows batches to be written behind the loop's back, in order).
+//
+// Batches are written in the order submitted. Those that queue up while
+// one is being written go to disk together, with a single sync at the last
+// batch that needs one (group commit): syncing the WAL makes every earlier
+// write in it durable too. Each batch comes back, written, to the `written`
+// callback, in order; the callback runs on the writer's thread and must
+// hand the batches over to the loop (tsnode posts them to its io_context).
+//
+// A failed write is fatal (never retry an fsync): `failed` is called on the
+// writer's thread and must not return.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "node/station/station.h"
+#include "storage/log_store.h"
+
+namespace ts::tsnode {
+
+struct Written {
+  station::Ready ready;
+  // Set on the batch whose write was synced: how long the write and its
+  // sync took, and how many batches (this one and those before it in the
+  // same group) the sync made durable.
+  bool synced = false;
+  double sync_seconds = 0;
+  size_t group_batches = 0;
+};
+
+class StorageWriter {
+ public:
+  using WrittenFn = std::function<void(std::vector<Written>&&)>;
+  using FailedFn = std::function<void(const Status&)>;
+
+  StorageWriter(storage::LogStore& store, WrittenFn written, FailedFn failed);
+  // Writes what was submitted, then stops the thread.
+  ~StorageWriter();
+
+  void Submit(station::Ready ready);
+  // Batches submitted and not yet handed to `written`.
+  size_t InFlight() const;
+  // Blocks until every batch submitted so far has been handed to `written`.
+  void WaitIdle();
+
+ private:
+  void Loop();
+  void WriteGroup(std::vector<Written>& group);
+
+  storage::LogStore& store_;
+  const WrittenFn written_;
+  const FailedFn failed_;
+  mutable std::mutex mu_;
+  std::condition_variable wake_;  // the thread waits for work or stop
+  std::condition_variable idle_;  // WaitIdle waits for in_flight_ == 0
+  std::deque<station::Ready> queue_;
+  size_t in_flight_ = 0;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace ts::tsnode

@@ -299,6 +299,19 @@ StatusOr<std::unique_ptr<LogStore>> LogStore::Open(const std::string& dir, Store
   // loop: compression would cost more CPU than the disk it saves.
   o.compression = rocksdb::kNoCompression;
   o.max_background_jobs = 2;
+  // Flushes and compactions write their files to disk a megabyte at a time
+  // as they go: left to the final fsync, 64 MB would reach the disk in one
+  // burst and the log's own small synced writes would queue behind it.
+  o.bytes_per_sync = 1 << 20;
+  // Log entries are written once, read rarely and deleted a snapshot later
+  // (CompactTo), so compacting them into bigger files is wasted work: at 4
+  // KiB values the merges of level 0 rewrote about a quarter of all the
+  // bytes written. Level 0 may hold this many flushed files before a merge
+  // (CompactTo's range deletion and compaction usually remove the old ones
+  // first); merges, and then write stalls, start only far above that.
+  o.level0_file_num_compaction_trigger = 12;
+  o.level0_slowdown_writes_trigger = 40;
+  o.level0_stop_writes_trigger = 60;
   // RocksDB's own info log lives in the data dir; keep it from growing.
   o.keep_log_file_num = 4;
   o.max_log_file_size = 8 << 20;

@@ -41,6 +41,8 @@ std::string SnapshotFileName(consensus::Slot slot, std::string_view suffix);
 class SnapshotWriter {
  public:
   static constexpr size_t kBufferBytes = 1 << 20;
+  // The file goes to disk behind the writer in chunks of this size.
+  static constexpr uint64_t kWriteBehindBytes = 4 << 20;
 
   // Creates DIR if missing (and fsyncs its parent then, so the directory
   // itself survives a crash) and opens the .tmp of `slot`, truncating a
@@ -83,6 +85,7 @@ class SnapshotWriter {
   bool committed_ = false;
   Status error_;  // sticky after an IoError
   uint64_t size_ = 0;
+  uint64_t started_ = 0;  // bytes handed to the disk by write-behind
   SnapshotEncoder encoder_;
   std::string buffer_;
 };

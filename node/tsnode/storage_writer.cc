@@ -27,6 +27,13 @@ void StorageWriter::Submit(station::Ready ready) {
   wake_.notify_one();
 }
 
+Written StorageWriter::WriteNow(station::Ready ready) {
+  std::vector<Written> one;
+  one.push_back(Written{std::move(ready)});
+  WriteGroup(one);
+  return std::move(one.front());
+}
+
 size_t StorageWriter::InFlight() const {
   std::lock_guard lock(mu_);
   return in_flight_;

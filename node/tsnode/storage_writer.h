@@ -47,6 +47,9 @@ class StorageWriter {
   ~StorageWriter();
 
   void Submit(station::Ready ready);
+  // Writes one batch on the caller's thread, as the thread would. Only
+  // while nothing is in flight (the store has one writer at a time).
+  Written WriteNow(station::Ready ready);
   // Batches submitted and not yet handed to `written`.
   size_t InFlight() const;
   // Blocks until every batch submitted so far has been handed to `written`.

@@ -33,7 +33,12 @@
 #   --only SIDE      run one side only (etcd or tsnode); ratios are then "-"
 #   --get-keys K     keyspace of get-64 and mixed-64 (default 1000)
 #   --preload-s S    seconds of the put run that preloads it (default 3)
-#   --json           print one JSON object {machine, settings, workloads}
+#   --json           print one JSON object {machine, settings, workloads, limits}
+#
+# Then tests/bench/tslimits measures the machine's limits on the same disk
+# (synced appends by one writer and by N at once, 256 KiB batches, loopback
+# round trips) and the floor of a sequential put they give; printed under
+# the table.
 #
 # Exits non-zero (with the generator's first error) when a run counts no
 # successful operation. Stops every server it started on exit, whatever
@@ -97,7 +102,7 @@ if [[ $run_etcd -eq 1 ]] && ! { command -v etcd && command -v etcdctl && command
   say "etcd, etcdctl, go or etcd's Go sources missing: running setup.sh --no-build --etcd-bench"
   cluster-scripts/setup.sh --no-build --etcd-bench >&2
 fi
-if [[ $run_tsnode -eq 1 ]] && [[ ! -x "$build_dir/node/tsnode/tsnode" || ! -x "$build_dir/node/tsctl/tsctl" || ! -x "$tsbench" ]]; then
+if [[ $run_tsnode -eq 1 ]] && [[ ! -x "$build_dir/node/tsnode/tsnode" || ! -x "$build_dir/node/tsctl/tsctl" || ! -x "$tsbench" || ! -x "$build_dir/tests/bench/tslimits" ]]; then
   say "building into $build_dir"
   cluster-scripts/setup.sh --build-dir "$build_dir" >&2
   [[ -x "$tsbench" ]] || die "no tsbench at $tsbench after building"
@@ -314,6 +319,15 @@ if [[ $run_tsnode -eq 1 ]]; then
   stop_tsnode
 fi
 
+# ---- the machine's limits, on the data dirs' disk ----------------------------------------
+limits="$bench_dir/limits.json"
+if [[ -x "$build_dir/tests/bench/tslimits" ]]; then
+  say "measuring the machine's limits (tslimits, $nodes writers)"
+  "$build_dir/tests/bench/tslimits" --dir "$bench_dir" --writers "$nodes" --json > "$limits" || die "tslimits failed"
+else
+  echo '{}' > "$limits"
+fi
+
 # ---- report --------------------------------------------------------------------------------
 cores=$(nproc)
 model=$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || true)
@@ -322,10 +336,11 @@ fs=$(df -PT "$root" | awk 'NR == 2 {print $2}')
 tsnode_version=$("$build_dir/node/tsnode/tsnode" --version 2>/dev/null || echo unknown)
 report_rc=0
 python3 - "$json" "$cores" "${model:-unknown}" "$kernel" "${etcd_version:-not run}" "$tsnode_version" "$nodes" \
-  "$duration" "$warmup" "$get_keys" "$preload_s" "$fs" "$results" <<'PY' || report_rc=$?
+  "$duration" "$warmup" "$get_keys" "$preload_s" "$fs" "$results" "$limits" <<'PY' || report_rc=$?
 import json, sys
 (as_json, cores, model, kernel, etcd_version, tsnode_version, nodes, duration, warmup,
- get_keys, preload_s, fs, results) = sys.argv[1:]
+ get_keys, preload_s, fs, results, limits_path) = sys.argv[1:]
+limits = json.load(open(limits_path))
 as_json = as_json == "1"
 rows = {}
 order = []
@@ -346,7 +361,8 @@ settings = {"nodes": int(nodes), "duration_s": float(duration), "warmup_s": floa
 if not order:
     sys.exit("bench-vs-etcd.sh: no results")
 if as_json:
-    print(json.dumps({"machine": machine, "settings": settings, "workloads": [rows[n] for n in order]}))
+    print(json.dumps({"machine": machine, "settings": settings, "workloads": [rows[n] for n in order],
+                      "limits": limits}))
     sys.exit(0)
 
 def side(r):
@@ -385,6 +401,16 @@ for n in order:
     if notes:
         print(f"{n}: " + "; ".join(notes))
 print(f"machine: {cores} cores, {model}, {kernel}; etcd {etcd_version}; tsnode {tsnode_version}")
+if limits:
+    a, b, rtt = limits["synced_append"], limits["synced_batch"], limits["loopback_rtt"]
+    print(f"limits (tslimits, p50): append {a['bytes']} B + fdatasync {a['one_writer']['p50_ms']:.3f} ms alone, "
+          f"{a['n_writers']['p50_ms']:.3f} ms with {limits['writers']} writers at once; "
+          f"{b['bytes'] >> 10} KiB {b['one_writer']['p50_ms']:.3f} / {b['n_writers']['p50_ms']:.3f} ms; "
+          f"loopback round trip {rtt['p50_ms']:.3f} ms")
+    put1 = rows.get("put-1", {}).get("tsnode")
+    floor = limits["sequential_put_floor_ms"]
+    print(f"sequential put floor (2 round trips + one append with every node appending): {floor:.3f} ms"
+          + (f"; tsnode put-1 p50 {put1['p50_ms']:.3f} ms = {put1['p50_ms'] / floor:.2f}x the floor" if put1 else ""))
 PY
 [[ $report_rc -eq 0 ]] || die "could not build the report (results in $results)"
 failed=0

@@ -1,6 +1,7 @@
 // Replica, proposer side: campaigning (phase 1), leadership, proposing and
 // committing (phase 2), heartbeats and the lease. See replica.h.
 #include <algorithm>
+#include <iterator>
 
 #include "consensus/check.h"
 #include "consensus/replica.h"
@@ -322,10 +323,16 @@ void Replica::FlushAccepts() {
       bytes += EntryBytes(pending_accept_[end]);
       ++end;
     }
-    std::vector<Entry> run(pending_accept_.begin() + static_cast<std::ptrdiff_t>(begin),
-                           pending_accept_.begin() + static_cast<std::ptrdiff_t>(end));
-    for (auto& [peer, progress] : peers_) {
-      if (MayVote(peer)) SendEarly(peer, Accept{leader_ballot_, run, chosen_upto_});
+    // The entries move into the run, and the run into the last voter's
+    // Accept: a large value is copied once per further voter, not twice more.
+    std::vector<Entry> run(std::make_move_iterator(pending_accept_.begin() + static_cast<std::ptrdiff_t>(begin)),
+                           std::make_move_iterator(pending_accept_.begin() + static_cast<std::ptrdiff_t>(end)));
+    std::vector<NodeId> voters;
+    for (const auto& [peer, progress] : peers_) {
+      if (MayVote(peer)) voters.push_back(peer);
+    }
+    for (size_t i = 0; i < voters.size(); ++i) {
+      SendEarly(voters[i], Accept{leader_ballot_, i + 1 == voters.size() ? std::move(run) : run, chosen_upto_});
     }
     begin = end;
   }

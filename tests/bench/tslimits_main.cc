@@ -93,6 +93,17 @@ int Epoll(int fd) {
   return ep;
 }
 
+// Reads exactly buf.size() bytes from `fd`, waking from epoll as needed.
+void ReceiveAll(int fd, int ep, std::vector<char>& buf, const char* what) {
+  size_t got = 0;
+  while (got < buf.size()) {
+    WaitReadable(ep);
+    ssize_t n = ::recv(fd, buf.data() + got, buf.size() - got, MSG_DONTWAIT);
+    if (n <= 0 && !(n < 0 && errno == EAGAIN)) Die(what);
+    if (n > 0) got += static_cast<size_t>(n);
+  }
+}
+
 void NoDelay(int fd) {
   int one = 1;
   if (::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0) Die("setsockopt TCP_NODELAY");
@@ -117,13 +128,7 @@ LatencyHistogram LoopbackRoundTrips(size_t bytes, int samples) {
     int ep = Epoll(c);
     std::vector<char> buf(bytes);
     for (int i = 0; i < samples; ++i) {
-      size_t got = 0;
-      while (got < bytes) {
-        WaitReadable(ep);
-        ssize_t n = ::recv(c, buf.data() + got, bytes - got, MSG_DONTWAIT);
-        if (n <= 0 && !(n < 0 && errno == EAGAIN)) Die("recv (echo)");
-        if (n > 0) got += static_cast<size_t>(n);
-      }
+      ReceiveAll(c, ep, buf, "recv (echo)");
       if (::send(c, buf.data(), bytes, MSG_NOSIGNAL) != static_cast<ssize_t>(bytes)) Die("send (echo)");
     }
     ::close(ep);
@@ -138,13 +143,7 @@ LatencyHistogram LoopbackRoundTrips(size_t bytes, int samples) {
   for (int i = 0; i < samples; ++i) {
     auto t0 = Clock::now();
     if (::send(s, buf.data(), bytes, MSG_NOSIGNAL) != static_cast<ssize_t>(bytes)) Die("send");
-    size_t got = 0;
-    while (got < bytes) {
-      WaitReadable(ep);
-      ssize_t n = ::recv(s, buf.data() + got, bytes - got, MSG_DONTWAIT);
-      if (n <= 0 && !(n < 0 && errno == EAGAIN)) Die("recv");
-      if (n > 0) got += static_cast<size_t>(n);
-    }
+    ReceiveAll(s, ep, buf, "recv");
     h.Record(NsSince(t0));
   }
   echo.join();

@@ -19,7 +19,8 @@
 //      b. Send ready.consensus.early_messages and deliver ready.replies to
 //         their handles: neither depends on this batch's write (a reply
 //         speaks of applied state, and only chosen decrees are applied), so
-//         clients do not wait for it.
+//         clients do not wait for it. Log ready.events: they tell what the
+//         station did (and its status already shows).
 //      c. Persist ready.meta, then ready.consensus's promise, entries and
 //         chosen mark in one write, synced if ready.consensus.NeedsSync().
 //         Batches are written in the order taken. The driver may take the
@@ -30,7 +31,7 @@
 //      d. Once the batch is durable: send ready.consensus.messages (only
 //         then: a peer must not hear of state before it is durable),
 //      e. Persisted(ready), in the order the batches were taken,
-//      f. carry out ready.link_faults and log ready.events.
+//      f. carry out ready.link_faults (and identity and peer changes).
 // Time moves only through Tick; every deadline is on that clock. The same
 // options, bootstrap, log contents and inputs give the same outputs.
 //

@@ -298,6 +298,9 @@ void Driver::Flush() {
     for (const consensus::Message& m : r.consensus.early_messages) transport_->Send(m);
     if (!r.consensus.early_messages.empty()) transport_->FlushWrites();  // on the wire before the fsync
     Reply(r);
+    // What the station did as it handed the batch out is logged now, in
+    // step with what its status reports, not after the write.
+    LogEvents(r);
     // Batches complete in the order taken, so one skips the storage thread
     // only when nothing is ahead of it there. Then one with nothing to write
     // completes at once, and a small one is written here: the loop waits
@@ -495,6 +498,9 @@ void Driver::CarryOut(const station::Ready& r) {
   if (r.link_faults) {
     for (const auto& [peer, dirs] : r.link_faults->blocked) transport_->SetBlocked(peer, dirs.first, dirs.second);
   }
+}
+
+void Driver::LogEvents(const station::Ready& r) {
   for (const station::LogEvent& e : r.events) {
     switch (e.level) {
       case station::LogLevel::kDebug: spdlog::debug("{}", e.text); break;

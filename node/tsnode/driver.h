@@ -104,6 +104,7 @@ class Driver {
   void Complete(Written w);
   void Reply(station::Ready& r);
   void CarryOut(const station::Ready& r);
+  void LogEvents(const station::Ready& r);
   // Counts elections and leader changes from the core's status.
   void ObserveRole();
   // Starts a snapshot when the station wants one, and reaps the child

@@ -254,6 +254,10 @@ void StationCluster::Pump(NodeId id) {
   for (NoteViolation(id); n.station && n.station->HasReady(); NoteViolation(id)) {
     station::Ready r = n.station->TakeReady();
     for (const auto& observe : on_ready_) observe(id, r);
+    for (const station::LogEvent& e : r.events) {
+      n.events.push_back(std::to_string(now_ms()) + "ms " + e.text);
+      if (n.events.size() > kEventsKept) n.events.pop_front();
+    }
     // The station installed the snapshot and applied these before it
     // handed the batch out.
     if (r.snapshot_installed) {
@@ -304,10 +308,6 @@ bool StationCluster::Complete(NodeId id, station::Ready& r) {
   }
   for (const Message& m : r.consensus.messages) net_.Send(m);
   n.station->Persisted(r);
-  for (station::LogEvent& e : r.events) {
-    n.events.push_back(std::to_string(now_ms()) + "ms " + e.text);
-    if (n.events.size() > kEventsKept) n.events.pop_front();
-  }
   return true;
 }
 

@@ -302,21 +302,15 @@ void Driver::Flush() {
     // step with what its status reports, not after the write.
     LogEvents(r);
     // Batches complete in the order taken, so one skips the storage thread
-    // only when nothing is ahead of it there. Then one with nothing to write
-    // completes at once, and a small one is written here: the loop waits
+    // only when nothing is ahead of it there; then a small one (or one with
+    // nothing to write) is written here, by the same code. The loop waits
     // for its fsync, but a thread would add two wake-ups (about 50 us here)
     // to the path of a lone put, and when puts come one at a time nothing
     // else is waiting for the loop. Larger batches mean load: those go to
     // the thread, and the loop goes on reading while they sync.
-    if (writes_in_flight_ == 0 && !r.compact_upto && !r.snapshot_installed && r.meta.empty()) {
-      if (!r.NeedsWrite()) {
-        Complete(Written{std::move(r)});
-        continue;
-      }
-      if (r.consensus.entries.size() <= kInlineEntriesMax) {
-        Complete(writer_->WriteNow(std::move(r)));
-        continue;
-      }
+    if (writes_in_flight_ == 0 && r.consensus.entries.size() <= kInlineEntriesMax) {
+      Complete(writer_->WriteNow(std::move(r)));
+      continue;
     }
     ++writes_in_flight_;
     writer_->Submit(std::move(r));

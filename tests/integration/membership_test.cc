@@ -126,6 +126,13 @@ TEST_F(MembershipTest, ForeignDataDir_IsRefusedOnBothSides) {
   auto l = cluster_->WaitForLeaderIndex(10s);
   ASSERT_TRUE(l.has_value());
   size_t victim = (*l + 1) % 3;
+  // The data dir to be copied must hold the other cluster's identity: a node
+  // stopped before it applied the genesis decree has none and may join any
+  // cluster (that is the empty-identity case, not the foreign one).
+  ASSERT_TRUE(WaitFor([&] {
+    auto v = other.StatusOf(victim);
+    return v && v->cluster_uuid == theirs->cluster_uuid;
+  }, 10s)) << "the other cluster's node " << victim + 1 << " never learned its identity";
   cluster_->Stop(victim);
   other.Stop(victim);
   cluster_->WipeData(victim);

@@ -24,9 +24,11 @@ KvResult Undecodable() {
 // and records its effect in `overlay`; nothing touches map_ here.
 KvResult KvStore::Stage(uint16_t type, KvCommand& c, Overlay* overlay) const {
   KvResult r;
-  std::optional<std::string> current;
-  if (auto o = overlay->find(c.key); o != overlay->end()) current = o->second;
-  else if (auto it = map_.find(c.key); it != map_.end()) current = it->second;
+  // The value as staged so far, not copied: a put never reads it, and a
+  // compare reads it before anything is staged over it.
+  const std::string* current = nullptr;
+  if (auto o = overlay->find(c.key); o != overlay->end()) current = o->second ? &*o->second : nullptr;
+  else if (auto it = map_.find(c.key); it != map_.end()) current = &it->second;
   switch (static_cast<DecreeType>(type)) {
     case DecreeType::kKvPut:
       (*overlay)[c.key] = std::move(c.value);
@@ -36,9 +38,9 @@ KvResult KvStore::Stage(uint16_t type, KvCommand& c, Overlay* overlay) const {
       else (*overlay)[c.key] = std::nullopt;
       break;
     case DecreeType::kKvCas:
-      if (c.expected_absent ? current.has_value() : (!current || *current != c.expected)) {
+      if (c.expected_absent ? current != nullptr : (!current || *current != c.expected)) {
         r.code = KvResult::Code::kCompareFailed;
-        r.found = current.has_value();
+        r.found = current != nullptr;
         if (current) r.value = *current;
         break;
       }

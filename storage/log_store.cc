@@ -5,7 +5,9 @@
 // thread; everything else runs on the caller's.
 #include "storage/log_store.h"
 
+#include <rocksdb/convenience.h>
 #include <rocksdb/db.h>
+#include <rocksdb/metadata.h>
 #include <rocksdb/env.h>
 #include <rocksdb/iterator.h>
 #include <rocksdb/options.h>
@@ -131,7 +133,7 @@ StatusOr<std::optional<std::string>> GetRaw(rocksdb::DB* db, const rocksdb::Slic
 // returns false. A malformed key or record in the range, or a failed read,
 // is returned as an error: the scan never skips what it cannot decode.
 template <typename Visit>
-Status ScanEntries(rocksdb::DB* db, Slot from, Slot to, Visit&& visit) {
+Status ScanEntries(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* log, Slot from, Slot to, Visit&& visit) {
   if (from > to) return Status::Ok();
   char first[record::kEntryKeyBytes];
   char end[record::kEntryKeyBytes];
@@ -144,7 +146,7 @@ Status ScanEntries(rocksdb::DB* db, Slot from, Slot to, Visit&& visit) {
   rocksdb::ReadOptions ro;
   // The bound lets RocksDB stop at `to` instead of reading the next block.
   ro.iterate_upper_bound = &end_slice;
-  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(ro));
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(ro, log));
   for (it->Seek(rocksdb::Slice(first, sizeof first)); it->Valid(); it->Next()) {
     std::string_view key = View(it->key());
     if (!record::IsEntryKey(key)) {
@@ -162,14 +164,21 @@ Status ScanEntries(rocksdb::DB* db, Slot from, Slot to, Visit&& visit) {
 
 }  // namespace
 
-// Runs RocksDB's CompactRange over the compacted entries on one worker
-// thread, so that the space of deleted entries is reclaimed without the
-// event loop waiting (a compaction of a large log takes seconds). Requests
-// coalesce: the worker compacts up to the highest slot asked for since it
-// last looked, so a burst of CompactTo calls costs one compaction.
+// Reclaims the space of compacted entries on one worker thread, so that the
+// event loop never waits for it. Requests coalesce: the worker handles the
+// highest slot asked for since it last looked, so a burst of CompactTo
+// calls costs one pass.
+//
+// The entries have a column family of their own, flushed in slot order, so
+// most table files hold only slots below the compaction point once it
+// passes them: those files are dropped whole, nothing read or rewritten.
+// What is left below the point sits in the files that straddle it; a
+// RocksDB compaction rewrites those (with every live entry in files that
+// overlap them) only once they hold more deleted bytes than live ones, so
+// the log never takes much more than twice its live size on disk.
 class LogStore::Compactor {
  public:
-  Compactor(rocksdb::DB* db, std::string dir) : db_(db), dir_(std::move(dir)) {}
+  Compactor(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* log, std::string dir) : db_(db), log_(log), dir_(std::move(dir)) {}
 
   ~Compactor() {
     {
@@ -228,10 +237,43 @@ class LogStore::Compactor {
   Status Compact(Slot upto) {
     char begin[record::kEntryKeyBytes];
     char end[record::kEntryKeyBytes];
+    char after[record::kEntryKeyBytes];
     record::EntryKeyInto(0, begin);
-    record::EntryKeyInto(upto, end);  // CompactRange's end is inclusive
+    record::EntryKeyInto(upto, end);  // inclusive below
+    record::EntryKeyInto(upto + 1, after);
     const rocksdb::Slice begin_slice(begin, sizeof begin);
     const rocksdb::Slice end_slice(end, sizeof end);
+    const rocksdb::Slice after_slice(after, sizeof after);
+    // The deletion (DropThrough's unsynced write, with the new first slot)
+    // must be durable before any file goes: dropping files cannot be undone,
+    // and a crash must not bring back a first slot below them.
+    rocksdb::Status s = db_->FlushWAL(/*sync=*/true);
+    if (!s.ok()) return Failed(upto, s);
+    // Bytes below the point and above it, in the memtables or on disk.
+    const rocksdb::Range ranges[2] = {rocksdb::Range(begin_slice, after_slice),
+                                      rocksdb::Range(after_slice, rocksdb::Slice(record::kEntryEnd, 2))};
+    auto below_and_above = [&](bool in_memory, uint64_t sizes[2]) {
+      rocksdb::SizeApproximationOptions so;
+      so.include_memtables = in_memory;
+      so.include_files = !in_memory;
+      return db_->GetApproximateSizes(so, log_, ranges, 2, sizes);
+    };
+    uint64_t sizes[2] = {0, 0};
+    s = below_and_above(/*in_memory=*/true, sizes);
+    if (s.ok() && sizes[0] > sizes[1]) {
+      // Memtables mostly of deleted entries (small values: many snapshots
+      // per memtable) are flushed, the default family's too: the flush
+      // drops what the range deletion covers, and the memory and the WAL
+      // files they held come back.
+      rocksdb::FlushOptions fo;
+      fo.allow_write_stall = true;
+      s = db_->Flush(fo, {db_->DefaultColumnFamily(), log_});
+    }
+    if (s.ok()) s = DropWholeFiles(begin_slice, end_slice);
+    if (s.ok()) s = below_and_above(/*in_memory=*/false, sizes);
+    if (s.IsShutdownInProgress()) return Status::Ok();
+    if (!s.ok()) return Failed(upto, s);
+    if (sizes[0] <= sizes[1]) return Status::Ok();
     rocksdb::CompactRangeOptions co;
     // Automatic compactions go on meanwhile, so writes never stall on this.
     co.exclusive_manual_compaction = false;
@@ -240,15 +282,49 @@ class LogStore::Compactor {
     // bottommost files that overlap the range but were not just written,
     // which is where older entries sit.
     co.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForceOptimized;
-    rocksdb::Status s = db_->CompactRange(co, &begin_slice, &end_slice);
+    s = db_->CompactRange(co, log_, &begin_slice, &end_slice);
     // Incomplete: aborted by the destructor; ShutdownInProgress: closing.
     if (s.ok() || s.IsIncomplete() || s.IsShutdownInProgress()) return Status::Ok();
+    return Failed(upto, s);
+  }
+
+  // Drops the table files that hold nothing above `end`: in levels 1 and
+  // below with DeleteFilesInRange; in level 0, which that skips, the oldest
+  // file at a time while it qualifies (RocksDB deletes a level-0 file only
+  // if it is the oldest and no deeper level holds files). Stale versions
+  // of these slots in files that stay remain covered by DropThrough's range
+  // deletion, which starts at slot 0 and is never in a dropped file (its
+  // end lies above `end`).
+  rocksdb::Status DropWholeFiles(const rocksdb::Slice& begin, const rocksdb::Slice& end) {
+    rocksdb::Status s = rocksdb::DeleteFilesInRange(db_, log_, &begin, &end, /*include_end=*/true);
+    while (s.ok()) {
+      rocksdb::ColumnFamilyMetaData meta;
+      db_->GetColumnFamilyMetaData(log_, &meta);
+      if (meta.levels.empty() || meta.levels[0].files.empty()) break;
+      bool deeper = false;
+      for (size_t level = 1; level < meta.levels.size(); ++level) deeper = deeper || !meta.levels[level].files.empty();
+      if (deeper) break;
+      const rocksdb::SstFileMetaData* oldest = &meta.levels[0].files.front();
+      for (const rocksdb::SstFileMetaData& f : meta.levels[0].files) {
+        if (f.largest_seqno < oldest->largest_seqno) oldest = &f;
+      }
+      if (oldest->being_compacted || rocksdb::Slice(oldest->largestkey).compare(end) > 0) break;
+      s = db_->DeleteFile(oldest->name);
+      // InvalidArgument: RocksDB no longer takes this file (a compaction
+      // moved it or made it not the oldest); what is left waits.
+      if (s.IsInvalidArgument()) return rocksdb::Status::OK();
+    }
+    return s;
+  }
+
+  Status Failed(Slot upto, const rocksdb::Status& s) {
     const std::string what = "compact log entries up to slot " + std::to_string(upto);
     if (s.IsCorruption()) return Damaged(dir_, Status::Corruption(what + ": " + s.ToString()));
     return IoError(what + " in " + dir_, s);
   }
 
   rocksdb::DB* const db_;
+  rocksdb::ColumnFamilyHandle* const log_;
   const std::string dir_;
   std::mutex mu_;
   std::condition_variable wake_;  // the worker waits for a request or stop
@@ -260,16 +336,19 @@ class LogStore::Compactor {
   std::thread thread_;
 };
 
-LogStore::LogStore(std::string dir, std::unique_ptr<rocksdb::DB> db, StoreOptions options)
+LogStore::LogStore(std::string dir, std::unique_ptr<rocksdb::DB> db, rocksdb::ColumnFamilyHandle* log,
+                   StoreOptions options)
     : dir_(std::move(dir)),
       db_(std::move(db)),
+      log_(log),
       options_(options),
-      compactor_(std::make_unique<Compactor>(db_.get(), dir_)),
+      compactor_(std::make_unique<Compactor>(db_.get(), log_, dir_)),
       batch_(std::make_unique<rocksdb::WriteBatch>()) {}
 
 LogStore::~LogStore() {
-  // The worker uses db_ until it is joined.
+  // The worker uses db_ and log_ until it is joined.
   compactor_.reset();
+  (void)db_->DestroyColumnFamilyHandle(log_);
 }
 
 StatusOr<std::unique_ptr<LogStore>> LogStore::Open(const std::string& dir, StoreOptions options) {
@@ -306,14 +385,17 @@ StatusOr<std::unique_ptr<LogStore>> LogStore::Open(const std::string& dir, Store
   // Log entries are written once, read rarely and deleted a snapshot later
   // (CompactTo), so merging them into bigger files before that is wasted
   // work. Level 0 may hold this many flushed files before a merge
-  // (CompactTo's range deletion and compaction usually remove the old ones
-  // first); merges, and then write stalls, start only far above that.
-  // CompactTo's own compaction still rewrites every live entry (every file
-  // also holds the chosen mark, so all files overlap): at 4 KiB values,
-  // about 15% of the machine's CPU (README, Benchmarks).
+  // (CompactTo usually drops the old ones first); merges, and then write
+  // stalls, start only far above that.
   o.level0_file_num_compaction_trigger = 12;
   o.level0_slowdown_writes_trigger = 40;
   o.level0_stop_writes_trigger = 60;
+  // Two column families (record.h): a WAL file is deleted only once every
+  // family has flushed what it holds, and the default one takes only small
+  // marks; past this much WAL, RocksDB flushes it so WAL files do not pile
+  // up.
+  o.max_total_wal_size = 64 << 20;
+  o.create_missing_column_families = true;
   // RocksDB's own info log lives in the data dir; keep it from growing.
   o.keep_log_file_num = 4;
   o.max_log_file_size = 8 << 20;
@@ -327,8 +409,17 @@ StatusOr<std::unique_ptr<LogStore>> LogStore::Open(const std::string& dir, Store
     o.info_log = damage_log;
   }
 
+  // Level 0's size alone would also start a merge into level 1 (at
+  // max_bytes_for_level_base, 256 MiB by default), rewriting live entries:
+  // a few memtables of 4 KiB values reach it between two snapshots. The
+  // file count above decides instead.
+  rocksdb::ColumnFamilyOptions log_options(o);
+  log_options.max_bytes_for_level_base = 4ull << 30;
+  const std::vector<rocksdb::ColumnFamilyDescriptor> families = {
+      {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions(o)}, {record::kLogFamily, log_options}};
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* raw = nullptr;
-  rocksdb::Status s = rocksdb::DB::Open(o, dir, &raw);
+  rocksdb::Status s = rocksdb::DB::Open(rocksdb::DBOptions(o), dir, families, &handles, &raw);
   std::vector<std::string> reported = damage_log ? damage_log->StopKeeping() : std::vector<std::string>();
   if (!s.ok()) {
     // RocksDB reports a held LOCK file as an IOError mentioning the lock;
@@ -344,7 +435,10 @@ StatusOr<std::unique_ptr<LogStore>> LogStore::Open(const std::string& dir, Store
     }
     return IoError("open data dir " + dir, s);
   }
-  std::unique_ptr<LogStore> store(new LogStore(dir, std::unique_ptr<rocksdb::DB>(raw), options));
+  // The default family is reached through DB::DefaultColumnFamily().
+  (void)raw->DestroyColumnFamilyHandle(handles[0]);
+  std::unique_ptr<LogStore> store(new LogStore(dir, std::unique_ptr<rocksdb::DB>(raw), handles[1], options));
+  if (Status m = store->MoveOlderLayoutEntries(); !m.ok()) return Damaged(dir, m);
   auto chosen = GetRaw(store->db_.get(), record::kChosenKey);
   if (!chosen.ok()) return Damaged(dir, chosen.status());
   if (chosen->has_value()) {
@@ -368,6 +462,51 @@ StatusOr<std::unique_ptr<LogStore>> LogStore::Open(const std::string& dir, Store
                                            std::to_string(store->chosen_upto_) + " + 1"));
   }
   return store;
+}
+
+// Stores written before the log had a column family of its own kept the
+// entries in the default one. Any found there are moved, in batches that
+// each put a run of entries into the log's family and delete them from the
+// default one atomically: a crash part-way leaves every entry in exactly one
+// of the two, and the next open goes on.
+Status LogStore::MoveOlderLayoutEntries() {
+  constexpr size_t kMoveBatchBytes = 8 << 20;
+  rocksdb::ReadOptions ro;
+  const rocksdb::Slice end(record::kEntryEnd, 2);
+  ro.iterate_upper_bound = &end;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro));  // the default family
+  rocksdb::WriteBatch b;
+  rocksdb::WriteOptions wo;
+  wo.sync = options_.sync;
+  rocksdb::Status s;
+  uint64_t moved = 0;
+  for (it->Seek(record::kEntryPrefix); s.ok() && it->Valid(); it->Next()) {
+    std::string_view key = View(it->key());
+    if (!record::IsEntryKey(key)) {
+      return Status::Corruption("malformed " + record::DescribeKey(key) + " among the entries");
+    }
+    s = b.Put(log_, it->key(), it->value());
+    if (s.ok()) s = b.Delete(it->key());
+    ++moved;
+    if (s.ok() && b.GetDataSize() >= kMoveBatchBytes) {
+      s = db_->Write(wo, &b);
+      b.Clear();
+    }
+  }
+  if (s.ok()) s = it->status();
+  if (s.ok() && b.Count() > 0) s = db_->Write(wo, &b);
+  const std::string what = "move the log entries of the older layout into column family '" +
+                           std::string(record::kLogFamily) + "'";
+  if (s.IsCorruption()) return Status::Corruption(what + ": " + s.ToString());
+  if (!s.ok()) return IoError(what + " in " + dir_, s);
+  if (moved == 0) return Status::Ok();
+  moved_from_older_layout_ = moved;
+  // Their old copies are deleted; reclaim the space now, once.
+  const rocksdb::Slice begin(record::kEntryPrefix, 2);
+  s = db_->CompactRange(rocksdb::CompactRangeOptions(), &begin, &end);
+  if (s.IsCorruption()) return Status::Corruption(what + ": " + s.ToString());
+  if (!s.ok()) return IoError(what + " in " + dir_, s);
+  return Status::Ok();
 }
 
 Status LogStore::CheckIdentity(const NodeIdentity& id) {
@@ -432,7 +571,7 @@ StatusOr<consensus::Bootstrap> LogStore::LoadBootstrap() const {
   }
   b.chosen_upto = chosen_upto_;
   if (chosen_upto_ == std::numeric_limits<Slot>::max()) return b;  // nothing can lie above it
-  Status s = ScanEntries(db_.get(), chosen_upto_ + 1, std::numeric_limits<Slot>::max(), [&b](Entry&& e) {
+  Status s = ScanEntries(db_.get(), log_, chosen_upto_ + 1, std::numeric_limits<Slot>::max(), [&b](Entry&& e) {
     b.unchosen.push_back(std::move(e));
     return true;
   });
@@ -467,7 +606,7 @@ Status LogStore::Persist(const consensus::Ready& ready, bool sync) {
     record::EntryKeyInto(e.slot, key);
     record::EncodeEntryHeadTo(e, head);
     value_parts[1] = rocksdb::Slice(e.value);
-    s = batch_->Put(rocksdb::SliceParts(&key_slice, 1), rocksdb::SliceParts(value_parts, 2));
+    s = batch_->Put(log_, rocksdb::SliceParts(&key_slice, 1), rocksdb::SliceParts(value_parts, 2));
   }
   if (s.ok() && ready.chosen_upto) {
     char rec[record::kU64RecordBytes];
@@ -493,7 +632,7 @@ StatusOr<std::vector<Entry>> LogStore::ReadRange(Slot from, Slot to) const {
   std::vector<Entry> out;
   // An entry below the first slot that a crash brought back (CompactTo does
   // not sync) is not part of the log.
-  Status s = ScanEntries(db_.get(), std::max(from, first_slot_.load()), to, [&out](Entry&& e) {
+  Status s = ScanEntries(db_.get(), log_, std::max(from, first_slot_.load()), to, [&out](Entry&& e) {
     out.push_back(std::move(e));
     return true;
   });
@@ -508,7 +647,7 @@ std::vector<Entry> LogStore::ReadChosen(Slot from, size_t max_bytes) const {
   // Every entry costs at least this much, so once it no longer fits the
   // scan stops without reading (and decoding) one record too many.
   const size_t min_entry_bytes = consensus::EntryBytes(Entry{});
-  Status s = ScanEntries(db_.get(), from, chosen_upto_, [&](Entry&& e) {
+  Status s = ScanEntries(db_.get(), log_, from, chosen_upto_, [&](Entry&& e) {
     bytes += consensus::EntryBytes(e);
     if (bytes > max_bytes && !out.empty()) return false;
     out.push_back(std::move(e));
@@ -536,7 +675,7 @@ Status LogStore::DropThrough(Slot upto, std::optional<Slot> chosen, bool sync) {
   char first[record::kU64RecordBytes];
   record::EncodeU64To(upto + 1, first);
   rocksdb::WriteBatch b;
-  rocksdb::Status s = b.DeleteRange(rocksdb::Slice(begin, sizeof begin), rocksdb::Slice(end, sizeof end));
+  rocksdb::Status s = b.DeleteRange(log_, rocksdb::Slice(begin, sizeof begin), rocksdb::Slice(end, sizeof end));
   if (s.ok()) s = b.Put(record::kFirstSlotKey, rocksdb::Slice(first, sizeof first));
   char watermark[record::kU64RecordBytes];
   if (s.ok() && chosen) {

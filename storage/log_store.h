@@ -16,8 +16,9 @@
 // Compaction: once the node holds a durable snapshot at slot S, CompactTo(S)
 // drops the entries up to S; first_slot() is then S + 1 and the log answers
 // nothing below it (a peer that far behind needs the snapshot). The space is
-// reclaimed by a RocksDB compaction on a worker thread the store owns, so
-// the event loop never waits for it.
+// reclaimed on a worker thread the store owns, so the event loop never
+// waits for it: the entries live in a column family of their own, whose
+// table files below S are dropped whole (see LogStore::Compactor).
 #pragma once
 
 #include <atomic>
@@ -32,6 +33,7 @@
 #include "consensus/types.h"
 
 namespace rocksdb {
+class ColumnFamilyHandle;
 class DB;
 class WriteBatch;
 }
@@ -131,6 +133,11 @@ class LogStore : public consensus::LogReader {
   // tools; the event loop never calls it).
   void WaitForBackgroundWork();
 
+  // How many entries Open moved out of the older layout's place (the
+  // default column family) into the log's own; 0 for a store already in
+  // this layout. Stores of this layout cannot be opened by an older tsnode.
+  uint64_t moved_from_older_layout() const { return moved_from_older_layout_; }
+
   // Small node-level metadata outside the log (e.g. the last version heard
   // from each member), synced. GetMeta: NotFound if never written.
   Status PutMeta(const std::string& name, const std::string& value);
@@ -139,14 +146,19 @@ class LogStore : public consensus::LogReader {
  private:
   class Compactor;  // the worker thread that reclaims compacted space
 
-  LogStore(std::string dir, std::unique_ptr<rocksdb::DB> db, StoreOptions options);
+  LogStore(std::string dir, std::unique_ptr<rocksdb::DB> db, rocksdb::ColumnFamilyHandle* log, StoreOptions options);
+  // At open: moves entries a store of the older layout kept in the default
+  // column family into the log's (record.h).
+  Status MoveOlderLayoutEntries();
   // Deletes the entries <= upto and writes the new first slot (and the
   // chosen watermark if given) in one batch, then queues the compaction.
   Status DropThrough(consensus::Slot upto, std::optional<consensus::Slot> chosen, bool sync);
 
   std::string dir_;
   std::unique_ptr<rocksdb::DB> db_;
+  rocksdb::ColumnFamilyHandle* log_;  // the entries' column family; ours to destroy before db_
   StoreOptions options_;
+  uint64_t moved_from_older_layout_ = 0;
   // Written by the one writer (Persist, CompactTo, InstallSnapshotBase),
   // read by readers on other threads (ReadChosen, ReadRange).
   std::atomic<consensus::Slot> chosen_upto_{0};

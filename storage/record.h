@@ -2,7 +2,10 @@
 // log_store.cc writes and reads. Kept apart from RocksDB so the codec can be
 // tested and fuzzed on plain bytes.
 //
-// Keys (byte strings; RocksDB's default bytewise order):
+// Keys (byte strings; RocksDB's default bytewise order). The entries are in
+// column family "log" (kLogFamily), everything else in the default one;
+// stores written before the log had its own family kept the entries in the
+// default family too, and LogStore::Open moves them.
 //   "e/" + big-endian u64 slot   an accepted entry; big-endian so that a
 //                                bytewise scan visits slots in numeric order
 //   "m/cluster", "m/node"        the node's identity
@@ -43,6 +46,8 @@ inline constexpr char kPromisedKey[] = "m/promised";
 inline constexpr char kChosenKey[] = "m/chosen";
 inline constexpr char kFirstSlotKey[] = "m/first";
 inline constexpr char kMetaPrefix[] = "x/";
+// The column family of the entries.
+inline constexpr char kLogFamily[] = "log";
 
 // Writes the entry key of `slot` into `out` (kEntryKeyBytes) without
 // allocating: Persist builds one per entry on the hot path.

@@ -81,6 +81,11 @@ Status Driver::Start() {
   auto store = storage::LogStore::Open(options_.data_dir);
   if (!store.ok()) return store.status();
   store_ = std::move(*store);
+  if (uint64_t moved = store_->moved_from_older_layout(); moved > 0) {
+    spdlog::info("data dir {}: moved {} log entries into the log's own column family (storage layout of this "
+                 "version; an older tsnode cannot open this data dir)",
+                 options_.data_dir, moved);
+  }
   station::StationOptions& so = options_.station;
   if (Status s = store_->CheckIdentity({so.cluster_id, so.consensus.id}); !s.ok()) return s;
   auto boot = store_->LoadBootstrap();

@@ -1,12 +1,16 @@
 // LogStore compaction on a real RocksDB: CompactTo drops the entries below a
 // snapshot, keeps every entry above it, survives a reopen, and the space of
 // what it dropped really comes back (the directory shrinks: a check of
-// reclamation, not a timing); InstallSnapshotBase moves the watermark and
+// reclamation, not a timing), the log's files below the point are dropped
+// whole; InstallSnapshotBase moves the watermark and
 // the first slot in one write and keeps this acceptor's votes above the
 // snapshot; nothing lets the watermark fall behind the compaction point.
 #include <gtest/gtest.h>
 #include <rocksdb/db.h>
 
+#include <rocksdb/metadata.h>
+
+#include <algorithm>
 #include <filesystem>
 #include <limits>
 #include <random>
@@ -108,6 +112,52 @@ TEST_F(LogStoreCompactionTest, CompactTo_DropsTheEntriesBelowAndReclaimsTheirSpa
   EXPECT_EQ(store->chosen_upto(), kSlots);
   ExpectSlots(*store, 0, std::numeric_limits<Slot>::max(), kUpto + 1, kSlots);
   EXPECT_LT(DirBytes(dir_), before / 2);
+}
+
+// The log's table files that hold only slots below the point are dropped
+// whole, and the file above it is left as it was: not read and rewritten
+// by a compaction (its name, a RocksDB file number, would change).
+TEST_F(LogStoreCompactionTest, CompactTo_DropsWholeFilesAndLeavesTheFileAboveAsItWas) {
+  // Each reopen flushes what the last one wrote: one table file per run.
+  for (Slot first : {Slot{1}, Slot{1001}, Slot{2001}}) {
+    auto store = OpenOrDie();
+    PersistChosen(*store, first, first + 999);
+  }
+  auto log_files = [this] {
+    std::vector<std::pair<std::string, std::string>> files;  // name, largest key
+    WithRawDb([&](rocksdb::DB& db, rocksdb::ColumnFamilyHandle* log) {
+      rocksdb::ColumnFamilyMetaData meta;
+      db.GetColumnFamilyMetaData(log, &meta);
+      for (const auto& level : meta.levels) {
+        for (const auto& f : level.files) files.emplace_back(f.name, f.largestkey);
+      }
+    });
+    return files;
+  };
+  auto before = log_files();
+  ASSERT_EQ(before.size(), 3u);
+  std::string above;  // the file of slots 2001..3000
+  for (const auto& [name, largest] : before) {
+    if (largest == testing::RawEntryKey(3000)) above = name;
+  }
+  ASSERT_FALSE(above.empty());
+  {
+    auto store = OpenOrDie();
+    ASSERT_TRUE(store->CompactTo(2000).ok());
+    store->WaitForBackgroundWork();
+    ExpectSlots(*store, 1, 3000, 2001, 3000);
+  }
+  auto after = log_files();
+  std::vector<std::string> names;
+  for (const auto& f : after) names.push_back(f.first);
+  EXPECT_NE(std::find(names.begin(), names.end(), above), names.end()) << "the file above the point was rewritten";
+  for (const auto& [name, largest] : before) {
+    if (name == above) continue;
+    EXPECT_EQ(std::find(names.begin(), names.end(), name), names.end()) << name << " was kept";
+  }
+  auto store = OpenOrDie();
+  EXPECT_EQ(store->first_slot(), 2001u);
+  ExpectSlots(*store, 0, std::numeric_limits<Slot>::max(), 2001, 3000);
 }
 
 TEST_F(LogStoreCompactionTest, CompactTo_StopsAtTheChosenWatermarkAndIsIdempotent) {
@@ -212,7 +262,7 @@ TEST_F(LogStoreCompactionTest, Open_AFirstSlotAboveTheWatermarkIsDamage) {
     PersistChosen(*store, 1, 10);
     ASSERT_TRUE(store->CompactTo(5).ok());
   }
-  WithRawDb([](rocksdb::DB& db) {
+  WithRawDb([](rocksdb::DB& db, rocksdb::ColumnFamilyHandle*) {
     ASSERT_TRUE(db.Put(rocksdb::WriteOptions(), record::kFirstSlotKey, record::EncodeU64(12)).ok());
   });
   auto s = LogStore::Open(dir_);

@@ -98,7 +98,9 @@ TEST_F(LogStoreDamageTest, CheckIdentity_ReportsADamagedOrHalfWrittenIdentity) {
     EXPECT_EQ(s.code(), Status::Code::kCorruption);
     EXPECT_NE(s.message().find("m/cluster"), std::string::npos) << s.message();
   }
-  WithRawDb([](rocksdb::DB& db) { ASSERT_TRUE(db.Delete(rocksdb::WriteOptions(), "m/cluster").ok()); });
+  WithRawDb([](rocksdb::DB& db, rocksdb::ColumnFamilyHandle*) {
+    ASSERT_TRUE(db.Delete(rocksdb::WriteOptions(), "m/cluster").ok());
+  });
   auto store = OpenOrDie();
   Status s = store->CheckIdentity({"alpha", 1});
   EXPECT_EQ(s.code(), Status::Code::kCorruption);
@@ -109,9 +111,9 @@ TEST_F(LogStoreDamageTest, CheckIdentity_ReportsADamagedOrHalfWrittenIdentity) {
 // an error: silently ending there would drop every entry after it.
 TEST_F(LogStoreDamageTest, LoadBootstrap_ReportsAMalformedEntryKey) {
   WriteSample();
-  WithRawDb([](rocksdb::DB& db) {
+  WithRawDb([](rocksdb::DB& db, rocksdb::ColumnFamilyHandle* log) {
     std::string odd = RawEntryKey(2) + "x";  // sorts between slots 2 and 3
-    ASSERT_TRUE(db.Put(rocksdb::WriteOptions(), odd, "x").ok());
+    ASSERT_TRUE(db.Put(rocksdb::WriteOptions(), log, odd, "x").ok());
   });
   auto store = OpenOrDie();
   auto boot = store->LoadBootstrap();

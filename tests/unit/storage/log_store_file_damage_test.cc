@@ -174,7 +174,9 @@ TEST_F(LogStoreFileDamageTest, Open_DropsOnlyATornLastRecord) {
 TEST_F(LogStoreFileDamageTest, Reads_ReportADamagedTableFile) {
   WriteBatches(/*chosen=*/false);  // every entry lies above the watermark
   // RocksDB's own API moves the WAL into a table file.
-  WithRawDb([](rocksdb::DB& db) { ASSERT_TRUE(db.Flush(rocksdb::FlushOptions()).ok()); });
+  WithRawDb([](rocksdb::DB& db, rocksdb::ColumnFamilyHandle* log) {
+    ASSERT_TRUE(db.Flush(rocksdb::FlushOptions(), log).ok());
+  });
   const std::string sst = NewestFile(dir_, ".sst");
   ASSERT_FALSE(sst.empty()) << "no table file in " << dir_;
   ASSERT_GT(fs::file_size(sst), 256u << 10);

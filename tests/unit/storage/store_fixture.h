@@ -50,22 +50,29 @@ class StoreTest : public ::testing::Test {
     return s.ok() ? std::move(*s) : nullptr;
   }
 
-  // Opens the closed store's RocksDB directly and hands it to `fn`.
-  void WithRawDb(const std::function<void(rocksdb::DB&)>& fn) {
+  // Opens the closed store's RocksDB directly and hands it to `fn` with the
+  // entries' column family ("log", spelled out here as the key layout is).
+  void WithRawDb(const std::function<void(rocksdb::DB&, rocksdb::ColumnFamilyHandle* log)>& fn) {
+    std::vector<rocksdb::ColumnFamilyDescriptor> families = {
+        {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions()}, {"log", rocksdb::ColumnFamilyOptions()}};
+    std::vector<rocksdb::ColumnFamilyHandle*> handles;
     rocksdb::DB* raw = nullptr;
-    rocksdb::Status s = rocksdb::DB::Open(rocksdb::Options(), dir_, &raw);
+    rocksdb::Status s = rocksdb::DB::Open(rocksdb::DBOptions(), dir_, families, &handles, &raw);
     ASSERT_TRUE(s.ok()) << s.ToString();
     std::unique_ptr<rocksdb::DB> db(raw);
-    fn(*db);
+    fn(*db, handles[1]);
+    for (rocksdb::ColumnFamilyHandle* h : handles) ASSERT_TRUE(db->DestroyColumnFamilyHandle(h).ok());
   }
 
-  // Replaces the stored value at `key` with edit(old value).
+  // Replaces the stored value at `key` (an entry's in the log's family,
+  // anything else in the default one) with edit(old value).
   void EditRaw(const std::string& key, const std::function<void(std::string*)>& edit) {
-    WithRawDb([&](rocksdb::DB& db) {
+    WithRawDb([&](rocksdb::DB& db, rocksdb::ColumnFamilyHandle* log) {
+      rocksdb::ColumnFamilyHandle* family = key.rfind("e/", 0) == 0 ? log : db.DefaultColumnFamily();
       std::string v;
-      ASSERT_TRUE(db.Get(rocksdb::ReadOptions(), key, &v).ok()) << "no value at the key to damage";
+      ASSERT_TRUE(db.Get(rocksdb::ReadOptions(), family, key, &v).ok()) << "no value at the key to damage";
       edit(&v);
-      ASSERT_TRUE(db.Put(rocksdb::WriteOptions(), key, v).ok());
+      ASSERT_TRUE(db.Put(rocksdb::WriteOptions(), family, key, v).ok());
     });
   }
 

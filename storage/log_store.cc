@@ -1,13 +1,11 @@
 // LogStore on RocksDB; see log_store.h. The key layout and the record
 // envelope (format byte, CRC-32C, fixed little-endian fields) are in
 // record.h. Every RocksDB error becomes a Status here: nothing throws past
-// this file. Compaction's space reclamation runs on LogStore::Compactor's
-// thread; everything else runs on the caller's.
+// this file. Compaction's space reclamation runs on LogCompactor's thread
+// (log_compactor.h); everything else runs on the caller's.
 #include "storage/log_store.h"
 
-#include <rocksdb/convenience.h>
 #include <rocksdb/db.h>
-#include <rocksdb/metadata.h>
 #include <rocksdb/env.h>
 #include <rocksdb/iterator.h>
 #include <rocksdb/options.h>
@@ -16,17 +14,16 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <limits>
 #include <mutex>
 #include <optional>
-#include <thread>
 
+#include "storage/log_compactor.h"
 #include "storage/record.h"
+#include "storage/store_errors.h"
 
 namespace ts::storage {
 namespace {
@@ -40,29 +37,6 @@ using consensus::Slot;
 constexpr size_t kBatchKeepBytesMax = 8 << 20;
 
 std::string_view View(const rocksdb::Slice& s) { return {s.data(), s.size()}; }
-
-Status IoError(const std::string& what, const rocksdb::Status& s) { return Status::IoError(what + ": " + s.ToString()); }
-
-// What a damaged store means and how to rebuild it, in the words the
-// operator reads when the node refuses to start (DESIGN.md s.3: a node never
-// votes with a shorter memory than it promised).
-std::string RebuildAdvice(const std::string& dir) {
-  std::error_code ec;
-  std::string abs = std::filesystem::absolute(dir, ec).string();
-  if (ec || abs.empty()) abs = dir;
-  return "This node's acceptor state is damaged: it must not vote with a shorter memory. To rebuild it, stop it, "
-         "move the data dir aside (mv " +
-         abs + " " + abs +
-         ".damaged), and start it again with an empty data dir and the same flags: it rejoins the existing cluster "
-         "as a non-voting learner, catches up, and the leader makes it a voter again.";
-}
-
-// A Corruption found in the store at `dir`, as the operator must read it: the
-// damage, then the way to rebuild. Other codes pass through unchanged.
-Status Damaged(const std::string& dir, const Status& s) {
-  if (s.code() != Status::Code::kCorruption) return s;
-  return Status::Corruption("data dir " + dir + " is damaged: " + s.message() + ". " + RebuildAdvice(dir));
-}
 
 // RocksDB's info log (the LOG file in the data dir), forwarded unchanged,
 // that also keeps the corruption warnings RocksDB logs while the DB opens.
@@ -164,185 +138,13 @@ Status ScanEntries(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* log, Slot from,
 
 }  // namespace
 
-// Reclaims the space of compacted entries on one worker thread, so that the
-// event loop never waits for it. Requests coalesce: the worker handles the
-// highest slot asked for since it last looked, so a burst of CompactTo
-// calls costs one pass.
-//
-// The entries have a column family of their own, flushed in slot order, so
-// most table files hold only slots below the compaction point once it
-// passes them: those files are dropped whole, nothing read or rewritten.
-// What is left below the point sits in the files that straddle it; a
-// RocksDB compaction rewrites those (with every live entry in files that
-// overlap them) only once they hold more deleted bytes than live ones, so
-// the log never takes much more than twice its live size on disk.
-class LogStore::Compactor {
- public:
-  Compactor(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* log, std::string dir) : db_(db), log_(log), dir_(std::move(dir)) {}
-
-  ~Compactor() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
-    if (thread_.joinable()) {
-      // Aborts a compaction under way (it then returns Incomplete) so that
-      // closing the store does not wait for it; the deleted entries stay
-      // deleted and their space is reclaimed by a later compaction.
-      db_->DisableManualCompaction();
-      wake_.notify_all();
-      thread_.join();
-      db_->EnableManualCompaction();
-    }
-  }
-
-  // Asks for the entries <= upto to be compacted. Starts the thread on first
-  // use: a store opened only to read (tools, tests) never needs one.
-  void Request(Slot upto) {
-    std::lock_guard<std::mutex> lock(mu_);
-    pending_ = std::max(pending_.value_or(0), upto);
-    if (!thread_.joinable()) thread_ = std::thread([this] { Run(); });
-    wake_.notify_one();
-  }
-
-  void Wait() {
-    std::unique_lock<std::mutex> lock(mu_);
-    idle_.wait(lock, [this] { return !pending_ && !running_; });
-  }
-
-  // The first error a compaction met, if any (kept: the node must stop).
-  Status error() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return error_;
-  }
-
- private:
-  void Run() {
-    std::unique_lock<std::mutex> lock(mu_);
-    for (;;) {
-      wake_.wait(lock, [this] { return stop_ || pending_; });
-      if (stop_) return;
-      const Slot upto = *pending_;
-      pending_.reset();
-      running_ = true;
-      lock.unlock();
-      Status s = Compact(upto);
-      lock.lock();
-      running_ = false;
-      if (!s.ok() && error_.ok()) error_ = s;
-      idle_.notify_all();
-    }
-  }
-
-  Status Compact(Slot upto) {
-    char begin[record::kEntryKeyBytes];
-    char end[record::kEntryKeyBytes];
-    char after[record::kEntryKeyBytes];
-    record::EntryKeyInto(0, begin);
-    record::EntryKeyInto(upto, end);  // inclusive below
-    record::EntryKeyInto(upto + 1, after);
-    const rocksdb::Slice begin_slice(begin, sizeof begin);
-    const rocksdb::Slice end_slice(end, sizeof end);
-    const rocksdb::Slice after_slice(after, sizeof after);
-    // The deletion (DropThrough's unsynced write, with the new first slot)
-    // must be durable before any file goes: dropping files cannot be undone,
-    // and a crash must not bring back a first slot below them.
-    rocksdb::Status s = db_->FlushWAL(/*sync=*/true);
-    if (!s.ok()) return Failed(upto, s);
-    // Bytes below the point and above it, in the memtables or on disk.
-    const rocksdb::Range ranges[2] = {rocksdb::Range(begin_slice, after_slice),
-                                      rocksdb::Range(after_slice, rocksdb::Slice(record::kEntryEnd, 2))};
-    auto below_and_above = [&](bool in_memory, uint64_t sizes[2]) {
-      rocksdb::SizeApproximationOptions so;
-      so.include_memtables = in_memory;
-      so.include_files = !in_memory;
-      return db_->GetApproximateSizes(so, log_, ranges, 2, sizes);
-    };
-    uint64_t sizes[2] = {0, 0};
-    s = below_and_above(/*in_memory=*/true, sizes);
-    if (s.ok() && sizes[0] > sizes[1]) {
-      // Memtables mostly of deleted entries (small values: many snapshots
-      // per memtable) are flushed, the default family's too: the flush
-      // drops what the range deletion covers, and the memory and the WAL
-      // files they held come back.
-      rocksdb::FlushOptions fo;
-      fo.allow_write_stall = true;
-      s = db_->Flush(fo, {db_->DefaultColumnFamily(), log_});
-    }
-    if (s.ok()) s = DropWholeFiles(begin_slice, end_slice);
-    if (s.ok()) s = below_and_above(/*in_memory=*/false, sizes);
-    if (s.IsShutdownInProgress()) return Status::Ok();
-    if (!s.ok()) return Failed(upto, s);
-    if (sizes[0] <= sizes[1]) return Status::Ok();
-    rocksdb::CompactRangeOptions co;
-    // Automatic compactions go on meanwhile, so writes never stall on this.
-    co.exclusive_manual_compaction = false;
-    // The range tombstone and the entries it covers meet, and are dropped,
-    // when they are compacted into the bottommost level; this also rewrites
-    // bottommost files that overlap the range but were not just written,
-    // which is where older entries sit.
-    co.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForceOptimized;
-    s = db_->CompactRange(co, log_, &begin_slice, &end_slice);
-    // Incomplete: aborted by the destructor; ShutdownInProgress: closing.
-    if (s.ok() || s.IsIncomplete() || s.IsShutdownInProgress()) return Status::Ok();
-    return Failed(upto, s);
-  }
-
-  // Drops the table files that hold nothing above `end`: in levels 1 and
-  // below with DeleteFilesInRange; in level 0, which that skips, the oldest
-  // file at a time while it qualifies (RocksDB deletes a level-0 file only
-  // if it is the oldest and no deeper level holds files). Stale versions
-  // of these slots in files that stay remain covered by DropThrough's range
-  // deletion, which starts at slot 0 and is never in a dropped file (its
-  // end lies above `end`).
-  rocksdb::Status DropWholeFiles(const rocksdb::Slice& begin, const rocksdb::Slice& end) {
-    rocksdb::Status s = rocksdb::DeleteFilesInRange(db_, log_, &begin, &end, /*include_end=*/true);
-    while (s.ok()) {
-      rocksdb::ColumnFamilyMetaData meta;
-      db_->GetColumnFamilyMetaData(log_, &meta);
-      if (meta.levels.empty() || meta.levels[0].files.empty()) break;
-      bool deeper = false;
-      for (size_t level = 1; level < meta.levels.size(); ++level) deeper = deeper || !meta.levels[level].files.empty();
-      if (deeper) break;
-      const rocksdb::SstFileMetaData* oldest = &meta.levels[0].files.front();
-      for (const rocksdb::SstFileMetaData& f : meta.levels[0].files) {
-        if (f.largest_seqno < oldest->largest_seqno) oldest = &f;
-      }
-      if (oldest->being_compacted || rocksdb::Slice(oldest->largestkey).compare(end) > 0) break;
-      s = db_->DeleteFile(oldest->name);
-      // InvalidArgument: RocksDB no longer takes this file (a compaction
-      // moved it or made it not the oldest); what is left waits.
-      if (s.IsInvalidArgument()) return rocksdb::Status::OK();
-    }
-    return s;
-  }
-
-  Status Failed(Slot upto, const rocksdb::Status& s) {
-    const std::string what = "compact log entries up to slot " + std::to_string(upto);
-    if (s.IsCorruption()) return Damaged(dir_, Status::Corruption(what + ": " + s.ToString()));
-    return IoError(what + " in " + dir_, s);
-  }
-
-  rocksdb::DB* const db_;
-  rocksdb::ColumnFamilyHandle* const log_;
-  const std::string dir_;
-  std::mutex mu_;
-  std::condition_variable wake_;  // the worker waits for a request or stop
-  std::condition_variable idle_;  // Wait() waits for the worker to drain
-  std::optional<Slot> pending_;
-  bool running_ = false;
-  bool stop_ = false;
-  Status error_;
-  std::thread thread_;
-};
-
 LogStore::LogStore(std::string dir, std::unique_ptr<rocksdb::DB> db, rocksdb::ColumnFamilyHandle* log,
                    StoreOptions options)
     : dir_(std::move(dir)),
       db_(std::move(db)),
       log_(log),
       options_(options),
-      compactor_(std::make_unique<Compactor>(db_.get(), log_, dir_)),
+      compactor_(std::make_unique<LogCompactor>(db_.get(), log_, dir_)),
       batch_(std::make_unique<rocksdb::WriteBatch>()) {}
 
 LogStore::~LogStore() {

@@ -18,7 +18,7 @@
 // nothing below it (a peer that far behind needs the snapshot). The space is
 // reclaimed on a worker thread the store owns, so the event loop never
 // waits for it: the entries live in a column family of their own, whose
-// table files below S are dropped whole (see LogStore::Compactor).
+// table files below S are dropped whole (see log_compactor.h).
 #pragma once
 
 #include <atomic>
@@ -39,6 +39,8 @@ class WriteBatch;
 }
 
 namespace ts::storage {
+
+class LogCompactor;  // the worker thread that reclaims compacted space (log_compactor.h)
 
 struct NodeIdentity {
   std::string cluster_id;
@@ -144,8 +146,6 @@ class LogStore : public consensus::LogReader {
   StatusOr<std::string> GetMeta(const std::string& name) const;
 
  private:
-  class Compactor;  // the worker thread that reclaims compacted space
-
   LogStore(std::string dir, std::unique_ptr<rocksdb::DB> db, rocksdb::ColumnFamilyHandle* log, StoreOptions options);
   // At open: moves entries a store of the older layout kept in the default
   // column family into the log's (record.h).
@@ -165,7 +165,7 @@ class LogStore : public consensus::LogReader {
   std::atomic<consensus::Slot> first_slot_{1};
   // Declared after db_ and reset first in the destructor: its thread uses
   // the DB until joined.
-  std::unique_ptr<Compactor> compactor_;
+  std::unique_ptr<LogCompactor> compactor_;
   // Reused by every Persist so the hot path allocates only when a batch is
   // larger than any before it.
   std::unique_ptr<rocksdb::WriteBatch> batch_;

@@ -104,14 +104,16 @@ consensus::Membership ToConsensus(const MembershipDecree& m) {
   return out;
 }
 
+bool HasDecreeType(std::string_view bytes, DecreeType t) {
+  auto type = static_cast<uint16_t>(t);
+  return bytes.size() >= 2 && static_cast<uint8_t>(bytes[0]) == (type & 0xFF) &&
+         static_cast<uint8_t>(bytes[1]) == (type >> 8);
+}
+
 bool MembershipOf(const std::string& value, consensus::Membership* out) {
-  // The header's type leads the encoding (a little-endian u16): most values
-  // are told apart without decoding.
+  // Most values are told apart without decoding.
   constexpr auto kType = static_cast<uint16_t>(DecreeType::kMembership);
-  if (value.size() < 2 || static_cast<uint8_t>(value[0]) != (kType & 0xFF) ||
-      static_cast<uint8_t>(value[1]) != (kType >> 8)) {
-    return false;
-  }
+  if (!HasDecreeType(value, DecreeType::kMembership)) return false;
   Decree d;
   MembershipDecree m;
   if (!DecodeDecree(value, &d).ok() || d.header.type != kType || !DecodeMembership(d.payload, &m).ok()) return false;

@@ -162,6 +162,10 @@ Status DecodeDowngrade(std::string_view bytes, Downgrade* out);
 std::string EncodeMembership(const MembershipDecree& m);
 Status DecodeMembership(std::string_view bytes, MembershipDecree* out);
 
+// Whether an encoded decree is of type `t`, from its first two bytes (the
+// header's type, a little-endian u16), without decoding it.
+bool HasDecreeType(std::string_view bytes, DecreeType t);
+
 // consensus::Config::membership_of: whether `value` is a membership decree,
 // with the configuration it sets.
 bool MembershipOf(const std::string& value, consensus::Membership* out);

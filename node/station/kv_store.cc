@@ -1,11 +1,10 @@
-// KvStore and LogDigest; see kv_store.h.
+// KvStore; see kv_store.h.
 #include "node/station/kv_store.h"
 
 #include "consensus/mix64.h"
 #include "node/station/version_state.h"
 
 #include <bit>
-#include <cstdio>
 #include <cstring>
 
 namespace ts::station {
@@ -124,21 +123,6 @@ std::optional<std::string> KvStore::Get(const std::string& key) const {
   auto it = map_.find(key);
   if (it == map_.end()) return std::nullopt;
   return it->second;
-}
-
-void LogDigest::Add(consensus::Slot slot, std::string_view bytes) {
-  auto mix = [this](unsigned char b) {
-    h_ ^= b;
-    h_ *= 0x100000001b3ull;
-  };
-  for (int i = 0; i < 8; ++i) mix(static_cast<unsigned char>(slot >> (8 * i)));
-  for (char ch : bytes) mix(static_cast<unsigned char>(ch));
-}
-
-std::string LogDigest::Hex() const {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h_));
-  return buf;
 }
 
 }  // namespace ts::station

@@ -49,19 +49,4 @@ class KvStore {
   uint64_t content_hash_ = 0;
 };
 
-// Running digest of the applied log: FNV-1a 64 chained over (slot, bytes).
-// Equal digests at equal slots mean the nodes applied the same decrees.
-class LogDigest {
- public:
-  void Add(consensus::Slot slot, std::string_view bytes);
-  std::string Hex() const;
-  // The running value, for snapshots: a node that installs one continues
-  // the digest from there.
-  uint64_t value() const { return h_; }
-  void Restore(uint64_t value) { h_ = value; }
-
- private:
-  uint64_t h_ = 0xcbf29ce484222325ull;
-};
-
 }  // namespace ts::station

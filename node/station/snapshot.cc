@@ -95,6 +95,11 @@ std::string RestoredClusterUuid(const std::string& old_uuid, consensus::Slot slo
   return out == old_uuid ? FormatUuid(fnv(1), fnv(2)) : out;
 }
 
+DigestHash SnapshotDigestHash(const SnapshotHeader& h) {
+  auto reader = Semver::Parse(h.min_reader_version);
+  return reader && *reader >= kXxh3DigestSince ? DigestHash::kXxh3 : DigestHash::kFnv1a;
+}
+
 std::string SnapshotRefusal(const Semver& reader, const SnapshotHeader& h) {
   if (!h.min_reader_version.empty()) {
     auto need = Semver::Parse(h.min_reader_version);

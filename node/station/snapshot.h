@@ -25,6 +25,7 @@
 #include "consensus/status.h"
 #include "consensus/types.h"
 #include "node/station/decree.h"
+#include "node/station/digest.h"
 #include "node/station/version.h"
 #include "node/station/version_state.h"
 
@@ -82,7 +83,7 @@ struct SnapshotHeader {
   consensus::Slot slot = 0;
   uint64_t log_digest = 0;    // LogDigest::value() after slot
   std::string state_digest;   // Station::StateDigest() at slot
-  std::string full_digest;    // Station::FullDigest() at slot
+  std::string full_digest;    // Station::FullDigest(SnapshotDigestHash(header)) at slot
   std::string cluster_uuid;
   std::string cluster_id;
   std::string written_by;     // software version of the writer, for people
@@ -135,5 +136,9 @@ std::string RestoredClusterUuid(const std::string& old_uuid, consensus::Slot slo
 // Why software `reader` may not read a snapshot with this header (empty: it
 // may). Same rule as for a decree: the minimum reader, then each model.
 std::string SnapshotRefusal(const Semver& reader, const SnapshotHeader& h);
+
+// The hash of a snapshot's full digest: XXH3 when every software that may
+// read the snapshot (its minimum reader) computes it, FNV-1a otherwise.
+DigestHash SnapshotDigestHash(const SnapshotHeader& h);
 
 }  // namespace ts::station

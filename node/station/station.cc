@@ -425,29 +425,7 @@ void Station::ExpireWrites() {
 
 namespace {
 
-// FNV-1a 64 over a sequence of byte strings, each closed by a separator so
-// ("ab","c") and ("a","bc") differ.
-class Fnv {
- public:
-  void Add(std::string_view bytes) {
-    for (unsigned char ch : bytes) {
-      h_ ^= ch;
-      h_ *= 0x100000001b3ull;
-    }
-    h_ ^= 0xff;
-    h_ *= 0x100000001b3ull;
-  }
-  std::string Hex() const {
-    char buf[17];
-    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h_));
-    return buf;
-  }
-
- private:
-  uint64_t h_ = 0xcbf29ce484222325ull;
-};
-
-void AddApplication(Fnv& f, const KvStore& kv, const deploy::DeployState& deploy) {
+void AddApplication(SequenceHash& f, const KvStore& kv, const deploy::DeployState& deploy) {
   kv.ForEach([&f](const std::string& k, const std::string& v) {
     f.Add(k);
     f.Add(v);
@@ -464,7 +442,7 @@ std::string Station::StateDigest() const {
   // costs the deployment state's dump, not a walk of every key: nodes ask
   // for it at every digest checkpoint and every status request, under load.
   if (digest_cache_ && digest_cache_->first == applied_slot_ && applied_slot_ != 0) return digest_cache_->second;
-  Fnv f;
+  SequenceHash f(DigestHash::kFnv1a);
   f.Add(std::to_string(kv_.size()));
   f.Add(std::to_string(kv_.content_hash()));
   f.Add(deploy_.SnapshotDump());
@@ -472,13 +450,13 @@ std::string Station::StateDigest() const {
   return digest_cache_->second;
 }
 
-std::string Station::FullDigest() const {
-  return FullDigestOf(kv_, deploy_, versions_.Image(), membership_, genesis_applied_);
+std::string Station::FullDigest(DigestHash hash) const {
+  return FullDigestOf(kv_, deploy_, versions_.Image(), membership_, genesis_applied_, hash);
 }
 
 std::string Station::FullDigestOf(const KvStore& kv, const deploy::DeployState& deploy, const VersionImage& versions,
-                                  const MembershipDecree& membership, bool genesis_applied) {
-  Fnv f;
+                                  const MembershipDecree& membership, bool genesis_applied, DigestHash hash) {
+  SequenceHash f(hash);
   AddApplication(f, kv, deploy);
   // Only what every node learns alike: the rest of the version state is
   // each node's own view of the decrees it read (a node that resumed on a

@@ -51,6 +51,7 @@
 #include "consensus/replica.h"
 #include "node/deploy/deploy_state.h"
 #include "node/station/decree.h"
+#include "node/station/digest.h"
 #include "node/station/kv_store.h"
 #include "node/station/snapshot.h"
 #include "node/station/version_rules.h"
@@ -259,10 +260,11 @@ class Station {
   std::string StateDigest() const;
   // Everything a snapshot holds: the application state, the version state
   // and (once genesis is applied) the configuration. Equal on every node at
-  // equal applied slots.
-  std::string FullDigest() const;
+  // equal applied slots with the same hash. A snapshot's is in the hash its
+  // minimum reader implies (SnapshotDigestHash).
+  std::string FullDigest(DigestHash hash) const;
   static std::string FullDigestOf(const KvStore& kv, const deploy::DeployState& deploy, const VersionImage& versions,
-                                  const MembershipDecree& membership, bool genesis_applied);
+                                  const MembershipDecree& membership, bool genesis_applied, DigestHash hash);
   std::string LogDigestHex() const { return digest_.Hex(); }
   // The version `member` is counted with (self: its own), if ever heard.
   std::optional<Semver> ViewOf(consensus::NodeId member) const;

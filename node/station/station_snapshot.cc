@@ -34,7 +34,6 @@ Status Station::WriteSnapshot(RecordSink* out) const {
   h.slot = applied_slot_;
   h.log_digest = digest_.value();
   h.state_digest = StateDigest();
-  h.full_digest = FullDigest();
   h.cluster_uuid = cluster_uuid_;
   h.cluster_id = options_.cluster_id;
   h.written_by = versions_.self().ToString();
@@ -42,6 +41,7 @@ Status Station::WriteSnapshot(RecordSink* out) const {
   h.models[static_cast<uint16_t>(DecreeType::kKvPut)] = kv_model;
   h.models[static_cast<uint16_t>(DecreeType::kScheduler)] = 1;
   if (kv_model >= 2) h.min_reader_version = kKvModel2Since.ToString();
+  h.full_digest = FullDigest(SnapshotDigestHash(h));
   h.kv_keys = kv_.size();
   if (Status s = out->Add(EncodeSnapshotHeader(h)); !s.ok()) return s;
 
@@ -184,7 +184,7 @@ StatusOr<Station::Loaded> Station::ReadSnapshot(consensus::Slot slot) const {
   loaded->genesis_applied = tail->genesis_applied;
   loaded->kv.Restore(std::move(kv));
   std::string digest = FullDigestOf(loaded->kv, loaded->deploy, loaded->versions, loaded->membership,
-                                    loaded->genesis_applied);
+                                    loaded->genesis_applied, SnapshotDigestHash(*header));
   if (digest != header->full_digest) {
     return Status::Corruption("snapshot at slot " + std::to_string(slot) + " holds a state of digest " + digest +
                               ", its header says " + header->full_digest);
@@ -198,7 +198,7 @@ Status Station::AdoptSnapshot(Loaded loaded) {
   const SnapshotHeader& h = loaded->header;
   kv_ = std::move(loaded->kv);
   deploy_ = std::move(loaded->deploy);
-  digest_.Restore(h.log_digest);
+  digest_.Restore(h.log_digest, versions_.latest_marker(), versions_.downgrade_to());
   applied_slot_ = h.slot;
   snapshot_kv_model_ = 0;
   if (auto it = h.models.find(static_cast<uint16_t>(DecreeType::kKvPut)); it != h.models.end()) {

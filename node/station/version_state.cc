@@ -74,10 +74,7 @@ void VersionState::Observe(const Decree& d, uint64_t slot) {
 }
 
 void VersionState::ObserveRecorded(std::string_view bytes) {
-  // The decree's first field is its type (u16, little-endian).
-  if (bytes.size() < 2) return;
-  uint16_t type = static_cast<uint16_t>(static_cast<uint8_t>(bytes[0]) | (static_cast<uint8_t>(bytes[1]) << 8));
-  if (type != static_cast<uint16_t>(DecreeType::kVersionMarker)) return;
+  if (!HasDecreeType(bytes, DecreeType::kVersionMarker)) return;
   Decree d;
   VersionMarker m;
   if (!DecodeDecree(bytes, &d).ok() || !DecodeVersionMarker(d.payload, &m).ok()) return;

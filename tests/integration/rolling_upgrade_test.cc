@@ -24,6 +24,11 @@ const std::string kC = "1.2.0";
 
 class RollingUpgradeTest : public ClusterFixture {
  protected:
+  // `n` nodes that all play `version` (the build's own is newer than A).
+  static std::unique_ptr<ProcessCluster> ClusterOf(size_t n, const std::string& version) {
+    return std::make_unique<ProcessCluster>(n, std::vector<std::string>{},
+                                            std::vector<std::vector<std::string>>(n, {"--software-version", version}));
+  }
 
   bool Write(const std::string& k, const std::string& v, std::chrono::milliseconds timeout = 10000ms) {
     client::Client c(cluster_->ClientOptionsFor(timeout));
@@ -72,7 +77,7 @@ class RollingUpgradeTest : public ClusterFixture {
   }
 
   void WalkFourStages(size_t n) {
-    cluster_ = std::make_unique<ProcessCluster>(n);
+    cluster_ = ClusterOf(n, kA);
     ASSERT_TRUE(cluster_->WaitForLeader(10s));
     ASSERT_TRUE(Write("k0", "a"));
     size_t minority = (n - 1) / 2;
@@ -149,7 +154,7 @@ TEST_F(RollingUpgradeTest, FourStages_FiveNodes) { WalkFourStages(5); }
 // meets the order that needs the transport to close the superseded link;
 // Handshake_ANewLinkFromAPeerClosesItsOldOne pins that down.)
 TEST_F(RollingUpgradeTest, VersionView_APausedNodeLearnsTheVersionOfAPeerRestartedMeanwhile) {
-  cluster_ = std::make_unique<ProcessCluster>(3);
+  cluster_ = ClusterOf(3, kA);
   for (int round = 0; round < 2; ++round) {
     SCOPED_TRACE("round " + std::to_string(round + 1));
     ASSERT_TRUE(WaitFor([&] { return LeaderVersion() == kA; }, 10s)) << "B is a minority: A leads";
@@ -207,8 +212,7 @@ TEST_F(RollingUpgradeTest, Tie_EachTiedVersionMayLeadTheOtherNever) {
 }
 
 TEST_F(RollingUpgradeTest, UnreadableDecree_NodeKeepsRecordingAndIsNeverElected) {
-  cluster_ = std::make_unique<ProcessCluster>(3, std::vector<std::string>{},
-                                              std::vector<std::vector<std::string>>(3, {"--software-version", kB}));
+  cluster_ = ClusterOf(3, kB);
   ASSERT_TRUE(cluster_->WaitForLeader(10s));
   ASSERT_TRUE(Write("x", "1"));
   ASSERT_TRUE(Write("y", "2"));  // model 2 now that B's marker is applied
@@ -234,8 +238,7 @@ TEST_F(RollingUpgradeTest, UnreadableDecree_NodeKeepsRecordingAndIsNeverElected)
 }
 
 TEST_F(RollingUpgradeTest, Downgrade_WithoutItANeverLeadsWithItAReadsEverything) {
-  cluster_ = std::make_unique<ProcessCluster>(3, std::vector<std::string>{},
-                                              std::vector<std::vector<std::string>>(3, {"--software-version", kB}));
+  cluster_ = ClusterOf(3, kB);
   ASSERT_TRUE(cluster_->WaitForLeader(10s));
   ASSERT_TRUE(Write("before", "b0"));
   ASSERT_TRUE(Write("during", "b1"));  // model 2
@@ -291,8 +294,7 @@ TEST_F(RollingUpgradeTest, Downgrade_WithoutItANeverLeadsWithItAReadsEverything)
 // throughout the downgrade; afterwards the A node must have resumed and
 // apply everything.
 TEST_F(RollingUpgradeTest, Downgrade_UnderWriteLoadTheTargetResumesForGood) {
-  cluster_ = std::make_unique<ProcessCluster>(3, std::vector<std::string>{},
-                                              std::vector<std::vector<std::string>>(3, {"--software-version", kB}));
+  cluster_ = ClusterOf(3, kB);
   ASSERT_TRUE(cluster_->WaitForLeader(10s));
   ASSERT_TRUE(Write("before", "b0"));  // model 2, after B's marker
   cluster_->RestartAs(2, kA);

@@ -174,18 +174,21 @@ class Run {
     CheckDigests();
   }
 
-  // Equal applied slots, equal state: the state digest of every station
-  // that applies the log (not stuck on an unreadable decree) is recorded per
-  // applied slot, and must match any other's at that slot.
+  // Equal applied slots, equal state and log: the full digest and the log
+  // digest of every station that applies the log (not stuck on an
+  // unreadable decree) are recorded per applied slot, and must match any
+  // other's at that slot, whatever versions the two play.
   void CheckDigests() {
     for (NodeId id : c_.members()) {
       if (!c_.IsUp(id) || c_.IsForeign(id)) continue;
       const station::Station& st = c_.station(id);
       if (st.stuck_at()) continue;
-      auto [it, fresh] = digests_.emplace(st.applied_slot(), std::make_pair(id, st.FullDigest()));
-      if (!fresh && it->second.second != st.FullDigest()) {
+      std::string digests = st.FullDigest(station::DigestHash::kXxh3) + " log " + st.LogDigestHex();
+      auto [it, fresh] = digests_.emplace(st.applied_slot(), std::make_pair(id, digests));
+      if (!fresh && it->second.second != digests) {
         Fail("nodes " + std::to_string(it->second.first) + " and " + std::to_string(id) +
-             " hold different state at applied slot " + std::to_string(st.applied_slot()));
+             " hold different state or log at applied slot " + std::to_string(st.applied_slot()) + ": " +
+             it->second.second + " against " + digests);
       }
     }
   }

@@ -1,4 +1,4 @@
-// The key-value application: command semantics, the log digest, decree
+// The key-value application: command semantics, decree
 // encoding (including hostile bytes) and semver parsing.
 #include "node/station/kv_store.h"
 
@@ -104,22 +104,6 @@ TEST(KvStore, ContentHash_FollowsEveryChangeAndDependsOnlyOnTheState) {
     }
     EXPECT_NE(KvStore::EntryHash("k", v), KvStore::EntryHash("k", v + std::string(1, '\0'))) << size;
   }
-}
-
-TEST(LogDigest, Add_SameLogSameDigestAnyDifferenceChangesIt) {
-  LogDigest a, b, c, d;
-  for (LogDigest* x : {&a, &b}) {
-    x->Add(1, "one");
-    x->Add(2, "two");
-  }
-  c.Add(1, "one");
-  c.Add(2, "twO");
-  d.Add(1, "one");
-  d.Add(3, "two");
-  EXPECT_EQ(a.Hex(), b.Hex());
-  EXPECT_NE(a.Hex(), c.Hex());
-  EXPECT_NE(a.Hex(), d.Hex());
-  EXPECT_EQ(a.Hex().size(), 16u);
 }
 
 TEST(Decree, EncodeDecode_RoundTripsHeaderTagAndPayload) {

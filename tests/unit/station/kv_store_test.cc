@@ -106,6 +106,67 @@ TEST(KvStore, ContentHash_FollowsEveryChangeAndDependsOnlyOnTheState) {
   }
 }
 
+// Model-2 batches against a reference: a batch applies all of its
+// operations in order or none of them, and the store (values, size, content
+// hash) is what the reference says after every batch. Batches repeat keys,
+// delete and re-create them, and insert keys between and around existing
+// ones, which is where the store's staged positions could go stale.
+TEST(KvStore, ApplyBatch_MatchesAReferenceAllOrNothing) {
+  std::mt19937_64 rng(11);
+  KvStore kv;
+  std::map<std::string, std::string> ref;
+  for (int round = 0; round < 3000; ++round) {
+    KvBatch b;
+    std::map<std::string, std::string> next = ref;
+    KvResult::Code want = KvResult::Code::kOk;
+    size_t ops = 1 + rng() % 6;
+    for (size_t i = 0; i < ops; ++i) {
+      KvOp op;
+      op.command.key = "k" + std::to_string(rng() % 12);
+      op.command.value = "v" + std::to_string(rng() % 4);
+      auto it = next.find(op.command.key);
+      switch (rng() % 4) {
+        case 0:
+        case 1:
+          op.type = static_cast<uint16_t>(DecreeType::kKvPut);
+          if (want == KvResult::Code::kOk) next[op.command.key] = op.command.value;
+          break;
+        case 2:
+          op.type = static_cast<uint16_t>(DecreeType::kKvDelete);
+          if (want == KvResult::Code::kOk) {
+            if (it == next.end()) want = KvResult::Code::kNotFound;
+            else next.erase(it);
+          }
+          break;
+        default:
+          op.type = static_cast<uint16_t>(DecreeType::kKvCas);
+          op.command.expected = "v" + std::to_string(rng() % 4);
+          if (want == KvResult::Code::kOk) {
+            if (it == next.end() || it->second != op.command.expected) want = KvResult::Code::kCompareFailed;
+            else it->second = op.command.value;
+          }
+      }
+      b.ops.push_back(op);
+    }
+    Decree d;
+    d.header.type = b.ops[0].type;
+    d.header.model_version = 2;
+    d.payload = EncodeKvBatch(b);
+    ASSERT_EQ(kv.Apply(d).code, want) << "round " << round;
+    if (want == KvResult::Code::kOk) ref = next;
+    ASSERT_EQ(kv.size(), ref.size()) << "round " << round;
+    uint64_t sum = 0;
+    for (int k = 0; k < 12; ++k) {
+      std::string key = "k" + std::to_string(k);
+      auto it = ref.find(key);
+      ASSERT_EQ(kv.Get(key), it == ref.end() ? std::nullopt : std::optional<std::string>(it->second))
+          << "round " << round << " key " << key;
+      if (it != ref.end()) sum += KvStore::EntryHash(key, it->second);
+    }
+    ASSERT_EQ(kv.content_hash(), sum) << "round " << round;
+  }
+}
+
 TEST(Decree, EncodeDecode_RoundTripsHeaderTagAndPayload) {
   Decree d = Make(DecreeType::kKvCas, {"key", "val", "exp", false});
   d.header.min_reader_version = "1.2.3";

@@ -64,6 +64,45 @@ std::string EncodeKvBatchRecord(const std::vector<std::pair<std::string, std::st
   return Tagged(kSnapshotKvTag, rpc::EncodeBounded(kvs));
 }
 
+namespace {
+
+// Cereal's layout of a string (its length as a size tag, then its bytes),
+// written through the codec's archive so the tag's width is the codec's.
+void AppendString(rpc::BoundedOutputArchive& ar, std::string_view s) {
+  ar(cereal::make_size_tag(static_cast<cereal::size_type>(s.size())));
+  ar(cereal::binary_data(s.data(), s.size()));
+}
+
+std::string SizeTag(uint32_t n) {
+  std::string out;
+  rpc::BoundedOutputArchive ar(&out);
+  ar(cereal::make_size_tag(static_cast<cereal::size_type>(n)));
+  return out;
+}
+
+}  // namespace
+
+void KvBatchRecordBuilder::Add(std::string_view key, std::string_view value) {
+  rpc::BoundedOutputArchive ar(&record_);
+  AppendString(ar, key);
+  AppendString(ar, value);
+  ++pairs_;
+}
+
+std::string_view KvBatchRecordBuilder::Record() {
+  // The vector's size tag follows the record's tag; its width does not
+  // depend on the count.
+  std::string count = SizeTag(pairs_);
+  record_.replace(1, count.size(), count);
+  return record_;
+}
+
+void KvBatchRecordBuilder::Clear() {
+  record_.assign(1, kSnapshotKvTag);
+  record_ += SizeTag(0);
+  pairs_ = 0;
+}
+
 Status DecodeKvBatchRecord(std::string_view record, std::vector<std::pair<std::string, std::string>>* out) {
   auto kvs = DecodeTagged<std::vector<std::pair<std::string, std::string>>>(record, kSnapshotKvTag, "key-value");
   if (!kvs.ok()) return kvs.status();

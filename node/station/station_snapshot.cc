@@ -45,22 +45,22 @@ Status Station::WriteSnapshot(RecordSink* out) const {
   h.kv_keys = kv_.size();
   if (Status s = out->Add(EncodeSnapshotHeader(h)); !s.ok()) return s;
 
-  std::vector<std::pair<std::string, std::string>> batch;
+  KvBatchRecordBuilder batch;
   size_t bytes = 0;
   Status status = Status::Ok();
   kv_.ForEach([&](const std::string& k, const std::string& v) {
     if (!status.ok()) return;
-    batch.emplace_back(k, v);
+    batch.Add(k, v);
     bytes += k.size() + v.size() + 8;
     if (bytes >= kSnapshotKvBatchBytes) {
-      status = out->Add(EncodeKvBatchRecord(batch));
-      batch.clear();
+      status = out->Add(batch.Record());
+      batch.Clear();
       bytes = 0;
     }
   });
   if (!status.ok()) return status;
-  if (!batch.empty()) {
-    if (Status s = out->Add(EncodeKvBatchRecord(batch)); !s.ok()) return s;
+  if (batch.pairs() > 0) {
+    if (Status s = out->Add(batch.Record()); !s.ok()) return s;
   }
   SnapshotTail t;
   t.versions = versions_.Image();

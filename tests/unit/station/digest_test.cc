@@ -11,7 +11,6 @@
 #include <string>
 
 #include "node/station/decree.h"
-#include "node/station/snapshot.h"
 
 namespace ts::station {
 namespace {
@@ -167,19 +166,6 @@ TEST(SequenceHash, BothHashesSeparateTheStringsAndStayPinned) {
   stream += "c";
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(XXH3_64bits(stream.data(), stream.size())));
   EXPECT_EQ(x.Hex(), hex);
-}
-
-TEST(SnapshotDigestHash, Xxh3OnlyWhenEveryReaderOfTheSnapshotComputesIt) {
-  SnapshotHeader h;
-  EXPECT_EQ(SnapshotDigestHash(h), DigestHash::kFnv1a);  // every version reads it
-  h.min_reader_version = "1.0.9";
-  EXPECT_EQ(SnapshotDigestHash(h), DigestHash::kFnv1a);
-  h.min_reader_version = "1.1.0";
-  EXPECT_EQ(SnapshotDigestHash(h), DigestHash::kXxh3);
-  h.min_reader_version = "2.0.0";
-  EXPECT_EQ(SnapshotDigestHash(h), DigestHash::kXxh3);
-  h.min_reader_version = "junk";
-  EXPECT_EQ(SnapshotDigestHash(h), DigestHash::kFnv1a);
 }
 
 }  // namespace

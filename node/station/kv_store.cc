@@ -27,7 +27,7 @@ KvResult KvStore::Stage(uint16_t type, KvCommand& c, Overlay* overlay) const {
   // compare reads it before anything is staged over it.
   const std::string* current = nullptr;
   if (auto o = overlay->find(c.key); o != overlay->end()) current = o->second ? &*o->second : nullptr;
-  else if (auto it = map_.find(c.key); it != map_.end()) current = &it->second;
+  else if (auto it = Find(c.key); it != map_.end()) current = &it->second;
   switch (static_cast<DecreeType>(type)) {
     case DecreeType::kKvPut:
       (*overlay)[c.key] = std::move(c.value);
@@ -72,15 +72,22 @@ KvResult KvStore::Apply(const Decree& d) {
   }
   if (result.code != KvResult::Code::kOk) return result;
   for (auto& [key, value] : overlay) {
-    auto it = map_.find(key);
+    auto it = Find(key);
     if (it != map_.end()) content_hash_ -= EntryHash(it->first, it->second);
     if (!value) {
-      if (it != map_.end()) map_.erase(it);
+      if (it != map_.end()) {
+        index_.erase(std::string_view(it->first));
+        map_.erase(it);
+      }
       continue;
     }
     content_hash_ += EntryHash(key, *value);
-    if (it != map_.end()) it->second = std::move(*value);
-    else map_.emplace(key, std::move(*value));
+    if (it != map_.end()) {
+      it->second = std::move(*value);
+    } else {
+      it = map_.emplace(key, std::move(*value)).first;
+      index_.emplace(std::string_view(it->first), it);
+    }
   }
   return result;
 }
@@ -89,6 +96,53 @@ void KvStore::Restore(std::map<std::string, std::string> map) {
   map_ = std::move(map);
   content_hash_ = 0;
   for (const auto& [k, v] : map_) content_hash_ += EntryHash(k, v);
+  Reindex();
+}
+
+KvStore::KvStore(const KvStore& other) : map_(other.map_), content_hash_(other.content_hash_) { Reindex(); }
+
+KvStore::KvStore(KvStore&& other) : map_(std::move(other.map_)), content_hash_(other.content_hash_) {
+  Reindex();
+  other.map_.clear();
+  other.index_.clear();
+  other.content_hash_ = 0;
+}
+
+KvStore& KvStore::operator=(const KvStore& other) {
+  if (this != &other) {
+    map_ = other.map_;
+    content_hash_ = other.content_hash_;
+    Reindex();
+  }
+  return *this;
+}
+
+KvStore& KvStore::operator=(KvStore&& other) {
+  if (this != &other) {
+    map_ = std::move(other.map_);
+    content_hash_ = other.content_hash_;
+    Reindex();
+    other.map_.clear();
+    other.index_.clear();
+    other.content_hash_ = 0;
+  }
+  return *this;
+}
+
+void KvStore::Reindex() {
+  index_.clear();
+  index_.reserve(map_.size());
+  for (auto it = map_.begin(); it != map_.end(); ++it) index_.emplace(std::string_view(it->first), it);
+}
+
+KvStore::Map::iterator KvStore::Find(std::string_view key) {
+  auto i = index_.find(key);
+  return i == index_.end() ? map_.end() : i->second;
+}
+
+KvStore::Map::const_iterator KvStore::Find(std::string_view key) const {
+  auto i = index_.find(key);
+  return i == index_.end() ? map_.cend() : Map::const_iterator(i->second);
 }
 
 namespace {
@@ -120,7 +174,7 @@ uint64_t KvStore::EntryHash(std::string_view key, std::string_view value) {
 }
 
 std::optional<std::string> KvStore::Get(const std::string& key) const {
-  auto it = map_.find(key);
+  auto it = Find(key);
   if (it == map_.end()) return std::nullopt;
   return it->second;
 }

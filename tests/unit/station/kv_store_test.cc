@@ -167,6 +167,40 @@ TEST(KvStore, ApplyBatch_MatchesAReferenceAllOrNothing) {
   }
 }
 
+// The store looks keys up through an index into its map: copies and moves
+// must each find their own entries, and the moved-from store none.
+TEST(KvStore, CopiesAndMoves_EachFindTheirOwnEntries) {
+  KvStore a;
+  for (int i = 0; i < 100; ++i) a.Apply(Make(DecreeType::kKvPut, {"key-" + std::to_string(i), "v", "", false}));
+  KvStore copy(a);
+  a.Apply(Make(DecreeType::kKvPut, {"key-7", "changed", "", false}));
+  a.Apply(Make(DecreeType::kKvDelete, {"key-8", "", "", false}));
+  EXPECT_EQ(copy.Get("key-7"), "v");
+  EXPECT_EQ(copy.Get("key-8"), "v");
+  EXPECT_EQ(copy.size(), 100u);
+  copy.Apply(Make(DecreeType::kKvPut, {"key-9", "copy", "", false}));
+  EXPECT_EQ(a.Get("key-9"), "v");
+
+  KvStore moved(std::move(a));
+  EXPECT_EQ(moved.Get("key-7"), "changed");
+  EXPECT_FALSE(moved.Get("key-8").has_value());
+  EXPECT_EQ(moved.Apply(Make(DecreeType::kKvCas, {"key-7", "again", "changed", false})).code, KvResult::Code::kOk);
+  EXPECT_EQ(a.size(), 0u);  // NOLINT(bugprone-use-after-move): moved-from is empty by contract
+  EXPECT_FALSE(a.Get("key-1").has_value());
+
+  KvStore assigned;
+  assigned.Apply(Make(DecreeType::kKvPut, {"other", "x", "", false}));
+  assigned = copy;
+  EXPECT_FALSE(assigned.Get("other").has_value());
+  EXPECT_EQ(assigned.Get("key-9"), "copy");
+  assigned = std::move(moved);
+  EXPECT_EQ(assigned.Get("key-7"), "again");
+  EXPECT_EQ(assigned.content_hash(), HashFromScratch(assigned));
+  assigned.Apply(Make(DecreeType::kKvDelete, {"key-7", "", "", false}));
+  EXPECT_FALSE(assigned.Get("key-7").has_value());
+  EXPECT_EQ(assigned.size(), 98u);
+}
+
 TEST(Decree, EncodeDecode_RoundTripsHeaderTagAndPayload) {
   Decree d = Make(DecreeType::kKvCas, {"key", "val", "exp", false});
   d.header.min_reader_version = "1.2.3";

@@ -179,7 +179,8 @@ def tsnode_defaults():
     out = subprocess.run([tsnode, "--help"], capture_output=True, text=True).stdout
     found = {}
     for flag in ("--snapshot-entries", "--snapshot-bytes", "--snapshot-retention-slots"):
-        m = re.search(r"^\s*" + re.escape(flag) + r" .*=(\d+)\s*$", out, re.M)
+        # "  --flag UINT...=DEFAULT (Env:NAME)": the default, whatever follows it.
+        m = re.search(r"^\s*" + re.escape(flag) + r" .*?=(\d+)(?:\s|$)", out, re.M)
         found[flag] = int(m.group(1)) if m else None
     return found
 

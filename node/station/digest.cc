@@ -16,6 +16,8 @@ namespace {
 
 constexpr uint64_t kFnvPrime = 0x100000001b3ull;
 
+}  // namespace
+
 uint64_t Fnv1a(uint64_t h, std::string_view bytes) {
   for (unsigned char ch : bytes) {
     h ^= ch;
@@ -23,8 +25,6 @@ uint64_t Fnv1a(uint64_t h, std::string_view bytes) {
   }
   return h;
 }
-
-}  // namespace
 
 std::string Hex64(uint64_t v) {
   char buf[17];

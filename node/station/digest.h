@@ -74,4 +74,7 @@ class SequenceHash {
 
 std::string Hex64(uint64_t v);
 
+// FNV-1a 64 of `bytes`, continuing from `h` (0xcbf29ce484222325 to start).
+uint64_t Fnv1a(uint64_t h, std::string_view bytes);
+
 }  // namespace ts::station

@@ -123,13 +123,7 @@ std::string RestoredClusterUuid(const std::string& old_uuid, consensus::Slot slo
                                 const std::string& token) {
   // Two FNV-1a 64 hashes with different offsets over the same inputs.
   std::string in = "restored\n" + old_uuid + "\n" + std::to_string(slot) + "\n" + std::to_string(log_digest) + "\n" + token;
-  auto fnv = [&in](uint64_t h) {
-    for (unsigned char ch : in) {
-      h ^= ch;
-      h *= 0x100000001b3ull;
-    }
-    return h;
-  };
+  auto fnv = [&in](uint64_t offset) { return Fnv1a(offset, in); };
   std::string out = FormatUuid(fnv(0xcbf29ce484222325ull), fnv(0x84222325cbf29ce4ull));
   return out == old_uuid ? FormatUuid(fnv(1), fnv(2)) : out;
 }

@@ -47,10 +47,12 @@ fi
 # libcpp-httplib-dev: the HTTP port; libsystemd-dev: sd_notify for the
 # systemd unit; libssl-dev and openssl: TLS on both ports and the test
 # certificates (cluster-scripts/gen-certs.sh); libxxhash-dev: XXH3, the
-# log and snapshot digests from version 1.1.0 on.
+# log and snapshot digests from version 1.1.0 on; libgoogle-perftools-dev:
+# tcmalloc, tsnode's allocator.
 packages=(build-essential cmake g++ pkg-config python3 libasio-dev libcereal-dev librocksdb-dev
           libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libcli11-dev nlohmann-json3-dev
-          libcpp-httplib-dev libsystemd-dev libssl-dev openssl curl python3-prometheus-client libxxhash-dev)
+          libcpp-httplib-dev libsystemd-dev libssl-dev openssl curl python3-prometheus-client libxxhash-dev
+          libgoogle-perftools-dev)
 [[ $fuzz -eq 1 ]] && packages+=(clang-14 libclang-rt-14-dev)
 [[ $deploy_test -eq 1 ]] && packages+=(openssh-server openssh-client iproute2)
 [[ $etcd_bench -eq 1 ]] && packages+=(etcd-server etcd-client golang-go golang-etcd-server-dev)

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "node/station/version.h"
+#include "node/tsnode/allocator.h"
 #include "node/tsnode/http_api.h"
 #include "rpc/client_connection.h"
 #include "rpc/roles.h"
@@ -243,7 +244,7 @@ Status HttpPort::Start() {
     res.set_content(PrometheusText(*s), "text/plain; version=0.0.4");
   });
   server_->Get("/version", [](const httplib::Request&, httplib::Response& res) {
-    nlohmann::json j = {{"software_version", station::kSoftwareVersion}};
+    nlohmann::json j = {{"software_version", station::kSoftwareVersion}, {"allocator", AllocatorName()}};
     res.set_content(j.dump(), "application/json");
   });
   for (const char* route : {"kv", "deploy"}) {

@@ -272,6 +272,9 @@ TEST_F(OperationsTest, HttpPortMetricsParseAndHealthFollowsTheQuorum) {
   EXPECT_EQ(holders, 1);
   CommandResult version = RunCommand({"/usr/bin/curl", "-sf", url(0, "/version")});
   EXPECT_NE(version.out.find(TS_SOFTWARE_VERSION_STRING), std::string::npos) << version.out;
+  // The allocator the build chose, as the running process reports it.
+  EXPECT_NE(version.out.find(std::string("\"allocator\":\"") + TS_EXPECTED_ALLOCATOR), std::string::npos)
+      << version.out;
   // Quorum lost: the last node says 503 with a reason; back when it returns.
   cluster_->Kill(1);
   cluster_->Kill(2);

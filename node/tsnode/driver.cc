@@ -19,6 +19,7 @@
 #include <random>
 
 #include "node/tsnode/allocator.h"
+#include "storage/rocksdb_crc32c.h"
 
 namespace ts::tsnode {
 
@@ -136,10 +137,11 @@ Status Driver::Start() {
     return listen.ToString() == advertised.ToString() ? listen.ToString()
                                                       : listen.ToString() + " (advertised as " + advertised.ToString() + ")";
   };
-  spdlog::info("node {} of cluster '{}' ({}), incarnation {:016x}, version {} ({}): serving peers on {} and clients on {}",
+  spdlog::info("node {} of cluster '{}' ({}), incarnation {:016x}, version {} ({}, RocksDB's CRC-32C {}): serving "
+               "peers on {} and clients on {}",
                so.consensus.id, so.cluster_id,
                station_->cluster_uuid().empty() ? "identity not yet known" : "uuid " + station_->cluster_uuid(),
-               station_->incarnation(), so.consensus.software_version, AllocatorName(),
+               station_->incarnation(), so.consensus.software_version, AllocatorName(), storage::RocksDbCrc32c(),
                listening(options_.peer_listen_addr.value_or(options_.members.at(so.consensus.id)),
                          options_.members.at(so.consensus.id)),
                listening(options_.client_addr, options_.advertise_client_addr));

@@ -11,6 +11,7 @@
 #include "node/tsnode/http_api.h"
 #include "rpc/client_connection.h"
 #include "rpc/roles.h"
+#include "storage/rocksdb_crc32c.h"
 
 namespace ts::tsnode {
 
@@ -244,7 +245,8 @@ Status HttpPort::Start() {
     res.set_content(PrometheusText(*s), "text/plain; version=0.0.4");
   });
   server_->Get("/version", [](const httplib::Request&, httplib::Response& res) {
-    nlohmann::json j = {{"software_version", station::kSoftwareVersion}, {"allocator", AllocatorName()}};
+    nlohmann::json j = {{"software_version", station::kSoftwareVersion}, {"allocator", AllocatorName()},
+                        {"rocksdb_crc32c", storage::RocksDbCrc32c()}};
     res.set_content(j.dump(), "application/json");
   });
   for (const char* route : {"kv", "deploy"}) {

@@ -2,7 +2,8 @@
 // (CMake's TS_ALLOCATOR, README "Benchmarks"): its per-thread caches make
 // the decrees' many short-lived buffers cheaper than glibc's arenas. The
 // answer is read from the running process, not from the build, so an
-// LD_PRELOADed allocator or a sanitizer build reports what it really uses.
+// LD_PRELOADed tcmalloc or jemalloc shows too (ASan's own allocator, in a
+// sanitizer build, passes for glibc's).
 #pragma once
 
 #include <string>

@@ -111,6 +111,15 @@ deploy_host() {
   echo "deploy.sh: node $id: installing on ${targets[$i]} under ${prefixes[$i]}"
   on "$i" "mkdir -p $(dir_of "$i" /usr/local) $etc $(dir_of "$i" /run) $(dir_of "$i" /var/log)"
   tar -C "$stage/usr/local" -cf - bin share | on "$i" "tar -C $(dir_of "$i" /usr/local) -xf -"
+  # The programs need this machine's shared libraries (tcmalloc, TLS,
+  # compression, ...): name the Debian packages a host lacks, rather than
+  # let tsnode fail to start with a loader error.
+  local missing packages
+  missing=$(on "$i" "ldd $bin/tsnode $bin/tsctl 2>/dev/null" | awk '/=> not found/ {print $1}' | sort -u | tr '\n' ' ')
+  if [[ -n "$missing" ]]; then
+    packages=$(for so in $missing; do dpkg -S "*/$so" 2>/dev/null | head -1 | cut -d: -f1; done | sort -u | tr '\n' ' ')
+    die "node $id: ${targets[$i]} lacks shared libraries tsnode needs: ${missing% }; install them there (Debian packages: ${packages:-not found here})"
+  fi
   # The first start of a new cluster's member is "new"; a data dir that holds
   # state ignores it, so deploying again restarts the same cluster.
   {

@@ -153,6 +153,21 @@ std::string ClusterUuidLines(const std::vector<StatusOr<rpc::NodeStatus>>& statu
   return out;
 }
 
+// Once for the cluster, when every node answered, writes the same
+// key-value model past the first and holds no older-model data: what
+// `tsctl migrate` waits for (a pending node says so on its own line).
+std::string KvModelLine(const std::vector<StatusOr<rpc::NodeStatus>>& statuses) {
+  if (statuses.empty()) return "";
+  uint32_t model = 0;
+  for (const auto& s : statuses) {
+    if (!s.ok() || !s->older_model_data.empty() || s->kv_write_model <= 1) return "";
+    if (model != 0 && s->kv_write_model != model) return "";
+    model = s->kv_write_model;
+  }
+  return "key-value model " + std::to_string(model) + " on every node, no older-model data left: versions that " +
+         "read only model " + std::to_string(model) + " may join\n";
+}
+
 }  // namespace
 
 std::string FormatStatusTable(const std::vector<rpc::HostPort>& endpoints,
@@ -207,9 +222,6 @@ std::string FormatStatusTable(const std::vector<rpc::HostPort>& endpoints,
     if (!s.older_model_data.empty()) {
       t.AddIndented("node " + std::to_string(s.id) + ": migration pending: holds " + OneLine(s.older_model_data) +
                     " (versions that read only newer models may not join until `tsctl migrate`)");
-    } else if (s.kv_write_model > 1) {
-      t.AddIndented("node " + std::to_string(s.id) + ": migration complete: no older-model data left; versions "
-                    "that read only key-value model " + std::to_string(s.kv_write_model) + " may join");
     }
     if (!show_peers) continue;
     for (const rpc::PeerStatus& p : s.peers) {
@@ -225,7 +237,7 @@ std::string FormatStatusTable(const std::vector<rpc::HostPort>& endpoints,
                     (p.software_version.empty() ? "unknown" : p.software_version) + ", " + heard + refused);
     }
   }
-  return t.Render() + ClusterUuidLines(statuses);
+  return t.Render() + KvModelLine(statuses) + ClusterUuidLines(statuses);
 }
 
 nlohmann::json StatusJson(const std::vector<rpc::HostPort>& endpoints,

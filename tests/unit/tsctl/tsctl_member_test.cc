@@ -467,5 +467,40 @@ TEST(TsctlFormatMembers, RebuildingVoterShowsWhatItAnnounces) {
   EXPECT_TRUE(Has(t, "no cluster uuid yet")) << t;
 }
 
+TEST(TsctlFormatStatus, SaysOnceForTheClusterWhenNoOlderModelDataIsLeft) {
+  auto node = [](consensus::NodeId id, uint32_t model, std::string older) {
+    rpc::NodeStatus s;
+    s.id = id;
+    s.role = id == 1 ? "leader" : "follower";
+    s.kv_write_model = model;
+    s.older_model_data = std::move(older);
+    return s;
+  };
+  std::vector<rpc::HostPort> eps = {{"127.0.0.1", 1}, {"127.0.0.1", 2}, {"127.0.0.1", 3}};
+  auto count = [](const std::string& t, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = t.find(what); at != std::string::npos; at = t.find(what, at + 1)) ++n;
+    return n;
+  };
+  const std::string done = "key-value model 2 on every node, no older-model data left";
+
+  std::vector<StatusOr<rpc::NodeStatus>> all_done = {node(1, 2, ""), node(2, 2, ""), node(3, 2, "")};
+  std::string t = FormatStatusTable(eps, all_done, false);
+  EXPECT_EQ(count(t, done), 1u) << t;
+  EXPECT_EQ(count(t, "migration"), 0u) << t;
+
+  std::vector<StatusOr<rpc::NodeStatus>> pending = {node(1, 2, ""), node(2, 2, "12 keys of model 1"), node(3, 2, "")};
+  t = FormatStatusTable(eps, pending, false);
+  EXPECT_EQ(count(t, done), 0u) << t;
+  EXPECT_EQ(count(t, "node 2: migration pending: holds 12 keys of model 1"), 1u) << t;
+
+  std::vector<StatusOr<rpc::NodeStatus>> silent = {node(1, 2, ""), Status::Unavailable("connection refused"),
+                                                   node(3, 2, "")};
+  EXPECT_EQ(count(FormatStatusTable(eps, silent, false), done), 0u) << "a node that did not answer is not known done";
+
+  std::vector<StatusOr<rpc::NodeStatus>> model_one = {node(1, 1, ""), node(2, 1, ""), node(3, 1, "")};
+  EXPECT_EQ(count(FormatStatusTable(eps, model_one, false), "older-model"), 0u);
+}
+
 }  // namespace
 }  // namespace ts::tsctl

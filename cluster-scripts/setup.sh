@@ -78,6 +78,11 @@ else
 fi
 
 [[ $do_build -eq 1 ]] || exit 0
+# The source tree itself (BUILD_DIR=. from the repository, say) would get
+# objects and binaries among the sources; CMake refuses it too.
+if [[ -d "$build_dir" && "$(cd "$build_dir" && pwd -P)" == "$(pwd -P)" ]]; then
+  die "build dir '$build_dir' is the source tree; give a directory of its own (default: build)"
+fi
 # TS_SANITIZE is always stated so a directory never keeps an older choice.
 # Build dirs from before node/ had a folder per program hold the programs
 # where their folders now go (build/node/tsctl was a file): clear them.

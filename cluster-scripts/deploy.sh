@@ -115,9 +115,9 @@ deploy_host() {
   # compression, ...): name the Debian packages a host lacks, rather than
   # let tsnode fail to start with a loader error.
   local missing packages
-  missing=$(on "$i" "ldd $bin/tsnode $bin/tsctl 2>/dev/null" | awk '/=> not found/ {print $1}' | sort -u | tr '\n' ' ')
+  missing=$(on "$i" "ldd $bin/tsnode $bin/tsctl 2>/dev/null || true" | awk '/=> not found/ {print $1}' | sort -u | tr '\n' ' ')
   if [[ -n "$missing" ]]; then
-    packages=$(for so in $missing; do dpkg -S "*/$so" 2>/dev/null | head -1 | cut -d: -f1; done | sort -u | tr '\n' ' ')
+    packages=$(for so in $missing; do { dpkg -S "*/$so" 2>/dev/null || true; } | head -1 | cut -d: -f1; done | sort -u | tr '\n' ' ')
     die "node $id: ${targets[$i]} lacks shared libraries tsnode needs: ${missing% }; install them there (Debian packages: ${packages:-not found here})"
   fi
   # The first start of a new cluster's member is "new"; a data dir that holds

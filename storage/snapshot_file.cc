@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <filesystem>
 #include <system_error>
 
@@ -240,9 +241,38 @@ Status SnapshotWriter::Add(std::string_view record) {
   return Status::Ok();
 }
 
+Status SnapshotWriter::ReserveFirst(size_t bytes) {
+  if (!error_.ok()) return error_;
+  if (committed_) return Status::InvalidArgument("snapshot " + final_path_ + " is already committed");
+  const uint64_t at = size_ + buffer_.size();
+  Status s = encoder_.ReserveFirst(&buffer_, bytes);
+  if (!s.ok()) return Status::InvalidArgument(tmp_path_ + ": " + s.message());
+  first_at_ = at;
+  return Status::Ok();
+}
+
+Status SnapshotWriter::FillFirst(std::string_view record) {
+  if (!error_.ok()) return error_;
+  if (committed_) return Status::InvalidArgument("snapshot " + final_path_ + " is already committed");
+  auto bytes = encoder_.FillFirst(record);
+  if (!bytes.ok()) return Status::InvalidArgument(tmp_path_ + ": " + bytes.status().message());
+  // The buffer goes to the file whole, so the placeholder is all in one or
+  // all in the other.
+  if (first_at_ >= size_) {
+    std::memcpy(buffer_.data() + (first_at_ - size_), bytes->data(), bytes->size());
+    return Status::Ok();
+  }
+  Status s = WriteAllAt(fd_, tmp_path_, *bytes, first_at_);
+  if (!s.ok()) error_ = s;
+  return s;
+}
+
 StatusOr<uint64_t> SnapshotWriter::Commit() {
   if (!error_.ok()) return error_;
   if (committed_) return Status::InvalidArgument("snapshot " + final_path_ + " is already committed");
+  if (encoder_.first_pending()) {
+    return Status::InvalidArgument(tmp_path_ + ": the reserved first record was never filled");
+  }
   buffer_ += encoder_.Finish();
   Status s = Flush();
   if (s.ok()) s = FsyncAndClose(&fd_, tmp_path_);

@@ -62,6 +62,15 @@ class SnapshotWriter {
   // fails.
   Status Add(std::string_view record);
 
+  // The first record may come last (SnapshotEncoder::ReserveFirst):
+  // ReserveFirst, before any Add, holds the place of a record of exactly
+  // `bytes`; FillFirst writes the record there, in the buffer or over the
+  // bytes already in the file. Errors as Add's, and InvalidArgument for a
+  // reservation after a record or a fill of another size or with nothing
+  // reserved. Commit fails while a reserved record is unfilled.
+  Status ReserveFirst(size_t bytes);
+  Status FillFirst(std::string_view record);
+
   // Writes the trailer, fsyncs the file, renames it to .snap and fsyncs DIR.
   // Returns the size of the complete file. Once it returns, the snapshot is
   // durable under its final name. IoError if any step fails (then the .tmp
@@ -86,6 +95,7 @@ class SnapshotWriter {
   Status error_;  // sticky after an IoError
   uint64_t size_ = 0;
   uint64_t started_ = 0;  // bytes handed to the disk by write-behind
+  uint64_t first_at_ = 0;  // the reserved first record's file offset
   SnapshotEncoder encoder_;
   std::string buffer_;
 };

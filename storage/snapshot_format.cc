@@ -35,10 +35,10 @@ void AppendHeader(std::string* out, std::string_view payload, uint32_t crc) {
   out->append(head, sizeof head);
 }
 
-Status CheckAddable(std::string_view payload, bool finished) {
+Status CheckAddable(size_t payload_bytes, bool finished) {
   if (finished) return Status::InvalidArgument("snapshot record added after the trailer");
-  if (payload.size() > kSnapshotRecordBytesMax) {
-    return Status::InvalidArgument("snapshot record of " + std::to_string(payload.size()) + " bytes is above the cap of " +
+  if (payload_bytes > kSnapshotRecordBytesMax) {
+    return Status::InvalidArgument("snapshot record of " + std::to_string(payload_bytes) + " bytes is above the cap of " +
                                    std::to_string(kSnapshotRecordBytesMax));
   }
   return Status::Ok();
@@ -55,14 +55,46 @@ void AppendSnapshotRecord(std::string* out, std::string_view payload) {
 }
 
 Status SnapshotEncoder::AddHeader(std::string* out, std::string_view payload) {
-  Status s = CheckAddable(payload, finished_);
+  Status s = CheckAddable(payload.size(), finished_);
   if (!s.ok()) return s;
   const uint32_t crc = Crc32c(payload);
   AppendHeader(out, payload, crc);
   ++records_;
   payload_bytes_ += payload.size();
-  chain_ = ChainStep(chain_, crc);
+  if (first_pending_) later_crcs_.push_back(crc);
+  else chain_ = ChainStep(chain_, crc);
   return Status::Ok();
+}
+
+Status SnapshotEncoder::ReserveFirst(std::string* out, size_t payload_bytes) {
+  if (records_ != 0) return Status::InvalidArgument("only the first snapshot record can be reserved");
+  Status s = CheckAddable(payload_bytes, finished_);
+  if (!s.ok()) return s;
+  const std::string zeros(payload_bytes, '\0');
+  AppendHeader(out, zeros, 0);
+  out->append(zeros);
+  ++records_;
+  payload_bytes_ += payload_bytes;
+  first_pending_ = true;
+  first_bytes_ = payload_bytes;
+  return Status::Ok();
+}
+
+StatusOr<std::string> SnapshotEncoder::FillFirst(std::string_view payload) {
+  if (!first_pending_) return Status::InvalidArgument("no snapshot record is reserved");
+  if (payload.size() != first_bytes_) {
+    return Status::InvalidArgument("the reserved snapshot record holds " + std::to_string(first_bytes_) +
+                                   " bytes, not " + std::to_string(payload.size()));
+  }
+  std::string record;
+  const uint32_t crc = Crc32c(payload);
+  AppendHeader(&record, payload, crc);
+  record.append(payload);
+  chain_ = ChainStep(0, crc);
+  for (uint32_t c : later_crcs_) chain_ = ChainStep(chain_, c);
+  later_crcs_ = std::vector<uint32_t>();
+  first_pending_ = false;
+  return record;
 }
 
 Status SnapshotEncoder::Add(std::string* out, std::string_view payload) {
@@ -73,6 +105,7 @@ Status SnapshotEncoder::Add(std::string* out, std::string_view payload) {
 
 std::string SnapshotEncoder::Finish() {
   TS_CHECK(!finished_, "SnapshotEncoder::Finish called twice");
+  TS_CHECK(!first_pending_, "SnapshotEncoder::Finish called while the reserved first record is unfilled");
   finished_ = true;
   std::string t(kSnapshotTrailerBytes, '\0');
   StoreU32(t.data(), kSnapshotTrailerMark);

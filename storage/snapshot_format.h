@@ -26,6 +26,7 @@
 #include <deque>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "consensus/status.h"
 
@@ -65,9 +66,24 @@ class SnapshotEncoder {
   // Same errors as Add.
   Status AddHeader(std::string* out, std::string_view payload);
 
+  // The first record may be written last, once the records after it are
+  // known (a header holding a digest of everything after it, computed in
+  // the same pass): ReserveFirst, before any other record, appends a
+  // placeholder for a record of exactly `payload_bytes` (its header and
+  // zero bytes) and accounts it; FillFirst then gives the record's real
+  // bytes (header and payload, the placeholder's size) to write over the
+  // placeholder. Meanwhile the chain waits: the later records' CRCs are
+  // kept, 4 bytes each. The bytes come out as if the record had been added
+  // first. ReserveFirst: InvalidArgument if a record was already accounted,
+  // or as Add. FillFirst: InvalidArgument if nothing is reserved or the
+  // payload's size differs.
+  Status ReserveFirst(std::string* out, size_t payload_bytes);
+  StatusOr<std::string> FillFirst(std::string_view payload);
+  bool first_pending() const { return first_pending_; }
+
   // The trailer for every record accounted so far. Call once, after the last
-  // record; later Add calls are refused. Precondition, checked: not called
-  // before.
+  // record; later Add calls are refused. Preconditions, checked: not called
+  // before, and no reserved first record waits to be filled.
   std::string Finish();
 
   uint64_t records() const { return records_; }
@@ -78,6 +94,9 @@ class SnapshotEncoder {
   uint64_t payload_bytes_ = 0;
   uint32_t chain_ = 0;
   bool finished_ = false;
+  bool first_pending_ = false;
+  size_t first_bytes_ = 0;
+  std::vector<uint32_t> later_crcs_;  // while the first record is pending
 };
 
 // Reads a snapshot incrementally from a byte stream split anywhere: any

@@ -31,11 +31,16 @@
 
 namespace ts::station {
 
-// Receives a snapshot's records in order.
+// Receives a snapshot's records in order. The first may come last, once
+// what follows it is known: ReserveFirst(n), before any Add, holds its place
+// for a record of exactly n bytes, and FillFirst(record) puts it there
+// (storage::SnapshotEncoder::ReserveFirst).
 class RecordSink {
  public:
   virtual ~RecordSink() = default;
   virtual Status Add(std::string_view record) = 0;
+  virtual Status ReserveFirst(size_t bytes) = 0;
+  virtual Status FillFirst(std::string_view record) = 0;
 };
 
 // Gives a complete snapshot's records in order: true with the next one,

@@ -423,18 +423,6 @@ void Station::ExpireWrites() {
   }
 }
 
-namespace {
-
-void AddApplication(SequenceHash& f, const KvStore& kv, const deploy::DeployState& deploy) {
-  kv.ForEach([&f](const std::string& k, const std::string& v) {
-    f.Add(k);
-    f.Add(v);
-  });
-  f.Add(deploy.SnapshotDump());
-}
-
-}  // namespace
-
 std::string Station::StateDigest() const {
   // Applied state changes only with the applied slot (a snapshot install
   // moves the slot too), so one digest serves every request at that slot.
@@ -457,7 +445,14 @@ std::string Station::FullDigest(DigestHash hash) const {
 std::string Station::FullDigestOf(const KvStore& kv, const deploy::DeployState& deploy, const VersionImage& versions,
                                   const MembershipDecree& membership, bool genesis_applied, DigestHash hash) {
   SequenceHash f(hash);
-  AddApplication(f, kv, deploy);
+  kv.ForEach([&f](const std::string& k, const std::string& v) { AddFullDigestPair(f, k, v); });
+  AddFullDigestRest(f, deploy.SnapshotDump(), versions, membership, genesis_applied);
+  return f.Hex();
+}
+
+void Station::AddFullDigestRest(SequenceHash& f, std::string_view deploy_dump, const VersionImage& versions,
+                                const MembershipDecree& membership, bool genesis_applied) {
+  f.Add(deploy_dump);
   // Only what every node learns alike: the rest of the version state is
   // each node's own view of the decrees it read (a node that resumed on a
   // downgrade's restatements read older models there, needing no newer
@@ -466,7 +461,6 @@ std::string Station::FullDigestOf(const KvStore& kv, const deploy::DeployState& 
   f.Add(versions.downgrade_to);
   // Before genesis the configuration is each node's bootstrap one.
   if (genesis_applied) f.Add(EncodeMembership(membership));
-  return f.Hex();
 }
 
 std::optional<Semver> Station::ViewOf(consensus::NodeId member) const {

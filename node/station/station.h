@@ -265,6 +265,15 @@ class Station {
   std::string FullDigest(DigestHash hash) const;
   static std::string FullDigestOf(const KvStore& kv, const deploy::DeployState& deploy, const VersionImage& versions,
                                   const MembershipDecree& membership, bool genesis_applied, DigestHash hash);
+  // The full digest in pieces, for one that is computed along a walk of the
+  // keys made for another purpose (WriteSnapshot): every pair in key order,
+  // then the rest.
+  static void AddFullDigestPair(SequenceHash& f, std::string_view key, std::string_view value) {
+    f.Add(key);
+    f.Add(value);
+  }
+  static void AddFullDigestRest(SequenceHash& f, std::string_view deploy_dump, const VersionImage& versions,
+                                const MembershipDecree& membership, bool genesis_applied);
   std::string LogDigestHex() const { return digest_.Hex(); }
   // The version `member` is counted with (self: its own), if ever heard.
   std::optional<Semver> ViewOf(consensus::NodeId member) const;

@@ -29,6 +29,10 @@ bool Station::SnapshotDue() const {
          applied_bytes_since_snapshot_ >= std::max<uint64_t>(options_.snapshot_bytes, snapshot_bytes_);
 }
 
+// One walk of the keys writes them and computes the header's full digest:
+// the header goes first in the snapshot, so its place is held and it is
+// filled at the end (a second walk of every value just for the digest
+// cost a tenth of the put throughput with 4 KiB values).
 Status Station::WriteSnapshot(RecordSink* out) const {
   SnapshotHeader h;
   h.slot = applied_slot_;
@@ -41,15 +45,18 @@ Status Station::WriteSnapshot(RecordSink* out) const {
   h.models[static_cast<uint16_t>(DecreeType::kKvPut)] = kv_model;
   h.models[static_cast<uint16_t>(DecreeType::kScheduler)] = 1;
   if (kv_model >= 2) h.min_reader_version = kKvModel2Since.ToString();
-  h.full_digest = FullDigest(SnapshotDigestHash(h));
   h.kv_keys = kv_.size();
-  if (Status s = out->Add(EncodeSnapshotHeader(h)); !s.ok()) return s;
+  SequenceHash full(SnapshotDigestHash(h));
+  h.full_digest = full.Hex();  // a placeholder of the digest's size
+  const size_t header_bytes = EncodeSnapshotHeader(h).size();
+  if (Status s = out->ReserveFirst(header_bytes); !s.ok()) return s;
 
   KvBatchRecordBuilder batch;
   size_t bytes = 0;
   Status status = Status::Ok();
   kv_.ForEach([&](const std::string& k, const std::string& v) {
     if (!status.ok()) return;
+    AddFullDigestPair(full, k, v);
     batch.Add(k, v);
     bytes += k.size() + v.size() + 8;
     if (bytes >= kSnapshotKvBatchBytes) {
@@ -66,13 +73,20 @@ Status Station::WriteSnapshot(RecordSink* out) const {
   t.versions = versions_.Image();
   t.membership = EncodeMembership(membership_);
   t.genesis_applied = genesis_applied_;
-#if !(defined(TS_PLANTED_STATION_BUG) && TS_PLANTED_STATION_BUG == 2)
   t.deploy = deploy_.SnapshotDump();
-#else
+  AddFullDigestRest(full, t.deploy, t.versions, membership_, genesis_applied_);
+#if defined(TS_PLANTED_STATION_BUG) && TS_PLANTED_STATION_BUG == 2
   // Negative control: the snapshot misses the deployment state.
   t.deploy = deploy::DeployState().SnapshotDump();
 #endif
-  return out->Add(EncodeSnapshotTail(t));
+  if (Status s = out->Add(EncodeSnapshotTail(t)); !s.ok()) return s;
+  h.full_digest = full.Hex();
+  std::string header = EncodeSnapshotHeader(h);
+  if (header.size() != header_bytes) {
+    return Status::InvalidArgument("snapshot header of " + std::to_string(header.size()) +
+                                   " bytes where its placeholder held " + std::to_string(header_bytes));
+  }
+  return out->FillFirst(header);
 }
 
 void Station::SnapshotStarted(consensus::Slot slot) {

@@ -23,6 +23,8 @@ class WriterSink : public station::RecordSink {
  public:
   explicit WriterSink(storage::SnapshotWriter& w) : w_(w) {}
   Status Add(std::string_view record) override { return w_.Add(record); }
+  Status ReserveFirst(size_t bytes) override { return w_.ReserveFirst(bytes); }
+  Status FillFirst(std::string_view record) override { return w_.FillFirst(record); }
 
  private:
   storage::SnapshotWriter& w_;

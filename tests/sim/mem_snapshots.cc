@@ -28,6 +28,16 @@ class StringSink : public station::RecordSink {
  public:
   StringSink() { storage::AppendSnapshotMagic(&out_); }
   Status Add(std::string_view record) override { return encoder_.Add(&out_, record); }
+  Status ReserveFirst(size_t bytes) override {
+    first_at_ = out_.size();
+    return encoder_.ReserveFirst(&out_, bytes);
+  }
+  Status FillFirst(std::string_view record) override {
+    auto bytes = encoder_.FillFirst(record);
+    if (!bytes.ok()) return bytes.status();
+    out_.replace(first_at_, bytes->size(), *bytes);
+    return Status::Ok();
+  }
   std::string Finish() {
     out_ += encoder_.Finish();
     return std::move(out_);
@@ -35,6 +45,7 @@ class StringSink : public station::RecordSink {
 
  private:
   std::string out_;
+  size_t first_at_ = 0;
   storage::SnapshotEncoder encoder_;
 };
 

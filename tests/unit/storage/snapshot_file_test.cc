@@ -125,6 +125,52 @@ TEST_F(SnapshotFileTest, SnapshotWriter_CommitRoundTripsThroughTheReader) {
   EXPECT_EQ(Names(dir_), std::vector<std::string>{"snapshot-00000000000000000042.snap"});
 }
 
+// The reserved first record is filled in the buffer when little follows
+// it, and over bytes already in the file (and past write-behind) when much
+// does; either way the file is what adding it first gives.
+TEST_F(SnapshotFileTest, SnapshotWriter_FillFirstGivesTheBytesOfTheRecordAddedFirst) {
+  std::mt19937_64 rng(TestSeed());
+  const std::vector<std::vector<std::string>> cases = {
+      {"header", "a", ""},
+      SomeRecords(rng),
+      {RandomBytes(rng, 200), RandomBytes(rng, 6 << 20), RandomBytes(rng, 5 << 20), "tail"},
+  };
+  Slot slot = 1;
+  for (const auto& records : cases) {
+    SCOPED_TRACE("slot " + std::to_string(slot));
+    auto w = SnapshotWriter::Create(dir_, slot++);
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    ASSERT_TRUE((*w)->ReserveFirst(records[0].size()).ok());
+    for (size_t i = 1; i < records.size(); ++i) ASSERT_TRUE((*w)->Add(records[i]).ok());
+    ASSERT_TRUE((*w)->FillFirst(records[0]).ok());
+    auto size = (*w)->Commit();
+    ASSERT_TRUE(size.ok()) << size.status().ToString();
+    std::string want;
+    AppendSnapshotMagic(&want);
+    SnapshotEncoder enc;
+    for (const auto& r : records) ASSERT_TRUE(enc.Add(&want, r).ok());
+    want += enc.Finish();
+    EXPECT_EQ(ReadFile((*w)->final_path()), want);
+    auto back = ReadAll((*w)->final_path());
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    EXPECT_EQ(*back, records);
+  }
+}
+
+TEST_F(SnapshotFileTest, SnapshotWriter_CommitRefusesAnUnfilledFirstRecord) {
+  {
+    auto w = SnapshotWriter::Create(dir_, 3);
+    ASSERT_TRUE(w.ok());
+    ASSERT_TRUE((*w)->ReserveFirst(10).ok());
+    ASSERT_TRUE((*w)->Add(std::string(2 << 20, 'r')).ok());
+    EXPECT_EQ((*w)->FillFirst("too short").code(), Status::Code::kInvalidArgument);
+    auto size = (*w)->Commit();
+    ASSERT_FALSE(size.ok());
+    EXPECT_NE(size.status().message().find("never filled"), std::string::npos) << size.status().ToString();
+  }
+  EXPECT_TRUE(Names(dir_).empty());  // no .snap, and the .tmp is gone
+}
+
 TEST_F(SnapshotFileTest, SnapshotWriter_DestroyedBeforeCommitLeavesNoFile) {
   {
     auto w = SnapshotWriter::Create(dir_, 7);

@@ -223,6 +223,60 @@ TEST(SnapshotEncoder, Add_RefusesAnOversizeRecordAndAnyAfterFinish) {
   EXPECT_TRUE(p.complete());
 }
 
+TEST(SnapshotEncoder, ReserveFirst_FilledLastGivesTheBytesOfTheRecordAddedFirst) {
+  const uint64_t seed = TestSeed();
+  std::mt19937_64 rng(seed);
+  for (int round = 0; round < 50; ++round) {
+    SCOPED_TRACE("seed " + std::to_string(seed) + " round " + std::to_string(round));
+    std::vector<std::string> records = RandomRecords(rng);
+    records.insert(records.begin(), RandomBytes(rng, rng() % 400));
+    std::string out;
+    AppendSnapshotMagic(&out);
+    SnapshotEncoder enc;
+    ASSERT_TRUE(enc.ReserveFirst(&out, records[0].size()).ok());
+    for (size_t i = 1; i < records.size(); ++i) ASSERT_TRUE(enc.Add(&out, records[i]).ok());
+    EXPECT_TRUE(enc.first_pending());
+    auto first = enc.FillFirst(records[0]);
+    ASSERT_TRUE(first.ok()) << first.status().ToString();
+    EXPECT_FALSE(enc.first_pending());
+    out.replace(kSnapshotMagic.size(), first->size(), *first);
+    out += enc.Finish();
+    ASSERT_EQ(out, Encode(records));
+  }
+}
+
+TEST(SnapshotEncoder, ReserveFirst_RefusesAnythingButTheFirstRecordFilledToItsSize) {
+  std::string out;
+  AppendSnapshotMagic(&out);
+  SnapshotEncoder enc;
+  EXPECT_EQ(enc.FillFirst("x").status().code(), Status::Code::kInvalidArgument);  // nothing reserved
+  EXPECT_EQ(enc.ReserveFirst(&out, kSnapshotRecordBytesMax + 1).code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(out.size(), kSnapshotMagic.size());
+  ASSERT_TRUE(enc.ReserveFirst(&out, 5).ok());
+  EXPECT_EQ(enc.ReserveFirst(&out, 5).code(), Status::Code::kInvalidArgument);  // only the first
+  ASSERT_TRUE(enc.Add(&out, "second").ok());
+  EXPECT_EQ(enc.FillFirst("four").status().code(), Status::Code::kInvalidArgument);
+  EXPECT_TRUE(enc.first_pending());  // a refused fill leaves it waiting
+  auto first = enc.FillFirst("fifth");
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(enc.FillFirst("fifth").status().code(), Status::Code::kInvalidArgument);  // filled once
+  out.replace(kSnapshotMagic.size(), first->size(), *first);
+  out += enc.Finish();
+  EXPECT_EQ(out, Encode({"fifth", "second"}));
+
+  SnapshotEncoder late;
+  std::string other;
+  ASSERT_TRUE(late.Add(&other, "a").ok());
+  EXPECT_EQ(late.ReserveFirst(&other, 3).code(), Status::Code::kInvalidArgument);
+}
+
+TEST(SnapshotEncoderDeathTest, Finish_WhileTheFirstRecordIsUnfilledAborts) {
+  std::string out;
+  SnapshotEncoder enc;
+  ASSERT_TRUE(enc.ReserveFirst(&out, 3).ok());
+  EXPECT_DEATH(enc.Finish(), "reserved first record is unfilled");
+}
+
 TEST(SnapshotParser, Feed_ErrorsNameTheOffsetAndTheFault) {
   const std::string good = Encode({"one", "two", "three"});
   // Record 1's header starts after the magic and record 0 (8 + 3 bytes).

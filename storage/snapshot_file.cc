@@ -461,7 +461,7 @@ StatusOr<std::vector<SnapshotFileInfo>> ListSnapshots(const std::string& dir) {
     if (parsed.suffix != kSnapSuffix) continue;
     std::string path = Join(dir, name);
     auto size = SnapshotFileSize(path);
-    // Removed since the scan (RemoveSnapshotsBelow elsewhere): not listed.
+    // Removed since the scan (by a FileRemover, say): not listed.
     if (size.status().code() == Status::Code::kNotFound) continue;
     if (!size.ok()) return size.status();
     out.push_back(SnapshotFileInfo{parsed.slot, std::move(path), *size});
@@ -470,15 +470,14 @@ StatusOr<std::vector<SnapshotFileInfo>> ListSnapshots(const std::string& dir) {
   return out;
 }
 
-Status RemoveSnapshotsBelow(const std::string& dir, Slot slot) {
+StatusOr<std::vector<std::string>> SnapshotsBelow(const std::string& dir, Slot slot) {
   auto names = ScanDir(dir);
   if (!names.ok()) return names.status();
+  std::vector<std::string> out;
   for (const auto& [name, parsed] : *names) {
-    if (parsed.suffix != kSnapSuffix || parsed.slot >= slot) continue;
-    Status s = RemoveFile(Join(dir, name));
-    if (!s.ok()) return s;
+    if (parsed.suffix == kSnapSuffix && parsed.slot < slot) out.push_back(Join(dir, name));
   }
-  return Status::Ok();
+  return out;
 }
 
 Status RemoveTemporaries(const std::string& dir, std::optional<Slot> keep_part_slot) {

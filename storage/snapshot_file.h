@@ -211,10 +211,11 @@ struct SnapshotFileInfo {
 // read.
 StatusOr<std::vector<SnapshotFileInfo>> ListSnapshots(const std::string& dir);
 
-// Removes the complete snapshots of slots strictly below `slot`. Not
-// synced: a removal a crash undoes leaves an old snapshot to remove again.
-// A missing DIR is Ok. IoError naming the file on failure.
-Status RemoveSnapshotsBelow(const std::string& dir, consensus::Slot slot);
+// The paths of the complete snapshots of slots strictly below `slot`, to
+// remove (with a FileRemover: freeing a large file's blocks is slow).
+// Removals are not synced: one a crash undoes leaves an old snapshot to
+// find again. A missing DIR has none. IoError if DIR cannot be read.
+StatusOr<std::vector<std::string>> SnapshotsBelow(const std::string& dir, consensus::Slot slot);
 
 // Removes every .tmp and every .part in DIR, except the .part of
 // `keep_part_slot` when given (a transfer to resume). For start-up, before

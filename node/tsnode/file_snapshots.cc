@@ -68,8 +68,12 @@ std::optional<uint64_t> FileSnapshots::SizeOf(consensus::Slot slot) const {
 }
 
 Status FileSnapshots::RemoveOlder() {
-  if (!previous_) return Status::Ok();
-  return storage::RemoveSnapshotsBelow(dir_, previous_->slot);
+  Status failed = remover_.TakeError();
+  if (!previous_) return failed;
+  auto old = storage::SnapshotsBelow(dir_, previous_->slot);
+  if (!old.ok()) return old.status();
+  remover_.Remove(std::move(*old));
+  return failed;
 }
 
 StatusOr<std::string> FileSnapshots::ReadRange(consensus::Slot slot, uint64_t offset, size_t max_bytes) const {

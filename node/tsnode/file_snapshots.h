@@ -11,6 +11,7 @@
 
 #include "node/station/snapshot.h"
 #include "node/station/station.h"
+#include "storage/file_remover.h"
 #include "storage/snapshot_file.h"
 
 namespace ts::tsnode {
@@ -33,8 +34,11 @@ class FileSnapshots : public station::SnapshotStore {
   // Re-reads the folder (after a local snapshot was committed).
   Status Refresh();
   // Deletes every complete snapshot but the newest two (a peer may still be
-  // fetching the previous one).
+  // fetching the previous one), on the remover's thread: returns at once.
+  // A removal that failed is reported by the next call.
   Status RemoveOlder();
+  // Blocks until the removals asked for so far are done (tests).
+  void WaitForRemovals() { remover_.Wait(); }
   const std::string& dir() const { return dir_; }
   std::string PathOf(consensus::Slot slot) const;
 
@@ -45,6 +49,7 @@ class FileSnapshots : public station::SnapshotStore {
   std::optional<Info> previous_;
   consensus::Slot incoming_slot_ = 0;
   std::unique_ptr<storage::IncomingSnapshot> incoming_;
+  storage::FileRemover remover_;
 };
 
 // Writes `st`'s snapshot at its applied slot into DIR: the records, then

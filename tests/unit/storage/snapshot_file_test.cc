@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "storage/file_remover.h"
+
 namespace ts::storage {
 namespace {
 
@@ -244,17 +246,27 @@ TEST_F(SnapshotFileTest, RemoveTemporaries_KeepsSnapshotsAndOnlyThePartAskedFor)
   EXPECT_TRUE(RemoveTemporaries(root_ + "/missing").ok());
 }
 
-TEST_F(SnapshotFileTest, RemoveSnapshotsBelow_KeepsTheSlotItselfAndAbove) {
+TEST_F(SnapshotFileTest, SnapshotsBelow_ListsThemButNotTheSlotItselfAndAbove) {
   for (Slot s : {3, 9, 12, 40}) WriteSnapshot(s, {std::to_string(s)});
   WriteFile(dir_ + "/snapshot-00000000000000000001.part", "TSSNAP");
-  ASSERT_TRUE(RemoveSnapshotsBelow(dir_, 12).ok());
+  auto below = SnapshotsBelow(dir_, 12);
+  ASSERT_TRUE(below.ok());
+  std::sort(below->begin(), below->end());
+  EXPECT_EQ(*below, (std::vector<std::string>{dir_ + "/snapshot-00000000000000000003.snap",
+                                              dir_ + "/snapshot-00000000000000000009.snap"}));
+  FileRemover remover;
+  remover.Remove(*below);
+  remover.Wait();
+  EXPECT_TRUE(remover.TakeError().ok());
   auto list = ListSnapshots(dir_);
   ASSERT_TRUE(list.ok());
   std::vector<Slot> slots;
   for (const auto& i : *list) slots.push_back(i.slot);
   EXPECT_EQ(slots, (std::vector<Slot>{12, 40}));
   EXPECT_TRUE(fs::exists(dir_ + "/snapshot-00000000000000000001.part"));  // temporaries are not its business
-  EXPECT_TRUE(RemoveSnapshotsBelow(root_ + "/missing", 5).ok());
+  auto missing = SnapshotsBelow(root_ + "/missing", 5);
+  ASSERT_TRUE(missing.ok());
+  EXPECT_TRUE(missing->empty());
 }
 
 TEST_F(SnapshotFileTest, ReadSnapshotRange_ServesTheRawBytesByRange) {

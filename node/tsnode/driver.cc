@@ -19,6 +19,7 @@
 #include <random>
 
 #include "node/tsnode/allocator.h"
+#include "node/tsnode/loop_watch.h"
 #include "storage/rocksdb_crc32c.h"
 
 namespace ts::tsnode {
@@ -264,13 +265,26 @@ void Driver::Run() {
   // Wake at least a few times per heartbeat so timers in the core run on time.
   auto tick = std::chrono::milliseconds(std::max<uint64_t>(1, options_.station.consensus.heartbeat_ms / 4));
   systemd_.Ready("node " + std::to_string(options_.station.consensus.id) + " serving peers and clients");
+  // Half the lease: a leader held that long has sent nothing for as long.
+  LoopWatch watch(std::chrono::milliseconds(options_.station.consensus.lease_ms / 2), std::chrono::seconds(10));
+  using Clock = LoopWatch::Clock;
   while (!stopping_) {
+    const Clock::time_point start = Clock::now();
     io_.run_one_for(tick);
     io_.poll();  // every handler that is ready now: one batch, one fsync
+    const Clock::time_point handled = Clock::now();
     station_->Tick(NowMs());
+    const Clock::time_point ticked = Clock::now();
     Flush();
+    const Clock::time_point flushed = Clock::now();
     MaybeSnapshot();
-    systemd_.Alive(std::chrono::steady_clock::now());
+    const Clock::time_point end = Clock::now();
+    const LoopWatch::Phase phases[] = {{"waiting and handlers", handled - start},
+                                       {"the station's timers", ticked - handled},
+                                       {"handing output over", flushed - ticked},
+                                       {"starting a snapshot", end - flushed}};
+    if (auto warning = watch.Observe(end, phases)) spdlog::warn("{}", *warning);
+    systemd_.Alive(end);
   }
   systemd_.Stopping();
   if (http_) http_->Stop();

@@ -24,12 +24,17 @@
 # setup and the drain of its last answers (a few ms).
 #
 #   cluster-scripts/bench-vs-etcd.sh [--duration S] [--warmup S] [--nodes N]
-#                                    [--only etcd|tsnode] [--get-keys K]
-#                                    [--preload-s S] [--json]
+#                                    [--rounds R] [--only etcd|tsnode]
+#                                    [--get-keys K] [--preload-s S] [--json]
 #
 #   --duration S     measured seconds of each run (default 10)
 #   --warmup S       warm-up seconds before each run (default 2; 0: none)
 #   --nodes N        cluster size on both sides (default 3; 1..7)
+#   --rounds R       run both sides R times, alternating, each on fresh
+#                    clusters (default 1; 1..9); each row is then the run
+#                    of median ops/s on each side, the ratio that of the
+#                    medians, and a line per workload gives every round's
+#                    ratio: the machine's speed drifts between runs
 #   --only SIDE      run one side only (etcd or tsnode); ratios are then "-"
 #   --get-keys K     keyspace of get-64 and mixed-64 (default 1000)
 #   --preload-s S    seconds of the put run that preloads it (default 3)
@@ -63,6 +68,7 @@ nodes=3
 only=""
 get_keys=1000
 preload_s=3
+rounds=1
 json=0
 is_seconds() { [[ "$1" =~ ^[0-9]+([.][0-9]+)?$ ]]; }
 while [[ $# -gt 0 ]]; do
@@ -70,6 +76,7 @@ while [[ $# -gt 0 ]]; do
     --duration) [[ $# -ge 2 ]] && is_seconds "$2" || bad "--duration needs seconds"; duration=$2; shift ;;
     --warmup) [[ $# -ge 2 ]] && is_seconds "$2" || bad "--warmup needs seconds"; warmup=$2; shift ;;
     --nodes) [[ $# -ge 2 && "$2" =~ ^[1-7]$ ]] || bad "--nodes needs 1..7"; nodes=$2; shift ;;
+    --rounds) [[ $# -ge 2 && "$2" =~ ^[1-9]$ ]] || bad "--rounds needs 1..9"; rounds=$2; shift ;;
     --only) [[ $# -ge 2 && ( "$2" == etcd || "$2" == tsnode ) ]] || bad "--only needs etcd or tsnode"; only=$2; shift ;;
     --get-keys) [[ $# -ge 2 && "$2" =~ ^[1-9][0-9]*$ ]] || bad "--get-keys needs a positive number"; get_keys=$2; shift ;;
     --preload-s) [[ $# -ge 2 ]] && is_seconds "$2" || bad "--preload-s needs seconds"; preload_s=$2; shift ;;
@@ -230,7 +237,9 @@ gen_cmd() {
   if [[ $side == etcd ]]; then cmd=("$etcd_load" "${common[@]}"); else cmd=("$tsbench" "${common[@]}" --json); fi
 }
 
-# run_side SIDE ENDPOINTS PIDS...: every workload against one running cluster.
+# run_side SIDE ENDPOINTS PIDS...: every workload against one running cluster;
+# the results are those of round $round.
+round=1
 run_side() {
   local side=$1 eps=$2
   shift 2
@@ -249,7 +258,7 @@ run_side() {
       rc=0; run_bg "$out" "${cmd[@]}" || rc=$?
       [[ $rc -eq 0 ]] || die "$side $name: the warm-up failed (exit $rc): $(cat "$out")"
     fi
-    say "$side $name: $desc, ${duration} s"
+    say "$side $name: $desc, ${duration} s (round $round of $rounds)"
     gen_cmd "$side" "$eps" "$op" "$inf" "$conns" "$vsize" "$keys" 0 "$duration"
     before=$(cpu_ticks "${pids[@]}")
     rc=0; run_bg "$out" "${cmd[@]}" || rc=$?
@@ -257,9 +266,10 @@ run_side() {
     if [[ $rc -ne 0 ]]; then
       die "$side $name: no successful operation (load generator exit $rc): $(cat "$out")"
     fi
-    python3 - "$side" "$name" "$desc" "$((after - before))" "$clk_tck" "$(cat "$out")" >>"$results" <<'PY'
+    python3 - "$side" "$name" "$desc" "$((after - before))" "$clk_tck" "$(cat "$out")" "$round" >>"$results" <<'PY'
 import json, sys
 side, name, desc, ticks, tck, r = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), json.loads(sys.argv[6])
+r["round"] = int(sys.argv[7])
 ops = r.get("ops", r["ops_per_sec"] * r["duration_s"])
 if ops <= 0:
     sys.exit(f"bench-vs-etcd.sh: {side} {name}: zero successful operations: {r.get('first_error', '')}")
@@ -272,8 +282,9 @@ PY
 
 # ---- etcd ----------------------------------------------------------------------------------
 etcd_version=""
-if [[ $run_etcd -eq 1 ]]; then
-  etcd_version=$(etcd --version | awk '/^etcd Version:/ {print $3}')
+if [[ $run_etcd -eq 1 ]]; then etcd_version=$(etcd --version | awk '/^etcd Version:/ {print $3}'); fi
+bench_etcd() {
+  local ports initial eps peer client i deadline
   read -r -a ports <<<"$(free_ports $((2 * nodes)))"
   initial="" eps=""
   for ((i = 1; i <= nodes; i++)); do
@@ -303,10 +314,11 @@ if [[ $run_etcd -eq 1 ]]; then
   done
   run_side etcd "$eps" "${etcd_pids[@]}"
   stop_etcd
-fi
+}
 
 # ---- tsnode --------------------------------------------------------------------------------
-if [[ $run_tsnode -eq 1 ]]; then
+bench_tsnode() {
+  local rc eps tsnode_pids i
   say "starting a $nodes-node tsnode cluster in $CLUSTER_DIR"
   tsnode_started=1
   rc=0; run_bg "$bench_dir/local-cluster.out" cluster-scripts/local-cluster.sh start "$nodes" || rc=$?
@@ -317,7 +329,12 @@ if [[ $run_tsnode -eq 1 ]]; then
   for ((i = 1; i <= nodes; i++)); do tsnode_pids+=("$(cat "$CLUSTER_DIR/node$i.pid")"); done
   run_side tsnode "$eps" "${tsnode_pids[@]}"
   stop_tsnode
-fi
+}
+
+for ((round = 1; round <= rounds; round++)); do
+  if [[ $run_etcd -eq 1 ]]; then bench_etcd; fi
+  if [[ $run_tsnode -eq 1 ]]; then bench_tsnode; fi
+done
 
 # ---- the machine's limits, on the data dirs' disk ----------------------------------------
 limits="$bench_dir/limits.json"
@@ -336,26 +353,37 @@ fs=$(df -PT "$root" | awk 'NR == 2 {print $2}')
 tsnode_version=$("$build_dir/node/tsnode/tsnode" --version 2>/dev/null || echo unknown)
 report_rc=0
 python3 - "$json" "$cores" "${model:-unknown}" "$kernel" "${etcd_version:-not run}" "$tsnode_version" "$nodes" \
-  "$duration" "$warmup" "$get_keys" "$preload_s" "$fs" "$results" "$limits" <<'PY' || report_rc=$?
+  "$duration" "$warmup" "$get_keys" "$preload_s" "$fs" "$results" "$limits" "$rounds" <<'PY' || report_rc=$?
 import json, sys
 (as_json, cores, model, kernel, etcd_version, tsnode_version, nodes, duration, warmup,
- get_keys, preload_s, fs, results, limits_path) = sys.argv[1:]
+ get_keys, preload_s, fs, results, limits_path, rounds) = sys.argv[1:]
 limits = json.load(open(limits_path))
 as_json = as_json == "1"
 rows = {}
 order = []
+runs = {}  # (workload, side) -> results, in round order
 for line in open(results):
     r = json.loads(line)
     if r["workload"] not in rows:
         rows[r["workload"]] = {"name": r["workload"], "description": r["description"]}
         order.append(r["workload"])
-    rows[r["workload"]][r["side"]] = r["result"]
+    runs.setdefault((r["workload"], r["side"]), []).append(r["result"])
+for (name, side), rs in runs.items():
+    # The run of median ops/s (the lower of the two middle ones for an even
+    # count): a row is always one real run, its latencies and CPU included.
+    by_ops = sorted(rs, key=lambda x: x["ops_per_sec"])
+    rows[name][side] = by_ops[(len(by_ops) - 1) // 2]
+    if len(rs) > 1:
+        rows[name].setdefault("runs", {})[side] = rs
 for w in rows.values():
     if "etcd" in w and "tsnode" in w and w["etcd"]["ops_per_sec"] > 0:
         w["ratio_ops_per_sec"] = round(w["tsnode"]["ops_per_sec"] / w["etcd"]["ops_per_sec"], 3)
+        e, t = runs[(w["name"], "etcd")], runs[(w["name"], "tsnode")]
+        if len(e) > 1 and len(e) == len(t):
+            w["ratio_per_round"] = [round(b["ops_per_sec"] / a["ops_per_sec"], 3) for a, b in zip(e, t)]
 machine = {"cores": int(cores), "cpu": model, "kernel": kernel, "filesystem": fs,
            "etcd_version": etcd_version, "tsnode_version": tsnode_version}
-settings = {"nodes": int(nodes), "duration_s": float(duration), "warmup_s": float(warmup),
+settings = {"nodes": int(nodes), "rounds": int(rounds), "duration_s": float(duration), "warmup_s": float(warmup),
             "key_size": 16, "get_keys": int(get_keys), "preload_s": float(preload_s),
             "cpu_per_op": "server utime+stime over the measured run, summed over the nodes, / ops counted"}
 if not order:
@@ -386,6 +414,12 @@ print(f"{nodes} nodes per cluster on loopback, fsync on ({fs}); {float(duration)
       f"{float(warmup):g} s warm-up; 16-byte keys, 100-byte values unless noted; "
       f"gets over {get_keys} keys preloaded by {float(preload_s):g} s of puts")
 print("ratio = tsnode ops/s / etcd ops/s; CPU µs/op = server CPU (user+sys, all nodes) per counted op")
+if int(rounds) > 1:
+    print(f"{rounds} rounds, etcd then tsnode in each, fresh clusters every time; each side's row is its run of "
+          "median ops/s, and the ratio that of the medians; every round's ratio:")
+    for n in order:
+        if "ratio_per_round" in rows[n]:
+            print(f"  {n}: " + " ".join(f"{x:.2f}" for x in rows[n]["ratio_per_round"]))
 for n in order:
     w = rows[n]
     notes = []

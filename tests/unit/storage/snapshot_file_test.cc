@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "storage/file_remover.h"
+#include "tests/unit/storage/encode_snapshot.h"
 
 namespace ts::storage {
 namespace {
@@ -91,17 +92,6 @@ class SnapshotFileTest : public ::testing::Test {
   std::string dir_;
 };
 
-// The bytes the in-memory encoder gives for `records`, which a file written
-// by SnapshotWriter must equal.
-std::string EncodedInMemory(const std::vector<std::string>& records) {
-  std::string out;
-  AppendSnapshotMagic(&out);
-  SnapshotEncoder enc;
-  for (const auto& r : records) EXPECT_TRUE(enc.Add(&out, r).ok());
-  out += enc.Finish();
-  return out;
-}
-
 std::vector<std::string> SomeRecords(std::mt19937_64& rng) {
   // Records below, at and above the writer's 1 MiB buffer, and empty ones.
   return {"first", "", RandomBytes(rng, 300 << 10), RandomBytes(rng, (1 << 20) - 8), RandomBytes(rng, 3 << 20),
@@ -126,7 +116,7 @@ TEST_F(SnapshotFileTest, SnapshotWriter_CommitRoundTripsThroughTheReader) {
   auto back = ReadAll((*w)->final_path());
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(*back, records);
-  EXPECT_EQ(ReadFile((*w)->final_path()), EncodedInMemory(records));
+  EXPECT_EQ(ReadFile((*w)->final_path()), testing::EncodeSnapshot(records));
   EXPECT_EQ((*w)->Add("after").code(), Status::Code::kInvalidArgument);
   w->reset();  // a committed writer's destructor leaves the snapshot alone
   EXPECT_EQ(Names(dir_), std::vector<std::string>{"snapshot-00000000000000000042.snap"});
@@ -152,7 +142,7 @@ TEST_F(SnapshotFileTest, SnapshotWriter_FillFirstGivesTheBytesOfTheRecordAddedFi
     ASSERT_TRUE((*w)->FillFirst(records[0]).ok());
     auto size = (*w)->Commit();
     ASSERT_TRUE(size.ok()) << size.status().ToString();
-    EXPECT_EQ(ReadFile((*w)->final_path()), EncodedInMemory(records));
+    EXPECT_EQ(ReadFile((*w)->final_path()), testing::EncodeSnapshot(records));
     auto back = ReadAll((*w)->final_path());
     ASSERT_TRUE(back.ok()) << back.status().ToString();
     EXPECT_EQ(*back, records);

@@ -15,6 +15,7 @@
 
 #include "consensus/crc32c.h"
 #include "tests/unit/rpc/alloc_tracker.h"
+#include "tests/unit/storage/encode_snapshot.h"
 
 namespace ts::storage {
 namespace {
@@ -26,14 +27,7 @@ uint64_t TestSeed() {
   return env != nullptr ? std::strtoull(env, nullptr, 10) : 20240611;
 }
 
-std::string Encode(const std::vector<std::string>& records) {
-  std::string out;
-  AppendSnapshotMagic(&out);
-  SnapshotEncoder enc;
-  for (const auto& r : records) EXPECT_TRUE(enc.Add(&out, r).ok());
-  out += enc.Finish();
-  return out;
-}
+std::string Encode(const std::vector<std::string>& records) { return testing::EncodeSnapshot(records); }
 
 std::string RandomBytes(std::mt19937_64& rng, size_t n) {
   std::string s(n, '\0');

@@ -37,8 +37,6 @@ class FileSnapshots : public station::SnapshotStore {
   // fetching the previous one), on the remover's thread: returns at once.
   // A removal that failed is reported by the next call.
   Status RemoveOlder();
-  // Blocks until the removals asked for so far are done (tests).
-  void WaitForRemovals() { remover_.Wait(); }
   const std::string& dir() const { return dir_; }
   std::string PathOf(consensus::Slot slot) const;
 

@@ -217,6 +217,12 @@ Status SnapshotWriter::WriteAll(std::string_view bytes) {
   return Status::Ok();
 }
 
+Status SnapshotWriter::Writable() const {
+  if (!error_.ok()) return error_;
+  if (committed_) return Status::InvalidArgument("snapshot " + final_path_ + " is already committed");
+  return Status::Ok();
+}
+
 Status SnapshotWriter::Flush() {
   Status s = WriteAll(buffer_);
   buffer_.clear();
@@ -224,8 +230,7 @@ Status SnapshotWriter::Flush() {
 }
 
 Status SnapshotWriter::Add(std::string_view record) {
-  if (!error_.ok()) return error_;
-  if (committed_) return Status::InvalidArgument("snapshot " + final_path_ + " is already committed");
+  if (Status w = Writable(); !w.ok()) return w;
   Status s = encoder_.AddHeader(&buffer_, record);
   if (!s.ok()) return Status::InvalidArgument(tmp_path_ + ": " + s.message());
   if (buffer_.size() + record.size() <= kBufferBytes) {
@@ -242,8 +247,7 @@ Status SnapshotWriter::Add(std::string_view record) {
 }
 
 Status SnapshotWriter::ReserveFirst(size_t bytes) {
-  if (!error_.ok()) return error_;
-  if (committed_) return Status::InvalidArgument("snapshot " + final_path_ + " is already committed");
+  if (Status w = Writable(); !w.ok()) return w;
   const uint64_t at = size_ + buffer_.size();
   Status s = encoder_.ReserveFirst(&buffer_, bytes);
   if (!s.ok()) return Status::InvalidArgument(tmp_path_ + ": " + s.message());
@@ -252,8 +256,7 @@ Status SnapshotWriter::ReserveFirst(size_t bytes) {
 }
 
 Status SnapshotWriter::FillFirst(std::string_view record) {
-  if (!error_.ok()) return error_;
-  if (committed_) return Status::InvalidArgument("snapshot " + final_path_ + " is already committed");
+  if (Status w = Writable(); !w.ok()) return w;
   auto bytes = encoder_.FillFirst(record);
   if (!bytes.ok()) return Status::InvalidArgument(tmp_path_ + ": " + bytes.status().message());
   // The buffer goes to the file whole, so the placeholder is all in one or
@@ -268,8 +271,7 @@ Status SnapshotWriter::FillFirst(std::string_view record) {
 }
 
 StatusOr<uint64_t> SnapshotWriter::Commit() {
-  if (!error_.ok()) return error_;
-  if (committed_) return Status::InvalidArgument("snapshot " + final_path_ + " is already committed");
+  if (Status w = Writable(); !w.ok()) return w;
   if (encoder_.first_pending()) {
     return Status::InvalidArgument(tmp_path_ + ": the reserved first record was never filled");
   }

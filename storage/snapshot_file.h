@@ -84,6 +84,8 @@ class SnapshotWriter {
 
  private:
   SnapshotWriter(std::string dir, std::string tmp_path, std::string final_path, int fd);
+  // The sticky IoError, or InvalidArgument once committed; Ok otherwise.
+  Status Writable() const;
   Status Flush();
   Status WriteAll(std::string_view bytes);
 

@@ -28,9 +28,9 @@ uint32_t ChainStep(uint32_t chain, uint32_t record_crc) {
   return Crc32c(b, sizeof b, chain);
 }
 
-void AppendHeader(std::string* out, std::string_view payload, uint32_t crc) {
+void AppendHeader(std::string* out, size_t payload_bytes, uint32_t crc) {
   char head[kSnapshotRecordHeaderBytes];
-  StoreU32(head, static_cast<uint32_t>(payload.size()));
+  StoreU32(head, static_cast<uint32_t>(payload_bytes));
   StoreU32(head + 4, crc);
   out->append(head, sizeof head);
 }
@@ -50,7 +50,7 @@ void AppendSnapshotMagic(std::string* out) { out->append(kSnapshotMagic); }
 
 void AppendSnapshotRecord(std::string* out, std::string_view payload) {
   TS_CHECK(payload.size() <= kSnapshotRecordBytesMax, "snapshot record above kSnapshotRecordBytesMax");
-  AppendHeader(out, payload, Crc32c(payload));
+  AppendHeader(out, payload.size(), Crc32c(payload));
   out->append(payload);
 }
 
@@ -58,7 +58,7 @@ Status SnapshotEncoder::AddHeader(std::string* out, std::string_view payload) {
   Status s = CheckAddable(payload.size(), finished_);
   if (!s.ok()) return s;
   const uint32_t crc = Crc32c(payload);
-  AppendHeader(out, payload, crc);
+  AppendHeader(out, payload.size(), crc);
   ++records_;
   payload_bytes_ += payload.size();
   if (first_pending_) later_crcs_.push_back(crc);
@@ -70,9 +70,8 @@ Status SnapshotEncoder::ReserveFirst(std::string* out, size_t payload_bytes) {
   if (records_ != 0) return Status::InvalidArgument("only the first snapshot record can be reserved");
   Status s = CheckAddable(payload_bytes, finished_);
   if (!s.ok()) return s;
-  const std::string zeros(payload_bytes, '\0');
-  AppendHeader(out, zeros, 0);
-  out->append(zeros);
+  AppendHeader(out, payload_bytes, 0);
+  out->append(payload_bytes, '\0');
   ++records_;
   payload_bytes_ += payload_bytes;
   first_pending_ = true;
@@ -88,7 +87,7 @@ StatusOr<std::string> SnapshotEncoder::FillFirst(std::string_view payload) {
   }
   std::string record;
   const uint32_t crc = Crc32c(payload);
-  AppendHeader(&record, payload, crc);
+  AppendHeader(&record, payload.size(), crc);
   record.append(payload);
   chain_ = ChainStep(0, crc);
   for (uint32_t c : later_crcs_) chain_ = ChainStep(chain_, c);

@@ -34,7 +34,8 @@
 #   cluster-scripts/bench-snapshot.sh [--quick] [--puts N] [--keys K]
 #       [--in-flight N] [--connections N] [--sample-s S] [--compare-s S]
 #       [--compare-rounds N] [--state-mb M] [--parts LIST] [--snapshot-entries N]
-#       [--snapshot-bytes B] [--snapshot-retention-slots R] [--json] [--keep]
+#       [--snapshot-bytes B] [--snapshot-log-ratio R] [--snapshot-retention-slots R]
+#       [--json] [--keep]
 #
 #   --quick           a small smoke run: 200,000 puts, --compare-s 10,
 #                     --compare-rounds 1, --state-mb 10, --sample-s 2 (flags
@@ -49,7 +50,8 @@
 #   --state-mb M      live state of the rebuild part, in MB (default 100)
 #   --parts LIST      comma-separated: load,restart,compare,rebuild (default
 #                     all; restart needs load)
-#   --snapshot-entries N, --snapshot-bytes B, --snapshot-retention-slots R
+#   --snapshot-entries N, --snapshot-bytes B, --snapshot-log-ratio R,
+#   --snapshot-retention-slots R
 #                     passed to every node whose snapshots are on (default:
 #                     not passed, tsnode's defaults)
 #   --json            print one JSON object {machine, params, ...} instead of text
@@ -79,6 +81,7 @@ state_mb=100
 parts=load,restart,compare,rebuild
 snap_entries=""
 snap_bytes=""
+snap_ratio=""
 snap_retention=""
 json=0
 keep=0
@@ -99,6 +102,7 @@ while [[ $# -gt 0 ]]; do
                bad "--parts needs a comma-separated list of load, restart, compare, rebuild"; parts=$2; shift ;;
     --snapshot-entries) [[ $# -ge 2 ]] && is_count "$2" || bad "--snapshot-entries needs a positive count"; snap_entries=$2; shift ;;
     --snapshot-bytes) [[ $# -ge 2 ]] && is_count "$2" || bad "--snapshot-bytes needs a positive count"; snap_bytes=$2; shift ;;
+    --snapshot-log-ratio) [[ $# -ge 2 ]] && is_count "$2" || bad "--snapshot-log-ratio needs a positive count"; snap_ratio=$2; shift ;;
     --snapshot-retention-slots) [[ $# -ge 2 && "$2" =~ ^[0-9]+$ ]] || bad "--snapshot-retention-slots needs a count";
                                 snap_retention=$2; shift ;;
     --json) json=1 ;;
@@ -136,13 +140,13 @@ kernel=$(uname -sr)
 rc=0
 python3 - "$tsnode" "$tsbench" "$tsctl" "$work" "$puts" "$keys" "$in_flight" "$connections" "$sample_s" "$compare_s" \
   "$compare_rounds" \
-  "$state_mb" "$parts" "$snap_entries" "$snap_bytes" "$snap_retention" "$json" "$cores" "${model:-unknown}" "$ram_kb" \
+  "$state_mb" "$parts" "$snap_entries" "$snap_bytes" "$snap_ratio" "$snap_retention" "$json" "$cores" "${model:-unknown}" "$ram_kb" \
   "$disk" "$kernel" "$keep" <<'PY' || rc=$?
 import datetime, json, math, os, re, signal, socket, subprocess, sys, threading, time
 
 (tsnode, tsbench, tsctl, work, puts, keys, in_flight, connections, sample_s, compare_s, compare_rounds, state_mb, parts,
  snap_entries,
- snap_bytes, snap_retention, as_json, cores, model, ram_kb, disk, kernel, keep) = sys.argv[1:]
+ snap_bytes, snap_ratio, snap_retention, as_json, cores, model, ram_kb, disk, kernel, keep) = sys.argv[1:]
 puts, keys, in_flight, connections, state_mb = int(puts), int(keys), int(in_flight), int(connections), int(state_mb)
 compare_rounds = int(compare_rounds)
 sample_s, compare_s = float(sample_s), float(compare_s)
@@ -162,6 +166,8 @@ if snap_entries:
     ON += ["--snapshot-entries", snap_entries]
 if snap_bytes:
     ON += ["--snapshot-bytes", snap_bytes]
+if snap_ratio:
+    ON += ["--snapshot-log-ratio", snap_ratio]
 if snap_retention:
     ON += ["--snapshot-retention-slots", snap_retention]
 
@@ -178,7 +184,7 @@ def tsnode_defaults():
     """The snapshot thresholds tsnode uses when not told (from its --help)."""
     out = subprocess.run([tsnode, "--help"], capture_output=True, text=True).stdout
     found = {}
-    for flag in ("--snapshot-entries", "--snapshot-bytes", "--snapshot-retention-slots"):
+    for flag in ("--snapshot-entries", "--snapshot-bytes", "--snapshot-log-ratio", "--snapshot-retention-slots"):
         # "  --flag UINT...=DEFAULT (Env:NAME)": the default, whatever follows it.
         m = re.search(r"^\s*" + re.escape(flag) + r" .*?=(\d+)(?:\s|$)", out, re.M)
         found[flag] = int(m.group(1)) if m else None
@@ -775,6 +781,7 @@ except KeyboardInterrupt:
 machine = {"cores": int(cores), "cpu": model, "ram_bytes": int(ram_kb) * 1024, "disk": disk, "kernel": kernel}
 thresholds = {"entries": int(snap_entries) if snap_entries else defaults["--snapshot-entries"],
               "bytes": int(snap_bytes) if snap_bytes else defaults["--snapshot-bytes"],
+              "log_ratio": int(snap_ratio) if snap_ratio else defaults["--snapshot-log-ratio"],
               "retention_slots": int(snap_retention) if snap_retention else defaults["--snapshot-retention-slots"],
               "from": "flags" if ON else "tsnode defaults"}
 params = {"puts": puts, "keys": keys, "in_flight": in_flight, "connections": connections, "sample_s": sample_s,
@@ -790,7 +797,8 @@ secs = lambda ms: "-" if ms is None else f"{ms / 1000:.2f}"
 kbmb = lambda kb: "-" if kb is None else f"{kb / 1024:.0f} MiB"
 print(f"machine: {cores} cores, {model}, {int(ram_kb) / 1024 / 1024:.1f} GiB RAM, disk {disk}, {kernel}")
 print(f"clusters: 3 tsnode processes on loopback, fsync on, default timings; snapshot thresholds "
-      f"({thresholds['from']}): every {thresholds['entries']} decrees or {thresholds['bytes']} bytes, "
+      f"({thresholds['from']}): every {thresholds['entries']} decrees or {thresholds['bytes']} bytes "
+      f"(but at least {thresholds['log_ratio']}x the last snapshot's size), "
       f"{thresholds['retention_slots']} slots kept below; puts of {KEY_SIZE}-byte keys and {VALUE_SIZE}-byte values, "
       f"{in_flight} in flight over {connections} connections")
 if "load" in results:

@@ -89,10 +89,15 @@ struct StationOptions {
   // once it is at most this many slots behind.
   consensus::Slot caught_up_slots = 256;
   // Snapshots (station_snapshot.cc): one is due after this many decrees or
-  // decree bytes applied since the last; compaction keeps this many slots
+  // decree bytes applied since the last, but never before the decrees add
+  // up to snapshot_log_ratio times the last snapshot's size: a large state
+  // costs the disk one rewrite per that many times its size of log (the
+  // Raft thesis's advice, LogCabin's snapshotRatio), for a log that long to
+  // replay at restart (0: no such floor). Compaction keeps this many slots
   // below it for followers that can still catch up decree by decree.
   uint64_t snapshot_entries = 100000;
-  uint64_t snapshot_bytes = 32ull << 20;  // or the last snapshot's size, if larger
+  uint64_t snapshot_bytes = 32ull << 20;
+  uint64_t snapshot_log_ratio = 4;
   consensus::Slot snapshot_retention_slots = 10000;
   // The data dir was restored from a backup of the cluster with this UUID:
   // that identity is never adopted, and the backup's configuration is not
@@ -218,6 +223,7 @@ class Station {
   void SnapshotFinished(consensus::Slot slot, uint64_t bytes);
   void SnapshotFailed(consensus::Slot slot, const std::string& why);
   consensus::Slot snapshot_slot() const { return snapshot_slot_; }
+  uint64_t snapshot_bytes() const { return snapshot_bytes_; }  // the newest snapshot's size
   uint64_t snapshots_taken() const { return snapshots_taken_; }
   uint64_t snapshots_installed() const { return snapshots_installed_; }
   uint64_t snapshot_transfer_resumes() const { return transfer_resumes_; }

@@ -125,6 +125,12 @@ int main(int argc, char** argv) {
                  "... or after this many bytes of decrees since the last one, whichever comes first")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 50))
       ->capture_default_str();
+  app.add_option("--snapshot-log-ratio", so.snapshot_log_ratio,
+                 "... but never before the decrees since the last snapshot add up to this many times its size: "
+                 "the disk rewrites a large state once per that many times its size of log, and a restart "
+                 "replays at most about that much log (0: the two thresholds alone)")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{64}))
+      ->capture_default_str();
   app.add_option("--digest-checkpoint-slots", so.digest_checkpoint_slots,
                  "record the state digest at every slot that is a multiple of this, and compare it with the "
                  "peers' (--digest-compare-ms): a difference is logged as an error and counted in /metrics (0: never)")

@@ -34,7 +34,9 @@ using rpc::ClientOp;
 using rpc::ClientRequest;
 
 // Low thresholds: snapshots and compactions come every few hundred puts.
-const std::vector<std::string> kSnapshotArgs = {"--snapshot-entries", "200", "--snapshot-retention-slots", "50"};
+// A snapshot every 200 decrees, however small the state (no ratio floor).
+const std::vector<std::string> kSnapshotArgs = {"--snapshot-entries", "200", "--snapshot-log-ratio", "0",
+                                                "--snapshot-retention-slots", "50"};
 
 std::string KeyOf(const std::string& prefix, int i) { return prefix + std::to_string(i); }
 

@@ -75,6 +75,7 @@ class Run {
     // in several chunks and transfers break off and resume.
     o.snapshot_entries = 20 + rng() % 400;
     o.snapshot_bytes = 2048 + rng() % 65536;
+    o.snapshot_log_ratio = rng() % 5;
     o.snapshot_retention_slots = rng() % 3 == 0 ? 0 : rng() % 64;
     static constexpr size_t kMessageBytes[] = {2048, 8192, 65536, 1 << 20};
     o.consensus.message_bytes_max = kMessageBytes[rng() % 4];

@@ -156,5 +156,50 @@ TEST(Station, Shutdown_AnswersEveryWaitingWrite) {
   EXPECT_EQ(r->code, rpc::ClientCode::kOutcomeUnknown);
 }
 
+// A snapshot is due after snapshot_entries decrees or snapshot_bytes of
+// them since the last, but never before the decrees add up to
+// snapshot_log_ratio times its size: a large state is rewritten once per
+// that much log, not once per its own size. Checked, for each trigger, on
+// what each snapshot's slot range holds: due at its slot, not one before.
+void CheckSnapshotThresholds(uint64_t entries, uint64_t bytes, uint64_t seed) {
+  StationOptions o = StationCluster::DefaultOptions();
+  o.snapshot_entries = entries;
+  o.snapshot_bytes = bytes;
+  o.snapshot_log_ratio = 3;
+  StationCluster c(3, seed, o);
+  consensus::NodeId l = StableLeader(c);
+  struct Taken {
+    consensus::Slot slot;
+    uint64_t bytes;
+  };
+  std::vector<Taken> taken;
+  for (int i = 0; i < 700; ++i) {
+    auto r = Call(c, l, Put("key-" + std::to_string(i), std::string(1024, 'a' + i % 26)));
+    ASSERT_TRUE(r.has_value() && r->code == rpc::ClientCode::kOk) << "put " << i;
+    ASSERT_EQ(c.Leader(), l) << "the test reads one node's snapshots; its leader changed";
+    const Station& st = c.station(l);
+    ASSERT_LE(st.snapshots_taken(), taken.size() + 1) << "two snapshots finished between two polls";
+    if (st.snapshots_taken() > taken.size()) taken.push_back({st.snapshot_slot(), st.snapshot_bytes()});
+  }
+  ASSERT_GE(taken.size(), 3u) << "the workload was meant to take at least three snapshots";
+  auto due = [&](const Taken& last, consensus::Slot to) {  // decrees in (last.slot, to]
+    uint64_t n = 0, sum = 0;
+    for (const consensus::Entry& e : c.applied(l)) {
+      if (e.slot > last.slot && e.slot <= to) ++n, sum += e.value.size();
+    }
+    return (n >= o.snapshot_entries || sum >= o.snapshot_bytes) && sum >= o.snapshot_log_ratio * last.bytes;
+  };
+  for (size_t i = 1; i < taken.size(); ++i) {
+    EXPECT_TRUE(due(taken[i - 1], taken[i].slot)) << "snapshot " << i << " came early";
+    EXPECT_FALSE(due(taken[i - 1], taken[i].slot - 1)) << "snapshot " << i << " came late";
+  }
+  EXPECT_GT(o.snapshot_log_ratio * taken[1].bytes, std::min(o.snapshot_bytes, o.snapshot_entries * 1024))
+      << "the ratio never mattered";
+}
+
+TEST(Station, SnapshotAfterSnapshotBytes_WaitsForRatioTimesTheStatesSize) { CheckSnapshotThresholds(1u << 30, 16 << 10, 9); }
+
+TEST(Station, SnapshotAfterSnapshotEntries_WaitsForRatioTimesTheStatesSize) { CheckSnapshotThresholds(8, 1ull << 40, 10); }
+
 }  // namespace
 }  // namespace ts::station

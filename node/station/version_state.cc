@@ -74,6 +74,17 @@ void VersionState::Observe(const Decree& d, uint64_t slot) {
 }
 
 void VersionState::ObserveRecorded(std::string_view bytes) {
+  if (HasDecreeType(bytes, DecreeType::kDowngrade)) {
+    Decree d;
+    Downgrade g;
+    if (!DecodeDecree(bytes, &d).ok() || !DecodeDowngrade(d.payload, &g).ok()) return;
+    std::optional<Semver> target = g.cancel ? std::nullopt : Semver::Parse(g.target);
+    if (target != recorded_downgrade_) {
+      recorded_downgrade_ = target;
+      ++generation_;
+    }
+    return;
+  }
   if (!HasDecreeType(bytes, DecreeType::kVersionMarker)) return;
   Decree d;
   VersionMarker m;
@@ -93,7 +104,8 @@ std::optional<Semver> VersionState::barring_marker() const {
 
 bool VersionState::Bars(const Semver& v) const {
   auto marker = barring_marker();
-  return marker && v < *marker && !(downgrade_to_ && *downgrade_to_ == v);
+  return marker && v < *marker && !(downgrade_to_ && *downgrade_to_ == v) &&
+         !(recorded_downgrade_ && *recorded_downgrade_ == v);
 }
 
 VersionImage VersionState::Image() const {

@@ -74,15 +74,21 @@ class VersionState {
   // errand must compact away before a reader of only the new model joins.
   uint64_t LastOlderModelSlot(uint16_t type) const;
 
-  // Notes a decree this node has recorded (accepted, chosen or not). Only a
-  // version marker matters: once recorded, it bars older versions from
-  // leading even before this node learns it is chosen (it may be: a chosen
-  // decree is on a majority). Cheap: only markers are decoded.
+  // Notes a decree this node has recorded (accepted, chosen or not). Only
+  // markers and downgrades matter, and only to the acceptor-side bar
+  // (Bars): a recorded marker bars older versions from leading even before
+  // this node learns it is chosen (it may be: a chosen decree is on a
+  // majority); a recorded downgrade to v lifts that bar for v just as
+  // early, for the same reason. Else a leader that chose a downgrade and
+  // went down before the others learned it was chosen would leave them
+  // barring the downgrade's target, whose nodes alone may lead by then:
+  // nobody could. Cheap: only those two types are decoded.
   void ObserveRecorded(std::string_view decree_bytes);
   // The newest marker recorded or applied: what rule 1 compares against.
   std::optional<Semver> barring_marker() const;
   // Whether this node's log bars a member running `v` from leading (the
-  // acceptor-side half of rule 1; a downgrade to `v` lifts it).
+  // acceptor-side half of rule 1; a downgrade to `v`, applied or only
+  // recorded, lifts it).
   bool Bars(const Semver& v) const;
 
   // A downgrade this leader has been asked for and not yet seen applied:
@@ -118,6 +124,7 @@ class VersionState {
   Semver self_;
   std::optional<Semver> latest_marker_;
   std::optional<Semver> recorded_marker_;
+  std::optional<Semver> recorded_downgrade_;  // the target of the last downgrade recorded (a cancel clears it)
   std::optional<Semver> downgrade_to_;
   std::optional<Semver> prepared_downgrade_;
   bool restate_needed_ = false;

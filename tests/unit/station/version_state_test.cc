@@ -82,6 +82,25 @@ TEST(VersionState, Observe_TracksLatestMarkerAndNewestReader) {
   EXPECT_EQ(*b.newest_reader_needed(), kKvModel2Since);
 }
 
+// The acceptor-side bar: a recorded marker bars older versions at once; a
+// recorded downgrade lifts the bar for its target at once too (a leader
+// may have chosen it and gone down before this node learned so, and then
+// only the target's nodes may lead); a recorded cancel puts it back.
+TEST(VersionState, Bars_RecordedMarkerAndDowngradeCountBeforeTheyAreApplied) {
+  VersionState s(kA);
+  s.Observe(Marker(kA), 1);
+  EXPECT_FALSE(s.Bars(kA));
+  s.ObserveRecorded(EncodeDecree(Marker(kB)));
+  EXPECT_TRUE(s.Bars(kA)) << "a recorded marker bars older versions before it is applied";
+  const uint64_t before = s.generation();
+  s.ObserveRecorded(EncodeDecree(DowngradeTo(kA)));
+  EXPECT_FALSE(s.Bars(kA)) << "a recorded downgrade to A lifts A's bar";
+  EXPECT_TRUE(s.Bars(Semver{0, 9, 0})) << "only for its target";
+  EXPECT_GT(s.generation(), before) << "callers recompute the bar only when the generation moves";
+  s.ObserveRecorded(EncodeDecree(DowngradeTo(kA, /*cancel=*/true)));
+  EXPECT_TRUE(s.Bars(kA)) << "a recorded cancel puts the bar back";
+}
+
 TEST(VersionState, RewriteFor_RestatesSingleOperationsOnly) {
   auto single = RewriteFor(kA, PutV2("k", "v"));
   ASSERT_TRUE(single.has_value());

@@ -222,6 +222,12 @@ class Replica {
   // Set while chosen slots this replica needs are only in a peer's snapshot.
   const std::optional<SnapshotWant>& snapshot_wanted() const { return snapshot_wanted_; }
 
+  // Chosen entries in [from, to], in slot order, from memory or, where
+  // memory no longer holds them, the LogReader: a decree chosen in a batch
+  // still being written is in memory before it is on disk. Stops at the
+  // first slot neither holds.
+  std::vector<Entry> ChosenRange(Slot from, Slot to) const;
+
   // Linearizable read support: if this node is the leader with a valid lease
   // and has committed an entry of its own ballot, returns the slot a read
   // must wait to have applied; otherwise NotLeader/Unavailable.

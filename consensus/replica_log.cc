@@ -164,6 +164,22 @@ std::vector<Entry> Replica::ChosenFrom(Slot from, size_t max_bytes) const {
   return out;
 }
 
+std::vector<Entry> Replica::ChosenRange(Slot from, Slot to) const {
+  std::vector<Entry> out;
+  to = std::min(to, chosen_upto_);
+  while (from <= to) {
+    std::vector<Entry> part = ChosenFrom(from, config_.message_bytes_max);
+    size_t before = out.size();
+    for (Entry& e : part) {
+      if (e.slot != from || e.slot > to) break;
+      out.push_back(std::move(e));
+      ++from;
+    }
+    if (out.size() == before) break;
+  }
+  return out;
+}
+
 // Accepted entries from `from` upward (chosen ones from storage if trimmed),
 // at most max_bytes; *done says whether that was all of them.
 std::vector<Entry> Replica::EntriesFrom(Slot from, size_t max_bytes, bool* done, Slot* next) const {

@@ -93,13 +93,24 @@ bool Station::TryResumeWithRewrites(consensus::Slot downgrade_slot, const Downgr
   std::map<uint64_t, const std::string*> rewrite;
   for (const Rewrite& r : g.rewrites) rewrite[r.slot] = &r.decree;
   consensus::Slot from = *stuck_at_;
-  auto entries = log_->ReadRange(from, downgrade_slot - 1);
-  if (!entries.ok()) {
-    Log(LogLevel::kError, "cannot read the log to resume after a downgrade: " + entries.status().ToString());
+  // From the core, not the disk: the decrees chosen in the batch being
+  // applied may not be written yet, and a slot missing from a disk read
+  // was once skipped here, so the node resumed without it. (Replaying at
+  // start, before the core exists, reads the disk: all of it is written.)
+  std::vector<consensus::Entry> entries;
+  if (replica_) {
+    entries = replica_->ChosenRange(from, downgrade_slot - 1);
+  } else if (auto read = log_->ReadRange(from, downgrade_slot - 1); read.ok()) {
+    entries = std::move(*read);
+  }
+  if (entries.size() != downgrade_slot - from || (!entries.empty() && entries.front().slot != from)) {
+    Log(LogLevel::kError, "cannot resume after the downgrade decree at slot " + std::to_string(downgrade_slot) +
+                              ": only " + std::to_string(entries.size()) + " of the decrees from slot " +
+                              std::to_string(from) + " are readable; still stuck");
     return false;
   }
   // Check everything before changing anything: all or nothing.
-  for (const consensus::Entry& e : *entries) {
+  for (const consensus::Entry& e : entries) {
     Decree d;
     bool readable = e.IsNoop() || (DecodeDecree(e.value, &d).ok() && versions_.CanRead(d));
     if (!readable && !rewrite.count(e.slot)) {
@@ -108,7 +119,7 @@ bool Station::TryResumeWithRewrites(consensus::Slot downgrade_slot, const Downgr
       return false;
     }
   }
-  for (const consensus::Entry& e : *entries) {
+  for (const consensus::Entry& e : entries) {
     if (!ApplyDecree(e.slot, e.value, true) && !ApplyDecree(e.slot, *rewrite[e.slot], true)) {
       Log(LogLevel::kError, "restated decree for slot " + std::to_string(e.slot) + " is unreadable too");
       stuck_at_ = e.slot;

@@ -103,7 +103,9 @@ bool Station::TryResumeWithRewrites(consensus::Slot downgrade_slot, const Downgr
   } else if (auto read = log_->ReadRange(from, downgrade_slot - 1); read.ok()) {
     entries = std::move(*read);
   }
-  if (entries.size() != downgrade_slot - from || (!entries.empty() && entries.front().slot != from)) {
+  // Both reads give distinct slots of [from, downgrade_slot) in order: all
+  // of them are there exactly when the count is right.
+  if (entries.size() != downgrade_slot - from) {
     Log(LogLevel::kError, "cannot resume after the downgrade decree at slot " + std::to_string(downgrade_slot) +
                               ": only " + std::to_string(entries.size()) + " of the decrees from slot " +
                               std::to_string(from) + " are readable; still stuck");

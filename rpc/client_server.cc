@@ -130,7 +130,7 @@ struct ClientServer::Impl {
           if (Status s = DecodeClientRequest(payload, &req); !s.ok()) return s;
           // The responder holds only a weak reference: answering a closed
           // connection (or after the server is gone) is a no-op.
-          Responder respond = [weak, cap](ClientResponse&& resp) {
+          Responder respond = [this, life = LifeRef(life), weak, cap](ClientResponse&& resp) {
             auto c = weak.lock();
             if (!c || !c->open()) return;
             std::string payload = EncodeClientResponse(resp);
@@ -146,7 +146,9 @@ struct ClientServer::Impl {
               spdlog::warn("client connection {}: over {} bytes of responses unread; closing it", c->remote(),
                            c->queued_bytes());
               c->Close("client is not reading its responses");
+              return;
             }
+            if (!life.expired()) answered.push_back(weak);
           };
           if (ClientRole needed = RequiredRole(req.op); role < needed) {
             ++metrics.requests_denied;
@@ -197,6 +199,8 @@ struct ClientServer::Impl {
   asio::steady_timer sweep;
   std::unordered_map<Connection*, std::shared_ptr<Connection>> conns;
   std::unordered_map<Connection*, std::chrono::steady_clock::time_point> last_active;
+  // Connections answered since the last FlushWrites.
+  std::vector<std::weak_ptr<Connection>> answered;
   LogLimit cap_warning;
   size_t handshaking = 0;  // accepted sockets in their TLS handshake
   LogLimit tls_warning;
@@ -225,6 +229,13 @@ Status ClientServer::Start() {
 }
 
 void ClientServer::Stop() { impl_->Stop(); }
+
+void ClientServer::FlushWrites() {
+  for (const std::weak_ptr<Connection>& w : impl_->answered) {
+    if (auto c = w.lock()) c->StartWriteNow();
+  }
+  impl_->answered.clear();
+}
 
 const TransportMetrics& ClientServer::metrics() const { return impl_->metrics; }
 

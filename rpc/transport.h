@@ -193,6 +193,11 @@ class ClientServer {
   // Closes the listener and every connection. Idempotent; the destructor
   // calls it.
   void Stop();
+  // Puts the responses given since the last call on the wire now, rather
+  // than when the loop next runs its handlers (so that an answer need not
+  // wait behind the work the loop does first, such as a write). Answered
+  // connections are remembered until this is called: call it every turn.
+  void FlushWrites();
   const TransportMetrics& metrics() const;
   uint16_t bound_port() const;  // the listening port (tests bind port 0)
 

@@ -330,14 +330,21 @@ void Driver::Flush() {
     // for its fsync, but a thread would add two wake-ups (about 50 us here)
     // to the path of a lone put, and when puts come one at a time nothing
     // else is waiting for the loop. Larger batches mean load: those go to
-    // the thread, and the loop goes on reading while they sync.
+    // the thread, and the loop goes on reading while they sync. Around an
+    // inline write, the replies leave before it (they do not wait for it:
+    // the contract's step b), and what it releases leaves as soon as it is
+    // done, not after the rest of the loop's turn: on a lone put that is a
+    // leader's answer and a follower's ack, 9% of its latency here.
     if (writes_in_flight_ == 0 && r.consensus.entries.size() <= kInlineEntriesMax) {
+      clients_->FlushWrites();
       Complete(writer_->WriteNow(std::move(r)));
+      transport_->FlushWrites();
       continue;
     }
     ++writes_in_flight_;
     writer_->Submit(std::move(r));
   }
+  clients_->FlushWrites();
 }
 
 // Runs on the storage thread: hands written batches to the loop.

@@ -355,6 +355,50 @@ TEST(ClientServer, BadFrames_ServerOnAnotherThreadKeepsServingABlockingClient) {
   EXPECT_EQ(r->value, "v");
 }
 
+// FlushWrites puts an answer given outside the loop's handlers on the wire
+// at once: the client has it while the server's io_context is not running
+// (otherwise it would leave only when the loop next runs its handlers). It
+// leaves once: running the loop afterwards sends nothing more.
+TEST(ClientServer, FlushWrites_SendsAnswersWithoutWaitingForTheLoop) {
+  asio::io_context io;
+  EchoServer echo(io);
+  asio::io_context client_io;  // never run: the client reads with plain calls
+  asio::ip::tcp::socket sock(client_io);
+  sock.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), echo.server.bound_port()));
+  ClientRequest hold = Put("hold", "");
+  hold.id = 7;
+  asio::write(sock, asio::buffer(EncodeFrame(FrameType::kClientRequest, EncodeClientRequest(hold))));
+  ASSERT_TRUE(RunUntil(io, [&] { return echo.held.size() == 1; }));
+  sock.non_blocking(true);
+  auto available = [&] {
+    std::error_code ec;
+    return sock.available(ec);
+  };
+  ClientResponse r;
+  r.id = 7;
+  r.code = ClientCode::kOk;
+  r.value = "answered";
+  echo.held.front()(std::move(r));
+  EXPECT_EQ(available(), 0u) << "queued only, until the loop runs or FlushWrites";
+  echo.server.FlushWrites();
+  // Loopback delivers within the send call; allow the kernel a deadline anyway.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (available() < kFrameHeaderBytes && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  const size_t first = available();
+  ASSERT_GE(first, kFrameHeaderBytes);
+  RunFor(io, std::chrono::milliseconds(50));
+  EXPECT_EQ(available(), first) << "the answer was sent twice";
+  std::string bytes(first, '\0');
+  ASSERT_EQ(asio::read(sock, asio::buffer(bytes)), first);
+  auto h = ParseFrameHeader(std::string_view(bytes).substr(0, kFrameHeaderBytes), 1 << 30);
+  ASSERT_TRUE(h.ok());
+  ASSERT_EQ(bytes.size(), kFrameHeaderBytes + h->length);
+  ClientResponse got;
+  ASSERT_TRUE(DecodeClientResponse(bytes.substr(kFrameHeaderBytes), &got).ok());
+  EXPECT_EQ(got.id, 7u);
+  EXPECT_EQ(got.value, "answered");
+}
+
 TEST(ClientServer, SlowReader_IsCutOffOnceItsResponsesPassTheQueueCap) {
   asio::io_context io;
   EchoServer echo(io);  // queue cap: 16 MiB; "big" answers 1 MiB each

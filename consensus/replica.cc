@@ -131,11 +131,13 @@ Ready Replica::TakeReady() {
   Ready out = std::move(ready_);
   ready_ = Ready{};
   out.token = next_token_++;
+  if (out.promised) promise_token_ = out.token;
   return out;
 }
 
 void Replica::Persisted(uint64_t token) {
   TS_CHECK(token < next_token_, "Persisted with a token TakeReady never returned");
+  if (promise_token_ && *promise_token_ <= token) promise_token_.reset();
   if (phase1_self_token_ && *phase1_self_token_ <= token) {
     phase1_self_token_.reset();
     if (role_ == Role::kCandidate && phase1_) {
@@ -330,7 +332,7 @@ void Replica::HandleHeartbeat(NodeId from, const Heartbeat& m) {
   if (m.ballot < promised_) {
     reply.promised = promised_;
     reply.chosen_upto = chosen_upto_;
-    Send(from, std::move(reply));
+    ReplyOnPromise(from, std::move(reply));
     return;
   }
   FollowLeader(from, m.ballot);
@@ -338,7 +340,7 @@ void Replica::HandleHeartbeat(NodeId from, const Heartbeat& m) {
   reply.ok = true;
   reply.promised = promised_;
   reply.chosen_upto = chosen_upto_;
-  Send(from, std::move(reply));
+  ReplyOnPromise(from, std::move(reply));
 }
 
 // Adopts `from` as the leader of `ballot` (>= promised_): the message is a
@@ -397,6 +399,15 @@ void Replica::Send(NodeId to, MessageBody body) {
 
 void Replica::SendEarly(NodeId to, MessageBody body) {
   TS_CHECK(role_ == Role::kLeader, "only a leader's messages may leave before its write");
+  ready_.early_messages.push_back(Message{config_.id, to, std::move(body), config_.incarnation});
+}
+
+// DESIGN.md s.3: the promised ballot is durable before any reply that
+// depends on it. A heartbeat ack depends on nothing else this node writes
+// (the lease it grants runs on its memory and restarts guard it), so it
+// waits only for a promise still on its way to the disk.
+void Replica::ReplyOnPromise(NodeId to, MessageBody body) {
+  if (ready_.promised || promise_token_) return Send(to, std::move(body));
   ready_.early_messages.push_back(Message{config_.id, to, std::move(body), config_.incarnation});
 }
 

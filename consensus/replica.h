@@ -118,7 +118,9 @@ struct Ready {
   // A leader's Accepts and heartbeats: its promise of this ballot became
   // durable before it could lead, and its own acceptance is counted only
   // after Persisted, so these may leave before the write (the leader's and
-  // the followers' fsyncs then overlap).
+  // the followers' fsyncs then overlap). Also an acceptor's heartbeat acks
+  // while its promise is durable: they state nothing else it must keep, so
+  // a slow disk does not hold back the leader's lease.
   std::vector<Message> early_messages;
   std::vector<Entry> committed;    // chosen: apply in order (need not wait for this write)
 
@@ -317,6 +319,9 @@ class Replica {
   std::vector<Entry> ChosenFrom(Slot from, size_t max_bytes) const;
   void Send(NodeId to, MessageBody body);
   void SendEarly(NodeId to, MessageBody body);
+  // An acceptor's reply that states nothing but its promise: it leaves
+  // before the write when that promise is already durable.
+  void ReplyOnPromise(NodeId to, MessageBody body);
   // Membership: the configuration at each slot (DESIGN.md, "Membership").
   const Membership& ConfigAt(Slot slot) const;
   const Membership& LatestConfig() const;
@@ -372,6 +377,8 @@ class Replica {
   uint64_t last_catchup_request_ms_ = 0;
   std::optional<Phase1> phase1_;
   std::optional<uint64_t> phase1_self_token_;
+  // The newest Ready that raised the promise, until it is persisted.
+  std::optional<uint64_t> promise_token_;
 
   // Leader.
   Slot next_slot_ = 1;

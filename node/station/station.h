@@ -249,6 +249,7 @@ class Station {
   consensus::Ballot marker_checked() const { return marker_checked_; }
   bool downgrade_pending() const { return pending_downgrade_.has_value(); }
   bool coordinator_running() const { return rc_running_; }
+  bool TakesWrites() const;  // leads, has recovered the log and written its marker
   const deploy::DeployState& deploy_state() const { return deploy_; }
   const KvStore& kv() const { return kv_; }
   const MembershipDecree& members() const { return membership_; }
@@ -400,7 +401,6 @@ class Station {
   rpc::NodeStatus BuildStatus() const;
   rpc::ClientResponse BuildLog(const rpc::ClientRequest& req) const;
   std::string ClientAddrOf(consensus::NodeId id) const;
-  bool TakesWrites() const;  // leads, has recovered the log and written its marker
 
   // station_versions.cc: the version rules of spec/003_*.
   void HearVersion(consensus::NodeId id, const std::string& version);

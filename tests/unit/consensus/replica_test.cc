@@ -148,6 +148,64 @@ TEST(ReplicaRestart, Prepare_RefusedForOneLeaseAfterStart) {
   EXPECT_EQ(r.invariant_violation(), "");
 }
 
+// A heartbeat ack states only the acceptor's promise. It leaves before the
+// batch's write once that promise is durable (a slow disk must not hold back
+// the leader's lease), and after the write while a promise it states is
+// still on its way to the disk: in the same batch, or in one taken and not
+// yet persisted.
+TEST_F(AcceptorTest, Heartbeat_AckLeavesBeforeTheWriteOnlyOnceThePromiseIsDurable) {
+  auto acks = [](const std::vector<Message>& ms) {
+    size_t n = 0;
+    for (const Message& m : ms) n += std::holds_alternative<HeartbeatAck>(m.body);
+    return n;
+  };
+  // The heartbeat raises the promise: the ack waits for the write.
+  r_.Step(Message{1, 2, Heartbeat{Ballot{5, 1}, 1, 0, {}}});
+  Ready raised = r_.TakeReady();
+  ASSERT_TRUE(raised.promised.has_value());
+  EXPECT_EQ(acks(raised.early_messages), 0u);
+  EXPECT_EQ(acks(raised.messages), 1u);
+  // Taken, not yet persisted: the next ack still waits, behind a batch of
+  // accepted entries as well.
+  r_.Step(Message{1, 2, Accept{Ballot{5, 1}, {Entry{1, {}, "x"}}, 0}});
+  r_.Step(Message{1, 2, Heartbeat{Ballot{5, 1}, 2, 0, {}}});
+  Ready pending = r_.TakeReady();
+  EXPECT_EQ(acks(pending.early_messages), 0u);
+  EXPECT_EQ(acks(pending.messages), 1u);
+  r_.Persisted(raised.token);
+  r_.Step(Message{1, 2, Heartbeat{Ballot{5, 1}, 3, 0, {}}});
+  Ready durable = r_.TakeReady();
+  EXPECT_EQ(acks(durable.early_messages), 1u);
+  EXPECT_EQ(acks(durable.messages), 0u);
+  const auto& ack = std::get<HeartbeatAck>(durable.early_messages.at(0).body);
+  EXPECT_TRUE(ack.ok);
+  EXPECT_EQ(ack.seq, 3u);
+  EXPECT_EQ(ack.promised, (Ballot{5, 1}));
+  // Entries of this batch or an earlier one are not what an ack states.
+  r_.Step(Message{1, 2, Accept{Ballot{5, 1}, {Entry{2, {}, "y"}}, 1}});
+  r_.Step(Message{1, 2, Heartbeat{Ballot{5, 1}, 4, 0, {}}});
+  Ready with_entries = r_.TakeReady();
+  EXPECT_EQ(with_entries.entries.size(), 1u);
+  EXPECT_EQ(acks(with_entries.early_messages), 1u);
+  // A refusal of a lower ballot states the promise too: early when durable,
+  r_.Step(Message{3, 2, Heartbeat{Ballot{4, 3}, 1, 0, {}}});
+  Ready refused = r_.TakeReady();
+  ASSERT_EQ(acks(refused.early_messages), 1u);
+  EXPECT_FALSE(std::get<HeartbeatAck>(refused.early_messages.at(0).body).ok);
+  // and after the write when the promise it states is not.
+  r_.Step(Message{1, 2, Heartbeat{Ballot{7, 1}, 5, 0, {}}});
+  r_.Step(Message{3, 2, Heartbeat{Ballot{4, 3}, 2, 0, {}}});
+  Ready raised_again = r_.TakeReady();
+  ASSERT_TRUE(raised_again.promised.has_value());
+  EXPECT_EQ(acks(raised_again.early_messages), 0u);
+  EXPECT_EQ(acks(raised_again.messages), 2u);
+  r_.Persisted(pending.token);
+  r_.Persisted(durable.token);
+  r_.Persisted(with_entries.token);
+  r_.Persisted(refused.token);
+  r_.Persisted(raised_again.token);
+}
+
 TEST_F(AcceptorTest, Accept_StaleBallotIsRejectedAndStoresNothing) {
   Deliver(1, Prepare{Ballot{5, 1}, 1, {}, {}});
   Ready out = Deliver(3, Accept{Ballot{4, 3}, {Entry{1, {}, "x"}}, 0});

@@ -36,7 +36,12 @@ std::optional<rpc::ClientResponse> Call(StationCluster& c, consensus::NodeId to,
 }
 
 consensus::NodeId StableLeader(StationCluster& c) {
-  EXPECT_TRUE(c.RunUntil([&] { return c.HasStableLeader() && c.station(*c.Leader()).coordinator_running(); }, 5000));
+  EXPECT_TRUE(c.RunUntil(
+      [&] {
+        return c.HasStableLeader() && c.station(*c.Leader()).coordinator_running() &&
+               c.station(*c.Leader()).TakesWrites();
+      },
+      5000));
   return *c.Leader();
 }
 

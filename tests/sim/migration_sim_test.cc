@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/sim/station_calls.h"
+#include "tests/sim/simulation.h"
 
 namespace ts::sim {
 namespace {
@@ -91,7 +92,7 @@ void MigrateAndAdmit(uint64_t seed) {
 }
 
 TEST(Migration, OnlyNewModelReaderIsRefusedBeforeTheErrandAndAdmittedAfter) {
-  for (uint64_t seed = 1; seed <= 5; ++seed) MigrateAndAdmit(seed);
+  for (uint64_t seed = 1; seed <= ScenarioSeeds(5); ++seed) MigrateAndAdmit(seed);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/sim/versioned_cluster.h"
+#include "tests/sim/simulation.h"
 
 namespace ts::sim {
 namespace {
@@ -96,17 +97,17 @@ void WalkFourStages(size_t n, uint64_t seed) {
 }
 
 TEST(RollingUpgradeSim, FourStages_ThreeNodes) {
-  for (uint64_t seed = 1; seed <= 10; ++seed) WalkFourStages(3, seed);
+  for (uint64_t seed = 1; seed <= ScenarioSeeds(10); ++seed) WalkFourStages(3, seed);
 }
 
 TEST(RollingUpgradeSim, FourStages_FiveNodes) {
-  for (uint64_t seed = 1; seed <= 10; ++seed) WalkFourStages(5, seed);
+  for (uint64_t seed = 1; seed <= ScenarioSeeds(10); ++seed) WalkFourStages(5, seed);
 }
 
 TEST(RollingUpgradeSim, Tie_EachTiedVersionMayLeadTheOtherNever) {
   // 5 members: two A, two B, one C; a fresh log has no marker.
   std::set<std::string> first_leaders;
-  for (uint64_t seed = 1; seed <= 40; ++seed) {
+  for (uint64_t seed = 1; seed <= ScenarioSeeds(40); ++seed) {
     VersionedCluster vc({kA, kA, kB, kB, kC}, seed);
     ASSERT_TRUE(vc.RunUntil([&] { return vc.cluster().HasStableLeader(); }, 5000)) << "seed " << seed;
     first_leaders.insert(vc.VersionOf(*vc.Leader()).ToString());
@@ -120,7 +121,7 @@ TEST(RollingUpgradeSim, Tie_EachTiedVersionMayLeadTheOtherNever) {
 }
 
 TEST(RollingUpgradeSim, UnreadableDecree_RecorderKeepsGoingAndIsNeverElected) {
-  for (uint64_t seed = 1; seed <= 5; ++seed) {
+  for (uint64_t seed = 1; seed <= ScenarioSeeds(5); ++seed) {
     VersionedCluster vc({kB, kB, kB}, seed);
     ASSERT_TRUE(vc.Put("x", "1"));  // model 2, after B's marker
     vc.Upgrade(3, kA);              // an old binary on node 3: cannot read it
@@ -144,7 +145,7 @@ TEST(RollingUpgradeSim, UnreadableDecree_RecorderKeepsGoingAndIsNeverElected) {
 // node resumed at the downgrade decree before the decree it was stuck on
 // had reached its disk (it resumed without it). Each fix undone fails here.
 TEST(RollingUpgradeSim, Downgrade_WithoutTheDecreeANeverLeadsWithItAReadsEverything) {
-  for (uint64_t seed = 1; seed <= 100; ++seed) {
+  for (uint64_t seed = 1; seed <= ScenarioSeeds(100); ++seed) {
     VersionedCluster vc({kA, kA, kA}, seed);
     ASSERT_TRUE(vc.Put("before", "a"));
     vc.Upgrade(1, kB);
@@ -181,7 +182,7 @@ TEST(RollingUpgradeSim, StaleNode_CannotLeadPastAMarkerItNeverSaw) {
   // nothing of B. After node 1 is rolled back to A without a downgrade, A is
   // the most common version in node 3's view: only the acceptors' refusal
   // (their logs hold B's marker) keeps it from leading.
-  for (uint64_t seed = 1; seed <= 10; ++seed) {
+  for (uint64_t seed = 1; seed <= ScenarioSeeds(10); ++seed) {
     VersionedCluster vc({kA, kA, kA}, seed);
     ASSERT_TRUE(vc.Put("k", "a"));
     vc.Pause(3, true);

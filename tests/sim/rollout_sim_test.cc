@@ -11,6 +11,7 @@
 
 #include "node/tsagent/agent.h"
 #include "tests/sim/station_calls.h"
+#include "tests/sim/simulation.h"
 
 namespace ts::sim {
 namespace {
@@ -74,7 +75,7 @@ class Rollout {
 
 TEST(RolloutSim, FinishesUnderAnyOccupancyWithTheLeaderKilledMidway) {
   for (uint32_t occupied : {0u, 50u, 80u, 100u}) {
-    for (uint64_t seed = 1; seed <= 5; ++seed) {
+    for (uint64_t seed = 1; seed <= ScenarioSeeds(5); ++seed) {
       SCOPED_TRACE("occupied " + std::to_string(occupied) + "% of desired, seed " + std::to_string(seed));
       Rollout r(seed, occupied);
       ASSERT_TRUE(r.Start());

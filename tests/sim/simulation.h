@@ -84,6 +84,11 @@ std::string ReplayCommand(const SimOptions& options);
 // The number in environment variable `name` (TS_SIM_SEEDS...), else `fallback`.
 uint64_t SeedsFromEnv(const char* name, uint64_t fallback);
 
+// How many seeds a scenario test's loop runs: $TS_SCENARIO_SEEDS if set (to
+// explore beyond the default suite; a failure names its seed), else
+// `fallback`.
+inline uint64_t ScenarioSeeds(uint64_t fallback) { return SeedsFromEnv("TS_SCENARIO_SEEDS", fallback); }
+
 // Totals over a run of consecutive seeds.
 struct SweepResult {
   uint64_t seeds = 0, failed = 0, acknowledged = 0, faults = 0, write_faults = 0, version_steps = 0,

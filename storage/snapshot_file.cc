@@ -445,12 +445,19 @@ StatusOr<std::string> IncomingSnapshot::Commit() {
   return final_path_;
 }
 
-Status IncomingSnapshot::Abandon() {
+Status IncomingSnapshot::Abandon(FileRemover* closer) {
   if (closed_) return Status::Ok();
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
   closed_ = true;
-  return RemoveFile(part_path_);
+  Status s = RemoveFile(part_path_);  // the open descriptor keeps the blocks
+  if (fd_ >= 0) {
+    if (closer != nullptr) {
+      closer->Close(fd_);
+    } else {
+      ::close(fd_);
+    }
+  }
+  fd_ = -1;
+  return s;
 }
 
 // ---- directory ----

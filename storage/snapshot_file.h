@@ -28,6 +28,7 @@
 
 #include "consensus/status.h"
 #include "consensus/types.h"
+#include "storage/file_remover.h"
 #include "storage/snapshot_format.h"
 
 namespace ts::storage {
@@ -183,8 +184,12 @@ class IncomingSnapshot {
   StatusOr<std::string> Commit();
 
   // Removes the .part (the transfer will start over at 0). IoError if the
-  // removal fails for a reason other than the file being gone.
-  Status Abandon();
+  // removal fails for a reason other than the file being gone. With
+  // `closer`, only the name goes here (a new transfer of the same slot
+  // starts a new file at once) and the descriptor is closed on its
+  // thread, where the blocks are freed: hundreds of MB take the kernel
+  // tens of ms to free, too long for an event loop.
+  Status Abandon(FileRemover* closer = nullptr);
 
  private:
   IncomingSnapshot(std::string dir, std::string part_path, std::string final_path, int fd);

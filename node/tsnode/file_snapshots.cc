@@ -114,7 +114,7 @@ Status FileSnapshots::CommitIncoming(consensus::Slot slot) {
 }
 
 void FileSnapshots::AbandonIncoming() {
-  if (incoming_) (void)incoming_->Abandon();
+  if (incoming_) (void)incoming_->Abandon(&remover_);
   incoming_.reset();
   incoming_slot_ = 0;
 }

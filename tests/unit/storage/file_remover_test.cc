@@ -1,11 +1,16 @@
 // FileRemover: queued files are removed off the caller's thread, Wait sees
 // them gone, a missing path is no error, a failure is reported once and
-// names the file, and a remover destroyed with work queued returns and
-// leaves the rest to the next one.
+// names the file, a descriptor handed over is closed by Wait, and a remover
+// destroyed with work queued returns and leaves the rest to the next one.
 #include "storage/file_remover.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <filesystem>
 #include <fstream>
@@ -50,6 +55,25 @@ TEST_F(FileRemoverTest, Remove_TheQueuedFilesAreGoneAfterWait) {
   r.Remove({c, dir_ + "/never-there"});
   r.Wait();
   EXPECT_FALSE(fs::exists(c));
+  EXPECT_TRUE(r.TakeError().ok());
+}
+
+// The descriptor of a file with no name left is closed on the thread (where
+// the kernel frees the blocks it held), and Wait waits for that too.
+TEST_F(FileRemoverTest, Close_TheDescriptorOfAnUnlinkedFileIsClosedByWait) {
+  FileRemover r;
+  std::string path = Make("abandoned.part", 1 << 20);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::unlink(path.c_str()), 0);
+  struct stat st {};
+  ASSERT_EQ(::fstat(fd, &st), 0);
+  EXPECT_EQ(st.st_nlink, 0u);  // nameless but open: its blocks are still held
+  r.Close(fd);
+  r.Wait();
+  errno = 0;
+  EXPECT_EQ(::fcntl(fd, F_GETFD), -1);
+  EXPECT_EQ(errno, EBADF);
   EXPECT_TRUE(r.TakeError().ok());
 }
 

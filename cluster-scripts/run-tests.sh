@@ -9,7 +9,8 @@
 #                timings and deadlines are lengthened (TS_TEST_TIMING_SCALE,
 #                default 3 there)
 #   --long       add the long tests, and more simulation seeds (TS_SIM_SEEDS,
-#                default 20000; TS_VSIM_SEEDS with versions, default 10000)
+#                default 20000; TS_VSIM_SEEDS with versions, default 10000;
+#                TS_SCENARIO_SEEDS per scenario loop, default 1000)
 #   --fuzz       then also run every libFuzzer target for FUZZ_SECONDS
 #                (default 30) through cluster-scripts/fuzz.sh (clang-14)
 #   --deploy     then also run cluster-scripts/test-deploy.sh: deploy.sh onto
@@ -30,7 +31,8 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     --sanitize) setup_args+=(--sanitize); build_dir="${ASAN_BUILD_DIR:-build-asan}"
                 export TS_TEST_TIMING_SCALE="${TS_TEST_TIMING_SCALE:-3}" ;;
-    --long) long=1; export TS_SIM_SEEDS="${TS_SIM_SEEDS:-20000}" TS_VSIM_SEEDS="${TS_VSIM_SEEDS:-10000}" ;;
+    --long) long=1; export TS_SIM_SEEDS="${TS_SIM_SEEDS:-20000}" TS_VSIM_SEEDS="${TS_VSIM_SEEDS:-10000}" \
+                 TS_SCENARIO_SEEDS="${TS_SCENARIO_SEEDS:-1000}" ;;
     --fuzz) fuzz=1 ;;
     --deploy) deploy=1 ;;
     --) shift; ctest_extra=("$@"); break ;;

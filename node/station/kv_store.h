@@ -25,8 +25,8 @@ struct KvResult {
 class KvStore {
  public:
   KvStore() = default;
-  // Copies and moves rebuild the index (it points into the map's nodes);
-  // a moved-from store is empty.
+  // Copies rebuild the index (it points into the map's nodes), moves take
+  // it along; a moved-from store is empty.
   KvStore(const KvStore& other);
   KvStore(KvStore&& other);
   KvStore& operator=(const KvStore& other);

@@ -177,13 +177,23 @@ StatusOr<Station::Loaded> Station::ReadSnapshot(consensus::Slot slot) const {
     return Status::FailedPrecondition("snapshot at slot " + std::to_string(slot) + " cannot be read: " + why);
   }
   loaded->header = *header;
+  // The full digest is taken along this one read, in the writer's order
+  // (every key above the one before it), not by walking the state again.
+  SequenceHash full(SnapshotDigestHash(*header));
   std::map<std::string, std::string> kv;
   std::vector<std::pair<std::string, std::string>> batch;
   for (;;) {
     if (Status s = next(); !s.ok()) return s;
     if (record.empty() || record[0] != kSnapshotKvTag) break;
     if (Status s = DecodeKvBatchRecord(record, &batch); !s.ok()) return s;
-    for (auto& [k, v] : batch) kv.emplace_hint(kv.end(), std::move(k), std::move(v));
+    for (auto& [k, v] : batch) {
+      if (!kv.empty() && !(kv.rbegin()->first < k)) {
+        return Status::Corruption("snapshot at slot " + std::to_string(slot) + ": key " + std::to_string(kv.size()) +
+                                  " is not above the key before it");
+      }
+      AddFullDigestPair(full, k, v);
+      kv.emplace_hint(kv.end(), std::move(k), std::move(v));
+    }
   }
   if (kv.size() != header->kv_keys) {
     return Status::Corruption("snapshot at slot " + std::to_string(slot) + " holds " + std::to_string(kv.size()) +
@@ -201,8 +211,9 @@ StatusOr<Station::Loaded> Station::ReadSnapshot(consensus::Slot slot) const {
   loaded->versions = tail->versions;
   loaded->genesis_applied = tail->genesis_applied;
   loaded->kv.Restore(std::move(kv));
-  std::string digest = FullDigestOf(loaded->kv, loaded->deploy, loaded->versions, loaded->membership,
-                                    loaded->genesis_applied, SnapshotDigestHash(*header));
+  AddFullDigestRest(full, loaded->deploy.SnapshotDump(), loaded->versions, loaded->membership,
+                    loaded->genesis_applied);
+  std::string digest = full.Hex();
   if (digest != header->full_digest) {
     return Status::Corruption("snapshot at slot " + std::to_string(slot) + " holds a state of digest " + digest +
                               ", its header says " + header->full_digest);

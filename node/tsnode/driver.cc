@@ -481,27 +481,32 @@ void Driver::Reply(station::Ready& r) {
   for (station::Reply& reply : r.replies) {
     auto it = responders_.find(reply.handle);
     if (it == responders_.end()) continue;
-    // Links are the driver's: the station leaves these fields to us.
-    auto refusals = transport_->refusals();
-    for (rpc::PeerStatus& p : reply.response.status.peers) {
-      p.connected = transport_->Connected(p.id);
-      if (auto a = peer_addrs_.find(p.id); a != peer_addrs_.end()) p.peer_addr = a->second.ToString();
-      if (auto f = refusals.find(p.id); f != refusals.end()) {
-        p.refusals = f->second.count;
-        p.last_refusal = f->second.last_reason;
-      }
-    }
-    rpc::NodeStatus& st = reply.response.status;
-    st.client_connections_refused = clients_->metrics().connections_refused;
-    st.client_connections_idle_closed = clients_->metrics().idle_closed;
-    st.accept_errors = clients_->metrics().accept_errors + transport_->metrics().accept_errors;
-    st.tls_handshakes_failed = clients_->metrics().tls_handshakes_failed + transport_->metrics().tls_handshakes_failed;
-    st.certificates_refused = clients_->metrics().certificates_refused + transport_->metrics().certificates_refused;
-    st.requests_denied = clients_->metrics().requests_denied + (http_ ? http_->requests_denied() : 0);
-    st.counters = counters_;
+    // Only status answers carry a status (id 0: none), and only they need
+    // the driver's part of it; the rest skip copying the counters.
+    if (reply.response.status.id != 0) FillStatus(reply.response.status);
     it->second(std::move(reply.response));
     responders_.erase(it);
   }
+}
+
+// Links and counters are the driver's: the station leaves these fields to us.
+void Driver::FillStatus(rpc::NodeStatus& st) {
+  auto refusals = transport_->refusals();
+  for (rpc::PeerStatus& p : st.peers) {
+    p.connected = transport_->Connected(p.id);
+    if (auto a = peer_addrs_.find(p.id); a != peer_addrs_.end()) p.peer_addr = a->second.ToString();
+    if (auto f = refusals.find(p.id); f != refusals.end()) {
+      p.refusals = f->second.count;
+      p.last_refusal = f->second.last_reason;
+    }
+  }
+  st.client_connections_refused = clients_->metrics().connections_refused;
+  st.client_connections_idle_closed = clients_->metrics().idle_closed;
+  st.accept_errors = clients_->metrics().accept_errors + transport_->metrics().accept_errors;
+  st.tls_handshakes_failed = clients_->metrics().tls_handshakes_failed + transport_->metrics().tls_handshakes_failed;
+  st.certificates_refused = clients_->metrics().certificates_refused + transport_->metrics().certificates_refused;
+  st.requests_denied = clients_->metrics().requests_denied + (http_ ? http_->requests_denied() : 0);
+  st.counters = counters_;
 }
 
 void Driver::CarryOut(const station::Ready& r) {

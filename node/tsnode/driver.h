@@ -103,6 +103,7 @@ class Driver {
   void CompleteWritten();
   void Complete(Written w);
   void Reply(station::Ready& r);
+  void FillStatus(rpc::NodeStatus& st);
   void CarryOut(const station::Ready& r);
   void LogEvents(const station::Ready& r);
   // Counts elections and leader changes from the core's status.

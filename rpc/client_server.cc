@@ -148,7 +148,11 @@ struct ClientServer::Impl {
               c->Close("client is not reading its responses");
               return;
             }
-            if (!life.expired()) answered.push_back(weak);
+            if (life.expired()) return;
+            // Only a shortcut (the posted write sends it anyway): a server
+            // whose owner never flushes forgets rather than grows.
+            if (answered.size() >= kAnsweredMax) answered.clear();
+            answered.push_back(weak);
           };
           if (ClientRole needed = RequiredRole(req.op); role < needed) {
             ++metrics.requests_denied;
@@ -201,6 +205,7 @@ struct ClientServer::Impl {
   std::unordered_map<Connection*, std::chrono::steady_clock::time_point> last_active;
   // Connections answered since the last FlushWrites.
   std::vector<std::weak_ptr<Connection>> answered;
+  static constexpr size_t kAnsweredMax = 1 << 16;
   LogLimit cap_warning;
   size_t handshaking = 0;  // accepted sockets in their TLS handshake
   LogLimit tls_warning;

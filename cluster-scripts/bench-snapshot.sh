@@ -102,7 +102,8 @@ while [[ $# -gt 0 ]]; do
                bad "--parts needs a comma-separated list of load, restart, compare, rebuild"; parts=$2; shift ;;
     --snapshot-entries) [[ $# -ge 2 ]] && is_count "$2" || bad "--snapshot-entries needs a positive count"; snap_entries=$2; shift ;;
     --snapshot-bytes) [[ $# -ge 2 ]] && is_count "$2" || bad "--snapshot-bytes needs a positive count"; snap_bytes=$2; shift ;;
-    --snapshot-log-ratio) [[ $# -ge 2 ]] && is_count "$2" || bad "--snapshot-log-ratio needs a positive count"; snap_ratio=$2; shift ;;
+    --snapshot-log-ratio) [[ $# -ge 2 && "$2" =~ ^[0-9]+$ ]] || bad "--snapshot-log-ratio needs a count (0: no floor)";
+                          snap_ratio=$2; shift ;;
     --snapshot-retention-slots) [[ $# -ge 2 && "$2" =~ ^[0-9]+$ ]] || bad "--snapshot-retention-slots needs a count";
                                 snap_retention=$2; shift ;;
     --json) json=1 ;;

@@ -19,14 +19,11 @@
 #include <random>
 
 #include "node/tsnode/allocator.h"
+#include "node/tsnode/loop_turn.h"
 #include "node/tsnode/loop_watch.h"
 #include "storage/rocksdb_crc32c.h"
 
 namespace ts::tsnode {
-
-// Batches of at most this many entries, with nothing ahead of them, are
-// written on the loop (see Flush).
-constexpr size_t kInlineEntriesMax = 2;
 
 // The station reads the durable log through this view of the store.
 class Driver::StoreLog : public station::LogSource {
@@ -265,13 +262,15 @@ void Driver::Run() {
   // Wake at least a few times per heartbeat so timers in the core run on time.
   auto tick = std::chrono::milliseconds(std::max<uint64_t>(1, options_.station.consensus.heartbeat_ms / 4));
   systemd_.Ready("node " + std::to_string(options_.station.consensus.id) + " serving peers and clients");
+  // Half a heartbeat period of ready handlers per turn (see loop_turn.h).
+  auto handler_budget = std::chrono::milliseconds(std::max<uint64_t>(1, options_.station.consensus.heartbeat_ms / 2));
   // Half the lease: a leader held that long has sent nothing for as long.
   LoopWatch watch(std::chrono::milliseconds(options_.station.consensus.lease_ms / 2), std::chrono::seconds(10));
   using Clock = LoopWatch::Clock;
   while (!stopping_) {
     const Clock::time_point start = Clock::now();
     io_.run_one_for(tick);
-    io_.poll();  // every handler that is ready now: one batch, one fsync
+    RunReadyHandlers(io_, [] { return Clock::now(); }, Clock::now() + handler_budget);
     const Clock::time_point handled = Clock::now();
     station_->Tick(NowMs());
     const Clock::time_point ticked = Clock::now();
@@ -329,13 +328,13 @@ void Driver::Flush() {
     // nothing to write) is written here, by the same code. The loop waits
     // for its fsync, but a thread would add two wake-ups (about 50 us here)
     // to the path of a lone put, and when puts come one at a time nothing
-    // else is waiting for the loop. Larger batches mean load: those go to
+    // else is waiting for the loop. Larger batches (or large values) go to
     // the thread, and the loop goes on reading while they sync. Around an
     // inline write, the replies leave before it (they do not wait for it:
     // the contract's step b), and what it releases leaves as soon as it is
     // done, not after the rest of the loop's turn: on a lone put that is a
     // leader's answer and a follower's ack, 9% of its latency here.
-    if (writes_in_flight_ == 0 && r.consensus.entries.size() <= kInlineEntriesMax) {
+    if (writes_in_flight_ == 0 && SmallEnoughToWriteInline(r.consensus)) {
       clients_->FlushWrites();
       Complete(writer_->WriteNow(std::move(r)));
       transport_->FlushWrites();

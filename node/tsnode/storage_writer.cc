@@ -6,6 +6,13 @@
 
 namespace ts::tsnode {
 
+bool SmallEnoughToWriteInline(const consensus::Ready& r) {
+  if (r.entries.size() > kInlineEntriesMax) return false;
+  size_t bytes = 0;
+  for (const consensus::Entry& e : r.entries) bytes += consensus::EntryBytes(e);
+  return bytes <= kInlineBytesMax;
+}
+
 StorageWriter::StorageWriter(storage::LogStore& store, WrittenFn written, FailedFn failed)
     : store_(store), written_(std::move(written)), failed_(std::move(failed)), thread_([this] { Loop(); }) {}
 

@@ -37,6 +37,17 @@ struct Written {
   size_t group_batches = 0;
 };
 
+// Whether the driver may write `r` on the loop (WriteNow) rather than hand
+// it to the thread, when nothing is in flight: a lone put skips two thread
+// wake-ups that way, but the loop waits for the write and its sync, so
+// only a batch of at most kInlineEntriesMax entries and kInlineBytesMax
+// bytes (EntryBytes) qualifies. A megabyte's write and sync, on a disk
+// busy with a snapshot, held the loop for hundreds of milliseconds, past
+// the lease.
+inline constexpr size_t kInlineEntriesMax = 2;
+inline constexpr size_t kInlineBytesMax = 64 << 10;
+bool SmallEnoughToWriteInline(const consensus::Ready& r);
+
 class StorageWriter {
  public:
   using WrittenFn = std::function<void(std::vector<Written>&&)>;

@@ -1,6 +1,7 @@
 // tsnode's storage thread: batches are written and handed back in the order
 // submitted; those that queue up while one is written share one sync at the
-// last that needs it; a failed write reaches the failure callback.
+// last that needs it; a failed write reaches the failure callback; only
+// small batches are written on the loop instead.
 #include "node/tsnode/storage_writer.h"
 
 #include <gtest/gtest.h>
@@ -140,6 +141,24 @@ TEST_F(StorageWriterTest, AFailedWrite_ReachesTheFailureCallback) {
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("below the compacted log"), std::string::npos) << s.ToString();
   w.WaitIdle();
+}
+
+// The loop writes a batch itself only if it is small in entries and in
+// bytes: one large value goes to the thread, so the loop is not held while
+// a megabyte syncs.
+TEST(SmallEnoughToWriteInline, CountsEntriesAndBytes) {
+  consensus::Ready r;
+  EXPECT_TRUE(SmallEnoughToWriteInline(r)) << "nothing to write";
+  r.entries = {At(1), At(2)};
+  EXPECT_TRUE(SmallEnoughToWriteInline(r));
+  r.entries.push_back(At(3));
+  EXPECT_FALSE(SmallEnoughToWriteInline(r)) << "more entries than kInlineEntriesMax";
+  r.entries = {Entry{1, consensus::Ballot{1, 1}, std::string(kInlineBytesMax - 64, 'x')}};
+  EXPECT_TRUE(SmallEnoughToWriteInline(r));
+  r.entries.front().value.append(64, 'x');
+  EXPECT_FALSE(SmallEnoughToWriteInline(r)) << "one entry, but over kInlineBytesMax";
+  r.entries = {Entry{1, consensus::Ballot{1, 1}, std::string(1 << 20, 'x')}};
+  EXPECT_FALSE(SmallEnoughToWriteInline(r)) << "a megabyte";
 }
 
 }  // namespace

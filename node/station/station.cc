@@ -68,9 +68,14 @@ StatusOr<std::unique_ptr<Station>> Station::Open(StationOptions options, Station
     st->snapshot_bytes_ = newest->bytes;
     std::erase_if(boot.consensus.unchosen, [base](const Entry& e) { return e.slot <= base; });
     if (boot.consensus.chosen_upto < base) {
-      // The log below may hold values accepted but never chosen: serve none.
+      // The log below may hold values accepted but never chosen: serve none,
+      // and finish the install the snapshot was (the first write makes it
+      // the log's base). Kept only in memory, this was forgotten at the next
+      // restart, once chosen marks past the snapshot were written: the log
+      // then served those values as chosen to a node catching up.
       boot.consensus.chosen_upto = base;
       boot.consensus.compacted_upto = base;
+      st->ready_.snapshot_installed = base;
     }
   } else if (boot.consensus.compacted_upto > 0) {
     return Status::Corruption("the log is compacted up to slot " + std::to_string(boot.consensus.compacted_upto) +

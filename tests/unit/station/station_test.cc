@@ -122,6 +122,46 @@ TEST(Station, Snapshot_KeysOutOfOrderAreRefusedWhenLoaded) {
   EXPECT_NE(swapped.message().find("key 2 is not above the key before it"), std::string::npos) << swapped.message();
 }
 
+// A snapshot newer than the log's chosen mark (an install cut short before
+// its write, or a chosen mark lost with unsynced data): the values the log
+// holds below it may never have been chosen. The station serves none and
+// makes the snapshot the log's base in its first write; held in memory
+// only, that was forgotten at the next restart once chosen marks past the
+// snapshot had been written, and the log then served such values as chosen
+// to a node catching up (a versioned simulation found two nodes applying
+// different values at one slot).
+TEST(Station, Snapshot_NewerThanTheLogsChosenMarkBecomesItsBaseInTheFirstWrite) {
+  StationCluster c(3, 52);
+  consensus::NodeId l = StableLeader(c);
+  for (const char* k : {"a", "b"}) {
+    auto put = Call(c, l, Put(k, "v"));
+    ASSERT_TRUE(put.has_value() && put->code == rpc::ClientCode::kOk);
+  }
+  const consensus::Slot slot = c.station(l).applied_slot();
+  auto bytes = sim::MemSnapshots::Take(c.station(l));
+  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+  auto open = [&](consensus::Slot log_chosen) {
+    sim::MemSnapshots snapshots;
+    snapshots.AddComplete(slot, *bytes);
+    EmptyLog log;
+    StationOptions o;
+    o.consensus.id = 1;
+    o.consensus.members = {1, 2, 3};
+    StationBootstrap boot;
+    boot.consensus.chosen_upto = log_chosen;
+    auto st = Station::Open(o, std::move(boot), &log, &snapshots);
+    EXPECT_TRUE(st.ok()) << st.status().ToString();
+    return std::move(*st);
+  };
+  std::unique_ptr<Station> behind = open(slot - 1);
+  EXPECT_EQ(behind->replica().compacted_upto(), slot);
+  Ready first = behind->TakeReady();
+  EXPECT_EQ(first.snapshot_installed, std::optional<consensus::Slot>(slot));
+  // A log that knows the snapshot's slot chosen needs no such write.
+  std::unique_ptr<Station> level = open(slot);
+  EXPECT_EQ(level->TakeReady().snapshot_installed, std::nullopt);
+}
+
 TEST(Station, Follower_RedirectsToTheLeadersClientAddress) {
   StationCluster c(3, 2);
   consensus::NodeId l = StableLeader(c);

@@ -46,6 +46,7 @@ Status Config::Validate() const {
   if (drift_ms >= lease_ms) return Status::InvalidArgument("clock-drift margin must be shorter than the lease");
   if (message_bytes_max < 1024) return Status::InvalidArgument("message byte cap must be at least 1 KiB");
   if (inflight_slots_max == 0) return Status::InvalidArgument("in-flight slot window must be > 0");
+  if (memory_bytes_max == 0) return Status::InvalidArgument("bytes of applied entries kept in memory must be > 0");
   return Status::Ok();
 }
 
@@ -137,6 +138,7 @@ Ready Replica::TakeReady() {
 
 void Replica::Persisted(uint64_t token) {
   TS_CHECK(token < next_token_, "Persisted with a token TakeReady never returned");
+  persisted_token_ = std::max(persisted_token_, token);
   if (promise_token_ && *promise_token_ <= token) promise_token_.reset();
   if (phase1_self_token_ && *phase1_self_token_ <= token) {
     phase1_self_token_.reset();
@@ -192,6 +194,8 @@ ReplicaStatus Replica::GetStatus() const {
   s.voter = VoterSomewhere();
   s.leader_heard = role_ == Role::kLeader ? s.lease_left_ms > 0
                                           : leader_ != kNoNode && now_ms_ < last_heard_ms_ + config_.lease_ms;
+  s.entries_in_memory = log_.size();
+  s.applied_bytes_in_memory = applied_bytes_;
   return s;
 }
 
@@ -302,7 +306,7 @@ void Replica::HandleAccept(NodeId from, const Accept& m) {
     Entry stored{e.slot, m.ballot, e.value};
     ready_.entries.push_back(stored);
     NoteStored(stored);
-    log_[e.slot] = SlotState{std::move(stored), 0};
+    log_[e.slot] = SlotState{std::move(stored), 0, next_token_};
   }
   // What it recorded may make it a voter (a decree that binds it): from
   // then on it follows this leader as an acceptor.

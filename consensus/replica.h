@@ -64,6 +64,7 @@ struct Config {
   size_t message_bytes_max = 1 << 20;   // cap on entries per Accept/Promise/CatchupReply
   size_t inflight_slots_max = 16384;     // unchosen window; Propose answers Busy past it
   size_t memory_entries_max = 65536;     // applied entries kept in memory for catch-up
+  size_t memory_bytes_max = 64 << 20;    // ... and their bytes (EntryBytes), whichever is less
   std::string software_version = "0.0.0";
   // Run CheckInvariants after every input and keep the first violation
   // (invariant_violation()). Costs a few comparisons, a look at the entries
@@ -152,6 +153,10 @@ struct ReplicaStatus {
   // A leader this node follows spoke within the lease (a leader: its lease
   // is valid). What an HTTP health check asks.
   bool leader_heard = false;
+  // Entries held in memory (unapplied, and recent applied ones kept for
+  // catch-up), and the bytes (EntryBytes) of the applied ones.
+  size_t entries_in_memory = 0;
+  size_t applied_bytes_in_memory = 0;
 };
 
 // What a leader knows of one peer.
@@ -250,6 +255,9 @@ class Replica {
   struct SlotState {
     Entry entry;
     uint64_t ack_mask = 0;  // leader: members known to have accepted entry durably
+    // The Ready that stored entry (0: before this process); once it is
+    // persisted, the store can serve the entry in memory's place.
+    uint64_t stored_token = 0;
   };
   struct PeerProgress {
     Slot match = 0;  // the peer accepted (or has chosen) every slot up to here
@@ -356,6 +364,8 @@ class Replica {
   Slot chosen_upto_ = 0;
   std::map<Slot, SlotState> log_;  // unapplied entries plus recent applied ones
   Slot applied_upto_ = 0;
+  size_t applied_bytes_ = 0;      // EntryBytes of the applied entries in log_
+  uint64_t persisted_token_ = 0;  // the newest Ready persisted
   Slot compacted_upto_ = 0;  // chosen entries up to here are no longer served
   std::optional<SnapshotWant> snapshot_wanted_;
   uint64_t max_round_seen_ = 0;

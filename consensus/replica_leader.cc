@@ -303,7 +303,7 @@ void Replica::AppendOwn(Entry e) {
   ready_.entries.push_back(e);
   pending_accept_.push_back(e);
   NoteStored(e);
-  log_[s] = SlotState{std::move(e), 0};
+  log_[s] = SlotState{std::move(e), 0, next_token_};
   ++next_slot_;
   if (!self_acks_.empty() && self_acks_.back().token == next_token_ && self_acks_.back().last + 1 == s) {
     self_acks_.back().last = s;

@@ -36,7 +36,7 @@ void Replica::HandleCatchupReply(NodeId from, const CatchupReply& m) {
     // above the ballot it was chosen in carries the same value (Paxos P2).
     ready_.entries.push_back(e);
     NoteStored(e);
-    log_[e.slot] = SlotState{e, 0};
+    log_[e.slot] = SlotState{e, 0, next_token_};
     upto = e.slot;
   }
   SetChosen(upto);
@@ -73,6 +73,7 @@ void Replica::SetChosen(Slot upto) {
     auto it = log_.find(s);
     TS_CHECK(it != log_.end(), "a slot chosen without its entry in memory");
     ready_.committed.push_back(it->second.entry);
+    applied_bytes_ += EntryBytes(it->second.entry);
   }
   applied_upto_ = chosen_upto_;
   if (snapshot_wanted_ && snapshot_wanted_->slot <= chosen_upto_) snapshot_wanted_.reset();
@@ -115,6 +116,7 @@ void Replica::InstallSnapshot(Slot slot, const Membership& membership) {
   // accepted above stays: it may be part of a promise we made.
   auto it = log_.begin();
   while (it != log_.end() && it->first <= slot) it = log_.erase(it);
+  applied_bytes_ = 0;  // nothing at or below the snapshot is left
   chosen_upto_ = slot;
   applied_upto_ = slot;
   compacted_upto_ = slot;
@@ -131,16 +133,26 @@ void Replica::InstallSnapshot(Slot slot, const Membership& membership) {
 
 void Replica::TrimMemory() {
   // Applied entries stay in memory for catch-up, up to memory_entries_max
-  // of them, and none is needed below the compaction point. A bounded number
-  // go per call, so a compaction that passes tens of thousands at once does
-  // not hold the loop (each call follows at least one newly chosen slot).
+  // of them and memory_bytes_max of their bytes, and none is needed below
+  // the compaction point. Past the bounds, an entry goes only once the
+  // Ready that stored it is persisted: the store then serves it, and with
+  // the value chosen (a slot is stored again, in a later Ready, only while
+  // unchosen). A bounded number go per call, so a compaction that passes
+  // tens of thousands at once does not hold the loop (each call follows at
+  // least one newly chosen slot).
   Slot floor = compacted_upto_;
   if (reader_ != nullptr && applied_upto_ > config_.memory_entries_max) {
     floor = std::max(floor, applied_upto_ - config_.memory_entries_max);
   }
   size_t budget = kTrimPerCall;
   auto it = log_.begin();
-  while (it != log_.end() && it->first <= floor && budget > 0) {
+  while (it != log_.end() && it->first <= applied_upto_ && budget > 0) {
+    bool below = it->first <= compacted_upto_ ||
+                 (it->first <= floor && it->second.stored_token <= persisted_token_);
+    bool over_bytes = reader_ != nullptr && applied_bytes_ > config_.memory_bytes_max &&
+                      it->second.stored_token <= persisted_token_;
+    if (!below && !over_bytes) break;
+    applied_bytes_ -= EntryBytes(it->second.entry);
     it = log_.erase(it);
     --budget;
   }
@@ -152,7 +164,12 @@ std::vector<Entry> Replica::ChosenFrom(Slot from, size_t max_bytes) const {
   if (it == log_.end()) {
     if (reader_ == nullptr) return out;
     out = reader_->ReadChosen(from, max_bytes);
-    while (!out.empty() && out.back().slot > chosen_upto_) out.pop_back();
+    // The store holds every chosen slot below memory's first one with its
+    // chosen value (TrimMemory lets an entry go only once persisted). From
+    // there on memory is what counts: a slot stored again while unchosen
+    // may still have its older value on disk.
+    Slot kept = log_.empty() ? chosen_upto_ + 1 : std::min(log_.begin()->first, chosen_upto_ + 1);
+    while (!out.empty() && out.back().slot >= kept) out.pop_back();
     return out;
   }
   size_t bytes = 0;

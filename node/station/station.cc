@@ -312,6 +312,9 @@ void Station::ApplyEntry(const Entry& e) {
   digest_.Add(e.slot, e.value);
   ++applied_since_snapshot_;
   applied_bytes_since_snapshot_ += e.value.size();
+  applied_bytes_total_ += e.value.size();
+  applied_bytes_at_.emplace_back(e.slot, applied_bytes_total_);
+  if (applied_bytes_at_.size() > kAppliedBytesKept) applied_bytes_at_.pop_front();
   if (stuck_at_) {
     // Keep recording; resume only if a downgrade decree restates what we
     // could not read (DESIGN.md s.4: never crash on an unreadable decree).

@@ -94,11 +94,14 @@ struct StationOptions {
   // costs the disk one rewrite per that many times its size of log (the
   // Raft thesis's advice, LogCabin's snapshotRatio), for a log that long to
   // replay at restart (0: no such floor). Compaction keeps this many slots
-  // below it for followers that can still catch up decree by decree.
+  // below it for followers that can still catch up decree by decree, and
+  // at most this many bytes of decrees (whichever keeps less: 10,000 slots
+  // of a megabyte would be 10 GB of disk).
   uint64_t snapshot_entries = 100000;
   uint64_t snapshot_bytes = 32ull << 20;
   uint64_t snapshot_log_ratio = 4;
   consensus::Slot snapshot_retention_slots = 10000;
+  uint64_t snapshot_retention_bytes = 256ull << 20;
   // The data dir was restored from a backup of the cluster with this UUID:
   // that identity is never adopted, and the backup's configuration is not
   // used (the bootstrap members form a new cluster).
@@ -356,6 +359,7 @@ class Station {
 
   // station_snapshot.cc: snapshots, compaction, installs, migration.
   void Compact();
+  consensus::Slot RetentionByBytes() const;
   StatusOr<Loaded> ReadSnapshot(consensus::Slot slot) const;
   Status AdoptSnapshot(Loaded loaded);
   // Of a snapshot this software cannot read otherwise: only the identity and
@@ -517,6 +521,12 @@ class Station {
   std::vector<SnapshotWaiter> snapshot_waiters_;
   uint64_t applied_since_snapshot_ = 0;
   uint64_t applied_bytes_since_snapshot_ = 0;
+  // Bytes of decrees applied since boot, after each applied slot (oldest
+  // first; trimmed at compaction and kept to kAppliedBytesKept): where the
+  // retention window's byte bound falls.
+  static constexpr size_t kAppliedBytesKept = 1 << 20;
+  uint64_t applied_bytes_total_ = 0;
+  std::deque<std::pair<consensus::Slot, uint64_t>> applied_bytes_at_;
   consensus::Slot migrate_slot_ = 0;    // the last migrate decree applied
   consensus::Slot format_change_slot_ = 0;  // the last downgrade decree applied
   uint64_t snapshots_taken_ = 0;

@@ -131,13 +131,15 @@ void Station::SnapshotFailed(consensus::Slot slot, const std::string& why) {
   applied_bytes_since_snapshot_ = 0;
 }
 
-// Deletes the log below the newest snapshot, minus a window of slots that
-// followers catching up can still fetch as decrees; after a migrate decree,
-// the whole log below it, so no decree in an older model remains.
+// Deletes the log below the newest snapshot, minus a window that followers
+// catching up can still fetch as decrees (so many slots, and no more than
+// so many bytes of decrees); after a migrate decree, the whole log below
+// it, so no decree in an older model remains.
 void Station::Compact() {
   consensus::Slot upto = snapshot_slot_ > options_.snapshot_retention_slots
                              ? snapshot_slot_ - options_.snapshot_retention_slots
                              : 0;
+  upto = std::max(upto, RetentionByBytes());
   if (migrate_slot_ != 0 && snapshot_slot_ >= migrate_slot_) upto = snapshot_slot_;
 #if defined(TS_PLANTED_STATION_BUG) && TS_PLANTED_STATION_BUG == 3
   // Negative control: the core is not told, so it keeps pointing followers
@@ -149,6 +151,24 @@ void Station::Compact() {
   if (upto <= replica_->compacted_upto()) return;
   replica_->SetCompacted(upto);
   ready_.compact_upto = upto;
+  while (!applied_bytes_at_.empty() && applied_bytes_at_.front().first <= upto) applied_bytes_at_.pop_front();
+}
+
+// The lowest compaction point that keeps at most snapshot_retention_bytes
+// of decrees below the newest snapshot: the first slot p with at most that
+// many bytes applied after it up to the snapshot's slot. 0 when the
+// snapshot's slot was applied before this process started (then the slot
+// count alone decides, until the next snapshot).
+consensus::Slot Station::RetentionByBytes() const {
+  auto by_slot = [](const std::pair<consensus::Slot, uint64_t>& a, consensus::Slot s) { return a.first < s; };
+  auto at = std::lower_bound(applied_bytes_at_.begin(), applied_bytes_at_.end(), snapshot_slot_, by_slot);
+  if (at == applied_bytes_at_.end() || at->first != snapshot_slot_) return 0;
+  const uint64_t keep = options_.snapshot_retention_bytes;
+  if (at->second <= keep) return 0;
+  const uint64_t floor = at->second - keep;
+  auto p = std::lower_bound(applied_bytes_at_.begin(), at + 1, floor,
+                            [](const std::pair<consensus::Slot, uint64_t>& a, uint64_t b) { return a.second < b; });
+  return p->first;
 }
 
 // Reads and checks the whole snapshot of `slot` before anything changes:

@@ -143,6 +143,10 @@ int main(int argc, char** argv) {
                  "log slots kept below the newest snapshot, so a follower that lags by fewer catches up decree by "
                  "decree rather than by installing a snapshot")
       ->capture_default_str();
+  app.add_option("--snapshot-retention-bytes", so.snapshot_retention_bytes,
+                 "... and at most this many bytes of decrees, whichever keeps less (large values: 10000 slots of a "
+                 "megabyte would keep 10 GB of log)")
+      ->capture_default_str();
   std::string restore;
   std::string restore_token = "restored";
   app.add_option("--restore", restore,

@@ -82,6 +82,8 @@ class Run {
     // A third of the seeds keep only a few KiB of applied entries in
     // memory: catch-up then reads chosen entries back from the store.
     if (rng() % 3 == 0) o.consensus.memory_bytes_max = 1024 + rng() % 8192;
+    // and a third bound the log kept below a snapshot by bytes, not slots.
+    if (rng() % 3 == 0) o.snapshot_retention_bytes = 512 + rng() % 16384;
     return o;
   }
 

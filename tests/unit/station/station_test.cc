@@ -162,6 +162,31 @@ TEST(Station, Snapshot_NewerThanTheLogsChosenMarkBecomesItsBaseInTheFirstWrite) 
   EXPECT_EQ(level->TakeReady().snapshot_installed, std::nullopt);
 }
 
+// The log kept below a snapshot for catch-up is bounded by bytes as well as
+// by slots: with large values the slot count alone would keep gigabytes.
+TEST(Station, Compaction_KeepsAtMostTheRetentionBytesBelowTheSnapshot) {
+  StationOptions o = StationCluster::DefaultOptions();
+  o.snapshot_entries = 40;
+  o.snapshot_bytes = 1 << 30;
+  o.snapshot_log_ratio = 0;
+  o.snapshot_retention_slots = 10000;
+  o.snapshot_retention_bytes = 8 * 1024;
+  StationCluster c(3, 53, o);
+  consensus::NodeId l = StableLeader(c);
+  for (int i = 0; i < 60; ++i) {
+    auto put = Call(c, l, Put("k" + std::to_string(i % 7), std::string(1000, static_cast<char>('a' + i % 26))));
+    ASSERT_TRUE(put.has_value() && put->code == rpc::ClientCode::kOk);
+  }
+  ASSERT_TRUE(c.RunUntil([&] { return c.station(l).replica().compacted_upto() > 0; }, 3000));
+  const consensus::Slot snapshot = c.station(l).snapshot_slot();
+  const consensus::Slot compacted = c.station(l).replica().compacted_upto();
+  // 8 KiB of decrees of about 1 KB: some 8 slots kept below the snapshot,
+  // not 10,000.
+  EXPECT_GE(snapshot, compacted);
+  EXPECT_LE(snapshot - compacted, 9u) << "snapshot at " << snapshot << ", compacted to " << compacted;
+  EXPECT_GE(snapshot - compacted, 5u) << "snapshot at " << snapshot << ", compacted to " << compacted;
+}
+
 TEST(Station, Follower_RedirectsToTheLeadersClientAddress) {
   StationCluster c(3, 2);
   consensus::NodeId l = StableLeader(c);

@@ -67,9 +67,11 @@ PATH_RE = re.compile(
     r"((?:\.\./|\./)*(?:[\w*-][\w.*-]*/)+[\w*-][\w.*-]*\.(?:" + "|".join(PATH_EXTENSIONS) + r"))"
     r"(#[\w-]+)?(?![\w/-])"
 )
-# A bare Markdown file name (README.md, CHANGELOG.md), optionally with an
-# anchor; checked only in Markdown files.
-BARE_MD_RE = re.compile(r"(?<![\w./$}{~@:*<-])([\w-]+\.md)(#[\w-]+)?(?![\w/.-])")
+# A bare upper-case Markdown file name (README.md, CHANGELOG.md), optionally
+# with an anchor; checked only in Markdown files, from the citing file's
+# folder up to the root. Lower-case bare names are left alone: `testing.md`
+# in prose may mean any folder's.
+BARE_MD_RE = re.compile(r"(?<![\w./$}{~@:*<-])([A-Z][A-Z0-9_-]*\.md)(#[\w-]+)?(?![\w/.-])")
 MD_LINK_RE = re.compile(r"\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^()\s>]*(?:\([^()\s]*\)[^()\s>]*)*)>?(?:\s+\"[^\"]*\")?\s*\)")
 MD_REF_RE = re.compile(r"^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s+\"[^\"]*\")?\s*$")
 HEADING_RE = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")

@@ -1,7 +1,8 @@
 # Fails when a source of a pure folder (consensus/, node/station/) includes a
 # header of Asio, RocksDB or spdlog (or their transitive fmt), a clock, a
 # random source or a thread: those layers stay free of I/O and of anything
-# that would make a run depend on more than its inputs (DESIGN.md s.2).
+# that would make a run depend on more than its inputs
+# (docs/design/architecture.md).
 # Run with -DSOURCES="a.cc b.h ..." -DLAYER=name.
 separate_arguments(files UNIX_COMMAND "${SOURCES}")
 foreach(f IN LISTS files)

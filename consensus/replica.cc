@@ -406,7 +406,7 @@ void Replica::SendEarly(NodeId to, MessageBody body) {
   ready_.early_messages.push_back(Message{config_.id, to, std::move(body), config_.incarnation});
 }
 
-// DESIGN.md s.3: the promised ballot is durable before any reply that
+// docs/design/consensus.md: the promised ballot is durable before any reply that
 // depends on it. A heartbeat ack depends on nothing else this node writes
 // (the lease it grants runs on its memory and restarts guard it), so it
 // waits only for a promise still on its way to the disk.

@@ -1,7 +1,8 @@
 // Replica: one node's Multi-Paxos proposer, acceptor and learner as a pure,
 // single-threaded state machine. It owns no socket, thread, clock, file or
-// random source (DESIGN.md section 2); the driver (tsnode or the simulator)
-// feeds it time, messages and proposals and carries out its Ready batches.
+// random source (docs/design/architecture.md); the driver (tsnode or the
+// simulator) feeds it time, messages and proposals and carries out its
+// Ready batches.
 //
 // Driver contract:
 //   1. Tick(now_ms) and any number of Step(msg) / Propose(value) calls, at
@@ -41,8 +42,8 @@ struct Config {
   // log's first membership decree. Includes id; 1..kMaxMembers entries.
   std::vector<NodeId> members;
   // This node's incarnation: 0 for a bootstrap member's first data dir, a
-  // fresh random number for a data dir created later (DESIGN.md, "Rebuilding
-  // nodes"). Sent with every message.
+  // fresh random number for a data dir created later
+  // (docs/design/membership.md#lost-disks). Sent with every message.
   uint64_t incarnation = 0;
   // Tells membership decrees from other values: true, with the new
   // configuration in *out, if `value` is one. Null: the configuration never
@@ -193,7 +194,7 @@ class Replica {
   void Persisted(uint64_t token);
 
   // Whether this node may take part in leadership (the version rules,
-  // DESIGN.md section 4).
+  // docs/design/versions.md#eligibility-to-lead).
   // An ineligible node never campaigns; an ineligible leader steps down at
   // its next lease renewal.
   void SetEligible(bool eligible);
@@ -210,11 +211,12 @@ class Replica {
   const Membership& latest_membership() const { return LatestConfig(); }
   // Leader only: what it knows of each peer (empty otherwise).
   std::map<NodeId, PeerInfo> Peers() const;
-  // A node that learned its data dir is a new one (DESIGN.md, "Cluster
-  // identity") takes a new incarnation; only before it has voted.
+  // A node that learned its data dir is a new one
+  // (docs/design/membership.md#cluster-identity) takes a new incarnation;
+  // only before it has voted.
   void SetIncarnation(uint64_t incarnation);
 
-  // Log compaction (DESIGN.md, "snapshots"). The driver holds a durable
+  // Log compaction (docs/design/snapshots.md). The driver holds a durable
   // snapshot of the applied state at or above `upto` and is about to delete
   // chosen entries up to `upto`: from now on the core never serves them
   // (peers that need them are told to install a snapshot). upto <= applied.
@@ -330,7 +332,8 @@ class Replica {
   // An acceptor's reply that states nothing but its promise: it leaves
   // before the write when that promise is already durable.
   void ReplyOnPromise(NodeId to, MessageBody body);
-  // Membership: the configuration at each slot (DESIGN.md, "Membership").
+  // Membership: the configuration at each slot
+  // (docs/design/membership.md#membership-changes).
   const Membership& ConfigAt(Slot slot) const;
   const Membership& LatestConfig() const;
   // Whether the configuration counts a vote from this incarnation of `id`.
@@ -396,7 +399,7 @@ class Replica {
   std::map<NodeId, PeerProgress> peers_;
   std::vector<Entry> pending_accept_;  // proposed, not yet sent
   // Proposed while a membership decree is being chosen: nothing is proposed
-  // past it until it is (DESIGN.md, "Membership"), so these wait, in order,
+  // past it until it is (docs/design/membership.md), so these wait, in order,
   // for the slots after it.
   std::vector<std::string> held_;
   uint64_t heartbeat_seq_ = 0;

@@ -151,7 +151,8 @@ void Replica::MergePromise(const Promise& m) {
 // from_slot on has promised: the one at from_slot and each membership
 // decree the recovered log will re-propose (the value phase 1 picked for its
 // slot). Each slot's chosen value sits on a majority of that slot's
-// configuration, so the promises meet it (DESIGN.md, "Membership").
+// configuration, so the promises meet it
+// (docs/design/membership.md#membership-changes).
 void Replica::MaybeFinishPhase1() {
   if (!phase1_ || phase1_self_token_ || !phase1_->done.count(config_.id)) return;
   std::vector<Membership> chain{applied_members_};

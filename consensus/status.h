@@ -1,6 +1,6 @@
 // Status and StatusOr: the error values every layer returns instead of
-// throwing past its edge (DESIGN.md section 6). A Status must be looked at:
-// the class is [[nodiscard]].
+// throwing past its edge (docs/design/architecture.md#house-style). A
+// Status must be looked at: the class is [[nodiscard]].
 #pragma once
 
 #include <optional>

@@ -56,7 +56,7 @@ struct Entry {
 // One member of a configuration. A voter's incarnation names the acceptor
 // state that votes for it: a node whose data dir was lost comes back with a
 // new incarnation and is not counted until the log binds that incarnation
-// (DESIGN.md, "Rebuilding nodes"). A learner receives the log and never
+// (docs/design/membership.md#lost-disks). A learner receives the log and never
 // votes; its incarnation is not used.
 struct MemberInfo {
   uint64_t incarnation = 0;

@@ -97,8 +97,9 @@ class LogStore : public consensus::LogReader {
   // and entries from a later slot would read as a log without a gap (the
   // peer asking needs a snapshot instead).
   // The interface has no error path, so a corrupt record or a failed read
-  // here stops the process (DESIGN.md s.3: a storage error stops the node)
-  // with the reason on stderr, rather than serving a silently short log.
+  // here stops the process with the reason on stderr, rather than serving a
+  // silently short log (a storage error stops the node:
+  // docs/design/consensus.md#storage-errors).
   std::vector<consensus::Entry> ReadChosen(consensus::Slot from, size_t max_bytes) const override;
 
   consensus::Slot chosen_upto() const { return chosen_upto_; }

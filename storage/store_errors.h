@@ -14,8 +14,8 @@ namespace ts::storage {
 Status IoError(const std::string& what, const rocksdb::Status& s);
 
 // What a damaged store means and how to rebuild it, in the words the
-// operator reads when the node refuses to start (DESIGN.md s.3: a node never
-// votes with a shorter memory than it promised).
+// operator reads when the node refuses to start (a node never votes with a
+// shorter memory than it promised: docs/design/membership.md#lost-disks).
 std::string RebuildAdvice(const std::string& dir);
 
 // A Corruption found in the store at `dir`, as the operator must read it: the

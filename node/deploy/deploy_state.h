@@ -1,11 +1,12 @@
 // DeployState: every deployment state machine the recovery coordinator owns
-// (DESIGN.md section 5), behind one interface the node uses to validate a
+// (docs/design/coordinator.md), behind one interface the node uses to validate a
 // command, apply a chosen decree, answer a query and digest the state.
 //
-// A command is a JSON object with "kind" ("bg": blue-green, spec/000_*;
-// "sched": schedulers and game rooms, spec/002_*; "lrp": desired LRPs,
-// spec/004_*) and "op". In the log each kind is its own decree type (the
-// station maps kinds to decree types) whose header carries that model's version (spec/001_*: absent means 1; an
+// A command is a JSON object with "kind" ("bg": blue-green; "sched":
+// schedulers and game rooms; "lrp": desired LRPs; each described in
+// docs/design/coordinator.md) and "op". In the log each kind is its own
+// decree type (the station maps kinds to decree types) whose header carries
+// that model's version (docs/design/versions.md#formats: absent means 1; an
 // optional field added later needs no new version, since unknown fields are
 // ignored). The payload is the command's canonical JSON without "kind".
 #pragma once

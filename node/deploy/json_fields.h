@@ -1,8 +1,8 @@
 // Reading fields of a command's or a snapshot's JSON without exceptions:
 // each reader checks presence, type and bounds and says which field is
 // wrong. Commands arrive from clients and from the log, snapshots from files
-// and from peers, so every byte is hostile until checked (DESIGN.md
-// section 7).
+// and from peers, so every byte is hostile until checked
+// (docs/design/wire.md#untrusted-input).
 #pragma once
 
 #include <cstdint>

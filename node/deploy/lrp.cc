@@ -1,4 +1,5 @@
-// Desired LRPs and their definition updates (spec/004_*); see lrp.h.
+// Desired LRPs and their definition updates
+// (docs/design/coordinator.md#desired-lrps); see lrp.h.
 #include "node/deploy/lrp.h"
 
 #include <algorithm>
@@ -92,8 +93,8 @@ Status ParseFields(const nlohmann::json& j, LrpCommand* c) {
         if (Status s = ParseDefinition(j, &def, &c->definition_id); !s.ok()) return s;
         c->definition = std::move(def);
       }
-      // spec/004_*: every field of DesiredLRPUpdate is optional, but an
-      // update that changes nothing is almost surely a client bug.
+      // Every field of an update is optional, but an update that changes
+      // nothing is almost surely a client bug.
       if (!c->instances && !c->definition) {
         return Status::InvalidArgument("update needs 'definition' and/or 'instances'");
       }
@@ -429,9 +430,9 @@ Status DesiredLrps::Apply(const LrpCommand& c) {
       l.actual_definition_ids[c.index] = c.definition_id;
       break;
     case Op::kCancel:
-      // spec/004_*: instances already moved go back to the previous
-      // definition. The cancelled definition stays stored, so a later
-      // rollback can still reach it.
+      // Instances already moved go back to the previous definition. The
+      // cancelled definition stays stored, so a later rollback can still
+      // reach it.
       for (auto& id : l.actual_definition_ids) id = l.previous_definition_id;
       l.definition_id = l.previous_definition_id;
       l.previous_definition_id.clear();

@@ -1,12 +1,14 @@
-// Desired LRPs and their zero-downtime definition updates (spec/004_*): the
-// replicated state the "lrp" decrees change. A desired LRP has a process
-// guid, an instance count, the id of the definition it runs (DefinitionID)
-// and, only while an update is in flight, the id of the one it is leaving
-// (PreviousDefinitionID). Each actual LRP (instance index 0..n-1) names the
-// definition it runs (DesiredLRPDefinitionID), always one of those two.
+// Desired LRPs and their zero-downtime definition updates
+// (docs/design/coordinator.md#desired-lrps): the replicated state the "lrp"
+// decrees change. A desired LRP has a process guid, an instance count, the
+// id of the definition it runs (DefinitionID) and, only while an update is
+// in flight, the id of the one it is leaving (PreviousDefinitionID). Each
+// actual LRP (instance index 0..n-1) names the definition it runs
+// (DesiredLRPDefinitionID), always one of those two.
 //
-// Commands, as JSON objects with "op" (unknown fields are ignored, spec/001_*;
-// a missing model version means 1 and is handled by the decree header):
+// Commands, as JSON objects with "op" (unknown fields are ignored,
+// docs/design/versions.md#formats; a missing model version means 1 and is
+// handled by the decree header):
 //   desire          {"op":"desire","process_guid":G,"instances":N,"definition":D}
 //   update          {"op":"update","process_guid":G,"definition":D?,"instances":N?}
 //   instance_moved  {"op":"instance_moved","process_guid":G,"index":I,"definition_id":X}

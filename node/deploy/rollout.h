@@ -1,9 +1,10 @@
-// The rolling update of game rooms (spec/002_*): one health-controller
-// decision, as a pure function the recovery coordinator runs each loop and
-// writes as decrees. maxUnavailable is 0: the rollout's own deletions never
+// The rolling update of game rooms
+// (docs/design/coordinator.md#game-rooms-schedulers-and-rolling-updates):
+// one health-controller decision, as a pure function the recovery
+// coordinator runs each loop and writes as decrees. maxUnavailable is 0: the rollout's own deletions never
 // take ready below the floor, min(desiredReady, ready when it began).
 //
-// The spec's rules (DESIGN.md section 5):
+// The document's rules, as we read them:
 //   base        = floor(maxSurge% x desired), at least 1 while old rooms remain
 //   deviation   = max(0, total - desired)
 //   toSurge     = max(0, base - deviation), never more than would put the
@@ -16,7 +17,7 @@
 // surge) while ready sits at desiredReady (no deletion), and the last old
 // occupied rooms stay. With every room occupied they never start. So when
 // the spec's rules decide nothing while old rooms remain (only then: both
-// tables of spec/002_* never get there and are reproduced unchanged), one
+// scenario tables never get there and are reproduced unchanged), one
 // more rule moves the rollout on:
 //   unstick: if ready > floor, delete ready - floor old rooms (same order:
 //            occupied last); else surge min(base, old rooms, add limit) new

@@ -1,5 +1,7 @@
-// Schedulers and their game rooms (spec/002_*): the replicated state the
-// recovery coordinator's health loop reads and writes. A scheduler has
+// Schedulers and their game rooms
+// (docs/design/coordinator.md#game-rooms-schedulers-and-rolling-updates):
+// the replicated state the recovery coordinator's health loop reads and
+// writes. A scheduler has
 // versions ("v<major>.<minor>"), an active version, the autoscaler's desired
 // room count, a ready target, maxSurge and the add-rooms limit; each room has
 // a version and a status. Three kinds of command change it, all as decrees:
@@ -72,7 +74,8 @@ struct SchedCommand {
 };
 
 // Parses the JSON form ({"op": "create", "scheduler": "rooms", ...}); checks
-// shape and bounds only. Unknown fields are ignored (spec/001_*).
+// shape and bounds only. Unknown fields are ignored
+// (docs/design/versions.md#formats).
 StatusOr<SchedCommand> ParseSchedCommand(const nlohmann::json& j);
 nlohmann::json SchedCommandToJson(const SchedCommand& c);
 
@@ -136,8 +139,9 @@ class Schedulers {
   std::map<std::string, Scheduler> schedulers_;
 };
 
-// Room counts the tables of spec/002_* talk about (terminating rooms and the
-// validation room excluded); "new" means the active major version.
+// Room counts the rolling update's scenario tables talk about (terminating
+// rooms and the validation room excluded); "new" means the active major
+// version.
 RolloutCounts CountSchedulerRooms(const Scheduler& s);
 
 const char* RoomStatusName(RoomStatus s);

@@ -1,6 +1,7 @@
 // The simulated runtime executor behind `tsagent --simulate`: it
-// carries out the coordinator's room decisions the way spec/002_*'s tables
-// assume, so a local cluster runs the whole health-controller loop.
+// carries out the coordinator's room decisions the way the rolling update's
+// scenario tables (docs/design/coordinator.md) assume, so a local cluster
+// runs the whole health-controller loop.
 //
 // Each Step sees one scheduler as the cluster's applied state shows it and
 // returns the room_status command that reports what the executor did:
@@ -8,7 +9,7 @@
 //     is up (ready);
 //   - a terminating room is destroyed and reported gone;
 //   - players: it keeps `occupied_percent` of the scheduler's desired rooms
-//     occupied (rounded), as spec/002_*'s tables assume: players of a deleted
+//     occupied (rounded), as the scenario tables assume: players of a deleted
 //     room take a ready one on the next step (new-version rooms first, then
 //     by id), and when fewer are wanted (the share was lowered, or desired
 //     fell) players leave old-version rooms first. The share can change while
@@ -20,10 +21,10 @@
 // Views older than one already acted on (a lagging node answered) are
 // ignored, so the ledger never goes backwards.
 //
-// Desired LRPs (spec/004_*): while an LRP's update is in progress, StepLrp
-// restarts one instance per step on the new definition and reports it
-// (instance_moved), so an update completes after `instances` steps and a
-// cancel has something to send back.
+// Desired LRPs (docs/design/coordinator.md#desired-lrps): while an LRP's
+// update is in progress, StepLrp restarts one instance per step on the new
+// definition and reports it (instance_moved), so an update completes after
+// `instances` steps and a cancel has something to send back.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // The health-controller loop of game rooms
 // (docs/design/coordinator.md#game-rooms-schedulers-and-rolling-updates):
-// what the recovery coordinator decides for one scheduler in one loop, as the one "health" command it
-// writes as a decree (nullopt: nothing to do). A pure function of the replicated state, so a new leader's
+// what the recovery coordinator decides for one scheduler in one loop, as
+// the one "health" command it writes as a decree (nullopt: nothing to do). A pure function of the replicated state, so a new leader's
 // coordinator continues exactly where the old one stopped.
 //
 // In order of precedence:

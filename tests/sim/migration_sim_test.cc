@@ -1,4 +1,5 @@
-// The migration errand of spec/001_* on whole stations, deterministically:
+// The migration errand (docs/design/versions.md#migration) on whole
+// stations, deterministically:
 // a cluster upgraded from 1.0.0 (key-value model 1) to 1.1.0 (model 2) still
 // holds model-1 decrees, so a node of 2.0.0, which reads only model 2, is
 // refused as a voter with the reason; `migrate` makes every node snapshot in

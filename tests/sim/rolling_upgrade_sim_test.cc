@@ -1,6 +1,7 @@
-// The rolling upgrade of spec/003_*, walked deterministically with the real
-// core and the node's version code: the four stages on 3 and 5 nodes, a tie,
-// an unreadable decree, and explicit downgrade. Each test loops over seeds.
+// The rolling upgrade (docs/design/versions.md), walked deterministically
+// with the real core and the node's version code: the four stages on 3 and 5
+// nodes, a tie, an unreadable decree, and explicit downgrade. Each test
+// loops over seeds.
 #include <gtest/gtest.h>
 
 #include "tests/sim/versioned_cluster.h"

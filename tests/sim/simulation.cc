@@ -461,8 +461,8 @@ class Run {
   // written without a sync, so a voter that restarts may forget that the
   // binding was chosen; if the one voter that remembered then lost its
   // disk, the configuration before the binding (counting two lost data
-  // dirs) would need a majority that no longer exists (a sweep found this:
-  // no commit after healing).
+  // dirs) would need a majority that no longer exists, and nothing would be
+  // committed after healing.
   bool DiskMayBeLost() const {
     if (!wiped_.empty() || foreign_) return false;
     const station::MembershipDecree* m = Config();
@@ -598,7 +598,7 @@ class Run {
   // decree any node stores adds its voters to `bound_`, and a Promise or an
   // Accepted that says yes must come from one of them. A node rebuilding
   // from an empty data dir, not yet bound, must not vote (Paxos Made Live's
-  // rule, which DESIGN.md section 3 makes ours).
+  // rule, made ours in docs/design/membership.md#lost-disks).
   void CheckVotes(NodeId id, const station::Ready& r) {
     for (const Entry& e : r.consensus.entries) {
       consensus::Membership m;

@@ -176,7 +176,8 @@ void VersionedCluster::Violation(std::string why) {
 //   - markers rise strictly, so each version's marker is written once;
 //   - each decree's format is one the log allows at its slot: model N+1
 //     only after the marker of a version writing N+1, and while a downgrade
-//     is in force (spec/001_*) only what its target reads.
+//     is in force (docs/design/versions.md#downgrade) only what its target
+//     reads.
 // A decree may be chosen long after it was proposed (a later leader
 // recovers it), so the rules are stated over the log, not over proposers.
 void VersionedCluster::ScanChosen() {

@@ -1,10 +1,10 @@
 // VersionedCluster: a StationCluster whose nodes play software versions,
-// with the checker of DESIGN.md section 4's version rules. Every version rule
-// runs in the stations themselves (node/station/); this class only drives
-// (upgrading a node is a crash and a restart on another version; puts and
-// downgrades are client requests) and checks. Used to walk the rolling
-// upgrade of spec/003_* deterministically, and by the versioned fault
-// simulation (versioned_simulation.h), which drives a cluster it owns.
+// with the checker of the version rules (docs/design/versions.md). Every
+// version rule runs in the stations themselves (node/station/); this class
+// only drives (upgrading a node is a crash and a restart on another version;
+// puts and downgrades are client requests) and checks. Used to walk the
+// rolling upgrade deterministically, and by the versioned fault simulation
+// (versioned_simulation.h), which drives a cluster it owns.
 //
 // CheckVersionRules states the rules as invariants over the chosen log, the
 // decrees each leadership proposed and the nodes' states (see there).

@@ -1,6 +1,7 @@
 // The fault simulation with mixed software versions, rolling upgrades and
 // explicit downgrades (versioned_simulation.h): many seeds keep every
-// invariant, including DESIGN.md section 4's, and a seed replays exactly.
+// invariant, including the version rules of docs/design/versions.md, and a
+// seed replays exactly.
 #include <gtest/gtest.h>
 
 #include "tests/sim/versioned_simulation.h"

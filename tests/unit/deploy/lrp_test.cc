@@ -1,4 +1,5 @@
-// Desired LRPs and zero-downtime definition updates (spec/004_*): desire,
+// Desired LRPs and zero-downtime definition updates
+// (docs/design/coordinator.md#desired-lrps): desire,
 // update, instance moves, cancel, rollback, prune and remove, as scenarios on
 // one DesiredLrps. Every step checks the actual-LRP invariant (each instance
 // runs DefinitionID or PreviousDefinitionID), and every refusal checks that

@@ -1,4 +1,6 @@
-// spec/002_*'s two scenario tables, reproduced loop by loop by the
+// The rolling update's two scenario tables
+// (docs/design/coordinator.md#game-rooms-schedulers-and-rolling-updates),
+// reproduced loop by loop by the
 // coordinator's decision function. Each loop's rooms are built from the
 // previous decision the way the spec assumes: surged rooms are ready on the
 // next loop, deleted rooms are gone, and occupancy stays constant (when an
@@ -77,9 +79,9 @@ TEST(Rollout, DecideRollout_ReproducesTheDownscaleTable) {
 }
 
 TEST(Rollout, DecideRollout_ReproducesTheUpscaleTable) {
-  // Loop 6's ready column reads 35 in spec/002_*; 25 is meant (45 rooms, 20
-  // occupied, and the previous loop deleted as many as it created). With 35
-  // the table's own toBeDeleted of 5 would be 15.
+  // Loop 6's ready column reads 35 in the source document; 25 is meant (45
+  // rooms, 20 occupied, and the previous loop deleted as many as it
+  // created). With 35 the table's own toBeDeleted of 5 would be 15.
   Replay({{1, 5, 20, 25, 0, 40, 20, 10, 0},   {2, 15, 20, 35, 10, 40, 20, 10, 0}, {3, 25, 20, 45, 20, 40, 20, 5, 5},
           {4, 25, 20, 45, 25, 40, 20, 5, 5},  {5, 25, 20, 45, 30, 40, 20, 5, 5},  {6, 25, 20, 45, 35, 40, 20, 5, 5},
           {7, 25, 20, 45, 40, 40, 20, 0, 5},  {8, 20, 20, 40, 40, 40, 20, -1, -1}});

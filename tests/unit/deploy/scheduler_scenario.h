@@ -1,9 +1,9 @@
 // The coordinator's health loop for one scheduler "s", run by hand in unit
 // tests: DecideHealth computes a decision from the replicated state,
 // Schedulers::Apply applies it as its decree would, and a fake executor acts
-// the way spec/002_*'s tables assume (rooms created in one loop are up in
-// the next; when an occupied old room is deleted its players move to a
-// ready room, so occupancy stays as asked).
+// the way the scenario tables of docs/design/coordinator.md assume (rooms
+// created in one loop are up in the next; when an occupied old room is
+// deleted its players move to a ready room, so occupancy stays as asked).
 #pragma once
 
 #include <gtest/gtest.h>

@@ -1,10 +1,10 @@
 // Schedulers, rooms and the coordinator's health-controller decisions
-// (spec/002_*). The two scenario tables are replayed loop by loop through
-// the real path: DecideHealth computes the coordinator's decision from the
-// replicated state, Schedulers::Apply applies it as the decree would, and a
-// fake executor acts the way the tables assume (surged rooms are ready on
-// the next loop; occupancy stays constant: when an occupied old room is
-// deleted, a ready one becomes occupied).
+// (docs/design/coordinator.md). The two scenario tables are replayed loop by
+// loop through the real path: DecideHealth computes the coordinator's
+// decision from the replicated state, Schedulers::Apply applies it as the
+// decree would, and a fake executor acts the way the tables assume (surged
+// rooms are ready on the next loop; occupancy stays constant: when an
+// occupied old room is deleted, a ready one becomes occupied).
 #include <gtest/gtest.h>
 
 #include "node/deploy/deploy_state.h"
@@ -61,9 +61,9 @@ TEST(HealthLoop, DecideHealth_ReproducesTheDownscaleTable) {
 }
 
 TEST(HealthLoop, DecideHealth_ReproducesTheUpscaleTable) {
-  // spec/002_*'s loop 6 reads ready 35; 25 is meant (45 rooms with 20
-  // occupied, and loop 5 deleted as many ready rooms as loop 4 surged). With
-  // 35 the table's own toBeDeleted of 5 would be 15.
+  // The source document's loop 6 reads ready 35; 25 is meant (45 rooms with
+  // 20 occupied, and loop 5 deleted as many ready rooms as loop 4 surged).
+  // With 35 the table's own toBeDeleted of 5 would be 15.
   Replay({{1, 5, 20, 25, 0, 40, 20, 10, 0},   {2, 15, 20, 35, 10, 40, 20, 10, 0}, {3, 25, 20, 45, 20, 40, 20, 5, 5},
           {4, 25, 20, 45, 25, 40, 20, 5, 5},  {5, 25, 20, 45, 30, 40, 20, 5, 5},  {6, 25, 20, 45, 35, 40, 20, 5, 5},
           {7, 25, 20, 45, 40, 40, 20, 0, 5},  {8, 20, 20, 40, 40, 40, 20, -1, -1}});

@@ -17,7 +17,7 @@
 #   --json           print one JSON object {machine, settings, rounds} instead of text
 #
 # Environment: BUILD_DIR (default ./build) holds build/node/tsnode/tsnode and
-# build/tests/bench/tsbench (built by setup.sh if missing); CLUSTER_DIR
+# build/node/tsbench/tsbench (built by setup.sh if missing); CLUSTER_DIR
 # (default ./.cluster-large, wiped at the start of each round).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -51,7 +51,7 @@ build_dir="${BUILD_DIR:-$root/build}"
 case "$build_dir" in /*) ;; *) build_dir="$root/$build_dir" ;; esac
 export BUILD_DIR="$build_dir"
 export CLUSTER_DIR="${CLUSTER_DIR:-$root/.cluster-large}"
-tsbench="$build_dir/tests/bench/tsbench"
+tsbench="$build_dir/node/tsbench/tsbench"
 if [[ ! -x "$build_dir/node/tsnode/tsnode" || ! -x "$tsbench" ]]; then
   echo "bench-large-values.sh: building into $build_dir" >&2
   cluster-scripts/setup.sh --build-dir "$build_dir" >&2

@@ -16,7 +16,7 @@
 #   --json           print one JSON object {machine, tls, a, b} instead of text
 #
 # Environment: BUILD_DIR (default ./build) holds build/node/tsnode/tsnode,
-# build/node/tsctl/tsctl and build/tests/bench/tsbench (built by setup.sh if
+# build/node/tsctl/tsctl and build/node/tsbench/tsbench (built by setup.sh if
 # missing); CLUSTER_DIR (default ./.cluster-bench, wiped at start: a separate
 # directory so a cluster in ./.cluster is left alone).
 set -euo pipefail
@@ -50,7 +50,7 @@ build_dir="${BUILD_DIR:-$root/build}"
 case "$build_dir" in /*) ;; *) build_dir="$root/$build_dir" ;; esac
 export BUILD_DIR="$build_dir"
 export CLUSTER_DIR="${CLUSTER_DIR:-$root/.cluster-bench}"
-tsbench="$build_dir/tests/bench/tsbench"
+tsbench="$build_dir/node/tsbench/tsbench"
 
 if [[ ! -x "$build_dir/node/tsnode/tsnode" || ! -x "$build_dir/node/tsctl/tsctl" || ! -x "$tsbench" ]]; then
   echo "bench-local.sh: building into $build_dir" >&2

@@ -45,7 +45,7 @@
 #   --keep            keep the cluster dirs, node logs and acknowledgement logs
 #
 # Environment: BUILD_DIR (default ./build) holds node/tsnode/tsnode,
-# node/tsctl/tsctl and tests/bench/tsbench (built by setup.sh if missing). The clusters live in a
+# node/tsctl/tsctl and node/tsbench/tsbench (built by setup.sh if missing). The clusters live in a
 # fresh temporary directory, removed at the end unless --keep or a run failed.
 # Every wait is a condition with a deadline (60 s): a step that misses it
 # ends the run with its reason and keeps the logs.
@@ -93,7 +93,7 @@ python3 -c "import sys; sys.exit(0 if float('$before') + 2 < float('$duration') 
 build_dir="${BUILD_DIR:-$root/build}"
 case "$build_dir" in /*) ;; *) build_dir="$root/$build_dir" ;; esac
 tsnode="$build_dir/node/tsnode/tsnode"
-tsbench="$build_dir/tests/bench/tsbench"
+tsbench="$build_dir/node/tsbench/tsbench"
 tsctl="$build_dir/node/tsctl/tsctl"
 if [[ ! -x "$tsnode" || ! -x "$tsbench" || ! -x "$tsctl" ]]; then
   echo "bench-replace.sh: building into $build_dir" >&2

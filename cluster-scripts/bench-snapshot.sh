@@ -58,7 +58,7 @@
 #   --keep            keep the cluster dirs, node logs and acknowledgement logs
 #
 # Environment: BUILD_DIR (default ./build) holds node/tsnode/tsnode,
-# node/tsctl/tsctl and tests/bench/tsbench (built by setup.sh if missing).
+# node/tsctl/tsctl and node/tsbench/tsbench (built by setup.sh if missing).
 # The clusters live in a fresh temporary directory, removed at the end unless
 # --keep or a part failed. Every wait is a condition with a deadline: a step
 # that misses it ends its part with the reason and keeps the logs.
@@ -120,7 +120,7 @@ if [[ ",$parts," == *,restart,* && ",$parts," != *,load,* ]]; then bad "--parts 
 build_dir="${BUILD_DIR:-$root/build}"
 case "$build_dir" in /*) ;; *) build_dir="$root/$build_dir" ;; esac
 tsnode="$build_dir/node/tsnode/tsnode"
-tsbench="$build_dir/tests/bench/tsbench"
+tsbench="$build_dir/node/tsbench/tsbench"
 tsctl="$build_dir/node/tsctl/tsctl"
 if [[ ! -x "$tsnode" || ! -x "$tsbench" || ! -x "$tsctl" ]]; then
   echo "bench-snapshot.sh: building into $build_dir" >&2

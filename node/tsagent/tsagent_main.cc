@@ -19,8 +19,8 @@
 
 #include "node/client/client.h"
 #include "node/client/endpoints.h"
-#include "node/station/version.h"
 #include "node/tsagent/agent.h"
+#include "node/version/version.h"
 
 namespace {
 
@@ -224,7 +224,7 @@ int main(int argc, char** argv) {
                "tsagent");
   Flags f;
   AddFlags(app, f);
-  app.set_version_flag("--version", std::string(ts::station::kSoftwareVersion));
+  app.set_version_flag("--version", std::string(ts::kProjectVersion));
   CLI11_PARSE(app, argc, argv);
   if (!f.simulate) {
     std::cerr << "tsagent: only the simulated executor exists; pass --simulate\n";

@@ -28,7 +28,7 @@
 #include <thread>
 #include <vector>
 
-#include "tests/bench/latency_histogram.h"
+#include "node/tsbench/latency_histogram.h"
 
 namespace {
 

@@ -16,7 +16,7 @@ start): it must vote again within 40 s. Exit 1 if it does not (reproduced),
 import json, os, signal, socket, subprocess, sys, time
 if len(sys.argv) != 2: sys.exit(__doc__)
 B = os.path.abspath(sys.argv[1])
-tsnode, tsbench = f"{B}/node/tsnode/tsnode", f"{B}/tests/bench/tsbench"
+tsnode, tsbench = f"{B}/node/tsnode/tsnode", f"{B}/node/tsbench/tsbench"
 root = f"/tmp/repro/run-{os.getpid()}"; os.makedirs(root)
 reproduced = False
 socks = [socket.socket() for _ in range(6)]

@@ -4,7 +4,7 @@
 // highest set bit at position e (e >= kBits) keeps its top kBits bits: it
 // falls in one of 2^(kBits-1) equal sub-buckets of [2^e, 2^(e+1)), each
 // 2^(e-kBits+1) wide, i.e. at most 1/2^(kBits-1) of the value.
-#include "tests/bench/latency_histogram.h"
+#include "node/tsbench/latency_histogram.h"
 
 #include <algorithm>
 #include <bit>

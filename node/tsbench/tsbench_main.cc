@@ -34,9 +34,9 @@
 
 #include "node/client/client.h"
 #include "node/client/endpoints.h"
-#include "node/station/version.h"
+#include "node/tsbench/latency_histogram.h"
+#include "node/version/version.h"
 #include "rpc/client_connection.h"
-#include "tests/bench/latency_histogram.h"
 
 namespace ts::bench {
 namespace {
@@ -747,7 +747,7 @@ int main(int argc, char** argv) {
       "Only requests that complete inside the measured window count; answers still missing 5 s after it "
       "are abandoned.\nExit codes: 0 ran and some requests succeeded; 1 none succeeded; 2 bad arguments; "
       "3 no leader found. With --member: 0 ok, 1 another answer, 3 no answer.");
-  app.set_version_flag("--version", std::string(ts::station::kSoftwareVersion));
+  app.set_version_flag("--version", std::string(ts::kProjectVersion));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -7,6 +7,7 @@
 # the cluster on exit, whatever happens.
 #
 #   cluster-scripts/bench-local.sh [--duration-a S] [--duration-b S] [--warmup S] [--tls] [--json]
+#                                  [--write-docs]
 #
 #   --duration-a S   measured seconds of run (a) (default 20)
 #   --duration-b S   measured seconds of run (b) (default 10)
@@ -14,49 +15,37 @@
 #   --tls            mutual TLS on every port (local-cluster.sh start --tls); tsbench
 #                    connects with the admin certificate
 #   --json           print one JSON object {machine, tls, a, b} instead of text
+#   --write-docs     print the JSON object and merge it into docs/benchmarks.md
+#                    (tsscripts.benchreport; BENCH_DOCS names another file)
 #
-# Environment: BUILD_DIR (default ./build) holds build/node/tsnode/tsnode,
-# build/node/tsctl/tsctl and build/node/tsbench/tsbench (built by setup.sh if
-# missing); CLUSTER_DIR (default ./.cluster-bench, wiped at start: a separate
-# directory so a cluster in ./.cluster is left alone).
+# Environment: BUILD_DIR (default ./build) holds the programs (setup.sh
+# --programs runs their incremental build first); CLUSTER_DIR (default
+# ./.cluster-bench, wiped at start: a separate directory so a cluster in
+# ./.cluster is left alone).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-root=$(pwd)
-
-die() { echo "bench-local.sh: $*" >&2; exit 1; }
-bad() { echo "bench-local.sh: $* (see --help)" >&2; exit 2; }
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
+source "$(dirname "$0")/lib/common.sh"
 
 duration_a=20
 duration_b=10
 warmup=1
 json=0
+docs=0
 tls=0
-is_seconds() { [[ "$1" =~ ^[0-9]+([.][0-9]+)?$ ]]; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    --duration-a) [[ $# -ge 2 ]] && is_seconds "$2" || bad "--duration-a needs seconds"; duration_a=$2; shift ;;
-    --duration-b) [[ $# -ge 2 ]] && is_seconds "$2" || bad "--duration-b needs seconds"; duration_b=$2; shift ;;
-    --warmup) [[ $# -ge 2 ]] && is_seconds "$2" || bad "--warmup needs seconds"; warmup=$2; shift ;;
-    --json) json=1 ;;
+    --duration-a) need_value "$1" is_seconds $# "${2:-}" seconds; duration_a=$2; shift ;;
+    --duration-b) need_value "$1" is_seconds $# "${2:-}" seconds; duration_b=$2; shift ;;
+    --warmup) need_value "$1" is_seconds $# "${2:-}" seconds; warmup=$2; shift ;;
     --tls) tls=1 ;;
-    -h|--help) usage; exit 0 ;;
-    *) bad "unknown argument '$1'" ;;
+    *) bench_flag "$1" ;;
   esac
   shift
 done
 
-build_dir="${BUILD_DIR:-$root/build}"
-case "$build_dir" in /*) ;; *) build_dir="$root/$build_dir" ;; esac
-export BUILD_DIR="$build_dir"
-export CLUSTER_DIR="${CLUSTER_DIR:-$root/.cluster-bench}"
-tsbench="$build_dir/node/tsbench/tsbench"
-
-if [[ ! -x "$build_dir/node/tsnode/tsnode" || ! -x "$build_dir/node/tsctl/tsctl" || ! -x "$tsbench" ]]; then
-  echo "bench-local.sh: building into $build_dir" >&2
-  cluster-scripts/setup.sh --build-dir "$build_dir" >&2
-fi
-[[ -x "$tsbench" ]] || die "no tsbench at $tsbench after building"
+bench_dirs .cluster-bench
+tsbench=$(ts_bin tsbench)
+build_programs
+need_bins tsnode tsctl tsbench
 
 # A fresh cluster: stop whatever an earlier run left in our directory, then
 # local-cluster.sh start wipes it.
@@ -69,8 +58,7 @@ if [[ $tls -eq 1 ]]; then
   # shellcheck source=/dev/null
   source "$CLUSTER_DIR/tls.env"
 fi
-endpoints=$(grep -v '^[[:space:]]*\(#\|$\)' "$CLUSTER_DIR/endpoints" | paste -sd,)
-[[ -n "$endpoints" ]] || die "no endpoints in $CLUSTER_DIR/endpoints"
+endpoints=$(endpoints_of "$CLUSTER_DIR")
 
 common=(--endpoints "$endpoints" --key-size 16 --value-size 100 --op put --warmup "$warmup" --json)
 echo "bench-local.sh: (a) 64 in flight, 8 connections, ${duration_a} s" >&2
@@ -80,24 +68,5 @@ echo "bench-local.sh: (b) 1 in flight, 1 connection, ${duration_b} s" >&2
 result_b=$("$tsbench" "${common[@]}" --in-flight 1 --connections 1 --duration "$duration_b") ||
   die "tsbench run (b) failed: $result_b"
 
-cores=$(nproc)
-model=$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || true)
-kernel=$(uname -sr)
-
-python3 - "$json" "$cores" "${model:-unknown}" "$kernel" "$result_a" "$result_b" "$tls" <<'PY'
-import json, sys
-as_json, cores, model, kernel = sys.argv[1] == "1", int(sys.argv[2]), sys.argv[3], sys.argv[4]
-a, b = json.loads(sys.argv[5]), json.loads(sys.argv[6])
-tls = sys.argv[7] == "1"
-machine = {"cores": cores, "cpu": model, "kernel": kernel}
-if as_json:
-    print(json.dumps({"machine": machine, "tls": tls, "a": a, "b": b}))
-    sys.exit(0)
-print(f"machine: {cores} cores, {model}, {kernel}")
-print("cluster: 3 tsnode processes on loopback, fsync on" + (", mutual TLS on every port" if tls else ", plaintext") +
-      "; 16-byte keys, 100-byte values, puts")
-for name, r in (("(a)", a), ("(b)", b)):
-    print(f"{name} {r['in_flight']} in flight over {r['connections']} connection(s), {r['duration_s']:g} s: "
-          f"{r['ops_per_sec']:.0f} puts/s, p50 {r['p50_ms']:.3f} ms, p99 {r['p99_ms']:.3f} ms, "
-          f"p999 {r['p999_ms']:.3f} ms, errors {r['errors']}")
-PY
+result=$(tspy bench_local "$json" "$tls" "$result_a" "$result_b") || die "could not make the report"
+publish bench-local "$docs" "$result"

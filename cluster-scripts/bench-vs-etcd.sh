@@ -25,7 +25,7 @@
 #
 #   cluster-scripts/bench-vs-etcd.sh [--duration S] [--warmup S] [--nodes N]
 #                                    [--rounds R] [--only etcd|tsnode]
-#                                    [--get-keys K] [--preload-s S] [--json]
+#                                    [--get-keys K] [--preload-s S] [--json] [--write-docs]
 #
 #   --duration S     measured seconds of each run (default 10)
 #   --warmup S       warm-up seconds before each run (default 2; 0: none)
@@ -39,8 +39,10 @@
 #   --get-keys K     keyspace of get-64 and mixed-64 (default 1000)
 #   --preload-s S    seconds of the put run that preloads it (default 3)
 #   --json           print one JSON object {machine, settings, workloads, limits}
+#   --write-docs     print the JSON object and merge it into docs/benchmarks.md
+#                    (tsscripts.benchreport; BENCH_DOCS names another file)
 #
-# Then tests/bench/tslimits measures the machine's limits on the same disk
+# Then tslimits (tests/bench/) measures the machine's limits on the same disk
 # (synced appends by one writer and by N at once, 256 KiB batches, loopback
 # round trips) and the floor of a sequential put they give; printed under
 # the table.
@@ -48,19 +50,14 @@
 # Exits non-zero (with the generator's first error) when a run counts no
 # successful operation. Stops every server it started on exit, whatever
 # happens (SIGTERM, SIGKILL after 10 s), including Ctrl-C.
-# Environment: BUILD_DIR (default ./build) holds tsnode, tsctl and tsbench
-# (built by setup.sh if missing); BENCH_DIR (default ./.bench-vs-etcd, wiped
+# The records and the report are python3 -m tsscripts.bench_vs_etcd.
+# Environment: BUILD_DIR (default ./build) holds the programs and tslimits
+# (setup.sh --programs --target tslimits runs their incremental build first); BENCH_DIR (default ./.bench-vs-etcd, wiped
 # at start) holds the data dirs and logs; removed on success, logs kept on
 # failure. etcd, etcdctl, Go and etcd's Go sources are installed by
 # `setup.sh --no-build --etcd-bench` if missing.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-root=$(pwd)
-
-die() { echo "bench-vs-etcd.sh: $*" >&2; exit 1; }
-bad() { echo "bench-vs-etcd.sh: $* (see --help)" >&2; exit 2; }
-say() { echo "bench-vs-etcd.sh: $*" >&2; }
-usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" | sed 's/^# \{0,1\}//'; }
+source "$(dirname "$0")/lib/common.sh"
 
 duration=10
 warmup=2
@@ -70,49 +67,44 @@ get_keys=1000
 preload_s=3
 rounds=1
 json=0
-is_seconds() { [[ "$1" =~ ^[0-9]+([.][0-9]+)?$ ]]; }
+docs=0
+is_nodes() { [[ "$1" =~ ^[1-7]$ ]]; }
+is_rounds() { [[ "$1" =~ ^[1-9]$ ]]; }
+is_side() { [[ "$1" == etcd || "$1" == tsnode ]]; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    --duration) [[ $# -ge 2 ]] && is_seconds "$2" || bad "--duration needs seconds"; duration=$2; shift ;;
-    --warmup) [[ $# -ge 2 ]] && is_seconds "$2" || bad "--warmup needs seconds"; warmup=$2; shift ;;
-    --nodes) [[ $# -ge 2 && "$2" =~ ^[1-7]$ ]] || bad "--nodes needs 1..7"; nodes=$2; shift ;;
-    --rounds) [[ $# -ge 2 && "$2" =~ ^[1-9]$ ]] || bad "--rounds needs 1..9"; rounds=$2; shift ;;
-    --only) [[ $# -ge 2 && ( "$2" == etcd || "$2" == tsnode ) ]] || bad "--only needs etcd or tsnode"; only=$2; shift ;;
-    --get-keys) [[ $# -ge 2 && "$2" =~ ^[1-9][0-9]*$ ]] || bad "--get-keys needs a positive number"; get_keys=$2; shift ;;
-    --preload-s) [[ $# -ge 2 ]] && is_seconds "$2" || bad "--preload-s needs seconds"; preload_s=$2; shift ;;
-    --json) json=1 ;;
-    -h|--help) usage; exit 0 ;;
-    *) bad "unknown argument '$1'" ;;
+    --duration) need_value "$1" is_positive_seconds $# "${2:-}" "seconds (> 0)"; duration=$2; shift ;;
+    --warmup) need_value "$1" is_seconds $# "${2:-}" seconds; warmup=$2; shift ;;
+    --nodes) need_value "$1" is_nodes $# "${2:-}" 1..7; nodes=$2; shift ;;
+    --rounds) need_value "$1" is_rounds $# "${2:-}" 1..9; rounds=$2; shift ;;
+    --only) need_value "$1" is_side $# "${2:-}" "etcd or tsnode"; only=$2; shift ;;
+    --get-keys) need_value "$1" is_count $# "${2:-}" "a positive number"; get_keys=$2; shift ;;
+    --preload-s) need_value "$1" is_positive_seconds $# "${2:-}" "seconds (> 0)"; preload_s=$2; shift ;;
+    *) bench_flag "$1" ;;
   esac
   shift
 done
-python3 -c "import sys; sys.exit(0 if float('$duration') > 0 and float('$preload_s') > 0 else 1)" ||
-  bad "--duration and --preload-s must be > 0"
 run_etcd=1; run_tsnode=1
 [[ "$only" == etcd ]] && run_tsnode=0
 [[ "$only" == tsnode ]] && run_etcd=0
 
-build_dir="${BUILD_DIR:-$root/build}"
-case "$build_dir" in /*) ;; *) build_dir="$root/$build_dir" ;; esac
+build_dir=$(ts_build_dir)
 export BUILD_DIR="$build_dir"
-bench_dir="${BENCH_DIR:-$root/.bench-vs-etcd}"
-case "$bench_dir" in /*) ;; *) bench_dir="$root/$bench_dir" ;; esac
-tsbench="$build_dir/node/tsbench/tsbench"
+bench_dir=$(absolute "${BENCH_DIR:-.bench-vs-etcd}")
+tsbench=$(ts_bin tsbench)
 gosrc=/usr/share/gocode
-etcd_load_src="$root/tests/bench/etcd-load"
+etcd_load_src="$ts_root/tests/bench/etcd-load"
 etcd_load="$build_dir/etcd-load/etcd-load"
 stop_deadline_s=10
 health_deadline_s=30
 
-command -v python3 >/dev/null || cluster-scripts/setup.sh --no-build  # ports, JSON and the table need it
 if [[ $run_etcd -eq 1 ]] && ! { command -v etcd && command -v etcdctl && command -v go && [[ -d "$gosrc/src/go.etcd.io/etcd/clientv3" ]]; } >/dev/null; then
   say "etcd, etcdctl, go or etcd's Go sources missing: running setup.sh --no-build --etcd-bench"
   cluster-scripts/setup.sh --no-build --etcd-bench >&2
 fi
-if [[ $run_tsnode -eq 1 ]] && [[ ! -x "$build_dir/node/tsnode/tsnode" || ! -x "$build_dir/node/tsctl/tsctl" || ! -x "$tsbench" || ! -x "$build_dir/tests/bench/tslimits" ]]; then
-  say "building into $build_dir"
-  cluster-scripts/setup.sh --build-dir "$build_dir" >&2
-  [[ -x "$tsbench" ]] || die "no tsbench at $tsbench after building"
+if [[ $run_tsnode -eq 1 ]]; then
+  build_programs tslimits
+  need_bins tsnode tsctl tsbench tslimits
 fi
 
 # etcd-load, rebuilt only when its source is newer than the binary. GOPATH
@@ -200,8 +192,6 @@ if [[ -d "$bench_dir" ]]; then
 fi
 mkdir -p "$bench_dir/etcd"
 
-free_ports() { python3 "$root/cluster-scripts/free-ports.py" "$1"; }
-
 # utime + stime (clock ticks) summed over the given pids.
 cpu_ticks() {
   local pid stat rest total=0 f
@@ -252,7 +242,7 @@ run_side() {
       rc=0; run_bg "$out" "${cmd[@]}" || rc=$?
       [[ $rc -eq 0 ]] || die "$side: the preload for $name failed (exit $rc): $(cat "$out")"
     fi
-    if python3 -c "import sys; sys.exit(0 if float('$warmup') > 0 else 1)"; then
+    if is_positive_seconds "$warmup"; then
       say "$side $name: warm-up ${warmup} s"
       gen_cmd "$side" "$eps" "$op" "$inf" "$conns" "$vsize" "$keys" 0 "$warmup"
       rc=0; run_bg "$out" "${cmd[@]}" || rc=$?
@@ -266,17 +256,8 @@ run_side() {
     if [[ $rc -ne 0 ]]; then
       die "$side $name: no successful operation (load generator exit $rc): $(cat "$out")"
     fi
-    python3 - "$side" "$name" "$desc" "$((after - before))" "$clk_tck" "$(cat "$out")" "$round" >>"$results" <<'PY'
-import json, sys
-side, name, desc, ticks, tck, r = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), json.loads(sys.argv[6])
-r["round"] = int(sys.argv[7])
-ops = r.get("ops", r["ops_per_sec"] * r["duration_s"])
-if ops <= 0:
-    sys.exit(f"bench-vs-etcd.sh: {side} {name}: zero successful operations: {r.get('first_error', '')}")
-r["server_cpu_s"] = round(ticks / tck, 3)
-r["cpu_us_per_op"] = round(ticks / tck * 1e6 / ops, 1)
-print(json.dumps({"side": side, "workload": name, "description": desc, "result": r}))
-PY
+    tspy bench_vs_etcd record "$side" "$name" "$desc" "$((after - before))" "$clk_tck" "$(cat "$out")" "$round" \
+      >>"$results"
   done
 }
 
@@ -323,8 +304,7 @@ bench_tsnode() {
   tsnode_started=1
   rc=0; run_bg "$bench_dir/local-cluster.out" cluster-scripts/local-cluster.sh start "$nodes" || rc=$?
   [[ $rc -eq 0 ]] || die "could not start the tsnode cluster (exit $rc; logs in $CLUSTER_DIR)"
-  eps=$(grep -v '^[[:space:]]*\(#\|$\)' "$CLUSTER_DIR/endpoints" | paste -sd,)
-  [[ -n "$eps" ]] || die "no endpoints in $CLUSTER_DIR/endpoints"
+  eps=$(endpoints_of "$CLUSTER_DIR")
   tsnode_pids=()
   for ((i = 1; i <= nodes; i++)); do tsnode_pids+=("$(cat "$CLUSTER_DIR/node$i.pid")"); done
   run_side tsnode "$eps" "${tsnode_pids[@]}"
@@ -338,113 +318,18 @@ done
 
 # ---- the machine's limits, on the data dirs' disk ----------------------------------------
 limits="$bench_dir/limits.json"
-if [[ -x "$build_dir/tests/bench/tslimits" ]]; then
+if [[ -x "$(ts_bin tslimits)" ]]; then
   say "measuring the machine's limits (tslimits, $nodes writers)"
-  "$build_dir/tests/bench/tslimits" --dir "$bench_dir" --writers "$nodes" --json > "$limits" || die "tslimits failed"
+  "$(ts_bin tslimits)" --dir "$bench_dir" --writers "$nodes" --json > "$limits" || die "tslimits failed"
 else
   echo '{}' > "$limits"
 fi
 
 # ---- report --------------------------------------------------------------------------------
-cores=$(nproc)
-model=$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//' || true)
-kernel=$(uname -sr)
-fs=$(df -PT "$root" | awk 'NR == 2 {print $2}')
-tsnode_version=$("$build_dir/node/tsnode/tsnode" --version 2>/dev/null || echo unknown)
+tsnode_version=$("$(ts_bin tsnode)" --version 2>/dev/null || echo unknown)
 report_rc=0
-python3 - "$json" "$cores" "${model:-unknown}" "$kernel" "${etcd_version:-not run}" "$tsnode_version" "$nodes" \
-  "$duration" "$warmup" "$get_keys" "$preload_s" "$fs" "$results" "$limits" "$rounds" <<'PY' || report_rc=$?
-import json, sys
-(as_json, cores, model, kernel, etcd_version, tsnode_version, nodes, duration, warmup,
- get_keys, preload_s, fs, results, limits_path, rounds) = sys.argv[1:]
-limits = json.load(open(limits_path))
-as_json = as_json == "1"
-rows = {}
-order = []
-runs = {}  # (workload, side) -> results, in round order
-for line in open(results):
-    r = json.loads(line)
-    if r["workload"] not in rows:
-        rows[r["workload"]] = {"name": r["workload"], "description": r["description"]}
-        order.append(r["workload"])
-    runs.setdefault((r["workload"], r["side"]), []).append(r["result"])
-for (name, side), rs in runs.items():
-    # The run of median ops/s (the lower of the two middle ones for an even
-    # count): a row is always one real run, its latencies and CPU included.
-    by_ops = sorted(rs, key=lambda x: x["ops_per_sec"])
-    rows[name][side] = by_ops[(len(by_ops) - 1) // 2]
-    if len(rs) > 1:
-        rows[name].setdefault("runs", {})[side] = rs
-for w in rows.values():
-    if "etcd" in w and "tsnode" in w and w["etcd"]["ops_per_sec"] > 0:
-        w["ratio_ops_per_sec"] = round(w["tsnode"]["ops_per_sec"] / w["etcd"]["ops_per_sec"], 3)
-        e, t = runs[(w["name"], "etcd")], runs[(w["name"], "tsnode")]
-        if len(e) > 1 and len(e) == len(t):
-            w["ratio_per_round"] = [round(b["ops_per_sec"] / a["ops_per_sec"], 3) for a, b in zip(e, t)]
-machine = {"cores": int(cores), "cpu": model, "kernel": kernel, "filesystem": fs,
-           "etcd_version": etcd_version, "tsnode_version": tsnode_version}
-settings = {"nodes": int(nodes), "rounds": int(rounds), "duration_s": float(duration), "warmup_s": float(warmup),
-            "key_size": 16, "get_keys": int(get_keys), "preload_s": float(preload_s),
-            "cpu_per_op": "server utime+stime over the measured run, summed over the nodes, / ops counted"}
-if not order:
-    sys.exit("bench-vs-etcd.sh: no results")
-if as_json:
-    print(json.dumps({"machine": machine, "settings": settings, "workloads": [rows[n] for n in order],
-                      "limits": limits}))
-    sys.exit(0)
-
-def side(r):
-    if r is None:
-        return ["-", "-", "-", "-"]
-    return [f"{r['ops_per_sec']:.0f}", f"{r['p50_ms']:.2f}", f"{r['p99_ms']:.2f}", f"{r['cpu_us_per_op']:.0f}"]
-
-head = ["workload", "etcd ops/s", "p50 ms", "p99 ms", "CPU µs/op", "tsnode ops/s", "p50 ms", "p99 ms", "CPU µs/op", "ratio"]
-table = [head]
-for n in order:
-    w = rows[n]
-    ratio = f"{w['ratio_ops_per_sec']:.2f}" if "ratio_ops_per_sec" in w else "-"
-    table.append([n] + side(w.get("etcd")) + side(w.get("tsnode")) + [ratio])
-widths = [max(len(row[i]) for row in table) for i in range(len(head))]
-for k, row in enumerate(table):
-    print("  ".join(c.ljust(widths[i]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(row)))
-    if k == 0:
-        print("  ".join("-" * x for x in widths))
-print()
-print(f"{nodes} nodes per cluster on loopback, fsync on ({fs}); {float(duration):g} s measured after "
-      f"{float(warmup):g} s warm-up; 16-byte keys, 100-byte values unless noted; "
-      f"gets over {get_keys} keys preloaded by {float(preload_s):g} s of puts")
-print("ratio = tsnode ops/s / etcd ops/s; CPU µs/op = server CPU (user+sys, all nodes) per counted op")
-if int(rounds) > 1:
-    print(f"{rounds} rounds, etcd then tsnode in each, fresh clusters every time; each side's row is its run of "
-          "median ops/s, and the ratio that of the medians; every round's ratio:")
-    for n in order:
-        if "ratio_per_round" in rows[n]:
-            print(f"  {n}: " + " ".join(f"{x:.2f}" for x in rows[n]["ratio_per_round"]))
-for n in order:
-    w = rows[n]
-    notes = []
-    for s in ("etcd", "tsnode"):
-        r = w.get(s)
-        if r is None:
-            continue
-        if r.get("errors"):
-            notes.append(f"{s}: {r['errors']} errors (first: {r.get('first_error', '')})")
-        if r["op"] in ("get", "mixed") and r.get("ops"):
-            gets = r["ops"] if r["op"] == "get" else r["ops"] / 2
-            notes.append(f"{s}: {r.get('not_found', 0)} gets of absent keys (of ~{gets:.0f})")
-    if notes:
-        print(f"{n}: " + "; ".join(notes))
-print(f"machine: {cores} cores, {model}, {kernel}; etcd {etcd_version}; tsnode {tsnode_version}")
-if limits:
-    a, b, rtt = limits["synced_append"], limits["synced_batch"], limits["loopback_rtt"]
-    print(f"limits (tslimits, p50): append {a['bytes']} B + fdatasync {a['one_writer']['p50_ms']:.3f} ms alone, "
-          f"{a['n_writers']['p50_ms']:.3f} ms with {limits['writers']} writers at once; "
-          f"{b['bytes'] >> 10} KiB {b['one_writer']['p50_ms']:.3f} / {b['n_writers']['p50_ms']:.3f} ms; "
-          f"loopback round trip {rtt['p50_ms']:.3f} ms")
-    put1 = rows.get("put-1", {}).get("tsnode")
-    floor = limits["sequential_put_floor_ms"]
-    print(f"sequential put floor (2 round trips + one append with every node appending): {floor:.3f} ms"
-          + (f"; tsnode put-1 p50 {put1['p50_ms']:.3f} ms = {put1['p50_ms'] / floor:.2f}x the floor" if put1 else ""))
-PY
+result=$(tspy bench_vs_etcd report "$json" "${etcd_version:-not run}" "$tsnode_version" "$nodes" "$duration" "$warmup" \
+  "$get_keys" "$preload_s" "$ts_root" "$results" "$limits" "$rounds") || report_rc=$?
 [[ $report_rc -eq 0 ]] || die "could not build the report (results in $results)"
+publish bench-vs-etcd "$docs" "$result"
 failed=0

@@ -30,9 +30,8 @@
 # Environment: BUILD_DIR (default ./build); CLUSTER_DIR (default: a new
 # temporary directory).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-root=$(pwd)
-build_dir="${BUILD_DIR:-$root/build}"
+source "$(dirname "$0")/lib/common.sh"
+build_dir=$(ts_build_dir)
 rooms=40
 occupied_percent=25
 timeout_s=120
@@ -43,21 +42,18 @@ while [[ $# -gt 0 ]]; do
     --occupied-percent) occupied_percent="$2"; shift ;;
     --timeout-s) timeout_s="$2"; shift ;;
     --keep) keep=1 ;;
-    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "demo-rollout.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    *) help_or_bad "$1" ;;
   esac
   shift
 done
-[[ "$rooms" =~ ^[0-9]+$ && "$rooms" -ge 4 && "$rooms" -le 1000 ]] || { echo "demo-rollout.sh: --rooms must be 4..1000" >&2; exit 2; }
-[[ "$occupied_percent" =~ ^[0-9]+$ && "$occupied_percent" -le 100 ]] ||
-  { echo "demo-rollout.sh: --occupied-percent must be 0..100" >&2; exit 2; }
+[[ "$rooms" =~ ^[0-9]+$ && "$rooms" -ge 4 && "$rooms" -le 1000 ]] || bad "--rooms must be 4..1000"
+[[ "$occupied_percent" =~ ^[0-9]+$ && "$occupied_percent" -le 100 ]] || bad "--occupied-percent must be 0..100"
 players=$(( (rooms * occupied_percent + 50) / 100 ))
-for b in node/tsnode/tsnode node/tsctl/tsctl node/tsagent/tsagent; do
-  [[ -f "$build_dir/$b" && -x "$build_dir/$b" ]] || cluster-scripts/setup.sh --build-dir "$build_dir" >/dev/null
-done
+build_programs
+need_bins tsnode tsctl tsagent
 export CLUSTER_DIR="${CLUSTER_DIR:-$(mktemp -d /tmp/ts-demo-rollout.XXXXXX)}"
 export BUILD_DIR="$build_dir"
-tsctl="$build_dir/node/tsctl/tsctl"
+tsctl=$(ts_bin tsctl)
 agent_pid=""
 ok=0
 cleanup() {
@@ -67,9 +63,8 @@ cleanup() {
 }
 trap cleanup EXIT
 deadline=$((SECONDS + timeout_s))
-die() { echo "demo-rollout.sh: $*" >&2; exit 1; }
 # json EXPR: evaluates a Python expression over the JSON on stdin (j).
-json() { python3 -c "import json,sys; j=json.load(sys.stdin); print($1)"; }
+json() { tspy jsonq "$1"; }
 # wait_for DESCRIPTION COMMAND...: polls COMMAND until it succeeds or the deadline.
 wait_for() {
   local what="$1"; shift
@@ -86,7 +81,7 @@ leader_id() { ctl status --json | json "next((n['id'] for n in j['nodes'] if n.g
 sched() { ctl sched show rooms --json | json "$1"; }
 leaders="$(leader_id)"
 
-"$build_dir/node/tsagent/tsagent" --simulate --endpoints "$endpoints" --period-ms 200 --occupied-percent "$occupied_percent" \
+"$(ts_bin tsagent)" --simulate --endpoints "$endpoints" --period-ms 200 --occupied-percent "$occupied_percent" \
   --report "$CLUSTER_DIR/agent.json" >"$CLUSTER_DIR/agent.log" 2>&1 &
 agent_pid=$!
 

@@ -17,7 +17,8 @@
 # "hosts" share one filesystem (tests).
 #
 # Options:
-#   --build-dir DIR     binaries from here (default: $BUILD_DIR, else build; built if missing)
+#   --build-dir DIR     binaries from here (default: $BUILD_DIR, else build; setup.sh --programs
+#                       runs their incremental build first)
 #   --cluster-id NAME   (default ts)
 #   --peer-port P       (default 7000)   --client-port P (default 7100)
 #   --no-systemd        start tsnode with nohup and a pid file instead of the systemd unit
@@ -29,9 +30,7 @@
 # missing) and its config in PREFIX/etc/tsnode/tsnode.toml. Prints the
 # client endpoints (comma-separated) last, for tsctl --endpoints.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-root=$(pwd)
-die() { echo "deploy.sh: $*" >&2; exit 1; }
+source "$(dirname "$0")/lib/common.sh"
 
 inventory="" build_dir="${BUILD_DIR:-build}" cluster_id=ts peer_port=7000 client_port=7100
 systemd=1 stop=0 wait_s=60 ssh_opts=() tsnode_args=()
@@ -47,14 +46,13 @@ while [[ $# -gt 0 ]]; do
     --tsnode-arg) tsnode_args+=("${2:?}"); shift ;;
     --wait-s) wait_s="${2:?}"; shift ;;
     --stop) stop=1 ;;
-    -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) die "unknown argument '$1' (see --help)" ;;
+    *) help_or_bad "$1" ;;
   esac
   shift
 done
 [[ -n "$inventory" ]] || die "--inventory FILE is required (see --help)"
 [[ -r "$inventory" ]] || die "cannot read the inventory $inventory"
-case "$build_dir" in /*) ;; *) build_dir="$root/$build_dir" ;; esac
+build_dir=$(absolute "$build_dir")
 
 ids=() targets=() addrs=() prefixes=()
 while read -r id target addr prefix rest; do
@@ -88,7 +86,7 @@ if [[ $stop -eq 1 ]]; then
 fi
 
 # Build and stage the install tree once (the install target).
-[[ -x "$build_dir/node/tsnode/tsnode" ]] || cluster-scripts/setup.sh --build-dir "$build_dir"
+BUILD_DIR="$build_dir" build_programs
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 cmake --install "$build_dir" --prefix "$stage/usr/local" >/dev/null

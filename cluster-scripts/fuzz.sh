@@ -7,15 +7,15 @@
 # exits non-zero if any target found a crash, a leak or an oversized
 # allocation (the reproducer is left in build-fuzz/artifacts/).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+source "$(dirname "$0")/lib/common.sh"
 seconds=60
 targets=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --seconds) seconds="$2"; shift ;;
-    -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) usage; exit 0 ;;
     fuzz_*) targets+=("$1") ;;
-    *) echo "fuzz.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    *) bad "unknown argument '$1'" ;;
   esac
   shift
 done

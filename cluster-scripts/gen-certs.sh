@@ -22,10 +22,7 @@
 # OU=ROLE: the role the client port and the HTTP API grant). A certificate
 # that already exists is left as it is.
 set -euo pipefail
-
-die() { echo "gen-certs.sh: $*" >&2; exit 1; }
-bad() { echo "gen-certs.sh: $* (see --help)" >&2; exit 2; }
-usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; }
+source "$(dirname "$0")/lib/common.sh"
 
 dir=""
 cluster_id=ts
@@ -48,6 +45,7 @@ while [[ $# -gt 0 ]]; do
   shift
 done
 [[ -n "$dir" ]] || bad "no directory given"
+dir=$(from_caller "$dir")  # DIR is taken from where the script was run
 [[ "$cluster_id" =~ ^[A-Za-z0-9._-]+$ ]] || bad "--cluster-id '$cluster_id': letters, digits, '.', '_' and '-' only"
 command -v openssl >/dev/null || die "openssl is missing: cluster-scripts/setup.sh --no-build installs it"
 [[ -n "$node_ids" ]] || node_ids=$(seq -s, 1 "$nodes")

@@ -45,20 +45,19 @@
 # the repository root) holds data (nodeI/), logs (nodeI.log), pids, each
 # node's flags (nodeI.flags, one argument a line), cluster.env and `endpoints`
 # (the client addresses, read by tsctl and tsbench). BUILD_DIR (default
-# ./build) holds the binaries; setup.sh builds them if missing. TSNODE_ARGS:
+# ./build) holds the binaries: start runs the incremental build of the
+# programs there first (setup.sh --programs: tsnode, tsctl, tsagent, tsbench;
+# never the tests), so it never runs stale binaries. TSNODE_ARGS:
 # extra flags for every tsnode (e.g. "--log-level debug"), given at start
 # and remembered for restarts. `bootstrapped` records when the cluster was
 # created; every later start of a node (restart, add, replace, wipe) uses
 # --initial-cluster-state existing, so an empty data dir joins as a learner.
 set -euo pipefail
-caller_dir=$(pwd)  # where the user ran the script (for relative --binary paths)
-cd "$(dirname "$0")/.."
-root=$(pwd)
-absolute() { case "$1" in /*) echo "$1" ;; *) echo "$root/$1" ;; esac; }
+source "$(dirname "$0")/lib/common.sh"
 cluster_dir=$(absolute "${CLUSTER_DIR:-.cluster}")
-build_dir=$(absolute "${BUILD_DIR:-build}")
-tsnode="$build_dir/node/tsnode/tsnode"
-tsctl="$build_dir/node/tsctl/tsctl"
+build_dir=$(ts_build_dir)
+tsnode=$(ts_bin tsnode)
+tsctl=$(ts_bin tsctl)
 # A cluster remembers the binaries it was started with (start itself uses
 # BUILD_DIR's).
 if [[ "${1:-}" != start && -f "$cluster_dir/cluster.env" ]]; then
@@ -77,9 +76,6 @@ stop_deadline_s=10
 leader_deadline_s=30
 member_deadline_s=30    # a membership change to be in force
 catch_up_deadline_s=60  # a new node to start and catch up
-
-die() { echo "local-cluster.sh: $*" >&2; exit 1; }
-usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" | sed 's/^# \{0,1\}//'; }
 
 pid_of() { cat "$cluster_dir/node$1.pid" 2>/dev/null || true; }
 # A node is alive if its pid runs a tsnode on this node's data dir: a stale
@@ -105,19 +101,11 @@ ctl() {
   "$tsctl" --endpoints "$(endpoints)" "$@"
 }
 
-# Prints N distinct free loopback TCP ports (held open together while chosen).
-free_ports() { python3 "$root/cluster-scripts/free-ports.py" "$1"; }
-
 # True when the answering nodes agree on one leader holding a lease.
 one_leader() {
   local json
   json=$(ctl --json --timeout-ms 1000 status 2>/dev/null) || return 1
-  python3 -c '
-import json, sys
-nodes = [n for n in json.load(sys.stdin)["nodes"] if n.get("reachable", True) and "role" in n]
-leaders = [n for n in nodes if n["role"] == "leader" and n.get("lease_left_ms", 0) > 0]
-sys.exit(0 if len(leaders) == 1 and all(n.get("leader") == leaders[0]["id"] for n in nodes) else 1)
-' <<<"$json"
+  tspy clusterjson one-leader <<<"$json"
 }
 
 # Waits until one leader is agreed on; fails early if a node process died.
@@ -213,12 +201,11 @@ cmd_start() {
   done
   [[ "$n" =~ ^[1-7]$ ]] || die "start: N must be 1..7, got '$n'"
   wipe_cluster_dir
-  if [[ ! -x "$tsnode" || ! -x "$tsctl" ]]; then
-    echo "local-cluster.sh: no binaries in $build_dir; running setup.sh" >&2
-    cluster-scripts/setup.sh --build-dir "$build_dir"
-  fi
-  [[ -x "$tsnode" && -x "$tsctl" ]] || die "setup.sh did not produce $tsnode and $tsctl"
-  command -v python3 >/dev/null || cluster-scripts/setup.sh --no-build  # free ports and JSON need it
+  # Always the incremental build (nothing to do when nothing changed): a
+  # cluster never runs binaries older than the sources.
+  echo "local-cluster.sh: building the programs in $build_dir (setup.sh --programs)" >&2
+  build_programs
+  need_bins tsnode tsctl
   mkdir -p "$cluster_dir"
   read -r -a extra <<<"${TSNODE_ARGS:-}"
   {
@@ -298,7 +285,7 @@ cmd_restart() {
     case "$1" in
       --binary)
         [[ $# -ge 2 ]] || die "restart: --binary needs a path"
-        local bin; bin=$(cd "$caller_dir" && realpath -e -- "$2") || die "restart: no binary '$2'"
+        local bin; bin=$(realpath -e -- "$(from_caller "$2")") || die "restart: no binary '$2'"
         [[ -x "$bin" ]] || die "restart: '$2' is not executable"
         echo "$bin" >"$cluster_dir/node$id.binary"; shift ;;
       --software-version)
@@ -333,25 +320,13 @@ write_endpoints() {
 member_state() {
   local json
   json=$(ctl --json --timeout-ms 2000 member list 2>/dev/null) || { echo "unknown - -"; return 0; }
-  python3 -c '
-import json, sys
-j = json.load(sys.stdin)
-m = next((m for m in j.get("members", []) if m["id"] == int(sys.argv[1])), None)
-if m is None:
-    print("absent - -")
-else:
-    if m["voter"]:
-        state = "voter" if m["caught_up"] and m["heard_incarnation"] == m["incarnation"] else "voter-behind"
-    else:
-        state = "learner-caught-up" if m["caught_up"] else "learner"
-    print(state, m["incarnation"], m["heard_incarnation"] or "-")
-' "$1" <<<"$json"
+  tspy clusterjson member-state "$1" <<<"$json"
 }
 
 # The incarnation node ID announces itself (its own `tsctl status`), or "".
 own_incarnation() {
   "$tsctl" --endpoints "$(flag_of "$1" --client-addr)" --json --timeout-ms 1000 status 2>/dev/null |
-    python3 -c 'import json, sys; n = json.load(sys.stdin)["nodes"][0]; print(n.get("incarnation", ""))' 2>/dev/null || true
+    tspy clusterjson own-incarnation 2>/dev/null || true
 }
 
 # wait_member DEADLINE_S DESCRIPTION ID PREDICATE: polls member_state until
@@ -408,13 +383,7 @@ need_member_id() { [[ "${1:-}" =~ ^[0-9]+$ && "$1" -ge 1 && "$1" -le 63 ]] || di
 # The --peers a node started now is given: the configuration in force (from
 # the leader) plus itself at PEER_ADDR.
 peers_for() {  # peers_for ID PEER_ADDR
-  ctl --json member list | python3 -c '
-import json, sys
-me, addr = int(sys.argv[1]), sys.argv[2]
-peers = {m["id"]: m["peer_addr"] for m in json.load(sys.stdin)["members"]}
-peers[me] = addr
-print(",".join(f"{i}={a}" for i, a in sorted(peers.items())))
-' "$1" "$2"
+  ctl --json member list | tspy clusterjson peers-for "$1" "$2"
 }
 
 # Rewrites the --peers of every node's flags to the configuration in force
@@ -424,21 +393,7 @@ print(",".join(f"{i}={a}" for i, a in sorted(peers.items())))
 refresh_peers() {
   local json
   json=$(ctl --json member list) || die "tsctl member list failed; cannot update the nodes' --peers"
-  python3 - "$cluster_dir" "$json" <<'PY'
-import glob, json, os, sys
-config = {m["id"]: m["peer_addr"] for m in json.loads(sys.argv[2])["members"]}
-for path in glob.glob(os.path.join(sys.argv[1], "node*.flags")):
-    lines = open(path).read().split("\n")
-    me = int(lines[lines.index("--id") + 1])
-    i = lines.index("--peers") + 1
-    own = dict(p.split("=", 1) for p in lines[i].split(","))[str(me)]
-    peers = dict(config)
-    peers[me] = own
-    lines[i] = ",".join(f"{k}={v}" for k, v in sorted(peers.items()))
-    with open(path + ".tmp", "w") as f:
-        f.write("\n".join(lines))
-    os.replace(path + ".tmp", path)
-PY
+  tspy clusterjson refresh-peers "$cluster_dir" "$json"
 }
 
 # Writes node ID's flags (as start does) with the given addresses.

@@ -33,27 +33,23 @@
 # failed, 3 no recovery after healing). On failure the tool prints the seed,
 # the command that replays the fault plan, and keeps the history and logs.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+source "$(dirname "$0")/lib/common.sh"
 
 build_dir="${BUILD_DIR:-build}"
 args=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build-dir)
-      [[ $# -ge 2 && -n "$2" ]] || { echo "nemesis.sh: --build-dir needs a directory (see --help)" >&2; exit 2; }
+      [[ $# -ge 2 && -n "$2" ]] || bad "--build-dir needs a directory"
       build_dir="$2"; shift ;;
-    -h|--help) sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) usage; exit 0 ;;
     *) args+=("$1") ;;
   esac
   shift
 done
 
-cluster-scripts/setup.sh --no-build --build-dir "$build_dir"
-if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
-  cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTS_SANITIZE=OFF >/dev/null
-fi
-if ! cmake --build "$build_dir" -j"$(nproc)" --target tsnemesis tsnode >/dev/null; then
-  echo "nemesis.sh: building tsnemesis and tsnode in $build_dir failed; rerun: cmake --build $build_dir --target tsnemesis tsnode" >&2
+if ! cluster-scripts/setup.sh --build-dir "$build_dir" --target tsnemesis --target tsnode >/dev/null; then
+  say "building tsnemesis and tsnode in $build_dir failed; rerun: cmake --build $build_dir --target tsnemesis tsnode"
   exit 2
 fi
 echo "nemesis.sh: built tsnemesis and tsnode in $build_dir"

@@ -11,11 +11,9 @@
 #   nodes=N failed_writes=F lost_writes=L max_stall_ms=S marker=X.Y.Z
 # and the exit status is non-zero if any acknowledged write was lost.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-root=$(pwd)
-cluster_dir="${CLUSTER_DIR:-$root/.cluster}"
-build_dir="${BUILD_DIR:-$root/build}"
-tsctl="$build_dir/node/tsctl/tsctl"
+source "$(dirname "$0")/lib/common.sh"
+cluster_dir=$(absolute "${CLUSTER_DIR:-.cluster}")
+tsctl=$(ts_bin tsctl)
 to_version=""
 binary=""
 settle_s=1
@@ -24,14 +22,13 @@ while [[ $# -gt 0 ]]; do
     --to-version) to_version="$2"; shift ;;
     --binary) binary="$2"; shift ;;
     --settle-s) settle_s="$2"; shift ;;
-    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "rolling-upgrade.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    *) help_or_bad "$1" ;;
   esac
   shift
 done
-[[ "$to_version" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || { echo "rolling-upgrade.sh: --to-version X.Y.Z is required" >&2; exit 2; }
-[[ -f "$cluster_dir/endpoints" ]] || { echo "rolling-upgrade.sh: no cluster in $cluster_dir (local-cluster.sh start N)" >&2; exit 1; }
-[[ -z "$binary" || -x "$binary" ]] || { echo "rolling-upgrade.sh: --binary $binary is not executable" >&2; exit 2; }
+[[ "$to_version" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || bad "--to-version X.Y.Z is required"
+[[ -f "$cluster_dir/endpoints" ]] || die "no cluster in $cluster_dir (local-cluster.sh start N)"
+[[ -z "$binary" || -x "$binary" ]] || bad "--binary $binary is not executable"
 
 endpoints=$(paste -sd, "$cluster_dir/endpoints")
 ctl() { "$tsctl" --endpoints "$endpoints" "$@"; }
@@ -42,29 +39,9 @@ trap 'touch "$work/stop"; wait 2>/dev/null || true; rm -rf "$work"' EXIT
 
 # status_field ID FIELD: one field of node ID's status (from any answering node's view of the cluster).
 cluster_json() { ctl --json --timeout-ms 1000 status 2>/dev/null || true; }
-leader_line() {
-  cluster_json | python3 -c '
-import json, sys
-try:
-    nodes = json.load(sys.stdin)["nodes"]
-except Exception:
-    print("none"); sys.exit()
-for n in nodes:
-    if n.get("role") == "leader" and n.get("lease_left_ms", 0) > 0:
-        print("node %d (version %s)" % (n["id"], n["version"])); break
-else:
-    print("none")'
-}
+leader_line() { cluster_json | tspy clusterjson leader-line; }
 node_caught_up() {  # node_caught_up ID VERSION: answers, runs VERSION, applied all the leader chose
-  cluster_json | python3 -c '
-import json, sys
-nid, ver = int(sys.argv[1]), sys.argv[2]
-nodes = [n for n in json.load(sys.stdin)["nodes"] if "role" in n]
-me = [n for n in nodes if n["id"] == nid]
-lead = [n for n in nodes if n["role"] == "leader" and n.get("lease_left_ms", 0) > 0]
-ok = me and lead and me[0]["version"] == ver and me[0]["applied_slot"] >= lead[0]["chosen_slot"] - 50 \
-     and me[0]["leader"] == lead[0]["id"]
-sys.exit(0 if ok else 1)' "$1" "$2"
+  cluster_json | tspy clusterjson caught-up "$1" "$2"
 }
 
 # The steady write load: one write at a time, each acknowledged write logged
@@ -113,10 +90,7 @@ while read -r _ key value; do
 done <"$work/acked"
 failed=$(wc -l <"$work/failed")
 max_stall=$(awk 'NR > 1 { gap = $1 - prev; if (gap > max) max = gap } { prev = $1 } END { print max + 0 }' "$work/acked")
-marker=$(cluster_json | python3 -c '
-import json, sys
-markers = [n.get("latest_marker", "") for n in json.load(sys.stdin)["nodes"] if n.get("latest_marker")]
-print(max(markers, key=lambda v: tuple(map(int, v.split(".")))) if markers else "none")')
+marker=$(cluster_json | tspy clusterjson latest-marker)
 echo "acknowledged writes: $(wc -l <"$work/acked")"
 echo "nodes=$n failed_writes=$failed lost_writes=$lost max_stall_ms=$max_stall marker=$marker"
 [[ $lost -eq 0 ]]

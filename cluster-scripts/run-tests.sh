@@ -19,7 +19,7 @@
 # Environment: BUILD_DIR (default build) for the normal build, ASAN_BUILD_DIR
 # (default build-asan) for --sanitize.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+source "$(dirname "$0")/lib/common.sh"
 
 setup_args=()
 build_dir="${BUILD_DIR:-build}"
@@ -36,8 +36,7 @@ while [[ $# -gt 0 ]]; do
     --fuzz) fuzz=1 ;;
     --deploy) deploy=1 ;;
     --) shift; ctest_extra=("$@"); break ;;
-    -h|--help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "run-tests.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    *) help_or_bad "$1" ;;
   esac
   shift
 done

@@ -4,19 +4,28 @@
 # (RelWithDebInfo, one job per core). Safe to run again: with nothing missing
 # it installs nothing and the build is incremental.
 #
-#   cluster-scripts/setup.sh [--sanitize] [--no-build] [--fuzz] [--deploy-test] [--etcd-bench] [--build-dir DIR]
+#   cluster-scripts/setup.sh [--programs] [--target T]... [--sanitize] [--no-build] [--quiet]
+#                            [--fuzz] [--deploy-test] [--etcd-bench] [--build-dir DIR]
 #
+#   (default)         build everything: the programs and the test suite
+#   --programs        build only the programs: tsnode, tsctl, tsagent, tsbench
+#                     (what local-cluster.sh start and the bench scripts run)
+#   --target T        build target T too (with --programs) or only (without);
+#                     may be given more than once
 #   --sanitize        AddressSanitizer + UBSan build, in build-asan
 #   --no-build        install packages only
+#   --quiet           the build's output goes to DIR/setup-build.log, shown (its
+#                     end) only if the build fails
 #   --fuzz            also install clang-14 and its runtime (cluster-scripts/fuzz.sh)
 #   --deploy-test     also install sshd, ssh and iproute2 (cluster-scripts/test-deploy.sh)
 #   --etcd-bench      also install etcd-server, Go and etcd's Go sources
 #                     (cluster-scripts/bench-vs-etcd.sh)
 #   --build-dir DIR   build here (default: $BUILD_DIR, else build)
+#
+# The same configurations as CMake presets: cmake --preset dev|release|asan,
+# then cmake --build --preset dev|release|asan (CMakePresets.json).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-
-die() { echo "setup.sh: $*" >&2; exit 1; }
+source "$(dirname "$0")/lib/common.sh"
 
 build_dir=""
 sanitize=0
@@ -24,16 +33,20 @@ fuzz=0
 deploy_test=0
 etcd_bench=0
 do_build=1
+quiet=0
+targets=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
+    --programs) targets+=(tsnode tsctl tsagent tsbench) ;;
+    --target) need_value --target is_target $# "${2:-}" "a target name"; targets+=("$2"); shift ;;
     --sanitize) sanitize=1 ;;
     --no-build) do_build=0 ;;
+    --quiet) quiet=1 ;;
     --fuzz) fuzz=1 ;;
     --deploy-test) deploy_test=1 ;;
     --etcd-bench) etcd_bench=1 ;;
     --build-dir) [[ $# -ge 2 && -n "$2" ]] || die "--build-dir needs a directory"; build_dir="$2"; shift ;;
-    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) echo "setup.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    *) help_or_bad "$1" ;;
   esac
   shift
 done
@@ -58,8 +71,13 @@ packages=(build-essential cmake g++ pkg-config python3 libasio-dev libcereal-dev
 [[ $etcd_bench -eq 1 ]] && packages+=(etcd-server etcd-client golang-go golang-etcd-server-dev)
 command -v dpkg-query >/dev/null || die "no dpkg-query: this script supports Debian (12) only; install: ${packages[*]}"
 missing=()
+# One dpkg-query for all: the status of each package that is known at all.
+declare -A installed=()
+while read -r name status; do
+  [[ "$status" == "install ok installed" ]] && installed[$name]=1
+done < <(dpkg-query -W -f='${Package} ${Status}\n' "${packages[@]}" 2>/dev/null || true)
 for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  [[ -n "${installed[$p]:-}" ]] || missing+=("$p")
 done
 if [[ ${#missing[@]} -gt 0 ]]; then
   echo "setup.sh: installing missing packages: ${missing[*]}"
@@ -73,7 +91,7 @@ if [[ ${#missing[@]} -gt 0 ]]; then
   export DEBIAN_FRONTEND=noninteractive
   "${apt_get[@]}" update -qq
   "${apt_get[@]}" install -y -qq --no-install-recommends "${missing[@]}"
-else
+elif [[ $quiet -eq 0 ]]; then
   echo "setup.sh: all ${#packages[@]} Debian packages present"
 fi
 
@@ -83,14 +101,26 @@ fi
 if [[ -d "$build_dir" && "$(cd "$build_dir" && pwd -P)" == "$(pwd -P)" ]]; then
   die "build dir '$build_dir' is the source tree; give a directory of its own (default: build)"
 fi
-# TS_SANITIZE is always stated so a directory never keeps an older choice.
 # Build dirs from before node/ had a folder per program hold the programs
 # where their folders now go (build/node/tsctl was a file): clear them.
-for prog in tsnode tsctl tsagent; do
+for prog in tsnode tsctl tsagent tsbench; do
   if [[ -f "$build_dir/node/$prog" ]]; then rm -f "$build_dir/node/$prog"; fi
 done
-cmake_args=(-S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo)
-if [[ $sanitize -eq 1 ]]; then cmake_args+=(-DTS_SANITIZE=ON); else cmake_args+=(-DTS_SANITIZE=OFF); fi
-cmake "${cmake_args[@]}" >/dev/null
-cmake --build "$build_dir" -j"$(nproc)"
-echo "setup.sh: built into $build_dir"
+# Configured once; again only when TS_SANITIZE is not what is asked (it is
+# always stated so a directory never keeps an older choice). Otherwise the
+# build step itself reruns CMake when a CMakeLists.txt changed.
+want_sanitize=OFF
+[[ $sanitize -eq 1 ]] && want_sanitize=ON
+if ! grep -qx "TS_SANITIZE:BOOL=$want_sanitize" "$build_dir/CMakeCache.txt" 2>/dev/null ||
+   [[ ! -f "$build_dir/Makefile" && ! -f "$build_dir/build.ninja" ]]; then
+  cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTS_SANITIZE="$want_sanitize" >/dev/null
+fi
+build_args=(--build "$build_dir" -j"$(nproc)")
+[[ ${#targets[@]} -eq 0 ]] || build_args+=(--target "${targets[@]}")
+if [[ $quiet -eq 0 ]]; then
+  cmake "${build_args[@]}"
+elif ! cmake "${build_args[@]}" >"$build_dir/setup-build.log" 2>&1; then
+  tail -n 40 "$build_dir/setup-build.log" >&2
+  die "the build failed (above: the end of $build_dir/setup-build.log)"
+fi
+echo "setup.sh: built ${targets[*]:-everything} in $build_dir"

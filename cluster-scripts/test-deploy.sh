@@ -11,14 +11,18 @@
 #                                               installed through setup.sh --deploy-test)
 # Behind a flag of run-tests.sh (--deploy); prints PASSED or FAILED last.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-root=$(pwd)
+source "$(dirname "$0")/lib/common.sh"
 keep=0
-[[ "${1:-}" == --keep ]] && keep=1
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --keep) keep=1 ;;
+    *) help_or_bad "$1" ;;
+  esac
+  shift
+done
 [[ $(id -u) -eq 0 ]] || { echo "test-deploy.sh: needs root (network namespaces)" >&2; exit 2; }
-build_dir="${BUILD_DIR:-build}"
-case "$build_dir" in /*) ;; *) build_dir="$root/$build_dir" ;; esac
-cluster-scripts/setup.sh --build-dir "$build_dir" --deploy-test >/dev/null
+build_dir=$(ts_build_dir)
+cluster-scripts/setup.sh --build-dir "$build_dir" --deploy-test --programs >/dev/null
 
 tag="ts$$"
 bridge="${tag}br"
@@ -106,9 +110,7 @@ for h in "${hosts[@]}"; do
     [[ "$got" == "value$h" ]] || fail "get key$h through node $g: '$got'"
   done
 done
-leader_hint=$("$tsctl" --endpoints "$endpoints" --json status | python3 -c '
-import json, sys
-print(sorted({n.get("leader_client_addr", "") for n in json.load(sys.stdin)["nodes"] if n.get("ok", True)})[-1])')
+leader_hint=$("$tsctl" --endpoints "$endpoints" --json status | tspy clusterjson leader-hint)
 [[ "$leader_hint" == "$subnet".1?:7100 ]] || fail "leader hint '$leader_hint' is not an advertised address"
 "$tsctl" --endpoints "$endpoints" status
 echo "test-deploy.sh: PASSED: 3 hosts ($subnet.11-13) deployed over ssh; tsctl works through any node alone; leader hint $leader_hint"

@@ -1,0 +1,75 @@
+"""bench-large-values.sh's figures.
+
+  python3 -m tsscripts.bench_large_values round TSBENCH_RESULT PEAK_KBS NODE_LOG...
+      one round's figures (one JSON line): tsbench's result, each node's peak
+      RSS (VmHWM, kB, space-separated) and what the node logs say large values
+      cost (loop stalls, leases lost, step-downs, the longest fork)
+  python3 -m tsscripts.bench_large_values report JSON(0|1) VALUE_SIZE IN_FLIGHT DURATION ROUND...
+      the report of every round, as text or one JSON object
+"""
+import json
+import re
+import sys
+
+from tsscripts.common import machine
+
+CONNECTIONS = 4
+
+
+def scan_logs(logs):
+    """(loop stalls, the longest in ms, step-downs, leases lost, the longest fork in us) in the nodes' logs."""
+    stalls = longest = stepdowns = leases = 0
+    fork_us = 0
+    for path in logs:
+        for line in open(path, errors="replace"):
+            m = re.search(r"event loop held for (\d+) ms", line)
+            if m:
+                more = re.search(r"; (\d+) more since the last warning, the longest (\d+) ms", line)
+                stalls += 1 + (int(more.group(1)) if more else 0)
+                longest = max(longest, int(m.group(1)), int(more.group(2)) if more else 0)
+            stepdowns += "stepped down as leader" in line
+            leases += "recovery coordinator stopped: lease lost" in line
+            m = re.search(r"fork\(\) held the loop (\d+) us", line)
+            if m:
+                fork_us = max(fork_us, int(m.group(1)))
+    return stalls, longest, stepdowns, leases, fork_us
+
+
+def one_round(run, peaks, logs):
+    run = json.loads(run)
+    stalls, longest, stepdowns, leases, fork_us = scan_logs(logs)
+    return {"puts_per_sec": run["ops_per_sec"], "p50_ms": run["p50_ms"], "p99_ms": run["p99_ms"],
+            "errors": run["errors"], "loop_stalls": stalls, "longest_stall_ms": longest,
+            "leases_lost": leases, "step_downs": stepdowns, "longest_fork_ms": fork_us / 1000,
+            "peak_rss_mb": [int(p) // 1024 for p in peaks.split()]}
+
+
+def report(as_json, value_size, in_flight, duration, rounds):
+    settings = {"value_size": int(value_size), "in_flight": int(in_flight), "connections": CONNECTIONS,
+                "duration_s": int(duration)}
+    rounds = [json.loads(r) for r in rounds]
+    m = machine()
+    if as_json:
+        print(json.dumps({"machine": m, "settings": settings, "rounds": rounds}))
+        return
+    print(f"machine: {m['cores']} cores, {m['cpu']}, {m['kernel']}")
+    print(f"cluster: 3 tsnode processes on loopback, fsync on; {settings['value_size']}-byte values, "
+          f"{settings['in_flight']} in flight over {CONNECTIONS} connections, {settings['duration_s']} s per round")
+    for i, r in enumerate(rounds, 1):
+        print(f"round {i}: {r['puts_per_sec']:.0f} puts/s, p50 {r['p50_ms']:.1f} ms, p99 {r['p99_ms']:.1f} ms, "
+              f"errors {r['errors']}; loop held past half a lease {r['loop_stalls']} times (longest "
+              f"{r['longest_stall_ms']} ms), leases lost {r['leases_lost']}, step-downs {r['step_downs']}, longest "
+              f"fork {r['longest_fork_ms']:.0f} ms, peak RSS {'/'.join(str(x) for x in r['peak_rss_mb'])} MB")
+
+
+def main(argv):
+    if argv[:1] == ["round"] and len(argv) >= 3:
+        print(json.dumps(one_round(argv[1], argv[2], argv[3:])))
+    elif argv[:1] == ["report"] and len(argv) >= 5:
+        report(argv[1] == "1", argv[2], argv[3], argv[4], argv[5:])
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -7,7 +7,7 @@ Shared modules:
   cluster     Cluster: a tsnode cluster on loopback that a benchmark starts itself
 Commands (each a small module with main()):
   freeports           N free loopback ports
-  localcluster        the JSON questions local-cluster.sh asks tsctl's answers
+  clusterjson         the questions the shell scripts ask of tsctl's JSON answers
   jsonq               one Python expression over JSON on stdin (demo-rollout.sh)
   bench_local         bench-local.sh's report
   bench_large_values  bench-large-values.sh's log scan and report

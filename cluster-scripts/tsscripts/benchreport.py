@@ -58,9 +58,15 @@ def table(head, rows):
 
 
 def settings_line(d):
+    """"Settings: name value, ..." of a result's parameters (a nested object in parentheses)."""
     if not d:
         return []
-    return ["Settings: " + ", ".join(f"{k} {fmt(v)}" for k, v in d.items() if not isinstance(v, dict)) + "."]
+
+    def one(k, v):
+        if isinstance(v, dict):
+            return f"{k} (" + ", ".join(one(kk, vv) for kk, vv in v.items()) + ")"
+        return f"{k} {fmt(v)}"
+    return ["Settings: " + ", ".join(one(k, v) for k, v in d.items()) + "."]
 
 
 def bench_local(r):

@@ -16,7 +16,7 @@
 #   --duration S     measured seconds per round, after 1 s of warm-up (default 10)
 #   --rounds N       rounds, each on a fresh cluster (default 3)
 #   --json           print one JSON object {machine, settings, rounds} instead of text
-#   --write-docs     print the JSON object and merge it into docs/benchmarks.md
+#   --write-docs     print the JSON object and merge it into benchmarks.md in docs/
 #                    (tsscripts.benchreport; BENCH_DOCS names another file)
 #
 # Environment: BUILD_DIR (default ./build) holds the programs (setup.sh

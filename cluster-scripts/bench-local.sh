@@ -15,7 +15,7 @@
 #   --tls            mutual TLS on every port (local-cluster.sh start --tls); tsbench
 #                    connects with the admin certificate
 #   --json           print one JSON object {machine, tls, a, b} instead of text
-#   --write-docs     print the JSON object and merge it into docs/benchmarks.md
+#   --write-docs     print the JSON object and merge it into benchmarks.md in docs/
 #                    (tsscripts.benchreport; BENCH_DOCS names another file)
 #
 # Environment: BUILD_DIR (default ./build) holds the programs (setup.sh

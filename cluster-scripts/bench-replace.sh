@@ -42,7 +42,7 @@
 #                     node has a longer log to copy (default 0)
 #   --method M        member (remove, wipe, add, promote; default) or wipe
 #   --json            print one JSON object {machine, params, runs} instead of text
-#   --write-docs      print the JSON object and merge it into docs/benchmarks.md
+#   --write-docs      print the JSON object and merge it into benchmarks.md in docs/
 #                     (tsscripts.benchreport; BENCH_DOCS names another file)
 #   --keep            keep the cluster dirs, node logs and acknowledgement logs
 #

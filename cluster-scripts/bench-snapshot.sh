@@ -55,7 +55,7 @@
 #                     passed to every node whose snapshots are on (default:
 #                     not passed, tsnode's defaults)
 #   --json            print one JSON object {machine, params, ...} instead of text
-#   --write-docs      print the JSON object and merge it into docs/benchmarks.md
+#   --write-docs      print the JSON object and merge it into benchmarks.md in docs/
 #                     (tsscripts.benchreport; BENCH_DOCS names another file)
 #   --keep            keep the cluster dirs, node logs and acknowledgement logs
 #

@@ -39,7 +39,7 @@
 #   --get-keys K     keyspace of get-64 and mixed-64 (default 1000)
 #   --preload-s S    seconds of the put run that preloads it (default 3)
 #   --json           print one JSON object {machine, settings, workloads, limits}
-#   --write-docs     print the JSON object and merge it into docs/benchmarks.md
+#   --write-docs     print the JSON object and merge it into benchmarks.md in docs/
 #                    (tsscripts.benchreport; BENCH_DOCS names another file)
 #
 # Then tslimits (tests/bench/) measures the machine's limits on the same disk

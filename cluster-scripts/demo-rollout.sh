@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# A rolling update of game rooms (spec/002_*) on a local 3-node cluster with
-# the simulated executor, and the leader killed in the middle of it.
+# A rolling update of game rooms
+# (docs/design/coordinator.md#game-rooms-schedulers-and-rolling-updates) on a
+# local 3-node cluster with the simulated executor, and the leader killed in
+# the middle of it.
 #
 #   demo-rollout.sh [--rooms N] [--occupied-percent P] [--timeout-s S] [--keep]
 #

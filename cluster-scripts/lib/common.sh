@@ -39,7 +39,7 @@
 #   free_ports N        N distinct free loopback TCP ports, space-separated
 #   tspy MODULE ARGS... runs python3 -m tsscripts.MODULE (cluster-scripts/tsscripts)
 #   write_docs NAME     merges a bench script's JSON result (stdin) into
-#                       docs/benchmarks.md (BENCH_DOCS names another file)
+#                       benchmarks.md in docs/ (BENCH_DOCS names another file)
 #   publish NAME DOCS RESULT [RC]
 #                       prints a bench script's RESULT; DOCS=1 (--write-docs):
 #                       also write_docs NAME with it, unless the run failed
@@ -131,7 +131,7 @@ write_docs() {
 publish() {
   echo "$3"
   [[ "$2" -eq 1 ]] || return 0
-  if [[ "${4:-0}" -eq 0 ]]; then write_docs "$1" <<<"$3"; else say "the run failed: docs/benchmarks.md left as it was"; fi
+  if [[ "${4:-0}" -eq 0 ]]; then write_docs "$1" <<<"$3"; else say "the run failed: benchmarks.md in docs/ left as it was"; fi
 }
 clean_work() {
   if [[ "$2" -eq 0 && "$3" -eq 0 ]]; then

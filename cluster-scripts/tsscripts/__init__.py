@@ -14,5 +14,5 @@ Commands (each a small module with main()):
   bench_replace       bench-replace.sh: a node replaced under load
   bench_snapshot      bench-snapshot.sh: what snapshots cost and buy
   bench_vs_etcd       bench-vs-etcd.sh's per-run record and report
-  benchreport         merges a bench script's JSON result into docs/benchmarks.md
+  benchreport         merges a bench script's JSON result into benchmarks.md in docs/
 """

@@ -1,4 +1,4 @@
-"""Merges one bench script's --json result into docs/benchmarks.md, which
+"""Merges one bench script's --json result into benchmarks.md in docs/, which
 only this command writes: one section per script, each with the machine,
 the commit, the date and a table, replaced whole by that script's next run;
 the other sections are kept as they are.
@@ -9,7 +9,7 @@ the other sections are kept as they are.
   --script NAME   the bench script (bench-local, bench-large-values,
                   bench-replace, bench-snapshot, bench-vs-etcd; a .sh suffix is dropped)
   --result FILE   its --json output (- : stdin)
-  --docs PATH     the file to write (default: docs/benchmarks.md in the repository)
+  --docs PATH     the file to write (default: benchmarks.md in the repository's docs/)
   --commit C      the commit measured (default: the repository's HEAD, "+changes" when the
                   work tree differs from it)
   --date D        the date (default: now, UTC)
@@ -26,7 +26,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TITLE = "# Benchmarks"
-INTRO = """Written by the bench scripts, never by hand: `cluster-scripts/bench-NAME.sh --write-docs`
+INTRO = """Written by the bench scripts, never by hand: `cluster-scripts/bench-*.sh --write-docs`
 runs the benchmark and merges its `--json` result into this file through
 `python3 -m tsscripts.benchreport` (cluster-scripts/tsscripts/benchreport.py). Each
 section is the latest run of one script, with the machine, the commit and the date

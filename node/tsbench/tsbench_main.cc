@@ -3,7 +3,8 @@
 // it, keeps M requests in flight in total, and reports throughput and latency
 // percentiles of what completed inside the measurement window (after the
 // warm-up). A kNotLeader answer moves that connection to the hinted leader.
-// Never pass/fail on time (DESIGN.md section 8): the figures are for README.
+// Never pass/fail on time (docs/testing.md): the figures are for the
+// benchmarks page the bench scripts write.
 //
 // --rate paces the load (each connection sends at most its share of R
 // requests a second; an answer that comes late is not made up for by a

@@ -1,5 +1,5 @@
 // etcd-load: a closed-loop load generator for an etcd cluster with the
-// semantics of tsbench (tests/bench/tsbench_main.cc), so that
+// semantics of tsbench (node/tsbench/tsbench_main.cc), so that
 // cluster-scripts/bench-vs-etcd.sh can put both side by side.
 //
 //	etcd-load --endpoints 127.0.0.1:2379,... [--connections C] [--in-flight N]

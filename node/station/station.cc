@@ -1,6 +1,7 @@
 // Station: start-up replay, the loop's duties, and applying chosen decrees.
-// Client requests are in station_client.cc, the version rules in
-// station_versions.cc, the coordinator in station_deploy.cc. See station.h.
+// Reads and writes are in client_requests.cc, the rest of the client port in
+// station_client.cc, the version rules in station_versions.cc, the
+// coordinator in coordinator.cc. See station.h.
 #include "node/station/station.h"
 
 #include <algorithm>
@@ -27,7 +28,8 @@ Station::Station(StationOptions options, const LogSource* log)
     : options_(std::move(options)),
       log_(log),
       versions_(Semver::Parse(options_.consensus.software_version).value_or(Semver{})),
-      epoch_(options_.seed) {}
+      client_(*this, options_.seed),
+      coordinator_(*this) {}
 
 Station::~Station() = default;
 
@@ -157,7 +159,7 @@ void Station::Step(const consensus::Message& m) {
   replica_->Step(m);
   // A message can depose this leader: its coordinator stops at once, not
   // at the next tick.
-  if (rc_running_) SuperviseCoordinator();
+  if (coordinator_.running()) coordinator_.Supervise();
 }
 
 void Station::LinkUp(const rpc::Handshake& h) {
@@ -223,28 +225,21 @@ void Station::RunDuties() {
   MaybeRebind();
   MaybeProposeDowngrade();
   MaybeFetchSnapshot();
-  SuperviseCoordinator();
-  ServeReads();
-  ExpireWrites();
+  coordinator_.Supervise();
+  client_.ServeReads();
+  client_.ExpireWrites();
 }
 
 void Station::Shutdown() {
-  for (auto& [slot, w] : pending_writes_) {
-    Respond(w.handle, Answer(w.request_id, rpc::ClientCode::kOutcomeUnknown,
-                             "node shutting down before the write was applied"));
-  }
-  pending_writes_.clear();
+  client_.AbandonWrites();
   if (pending_downgrade_ && pending_downgrade_->handle) {
     Respond(*pending_downgrade_->handle,
             Answer(pending_downgrade_->req.id, rpc::ClientCode::kUnavailable,
                    "node shutting down before the downgrade decree was proposed; nothing was written"));
   }
   pending_downgrade_.reset();
-  if (rc_running_) StopCoordinator("node shutting down");
-  for (PendingRead& p : pending_reads_) {
-    Respond(p.handle, Answer(p.req.id, rpc::ClientCode::kUnavailable, "node shutting down"));
-  }
-  pending_reads_.clear();
+  if (coordinator_.running()) coordinator_.Stop("node shutting down");
+  client_.AbandonReads();
   for (const SnapshotWaiter& w : snapshot_waiters_) {
     Respond(w.handle, Answer(w.request_id, rpc::ClientCode::kUnavailable, "node shutting down before the snapshot was taken"));
   }
@@ -257,7 +252,7 @@ void Station::Log(LogLevel level, std::string text) { ready_.events.push_back(Lo
 void Station::Respond(uint64_t handle, rpc::ClientResponse r) { ready_.replies.push_back(Reply{handle, std::move(r)}); }
 
 StatusOr<consensus::Slot> Station::ProposeDecree(Decree& d) {
-  d.tag = RequestTag{id(), ++next_seq_, epoch_};
+  d.tag = client_.NextTag(id());
   auto slot = replica_->Propose(EncodeDecree(d));
   if (slot.ok()) ready_.proposed.push_back(Proposed{*slot, replica_->GetStatus().promised, d.header});
   return slot;
@@ -272,16 +267,14 @@ void Station::NoteRoleChange() {
   } else if (last_role_ == Role::kLeader) {
     Log(LogLevel::kWarn, std::string("stepped down as leader (now ") + consensus::RoleName(s.role) +
                              ", leader hint " + std::to_string(s.leader) + "); " +
-                             std::to_string(pending_writes_.size()) + " writes in flight");
+                             std::to_string(client_.writes_in_flight()) + " writes in flight");
     // Their slots are settled only when this node learns what was chosen
     // there. Usually that is one catch-up away (then each client gets a
     // definite answer), but if the new leader's log has not reached those
     // slots, nothing fills them and the clients would wait the full
     // request timeout (a nemesis finding: 5 s stalls). So they wait a few
     // leases at most, then hear "outcome unknown".
-    uint64_t grace = now_ms_ + 4 * options_.consensus.lease_ms;
-    for (auto& [slot, w] : pending_writes_) w.deadline_ms = std::min(w.deadline_ms, grace);
-    next_expiry_ms_ = 0;
+    client_.ShortenDeadlines(now_ms_ + 4 * options_.consensus.lease_ms);
   } else if (s.role == Role::kCandidate) {
     Log(LogLevel::kInfo, "campaigning at ballot " + consensus::ToString(s.promised));
   } else if (s.leader != consensus::kNoNode && s.leader != last_leader_) {
@@ -338,14 +331,14 @@ void Station::ApplyEntry(const Entry& e) {
     Log(LogLevel::kError, "slot " + std::to_string(e.slot) + ": decree needs a newer reader than " +
                               versions_.self().ToString() +
                               "; recording it, applying no further decrees, and not leading");
-    ReplyToWrite(e.slot, nullptr, KvResult{});
+    client_.ReplyToWrite(e.slot, nullptr, KvResult{});
   }
 }
 
 bool Station::ApplyDecree(consensus::Slot slot, const std::string& bytes, bool replay_only) {
   if (bytes.empty()) {  // a no-op filling a hole
     applied_slot_ = slot;
-    if (!replay_only) ReplyToWrite(slot, nullptr, KvResult{});
+    if (!replay_only) client_.ReplyToWrite(slot, nullptr, KvResult{});
     return true;
   }
   Decree d;
@@ -354,7 +347,7 @@ bool Station::ApplyDecree(consensus::Slot slot, const std::string& bytes, bool r
   KvResult result;
   switch (FamilyOf(d.header.type)) {
     case DecreeFamily::kDeploy:
-      ApplyDeploy(slot, d, replay_only);
+      coordinator_.Apply(slot, d, replay_only);
       applied_slot_ = slot;
       return true;
     case DecreeFamily::kKeyValue:
@@ -373,62 +366,8 @@ bool Station::ApplyDecree(consensus::Slot slot, const std::string& bytes, bool r
       break;
   }
   applied_slot_ = slot;
-  if (!replay_only) ReplyToWrite(slot, &d, result);
+  if (!replay_only) client_.ReplyToWrite(slot, &d, result);
   return true;
-}
-
-void Station::ReplyToWrite(consensus::Slot slot, const Decree* d, const KvResult& result,
-                           const StatusOr<std::string>* deploy) {
-  auto pending = pending_writes_.find(slot);
-  if (pending == pending_writes_.end()) return;
-  PendingWrite w = std::move(pending->second);
-  pending_writes_.erase(pending);
-  rpc::ClientResponse r;
-  r.id = w.request_id;
-  r.slot = slot;
-  if (d == nullptr || !(d->tag == w.tag)) {
-    // Another leader filled this slot: our decree was not chosen here and,
-    // having lost its slot, never will be.
-    r.code = rpc::ClientCode::kUnavailable;
-    r.message = "leadership changed before the write was chosen; it was not applied";
-  } else if (deploy != nullptr) {
-    if (deploy->ok()) {
-      r.message = **deploy;
-    } else {
-      switch (deploy->status().code()) {
-        case Status::Code::kNotFound: r.code = rpc::ClientCode::kNotFound; break;
-        case Status::Code::kAborted: r.code = rpc::ClientCode::kUnavailable; break;  // stale: retry
-        default: r.code = rpc::ClientCode::kBadRequest; break;
-      }
-      r.message = deploy->status().message();
-    }
-  } else if (result.code == KvResult::Code::kCompareFailed) {
-    r.code = rpc::ClientCode::kCompareFailed;
-    r.found = result.found;
-    r.value = result.value;
-    r.message = result.found ? "compare failed: current value differs" : "compare failed: key does not exist";
-  } else if (result.code == KvResult::Code::kNotFound) {
-    r.code = rpc::ClientCode::kNotFound;
-    r.message = "key not found";
-  } else if (result.code == KvResult::Code::kUndecodable) {
-    r.code = rpc::ClientCode::kInternal;
-    r.message = "decree payload could not be decoded";
-  }
-  Respond(w.handle, std::move(r));
-}
-
-void Station::ExpireWrites() {
-  if (now_ms_ < next_expiry_ms_) return;
-  next_expiry_ms_ = now_ms_ + 50;
-  for (auto it = pending_writes_.begin(); it != pending_writes_.end();) {
-    if (it->second.deadline_ms > now_ms_) {
-      ++it;
-      continue;
-    }
-    Respond(it->second.handle, Answer(it->second.request_id, rpc::ClientCode::kOutcomeUnknown,
-                                      "timed out waiting for the write to be chosen"));
-    it = pending_writes_.erase(it);
-  }
 }
 
 std::string Station::StateDigest() const {
@@ -441,13 +380,13 @@ std::string Station::StateDigest() const {
   SequenceHash f(DigestHash::kFnv1a);
   f.Add(std::to_string(kv_.size()));
   f.Add(std::to_string(kv_.content_hash()));
-  f.Add(deploy_.SnapshotDump());
+  f.Add(coordinator_.state().SnapshotDump());
   digest_cache_.emplace(applied_slot_, f.Hex());
   return digest_cache_->second;
 }
 
 std::string Station::FullDigest(DigestHash hash) const {
-  return FullDigestOf(kv_, deploy_, versions_.Image(), membership_, genesis_applied_, hash);
+  return FullDigestOf(kv_, coordinator_.state(), versions_.Image(), membership_, genesis_applied_, hash);
 }
 
 std::string Station::FullDigestOf(const KvStore& kv, const deploy::DeployState& deploy, const VersionImage& versions,
@@ -489,11 +428,7 @@ std::string Station::CheckInvariants() const {
   if (stuck_at_ && *stuck_at_ <= applied_slot_) {
     return at("stuck at slot " + std::to_string(*stuck_at_) + " yet applied up to " + std::to_string(applied_slot_));
   }
-  if (rc_running_) {
-    std::string why = CoordinatorMayNotRun();
-    if (!why.empty() && why != kNotYetApplied) return at("coordinator running though " + why);
-  }
-  if (!rc_running_ && !deploy_queue_.empty()) return at("deployment commands queued while no coordinator runs");
+  if (std::string why = coordinator_.CheckInvariants(); !why.empty()) return at(why);
   if (eligibility_.eligible && stuck_at_) return at("eligible while stuck on an unreadable decree");
   return "";
 }

@@ -50,6 +50,8 @@
 
 #include "consensus/replica.h"
 #include "node/deploy/deploy_state.h"
+#include "node/station/client_requests.h"
+#include "node/station/coordinator.h"
 #include "node/station/decree.h"
 #include "node/station/digest.h"
 #include "node/station/kv_store.h"
@@ -251,9 +253,9 @@ class Station {
   const Eligibility& eligibility() const { return eligibility_; }
   consensus::Ballot marker_checked() const { return marker_checked_; }
   bool downgrade_pending() const { return pending_downgrade_.has_value(); }
-  bool coordinator_running() const { return rc_running_; }
+  bool coordinator_running() const { return coordinator_.running(); }
   bool TakesWrites() const;  // leads, has recovered the log and written its marker
-  const deploy::DeployState& deploy_state() const { return deploy_; }
+  const deploy::DeployState& deploy_state() const { return coordinator_.state(); }
   const KvStore& kv() const { return kv_; }
   const MembershipDecree& members() const { return membership_; }
   const std::string& cluster_uuid() const { return cluster_uuid_; }
@@ -292,23 +294,16 @@ class Station {
   // against the state the decree met.
   // Stale ones (validated against an older state) change nothing and are
   // not refusals.
-  uint64_t deploy_applied() const { return deploy_applied_; }
-  uint64_t deploy_refused() const { return deploy_refused_; }
-  uint64_t deploy_stale() const { return deploy_stale_; }
+  uint64_t deploy_applied() const { return coordinator_.applied(); }
+  uint64_t deploy_refused() const { return coordinator_.refused(); }
+  uint64_t deploy_stale() const { return coordinator_.stale(); }
 
  private:
-  struct PendingWrite {
-    RequestTag tag;
-    rpc::ClientOp op;
-    uint64_t handle;
-    uint64_t request_id;
-    uint64_t deadline_ms;
-  };
-  struct PendingRead {
-    rpc::ClientRequest req;
-    uint64_t handle;
-    uint64_t deadline_ms;
-  };
+  // The parts: each owns its state, and reads the station's shared state
+  // (the core, the applied state, the output under construction) directly.
+  friend class ClientRequests;
+  friend class Coordinator;
+
   // A downgrade (or cancellation) asked of this leader, waiting until every
   // decree it proposed before the request (up to `after`) is applied; or a
   // restatement of the downgrade in force (`restate`, no client).
@@ -320,12 +315,6 @@ class Station {
     std::optional<uint64_t> handle;  // none for a restatement
     uint64_t deadline_ms = 0;
     bool restate = false;
-  };
-  struct PendingDeploy {
-    deploy::DeployCommand command;
-    uint64_t handle;
-    uint64_t request_id;
-    uint64_t deadline_ms;
   };
   struct PeerView {
     std::string client_addr;
@@ -385,9 +374,6 @@ class Station {
   void Apply(const consensus::Entry& e);
   void ApplyEntry(const consensus::Entry& e);
   bool ApplyDecree(consensus::Slot slot, const std::string& bytes, bool replay_only);
-  void ReplyToWrite(consensus::Slot slot, const Decree* d, const KvResult& result,
-                    const StatusOr<std::string>* deploy = nullptr);
-  void ExpireWrites();
   void NoteRoleChange();
   void Log(LogLevel level, std::string text);
   void Respond(uint64_t handle, rpc::ClientResponse r);
@@ -395,12 +381,9 @@ class Station {
   // the replica's refusal.
   StatusOr<consensus::Slot> ProposeDecree(Decree& d);
 
-  // station_client.cc: the client port.
-  void HandleRead(uint64_t handle, rpc::ClientRequest&& req);
-  void HandleWrite(uint64_t handle, rpc::ClientRequest&& req);
+  // station_client.cc: the client port (reads and writes: ClientRequests).
   void Diverge(uint64_t handle, const rpc::ClientRequest& req);
   void HandleFault(uint64_t handle, const rpc::ClientRequest& req);
-  void ServeReads();
   rpc::ClientResponse Redirect(const rpc::ClientRequest& req, const std::string& why) const;
   rpc::NodeStatus BuildStatus() const;
   rpc::ClientResponse BuildLog(const rpc::ClientRequest& req) const;
@@ -429,19 +412,6 @@ class Station {
   StatusOr<consensus::Slot> ProposeMembership(MembershipDecree m, RequestTag* tag = nullptr);
   uint64_t NextRandom();
 
-  // station_deploy.cc: the recovery supervisor and coordinator.
-  void HandleDeploy(uint64_t handle, rpc::ClientRequest&& req);
-  void HandleDeployQuery(uint64_t handle, const rpc::ClientRequest& req);
-  void ApplyDeploy(consensus::Slot slot, const Decree& d, bool replay_only);
-  void SuperviseCoordinator();
-  std::string CoordinatorMayNotRun() const;
-  // CoordinatorMayNotRun's passing reason: a running coordinator waits while
-  // the chosen log is applied, rather than stopping.
-  static constexpr const char* kNotYetApplied = "chosen log not yet applied";
-  void StopCoordinator(const std::string& why);
-  void RunCoordinator();
-  bool ProposeDeploy(deploy::DeployCommand c, PendingDeploy* client);
-
   StationOptions options_;
   const LogSource* log_;
   std::unique_ptr<consensus::Replica> replica_;
@@ -467,22 +437,8 @@ class Station {
   consensus::Ballot marker_checked_;  // leadership whose marker duty is done
   std::optional<PendingDowngrade> pending_downgrade_;
 
-  deploy::DeployState deploy_;
-  bool rc_running_ = false;
-  std::deque<PendingDeploy> deploy_queue_;          // client commands, in arrival order
-  std::optional<consensus::Slot> deploy_inflight_;  // the one deployment decree not yet applied
-  consensus::Ballot inflight_ballot_;               // the leadership that proposed it
-  uint64_t next_health_ms_ = 0;
-  std::set<std::string> sched_health_done_;  // schedulers decided in this health loop
-  uint64_t deploy_applied_ = 0;
-  uint64_t deploy_refused_ = 0;
-  uint64_t deploy_stale_ = 0;
-
-  uint64_t epoch_ = 0;
-  uint64_t next_seq_ = 0;
-  std::map<consensus::Slot, PendingWrite> pending_writes_;
-  std::deque<PendingRead> pending_reads_;
-  uint64_t next_expiry_ms_ = 0;
+  ClientRequests client_;
+  Coordinator coordinator_;
 
   std::map<consensus::NodeId, PeerView> peers_;
   std::deque<rpc::DigestCheckpoint> checkpoints_;  // the last kCheckpointsKept, oldest first

@@ -33,14 +33,14 @@ void Station::Request(uint64_t handle, ClientRequest req) {
     case ClientOp::kLog:
       return Respond(handle, BuildLog(req));
     case ClientOp::kGet:
-      return HandleRead(handle, std::move(req));
+      return client_.HandleRead(handle, std::move(req));
     case ClientOp::kDowngrade:
     case ClientOp::kDowngradeCancel:
       return HandleDowngrade(handle, std::move(req));
     case ClientOp::kDeploy:
-      return HandleDeploy(handle, std::move(req));
+      return coordinator_.HandleDeploy(handle, std::move(req));
     case ClientOp::kDeployQuery:
-      return HandleDeployQuery(handle, req);
+      return coordinator_.HandleQuery(handle, req);
     case ClientOp::kFault:
       return HandleFault(handle, req);
     case ClientOp::kMember:
@@ -52,7 +52,7 @@ void Station::Request(uint64_t handle, ClientRequest req) {
     case ClientOp::kPut:
     case ClientOp::kCas:
     case ClientOp::kDelete:
-      return HandleWrite(handle, std::move(req));
+      return client_.HandleWrite(handle, std::move(req));
   }
   Respond(handle, Answer(req.id, ClientCode::kBadRequest, "unknown operation"));
 }
@@ -81,60 +81,6 @@ ClientResponse Station::Redirect(const ClientRequest& req, const std::string& wh
 bool Station::TakesWrites() const {
   consensus::ReplicaStatus s = replica_->GetStatus();
   return s.role == Role::kLeader && s.leader_ready && marker_checked_ == s.promised && genesis_applied_;
-}
-
-void Station::HandleRead(uint64_t handle, ClientRequest&& req) {
-  if (req.key.empty() || req.key.size() > options_.key_bytes_max) {
-    return Respond(handle, Answer(req.id, ClientCode::kBadRequest,
-                                 "key must be 1.." + std::to_string(options_.key_bytes_max) + " bytes"));
-  }
-  if (replica_->GetStatus().role != consensus::Role::kLeader) {
-    return Respond(handle, Redirect(req, "this node does not lead"));
-  }
-  if (pending_reads_.size() + pending_writes_.size() >= options_.pending_requests_max) {
-    return Respond(handle, Answer(req.id, ClientCode::kBusy, "too many requests in flight"));
-  }
-  // Served in ServeReads once the lease and the applied slot allow it.
-  uint64_t deadline = now_ms_ + options_.consensus.lease_ms * 4;
-  pending_reads_.push_back(PendingRead{std::move(req), handle, deadline});
-  ServeReads();
-}
-
-void Station::HandleWrite(uint64_t handle, ClientRequest&& req) {
-  if (req.key.empty() || req.key.size() > options_.key_bytes_max) {
-    return Respond(handle, Answer(req.id, ClientCode::kBadRequest,
-                                 "key must be 1.." + std::to_string(options_.key_bytes_max) + " bytes"));
-  }
-  if (req.value.size() > options_.value_bytes_max || req.expected.size() > options_.value_bytes_max) {
-    return Respond(handle, Answer(req.id, ClientCode::kBadRequest,
-                                 "value larger than " + std::to_string(options_.value_bytes_max) + " bytes"));
-  }
-  if (pending_reads_.size() + pending_writes_.size() >= options_.pending_requests_max) {
-    return Respond(handle, Answer(req.id, ClientCode::kBusy, "too many requests in flight"));
-  }
-  if (replica_->GetStatus().role == Role::kLeader && !TakesWrites()) {
-    // A new leader first recovers the log and writes its version marker.
-    return Respond(handle, Answer(req.id, ClientCode::kUnavailable, "leader is recovering the log; retry"));
-  }
-  auto type = static_cast<uint16_t>(req.op == ClientOp::kPut      ? DecreeType::kKvPut
-                                    : req.op == ClientOp::kDelete ? DecreeType::kKvDelete
-                                                                  : DecreeType::kKvCas);
-  Decree d;
-  d.header = versions_.HeaderFor(type);
-  KvCommand c{std::move(req.key), std::move(req.value), std::move(req.expected), req.expected_absent};
-  if (d.header.model_version == 2) {
-    KvBatch b;
-    b.ops.push_back(KvOp{type, std::move(c)});
-    d.payload = EncodeKvBatch(b);
-  } else {
-    d.payload = EncodeKvCommand(c);
-  }
-  auto slot = ProposeDecree(d);
-  if (!slot.ok()) {
-    if (slot.status().code() == Status::Code::kNotLeader) return Respond(handle, Redirect(req, "this node does not lead"));
-    return Respond(handle, Answer(req.id, ClientCode::kBusy, slot.status().message()));
-  }
-  pending_writes_[*slot] = PendingWrite{d.tag, req.op, handle, req.id, now_ms_ + options_.request_timeout_ms};
 }
 
 void Station::HandleFault(uint64_t handle, const ClientRequest& req) {
@@ -196,36 +142,6 @@ void Station::Diverge(uint64_t handle, const ClientRequest& req) {
   Respond(handle, std::move(r));
 }
 
-void Station::ServeReads() {
-  if (pending_reads_.empty()) return;
-  auto index = replica_->ReadIndex();
-  while (!pending_reads_.empty()) {
-    PendingRead& r = pending_reads_.front();
-    if (index.ok() && applied_slot_ >= *index) {
-      ClientResponse resp;
-      resp.id = r.req.id;
-      auto v = kv_.Get(r.req.key);
-      resp.found = v.has_value();
-      if (v) {
-        resp.value = std::move(*v);
-      } else {
-        resp.code = ClientCode::kNotFound;
-        resp.message = "key not found";
-      }
-      resp.slot = applied_slot_;
-      Respond(r.handle, std::move(resp));
-    } else if (index.status().code() == Status::Code::kNotLeader) {
-      Respond(r.handle, Redirect(r.req, "leadership lost"));
-    } else if (now_ms_ >= r.deadline_ms) {
-      Respond(r.handle, Answer(r.req.id, ClientCode::kUnavailable,
-                              "leader could not confirm its lease: " + index.status().message()));
-    } else {
-      return;  // wait for the lease (a new leader's first heartbeat round)
-    }
-    pending_reads_.pop_front();
-  }
-}
-
 rpc::NodeStatus Station::BuildStatus() const {
   consensus::ReplicaStatus s = replica_->GetStatus();
   rpc::NodeStatus st;
@@ -251,7 +167,7 @@ rpc::NodeStatus Station::BuildStatus() const {
   st.stuck_at_slot = stuck_at_.value_or(0);
   st.state_digest = StateDigest();
   st.digest_checkpoints.assign(checkpoints_.begin(), checkpoints_.end());
-  st.coordinator = rc_running_;
+  st.coordinator = coordinator_.running();
   st.cluster_uuid = cluster_uuid_;
   st.incarnation = incarnation();
   st.voter = replica_->GetStatus().voter;

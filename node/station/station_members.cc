@@ -201,7 +201,7 @@ StatusOr<consensus::Slot> Station::ProposeMembership(MembershipDecree m, Request
   if (tag != nullptr) *tag = d.tag;
   // A new configuration may shorten the lease (it must stand on a majority
   // of both): the coordinator stops at once if it no longer holds.
-  if (rc_running_) SuperviseCoordinator();
+  if (coordinator_.running()) coordinator_.Supervise();
   return slot;
 }
 
@@ -349,7 +349,7 @@ void Station::HandleMember(uint64_t handle, ClientRequest&& req) {
     return answer(ClientCode::kBusy, slot.status().message());
   }
   Log(LogLevel::kInfo, "proposed at slot " + std::to_string(*slot) + ": " + m.change);
-  pending_writes_[*slot] = PendingWrite{tag, req.op, handle, req.id, now_ms_ + options_.request_timeout_ms};
+  client_.AwaitChosen(*slot, tag, req.op, handle, req.id, now_ms_ + options_.request_timeout_ms);
 }
 
 std::vector<rpc::MemberStatus> Station::BuildMembers() const {

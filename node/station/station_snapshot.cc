@@ -76,7 +76,7 @@ Status Station::WriteSnapshot(RecordSink* out) const {
   t.versions = versions_.Image();
   t.membership = EncodeMembership(membership_);
   t.genesis_applied = genesis_applied_;
-  t.deploy = deploy_.SnapshotDump();
+  t.deploy = coordinator_.state().SnapshotDump();
   AddFullDigestRest(full, t.deploy, t.versions, membership_, genesis_applied_);
 #if defined(TS_PLANTED_STATION_BUG) && TS_PLANTED_STATION_BUG == 2
   // Negative control: the snapshot misses the deployment state.
@@ -246,7 +246,7 @@ Status Station::AdoptSnapshot(Loaded loaded) {
   if (Status s = versions_.Restore(loaded->versions); !s.ok()) return s;
   const SnapshotHeader& h = loaded->header;
   kv_ = std::move(loaded->kv);
-  deploy_ = std::move(loaded->deploy);
+  coordinator_.Restore(std::move(loaded->deploy));
   digest_.Restore(h.log_digest, versions_.latest_marker(), versions_.downgrade_to());
   applied_slot_ = h.slot;
   snapshot_kv_model_ = 0;
@@ -549,7 +549,7 @@ void Station::HandleSnapshotOp(uint64_t handle, rpc::ClientRequest&& req) {
     if (slot.status().code() == Status::Code::kNotLeader) return Respond(handle, Redirect(req, "this node does not lead"));
     return answer(rpc::ClientCode::kBusy, slot.status().message());
   }
-  pending_writes_[*slot] = PendingWrite{d.tag, req.op, handle, req.id, now_ms_ + options_.request_timeout_ms};
+  client_.AwaitChosen(*slot, d.tag, req.op, handle, req.id, now_ms_ + options_.request_timeout_ms);
 }
 
 // ------------------------------------------------------------- migration

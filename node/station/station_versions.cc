@@ -224,7 +224,7 @@ void Station::MaybeProposeDowngrade() {
                            " proposed in slot " + std::to_string(*slot) + " (" + std::to_string(p.g.rewrites.size()) +
                            " decrees restated)");
   if (p.handle) {
-    pending_writes_[*slot] = PendingWrite{d.tag, p.req.op, *p.handle, p.req.id, now_ms_ + options_.request_timeout_ms};
+    client_.AwaitChosen(*slot, d.tag, p.req.op, *p.handle, p.req.id, now_ms_ + options_.request_timeout_ms);
   }
   finish(std::nullopt);  // the target stays prepared until the decree is applied
 }

@@ -1,0 +1,191 @@
+// ClientRequests: key-value reads and writes, and the answers of every write
+// proposed for a client. See client_requests.h.
+#include "node/station/client_requests.h"
+
+#include <algorithm>
+
+#include "node/station/station.h"
+
+namespace ts::station {
+
+using consensus::Role;
+using rpc::ClientCode;
+using rpc::ClientOp;
+using rpc::ClientRequest;
+using rpc::ClientResponse;
+
+void ClientRequests::HandleRead(uint64_t handle, ClientRequest&& req) {
+  const StationOptions& o = st_.options_;
+  if (req.key.empty() || req.key.size() > o.key_bytes_max) {
+    return st_.Respond(handle, Answer(req.id, ClientCode::kBadRequest,
+                                      "key must be 1.." + std::to_string(o.key_bytes_max) + " bytes"));
+  }
+  if (st_.replica_->GetStatus().role != consensus::Role::kLeader) {
+    return st_.Respond(handle, st_.Redirect(req, "this node does not lead"));
+  }
+  if (pending_reads_.size() + pending_writes_.size() >= o.pending_requests_max) {
+    return st_.Respond(handle, Answer(req.id, ClientCode::kBusy, "too many requests in flight"));
+  }
+  // Served in ServeReads once the lease and the applied slot allow it.
+  uint64_t deadline = st_.now_ms_ + o.consensus.lease_ms * 4;
+  pending_reads_.push_back(PendingRead{std::move(req), handle, deadline});
+  ServeReads();
+}
+
+void ClientRequests::HandleWrite(uint64_t handle, ClientRequest&& req) {
+  const StationOptions& o = st_.options_;
+  if (req.key.empty() || req.key.size() > o.key_bytes_max) {
+    return st_.Respond(handle, Answer(req.id, ClientCode::kBadRequest,
+                                      "key must be 1.." + std::to_string(o.key_bytes_max) + " bytes"));
+  }
+  if (req.value.size() > o.value_bytes_max || req.expected.size() > o.value_bytes_max) {
+    return st_.Respond(handle, Answer(req.id, ClientCode::kBadRequest,
+                                      "value larger than " + std::to_string(o.value_bytes_max) + " bytes"));
+  }
+  if (pending_reads_.size() + pending_writes_.size() >= o.pending_requests_max) {
+    return st_.Respond(handle, Answer(req.id, ClientCode::kBusy, "too many requests in flight"));
+  }
+  if (st_.replica_->GetStatus().role == Role::kLeader && !st_.TakesWrites()) {
+    // A new leader first recovers the log and writes its version marker.
+    return st_.Respond(handle, Answer(req.id, ClientCode::kUnavailable, "leader is recovering the log; retry"));
+  }
+  auto type = static_cast<uint16_t>(req.op == ClientOp::kPut      ? DecreeType::kKvPut
+                                    : req.op == ClientOp::kDelete ? DecreeType::kKvDelete
+                                                                  : DecreeType::kKvCas);
+  Decree d;
+  d.header = st_.versions_.HeaderFor(type);
+  KvCommand c{std::move(req.key), std::move(req.value), std::move(req.expected), req.expected_absent};
+  if (d.header.model_version == 2) {
+    KvBatch b;
+    b.ops.push_back(KvOp{type, std::move(c)});
+    d.payload = EncodeKvBatch(b);
+  } else {
+    d.payload = EncodeKvCommand(c);
+  }
+  auto slot = st_.ProposeDecree(d);
+  if (!slot.ok()) {
+    if (slot.status().code() == Status::Code::kNotLeader) {
+      return st_.Respond(handle, st_.Redirect(req, "this node does not lead"));
+    }
+    return st_.Respond(handle, Answer(req.id, ClientCode::kBusy, slot.status().message()));
+  }
+  AwaitChosen(*slot, d.tag, req.op, handle, req.id, st_.now_ms_ + o.request_timeout_ms);
+}
+
+void ClientRequests::AwaitChosen(consensus::Slot slot, const RequestTag& tag, rpc::ClientOp op, uint64_t handle,
+                                 uint64_t request_id, uint64_t deadline_ms) {
+  pending_writes_[slot] = PendingWrite{tag, op, handle, request_id, deadline_ms};
+}
+
+void ClientRequests::ReplyToWrite(consensus::Slot slot, const Decree* d, const KvResult& result,
+                                  const StatusOr<std::string>* deploy) {
+  auto pending = pending_writes_.find(slot);
+  if (pending == pending_writes_.end()) return;
+  PendingWrite w = std::move(pending->second);
+  pending_writes_.erase(pending);
+  ClientResponse r;
+  r.id = w.request_id;
+  r.slot = slot;
+  if (d == nullptr || !(d->tag == w.tag)) {
+    // Another leader filled this slot: our decree was not chosen here and,
+    // having lost its slot, never will be.
+    r.code = ClientCode::kUnavailable;
+    r.message = "leadership changed before the write was chosen; it was not applied";
+  } else if (deploy != nullptr) {
+    if (deploy->ok()) {
+      r.message = **deploy;
+    } else {
+      switch (deploy->status().code()) {
+        case Status::Code::kNotFound:
+          r.code = ClientCode::kNotFound;
+          break;
+        case Status::Code::kAborted:
+          r.code = ClientCode::kUnavailable;
+          break;  // stale: retry
+        default:
+          r.code = ClientCode::kBadRequest;
+          break;
+      }
+      r.message = deploy->status().message();
+    }
+  } else if (result.code == KvResult::Code::kCompareFailed) {
+    r.code = ClientCode::kCompareFailed;
+    r.found = result.found;
+    r.value = result.value;
+    r.message = result.found ? "compare failed: current value differs" : "compare failed: key does not exist";
+  } else if (result.code == KvResult::Code::kNotFound) {
+    r.code = ClientCode::kNotFound;
+    r.message = "key not found";
+  } else if (result.code == KvResult::Code::kUndecodable) {
+    r.code = ClientCode::kInternal;
+    r.message = "decree payload could not be decoded";
+  }
+  st_.Respond(w.handle, std::move(r));
+}
+
+void ClientRequests::ServeReads() {
+  if (pending_reads_.empty()) return;
+  auto index = st_.replica_->ReadIndex();
+  while (!pending_reads_.empty()) {
+    PendingRead& r = pending_reads_.front();
+    if (index.ok() && st_.applied_slot_ >= *index) {
+      ClientResponse resp;
+      resp.id = r.req.id;
+      auto v = st_.kv_.Get(r.req.key);
+      resp.found = v.has_value();
+      if (v) {
+        resp.value = std::move(*v);
+      } else {
+        resp.code = ClientCode::kNotFound;
+        resp.message = "key not found";
+      }
+      resp.slot = st_.applied_slot_;
+      st_.Respond(r.handle, std::move(resp));
+    } else if (index.status().code() == Status::Code::kNotLeader) {
+      st_.Respond(r.handle, st_.Redirect(r.req, "leadership lost"));
+    } else if (st_.now_ms_ >= r.deadline_ms) {
+      st_.Respond(r.handle, Answer(r.req.id, ClientCode::kUnavailable,
+                                   "leader could not confirm its lease: " + index.status().message()));
+    } else {
+      return;  // wait for the lease (a new leader's first heartbeat round)
+    }
+    pending_reads_.pop_front();
+  }
+}
+
+void ClientRequests::ExpireWrites() {
+  const uint64_t now = st_.now_ms_;
+  if (now < next_expiry_ms_) return;
+  next_expiry_ms_ = now + 50;
+  for (auto it = pending_writes_.begin(); it != pending_writes_.end();) {
+    if (it->second.deadline_ms > now) {
+      ++it;
+      continue;
+    }
+    st_.Respond(it->second.handle, Answer(it->second.request_id, ClientCode::kOutcomeUnknown,
+                                          "timed out waiting for the write to be chosen"));
+    it = pending_writes_.erase(it);
+  }
+}
+
+void ClientRequests::ShortenDeadlines(uint64_t grace_ms) {
+  for (auto& [slot, w] : pending_writes_) w.deadline_ms = std::min(w.deadline_ms, grace_ms);
+  next_expiry_ms_ = 0;
+}
+
+void ClientRequests::AbandonWrites() {
+  for (auto& [slot, w] : pending_writes_) {
+    st_.Respond(w.handle,
+                Answer(w.request_id, ClientCode::kOutcomeUnknown, "node shutting down before the write was applied"));
+  }
+  pending_writes_.clear();
+}
+
+void ClientRequests::AbandonReads() {
+  for (PendingRead& p : pending_reads_) {
+    st_.Respond(p.handle, Answer(p.req.id, ClientCode::kUnavailable, "node shutting down"));
+  }
+  pending_reads_.clear();
+}
+
+}  // namespace ts::station

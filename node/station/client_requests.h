@@ -1,0 +1,84 @@
+// ClientRequests: the station's part that answers reads and writes of the
+// key-value store. A write becomes a tagged decree proposed on the leader
+// and waits here, by slot, until that slot is applied (the tag tells whether
+// our decree or another leader's was chosen there) or its deadline passes; a
+// read waits here until the leader's lease and the applied slot allow it.
+// Other parts (membership, downgrades, deployments, migration) hand the
+// writes they propose for a client to AwaitChosen, so every write is
+// answered the same way. Part of Station (station.h), which routes inputs
+// here; it does no I/O.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+
+#include "consensus/types.h"
+#include "node/station/decree.h"
+#include "node/station/kv_store.h"
+#include "rpc/client_protocol.h"
+
+namespace ts::station {
+
+class Station;
+
+class ClientRequests {
+ public:
+  // `station` owns this part and outlives it; `epoch` starts the request
+  // tags (the options' seed), so tags differ across restarts.
+  ClientRequests(Station& station, uint64_t epoch) : st_(station), epoch_(epoch) {}
+  ClientRequests(const ClientRequests&) = delete;
+  ClientRequests& operator=(const ClientRequests&) = delete;
+
+  // A tag no earlier decree of this node carries.
+  RequestTag NextTag(consensus::NodeId self) { return RequestTag{self, ++next_seq_, epoch_}; }
+
+  // A get: served by ServeReads once the lease and the applied slot allow.
+  void HandleRead(uint64_t handle, rpc::ClientRequest&& req);
+  // A put, cas or delete: proposed now, answered once its slot is applied.
+  void HandleWrite(uint64_t handle, rpc::ClientRequest&& req);
+  // A decree proposed for a client at `slot`: answered by ReplyToWrite when
+  // the slot is applied, or as outcome unknown at `deadline_ms`.
+  void AwaitChosen(consensus::Slot slot, const RequestTag& tag, rpc::ClientOp op, uint64_t handle, uint64_t request_id,
+                   uint64_t deadline_ms);
+  // Slot `slot` was applied (d: its decree, null for a no-op or a decree
+  // this node cannot read): answers the write waiting on it, if any.
+  void ReplyToWrite(consensus::Slot slot, const Decree* d, const KvResult& result,
+                    const StatusOr<std::string>* deploy = nullptr);
+  // Answers the reads the lease and the applied slot now allow.
+  void ServeReads();
+  // Answers the writes whose deadline passed (at most every 50 ms).
+  void ExpireWrites();
+  // This node stopped leading: its writes in flight wait at most until
+  // `grace_ms` to learn what was chosen in their slots.
+  void ShortenDeadlines(uint64_t grace_ms);
+  // Shutdown: every write (then, separately, every read) still waiting is
+  // answered.
+  void AbandonWrites();
+  void AbandonReads();
+
+  size_t writes_in_flight() const { return pending_writes_.size(); }
+
+ private:
+  struct PendingWrite {
+    RequestTag tag;
+    rpc::ClientOp op;
+    uint64_t handle;
+    uint64_t request_id;
+    uint64_t deadline_ms;
+  };
+  struct PendingRead {
+    rpc::ClientRequest req;
+    uint64_t handle;
+    uint64_t deadline_ms;
+  };
+
+  Station& st_;
+  uint64_t epoch_ = 0;
+  uint64_t next_seq_ = 0;
+  std::map<consensus::Slot, PendingWrite> pending_writes_;
+  std::deque<PendingRead> pending_reads_;
+  uint64_t next_expiry_ms_ = 0;
+};
+
+}  // namespace ts::station

@@ -1,0 +1,218 @@
+// Coordinator: the deployment state, the recovery supervisor and coordinator,
+// and the deployment queries. See coordinator.h.
+#include "node/station/coordinator.h"
+
+#include "node/deploy/health.h"
+#include "node/station/station.h"
+
+namespace ts::station {
+
+using rpc::ClientCode;
+using rpc::ClientRequest;
+using rpc::ClientResponse;
+
+namespace {
+
+ClientResponse ErrorFor(uint64_t id, const Status& s) {
+  return Answer(id, s.code() == Status::Code::kNotFound ? ClientCode::kNotFound : ClientCode::kBadRequest, s.message());
+}
+
+constexpr std::pair<deploy::Kind, DecreeType> kDeployTypes[] = {
+    {deploy::Kind::kScheduler, DecreeType::kScheduler},
+    {deploy::Kind::kLrp, DecreeType::kLrp},
+    {deploy::Kind::kBlueGreen, DecreeType::kBlueGreen},
+};
+
+}  // namespace
+
+DecreeType DecreeTypeOf(deploy::Kind kind) {
+  for (const auto& [k, t] : kDeployTypes) {
+    if (k == kind) return t;
+  }
+  return DecreeType::kScheduler;  // every Kind is listed above
+}
+
+std::optional<deploy::Kind> DeployKindOf(uint16_t decree_type) {
+  for (const auto& [k, t] : kDeployTypes) {
+    if (static_cast<uint16_t>(t) == decree_type) return k;
+  }
+  return std::nullopt;
+}
+
+void Coordinator::HandleDeploy(uint64_t handle, ClientRequest&& req) {
+  auto cmd = deploy::ParseClientCommand(req.value);
+  if (!cmd.ok()) return st_.Respond(handle, ErrorFor(req.id, cmd.status()));
+  if (cmd->Internal()) {
+    return st_.Respond(handle, ErrorFor(req.id, Status::InvalidArgument("'" + cmd->Describe() +
+                                                                        "' is written by the coordinator only; send "
+                                                                        "create, update or scale instead")));
+  }
+  if (st_.replica_->GetStatus().role != consensus::Role::kLeader) {
+    return st_.Respond(handle, st_.Redirect(req, "this node does not lead"));
+  }
+  if (!running_) {
+    return st_.Respond(handle, Answer(req.id, ClientCode::kUnavailable,
+                                      "recovery coordinator not running yet (leader recovering the log); retry"));
+  }
+  // Invalid: answered now, nothing written.
+  if (Status s = deploy_.Check(*cmd); !s.ok()) return st_.Respond(handle, ErrorFor(req.id, s));
+  if (queue_.size() >= st_.options_.deploy_queue_max) {
+    return st_.Respond(handle,
+                       Answer(req.id, ClientCode::kBusy, "too many deployment commands waiting; retry in a moment"));
+  }
+  queue_.push_back(PendingDeploy{std::move(*cmd), handle, req.id, st_.now_ms_ + st_.options_.request_timeout_ms});
+  Run();
+}
+
+void Coordinator::HandleQuery(uint64_t handle, const ClientRequest& req) {
+  // Served from this node's applied state (like status); the answer names
+  // the slot it reflects so a caller can tell a lagging follower.
+  auto view = deploy_.Query(req.key);
+  if (!view.ok()) return st_.Respond(handle, ErrorFor(req.id, view.status()));
+  ClientResponse r;
+  r.id = req.id;
+  r.slot = st_.applied_slot_;
+  r.value = view->dump();
+  st_.Respond(handle, std::move(r));
+}
+
+bool Coordinator::Propose(deploy::DeployCommand c, PendingDeploy* client) {
+  c.validated_at = deploy_.version();  // validated against the state as it is now
+  Decree d;
+  d.header = st_.versions_.HeaderFor(static_cast<uint16_t>(DecreeTypeOf(c.kind)));
+  d.payload = c.Payload();
+  auto slot = st_.ProposeDecree(d);
+  if (!slot.ok()) {
+    if (client != nullptr) {
+      st_.Respond(client->handle,
+                  Answer(client->request_id, ClientCode::kUnavailable, "not applied: " + slot.status().message()));
+    }
+    return false;
+  }
+  inflight_ = *slot;
+  inflight_ballot_ = st_.replica_->GetStatus().promised;
+  if (client != nullptr) {
+    st_.client_.AwaitChosen(*slot, d.tag, rpc::ClientOp::kDeploy, client->handle, client->request_id,
+                            client->deadline_ms);
+  }
+  st_.Log(LogLevel::kDebug, "coordinator proposed slot " + std::to_string(*slot) + ": " + c.Describe());
+  return true;
+}
+
+void Coordinator::Stop(const std::string& why) {
+  st_.Log(LogLevel::kWarn, "recovery coordinator stopped: " + why);
+  running_ = false;
+  // The decree in flight stays in flight: if this leadership resumes its
+  // coordinator (a lease lapsed and came back), it waits for that decree
+  // rather than validating the next command without it.
+  for (PendingDeploy& p : queue_) {
+    st_.Respond(p.handle, Answer(p.request_id, ClientCode::kUnavailable,
+                                 "not applied: the coordinator stopped (" + why + "); retry"));
+  }
+  queue_.clear();
+}
+
+// Why the coordinator may not run on this node now; empty if it may.
+// kNotYetApplied (coordinator.h) is the one passing reason: a running
+// coordinator waits it out without stopping, so the commands queued for it
+// stay queued and nothing is logged each time a decree is chosen a moment
+// before it is applied.
+std::string Coordinator::MayNotRun() const {
+  consensus::ReplicaStatus s = st_.replica_->GetStatus();
+  if (s.role != consensus::Role::kLeader) return "not the leader";
+#if !defined(TS_PLANTED_STATION_BUG) || TS_PLANTED_STATION_BUG != 1  // negative control: no lease needed
+  if (s.lease_left_ms <= 0) return "lease lost";
+#endif
+  if (!s.leader_ready || st_.marker_checked_ != s.promised) return "log not recovered";
+  if (st_.applied_slot_ < s.chosen_upto) return kNotYetApplied;
+  if (st_.stuck_at_) return "stuck on an unreadable decree";
+  if (!st_.eligibility_.eligible) return "not eligible: " + st_.eligibility_.reason;
+  return "";
+}
+
+void Coordinator::Supervise() {
+  std::string why = MayNotRun();
+  if (why == kNotYetApplied && running_) return;  // a moment's wait (Run waits too), not a stop
+  if (!why.empty()) {
+    if (running_) Stop(why);
+    return;
+  }
+  if (!running_) {
+    running_ = true;
+    // A new leadership's phase 1 settled every earlier proposal: what it did
+    // not choose is gone (or, chosen later, skipped as validated against an
+    // older state).
+    if (inflight_ && inflight_ballot_ != st_.replica_->GetStatus().promised) inflight_.reset();
+    next_health_ms_ = st_.now_ms_;  // one loop at once: continue where the last coordinator stopped
+    st_.Log(LogLevel::kInfo, "recovery coordinator started at applied slot " + std::to_string(st_.applied_slot_) +
+                                 " (ballot " + consensus::ToString(st_.replica_->GetStatus().promised) + ")");
+  }
+  Run();
+}
+
+void Coordinator::Run() {
+  if (!running_ || inflight_ || st_.applied_slot_ < st_.replica_->GetStatus().chosen_upto) return;
+  // Client commands first, re-validated against the state they will meet.
+  while (!queue_.empty() && !inflight_) {
+    PendingDeploy p = std::move(queue_.front());
+    queue_.pop_front();
+    if (st_.now_ms_ >= p.deadline_ms) {
+      st_.Respond(p.handle, Answer(p.request_id, ClientCode::kUnavailable,
+                                   "not applied: waited too long for the coordinator; retry"));
+    } else if (Status st = deploy_.Check(p.command); !st.ok()) {
+      st_.Respond(p.handle, ErrorFor(p.request_id, st));
+    } else {
+      Propose(p.command, &p);
+    }
+  }
+  if (inflight_ || st_.now_ms_ < next_health_ms_) return;
+  // One health decree at a time, each computed from the state it will be
+  // applied to; the loop's period restarts when every scheduler is done.
+  for (const auto& [name, sched] : deploy_.schedulers().all()) {
+    if (sched_health_done_.count(name) != 0) continue;
+    sched_health_done_.insert(name);
+    if (auto decision = deploy::DecideHealth(name, sched)) {
+      deploy::DeployCommand c;
+      c.kind = deploy::Kind::kScheduler;
+      c.command = std::move(*decision);
+      Propose(c, nullptr);
+      return;
+    }
+  }
+  sched_health_done_.clear();
+  next_health_ms_ = st_.now_ms_ + st_.options_.health_period_ms;
+}
+
+void Coordinator::Apply(consensus::Slot slot, const Decree& d, bool replay_only) {
+  auto cmd = deploy::ParseDecreeCommand(*DeployKindOf(d.header.type), d.payload);
+  StatusOr<std::string> outcome = cmd.ok() ? deploy_.Apply(*cmd, slot) : StatusOr<std::string>(cmd.status());
+  ++applied_;
+  if (!cmd.ok()) {
+    // Written by a leader that validated it: every node skips it alike.
+    ++refused_;
+    st_.Log(LogLevel::kError,
+            "slot " + std::to_string(slot) + ": deployment decree not understood, skipped: " + cmd.status().ToString());
+  } else if (outcome.status().code() == Status::Code::kAborted) {
+    ++stale_;
+    if (!replay_only) st_.Log(LogLevel::kInfo, "slot " + std::to_string(slot) + ": " + outcome.status().message());
+  } else if (!outcome.ok()) {
+    ++refused_;
+    if (!replay_only) {
+      st_.Log(LogLevel::kInfo, "slot " + std::to_string(slot) + ": " + cmd->Describe() +
+                                   " refused at apply: " + outcome.status().message());
+    }
+  }
+  if (inflight_ && slot >= *inflight_) inflight_.reset();
+  if (!replay_only) st_.client_.ReplyToWrite(slot, &d, KvResult{}, &outcome);
+}
+
+std::string Coordinator::CheckInvariants() const {
+  if (running_) {
+    std::string why = MayNotRun();
+    if (!why.empty() && why != kNotYetApplied) return "coordinator running though " + why;
+  }
+  if (!running_ && !queue_.empty()) return "deployment commands queued while no coordinator runs";
+  return "";
+}
+
+}  // namespace ts::station

@@ -1,0 +1,98 @@
+// Coordinator: the station's part that owns the deployment state, and the
+// recovery supervisor (RS) and recovery coordinator (RC) that are the only
+// code turning deployment commands into decrees (docs/design/coordinator.md).
+//
+// The supervisor runs after every batch on every node. It lets the
+// coordinator run only while this node holds a valid lease, has recovered
+// the log (phase 1 done, its version marker checked) and applied every chosen
+// decree, is eligible by the version rules and is not stuck on an unreadable
+// decree; it stops the coordinator the moment one of those fails. The
+// coordinator:
+//   - validates each client command against the applied state and answers an
+//     invalid one at once, writing nothing;
+//   - keeps exactly one deployment decree in flight, so each command is
+//     validated against the state it will be applied to;
+//   - runs the health-controller loop every health_period_ms, writing one
+//     "health" decree per scheduler that needs one.
+// Every node applies deployment decrees with node/deploy/ in slot order; so
+// a new leader's coordinator starts from state it already holds.
+//
+// Part of Station (station.h), which routes inputs here; it does no I/O.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "consensus/types.h"
+#include "node/deploy/deploy_state.h"
+#include "node/station/decree.h"
+#include "rpc/client_protocol.h"
+
+namespace ts::station {
+
+class Station;
+
+class Coordinator {
+ public:
+  // MayNotRun's passing reason: a running coordinator waits while the
+  // chosen log is applied, rather than stopping.
+  static constexpr const char* kNotYetApplied = "chosen log not yet applied";
+
+  explicit Coordinator(Station& station) : st_(station) {}
+  Coordinator(const Coordinator&) = delete;
+  Coordinator& operator=(const Coordinator&) = delete;
+
+  // A client's deployment command (create, update, scale): validated now,
+  // queued for the running coordinator, answered once its decree is applied.
+  void HandleDeploy(uint64_t handle, rpc::ClientRequest&& req);
+  // A query of the applied deployment state (any node).
+  void HandleQuery(uint64_t handle, const rpc::ClientRequest& req);
+  // Applies the deployment decree `d` chosen at `slot` to the state.
+  void Apply(consensus::Slot slot, const Decree& d, bool replay_only);
+  // Starts or stops the coordinator as MayNotRun allows, then runs it.
+  void Supervise();
+  // Why the coordinator may not run on this node now; empty if it may.
+  std::string MayNotRun() const;
+  void Stop(const std::string& why);
+  // The state a checked snapshot holds replaces the applied one.
+  void Restore(deploy::DeployState state) { deploy_ = std::move(state); }
+
+  // The coordinator's own invariants: empty if they hold.
+  std::string CheckInvariants() const;
+
+  const deploy::DeployState& state() const { return deploy_; }
+  bool running() const { return running_; }
+  uint64_t applied() const { return applied_; }
+  uint64_t refused() const { return refused_; }
+  uint64_t stale() const { return stale_; }
+
+ private:
+  struct PendingDeploy {
+    deploy::DeployCommand command;
+    uint64_t handle;
+    uint64_t request_id;
+    uint64_t deadline_ms;
+  };
+
+  void Run();
+  bool Propose(deploy::DeployCommand c, PendingDeploy* client);
+
+  Station& st_;
+  deploy::DeployState deploy_;
+  bool running_ = false;
+  std::deque<PendingDeploy> queue_;          // client commands, in arrival order
+  std::optional<consensus::Slot> inflight_;  // the one deployment decree not yet applied
+  consensus::Ballot inflight_ballot_;        // the leadership that proposed it
+  uint64_t next_health_ms_ = 0;
+  std::set<std::string> sched_health_done_;  // schedulers decided in this health loop
+  // Deployment decrees applied, those the state refused, and the stale
+  // ones (see Station::deploy_applied).
+  uint64_t applied_ = 0;
+  uint64_t refused_ = 0;
+  uint64_t stale_ = 0;
+};
+
+}  // namespace ts::station

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Builds the programs (tsnode, tsctl, tsagent) of an older release from this
+# repository's history, once per commit, and prints the directory that holds
+# them. The release is a version named in CHANGELOG.md or a commit.
+#
+#   cluster-scripts/build-release.sh VERSION|COMMIT
+#
+# Cache: $TS_RELEASE_CACHE (default ~/.cache/tracking-station/releases), one
+# folder per full commit hash; a folder whose build finished holds bin/ and a
+# file named complete, and is reused as it is. The sources come from
+# `git archive` of the commit (no work tree of this checkout is touched); the
+# build has no tests (TS_BUILD_TESTS=OFF) and one job per core.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+die() { echo "build-release.sh: $*" >&2; exit 1; }
+
+[[ $# -eq 1 && "$1" != -* ]] || { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; [[ "${1:-}" == -h || "${1:-}" == --help ]] && exit 0; exit 2; }
+want="$1"
+
+# A version: its commit from CHANGELOG.md's "## VERSION — COMMIT — DATE".
+commit=""
+if [[ "$want" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]]; then
+  commit=$(sed -n "s/^## ${want//./\\.} — \([0-9a-f]\{7,40\}\) — .*/\1/p" CHANGELOG.md | head -n 1)
+  [[ -n "$commit" ]] || die "release $want has no commit in CHANGELOG.md (is it released?)"
+else
+  commit="$want"
+fi
+full=$(git rev-parse --verify --quiet "${commit}^{commit}") ||
+  die "commit '$commit' is not in this repository's history (a shallow clone? fetch with --unshallow)"
+
+cache="${TS_RELEASE_CACHE:-$HOME/.cache/tracking-station/releases}/$full"
+if [[ -f "$cache/complete" ]]; then
+  echo "$cache/bin"
+  exit 0
+fi
+rm -rf "$cache"
+mkdir -p "$cache/src"
+git archive "$full" | tar -x -C "$cache/src"
+echo "build-release.sh: building tsnode, tsctl and tsagent of $want (${full:0:12}) in $cache" >&2
+# Only the programs: tests, benchmarks and fuzzers of the old release are not
+# needed to run it. Its own CMakeLists sets the version it announces.
+cmake -S "$cache/src" -B "$cache/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTS_BUILD_TESTS=OFF >"$cache/configure.log" 2>&1 ||
+  { tail -n 30 "$cache/configure.log" >&2; die "configuring $want failed (log: $cache/configure.log)"; }
+cmake --build "$cache/build" -j"$(nproc)" --target tsnode tsctl tsagent >"$cache/build.log" 2>&1 ||
+  { tail -n 30 "$cache/build.log" >&2; die "building $want failed (log: $cache/build.log)"; }
+mkdir -p "$cache/bin"
+for prog in tsnode tsctl tsagent; do
+  found=$(find "$cache/build" -type f -name "$prog" -perm -u+x | head -n 1)
+  [[ -n "$found" ]] || die "the build of $want made no $prog"
+  cp "$found" "$cache/bin/$prog"
+done
+rm -rf "$cache/build" "$cache/src"
+echo "$full" >"$cache/complete"
+echo "$cache/bin"

@@ -123,10 +123,10 @@ std::string Coordinator::MayNotRun() const {
 #if !defined(TS_PLANTED_STATION_BUG) || TS_PLANTED_STATION_BUG != 1  // negative control: no lease needed
   if (s.lease_left_ms <= 0) return "lease lost";
 #endif
-  if (!s.leader_ready || st_.marker_checked_ != s.promised) return "log not recovered";
+  if (!s.leader_ready || st_.marker_checked() != s.promised) return "log not recovered";
   if (st_.applied_slot_ < s.chosen_upto) return kNotYetApplied;
   if (st_.stuck_at_) return "stuck on an unreadable decree";
-  if (!st_.eligibility_.eligible) return "not eligible: " + st_.eligibility_.reason;
+  if (!st_.eligibility().eligible) return "not eligible: " + st_.eligibility().reason;
   return "";
 }
 

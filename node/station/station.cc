@@ -29,7 +29,9 @@ Station::Station(StationOptions options, const LogSource* log)
       log_(log),
       versions_(Semver::Parse(options_.consensus.software_version).value_or(Semver{})),
       client_(*this, options_.seed),
-      coordinator_(*this) {}
+      coordinator_(*this),
+      membership_(*this),
+      version_duties_(*this) {}
 
 Station::~Station() = default;
 
@@ -42,7 +44,7 @@ StatusOr<std::unique_ptr<Station>> Station::Open(StationOptions options, Station
   if (log == nullptr) return Status::InvalidArgument("a station needs a log source");
   std::unique_ptr<Station> st(new Station(std::move(options), log));
   st->snapshots_ = snapshots;
-  st->InitMembership();
+  st->membership_.Init();
   consensus::Slot base = 0;
   if (auto newest = snapshots == nullptr ? std::nullopt : snapshots->Newest()) {
     // The newest snapshot, then the log after it. A failed install may have
@@ -84,7 +86,7 @@ StatusOr<std::unique_ptr<Station>> Station::Open(StationOptions options, Station
                               " but no snapshot covers it: the data dir's snapshots are missing; rebuild this node "
                               "(move the data dir aside and start it empty)");
   }
-  st->SyncPeers();
+  st->membership_.SyncPeers();
   if (Status s = st->Replay(base + 1, boot.consensus.chosen_upto); !s.ok()) return s;
   for (auto& [id, view] : st->peers_) {
     // The version view survives restarts: a member not heard since counts
@@ -93,11 +95,11 @@ StatusOr<std::unique_ptr<Station>> Station::Open(StationOptions options, Station
     view.software_version = it == boot.versions.end() ? "" : it->second;
     view.version = Semver::Parse(view.software_version);
   }
-  boot.consensus.membership = ToConsensus(st->membership_);
-  if (!st->cluster_uuid_.empty() || st->incarnation() != 0) {
-    st->ready_.identity = IdentityChange{st->cluster_uuid_, st->incarnation()};
+  boot.consensus.membership = ToConsensus(st->members());
+  if (!st->cluster_uuid().empty() || st->incarnation() != 0) {
+    st->ready_.identity = IdentityChange{st->cluster_uuid(), st->incarnation()};
   }
-  if (!ToConsensus(st->membership_).Votes(st->id(), st->incarnation())) {
+  if (!ToConsensus(st->members()).Votes(st->id(), st->incarnation())) {
     char inc[17];
     std::snprintf(inc, sizeof inc, "%016llx", static_cast<unsigned long long>(st->incarnation()));
     st->Log(LogLevel::kWarn, "this node does not vote (incarnation " + std::string(inc) +
@@ -151,7 +153,7 @@ void Station::Step(const consensus::Message& m) {
   if (it != peers_.end()) {
     it->second.last_heard_ms = now_ms_;
     it->second.heard = true;
-    if (version != nullptr && !version->empty()) HearVersion(m.from, *version);
+    if (version != nullptr && !version->empty()) version_duties_.HearVersion(m.from, *version);
   }
   if (m.to != id()) return;
   if (const auto* req = std::get_if<consensus::SnapshotRequest>(&m.body)) return HandleSnapshotRequest(m.from, *req);
@@ -163,12 +165,12 @@ void Station::Step(const consensus::Message& m) {
 }
 
 void Station::LinkUp(const rpc::Handshake& h) {
-  AdoptIdentity(h);
+  membership_.AdoptIdentity(h);
   auto it = peers_.find(h.node_id);
   if (it == peers_.end()) return;
   it->second.last_heard_ms = now_ms_;
   it->second.heard = true;
-  HearVersion(h.node_id, h.software_version);
+  version_duties_.HearVersion(h.node_id, h.software_version);
   if (h.client_addr.empty()) return;
   if (it->second.client_addr != h.client_addr) {
     Log(LogLevel::kInfo, "peer " + std::to_string(h.node_id) + " connected: version " + h.software_version +
@@ -219,11 +221,11 @@ void Station::Persisted(const Ready& ready) {
 // deadlines. Each is cheap when idle.
 void Station::RunDuties() {
   NoteRoleChange();
-  UpdateEligibility();
-  MaybeProposeMarker();  // a leadership that needs a marker proposes it first
-  MaybeProposeGenesis();
-  MaybeRebind();
-  MaybeProposeDowngrade();
+  version_duties_.UpdateEligibility();
+  version_duties_.MaybeProposeMarker();  // a leadership that needs a marker proposes it first
+  membership_.MaybeProposeGenesis();
+  membership_.MaybeRebind();
+  version_duties_.MaybeProposeDowngrade();
   MaybeFetchSnapshot();
   coordinator_.Supervise();
   client_.ServeReads();
@@ -232,12 +234,7 @@ void Station::RunDuties() {
 
 void Station::Shutdown() {
   client_.AbandonWrites();
-  if (pending_downgrade_ && pending_downgrade_->handle) {
-    Respond(*pending_downgrade_->handle,
-            Answer(pending_downgrade_->req.id, rpc::ClientCode::kUnavailable,
-                   "node shutting down before the downgrade decree was proposed; nothing was written"));
-  }
-  pending_downgrade_.reset();
+  version_duties_.Abandon();
   if (coordinator_.running()) coordinator_.Stop("node shutting down");
   client_.AbandonReads();
   for (const SnapshotWaiter& w : snapshot_waiters_) {
@@ -317,12 +314,12 @@ void Station::ApplyEntry(const Entry& e) {
     // decree it is stuck on; one whose snapshot it could not read does not.
     bool decoded = DecodeDecree(e.value, &d).ok();
     if (decoded && !state_missing_ && d.header.type == static_cast<uint16_t>(DecreeType::kDowngrade) &&
-        versions_.CanRead(d) && DecodeDowngrade(d.payload, &g).ok() && TryResumeWithRewrites(e.slot, g)) {
+        versions_.CanRead(d) && DecodeDowngrade(d.payload, &g).ok() && version_duties_.TryResumeWithRewrites(e.slot, g)) {
       ApplyDecree(e.slot, e.value, false);
     } else if (decoded && d.header.type == static_cast<uint16_t>(DecreeType::kMembership) && versions_.CanRead(d)) {
       // The configuration follows the log even here: the core counts votes
       // with it, and a restart hands it the one this station holds.
-      ApplyMembership(e.slot, d, true);
+      membership_.Apply(e.slot, d, true);
     }
     return;
   }
@@ -354,7 +351,7 @@ bool Station::ApplyDecree(consensus::Slot slot, const std::string& bytes, bool r
       result = kv_.Apply(d);
       break;
     case DecreeFamily::kMembership:
-      ApplyMembership(slot, d, replay_only);
+      membership_.Apply(slot, d, replay_only);
       break;
     case DecreeFamily::kVersion:  // VersionState::Observe took what it says
       if (d.header.type == static_cast<uint16_t>(DecreeType::kMigrate)) migrate_slot_ = slot;
@@ -386,7 +383,8 @@ std::string Station::StateDigest() const {
 }
 
 std::string Station::FullDigest(DigestHash hash) const {
-  return FullDigestOf(kv_, coordinator_.state(), versions_.Image(), membership_, genesis_applied_, hash);
+  return FullDigestOf(kv_, coordinator_.state(), versions_.Image(), membership_.config(),
+                      membership_.genesis_applied(), hash);
 }
 
 std::string Station::FullDigestOf(const KvStore& kv, const deploy::DeployState& deploy, const VersionImage& versions,
@@ -429,7 +427,7 @@ std::string Station::CheckInvariants() const {
     return at("stuck at slot " + std::to_string(*stuck_at_) + " yet applied up to " + std::to_string(applied_slot_));
   }
   if (std::string why = coordinator_.CheckInvariants(); !why.empty()) return at(why);
-  if (eligibility_.eligible && stuck_at_) return at("eligible while stuck on an unreadable decree");
+  if (std::string why = version_duties_.CheckInvariants(); !why.empty()) return at(why);
   return "";
 }
 

@@ -55,7 +55,9 @@
 #include "node/station/decree.h"
 #include "node/station/digest.h"
 #include "node/station/kv_store.h"
+#include "node/station/membership.h"
 #include "node/station/snapshot.h"
+#include "node/station/version_duties.h"
 #include "node/station/version_rules.h"
 #include "node/station/version_state.h"
 #include "rpc/client_protocol.h"
@@ -169,7 +171,7 @@ struct Ready {
   std::optional<IdentityChange> identity;
   // The peers to link to (self excluded), with their addresses, when the
   // configuration in force changed: the driver dials the new ones and drops
-  // the others (see Station::SyncPeers for which are kept).
+  // the others (see Membership::SyncPeers for which are kept).
   std::optional<std::map<consensus::NodeId, std::string>> peer_addrs;
   std::vector<std::pair<std::string, std::string>> meta;  // small records to persist (name, value)
   std::vector<Reply> replies;
@@ -250,22 +252,22 @@ class Station {
   consensus::Slot applied_slot() const { return applied_slot_; }
   std::optional<consensus::Slot> stuck_at() const { return stuck_at_; }
   const VersionState& versions() const { return versions_; }
-  const Eligibility& eligibility() const { return eligibility_; }
-  consensus::Ballot marker_checked() const { return marker_checked_; }
-  bool downgrade_pending() const { return pending_downgrade_.has_value(); }
+  const Eligibility& eligibility() const { return version_duties_.eligibility(); }
+  consensus::Ballot marker_checked() const { return version_duties_.marker_checked(); }
+  bool downgrade_pending() const { return version_duties_.downgrade_pending(); }
   bool coordinator_running() const { return coordinator_.running(); }
   bool TakesWrites() const;  // leads, has recovered the log and written its marker
   const deploy::DeployState& deploy_state() const { return coordinator_.state(); }
   const KvStore& kv() const { return kv_; }
-  const MembershipDecree& members() const { return membership_; }
-  const std::string& cluster_uuid() const { return cluster_uuid_; }
+  const MembershipDecree& members() const { return membership_.config(); }
+  const std::string& cluster_uuid() const { return membership_.cluster_uuid(); }
   // The state digests recorded at checkpoint slots, oldest first.
   const std::deque<rpc::DigestCheckpoint>& digest_checkpoints() const { return checkpoints_; }
   static constexpr size_t kCheckpointsKept = 16;
   // The client addresses the other members announced (empty if unknown).
   std::map<consensus::NodeId, std::string> PeerClientAddrs() const;
   uint64_t incarnation() const { return options_.consensus.incarnation; }
-  bool genesis_applied() const { return genesis_applied_; }
+  bool genesis_applied() const { return membership_.genesis_applied(); }
   // The application state's digest: the key-value map and the deployment
   // state (equal on every node at equal applied slots, and across a backup
   // and its restore).
@@ -303,19 +305,9 @@ class Station {
   // (the core, the applied state, the output under construction) directly.
   friend class ClientRequests;
   friend class Coordinator;
+  friend class Membership;
+  friend class VersionDuties;
 
-  // A downgrade (or cancellation) asked of this leader, waiting until every
-  // decree it proposed before the request (up to `after`) is applied; or a
-  // restatement of the downgrade in force (`restate`, no client).
-  struct PendingDowngrade {
-    Downgrade g;
-    consensus::Ballot ballot;
-    consensus::Slot after = 0;
-    rpc::ClientRequest req;
-    std::optional<uint64_t> handle;  // none for a restatement
-    uint64_t deadline_ms = 0;
-    bool restate = false;
-  };
   struct PeerView {
     std::string client_addr;
     std::string software_version;
@@ -389,29 +381,6 @@ class Station {
   rpc::ClientResponse BuildLog(const rpc::ClientRequest& req) const;
   std::string ClientAddrOf(consensus::NodeId id) const;
 
-  // station_versions.cc: the version rules of spec/003_*.
-  void HearVersion(consensus::NodeId id, const std::string& version);
-  void UpdateEligibility();
-  void MaybeProposeMarker();
-  bool TryResumeWithRewrites(consensus::Slot downgrade_slot, const Downgrade& g);
-  void HandleDowngrade(uint64_t handle, rpc::ClientRequest&& req);
-  void MaybeProposeDowngrade();
-  StatusOr<std::vector<Rewrite>> RewritesFor(const Semver& target) const;
-
-  // station_members.cc: identity, genesis, membership changes, rebuilding.
-  void InitMembership();
-  void ApplyMembership(consensus::Slot slot, const Decree& d, bool replay_only);
-  void SyncPeers();
-  void AdoptIdentity(const rpc::Handshake& h);
-  void MaybeProposeGenesis();
-  void MaybeRebind();
-  void HandleMember(uint64_t handle, rpc::ClientRequest&& req);
-  std::vector<rpc::MemberStatus> BuildMembers() const;
-  // Why `peer`, at its current incarnation, may not vote yet (empty: it may).
-  std::string JoinRefusal(consensus::NodeId peer, bool new_member) const;
-  StatusOr<consensus::Slot> ProposeMembership(MembershipDecree m, RequestTag* tag = nullptr);
-  uint64_t NextRandom();
-
   StationOptions options_;
   const LogSource* log_;
   std::unique_ptr<consensus::Replica> replica_;
@@ -423,34 +392,15 @@ class Station {
   consensus::Slot applied_slot_ = 0;  // last decree applied to the state
   std::optional<consensus::Slot> stuck_at_;  // first decree this node cannot read
   VersionState versions_;
-  Eligibility eligibility_;
-  // What eligibility was last computed from; recomputed only when it changes.
-  struct EligibilityKey {
-    uint64_t versions = ~uint64_t{0};
-    uint64_t view = 0;
-    bool stuck = false;
-    bool snapshot_refused = false;
-    bool operator==(const EligibilityKey&) const = default;
-  };
-  EligibilityKey eligibility_key_;
-  uint64_t view_generation_ = 0;  // bumped whenever a peer's version changes
-  consensus::Ballot marker_checked_;  // leadership whose marker duty is done
-  std::optional<PendingDowngrade> pending_downgrade_;
 
   ClientRequests client_;
   Coordinator coordinator_;
+  Membership membership_;
+  VersionDuties version_duties_;
 
   std::map<consensus::NodeId, PeerView> peers_;
   std::deque<rpc::DigestCheckpoint> checkpoints_;  // the last kCheckpointsKept, oldest first
 
-  std::string cluster_uuid_;
-  MembershipDecree membership_;     // in force (the bootstrap one before genesis)
-  bool genesis_applied_ = false;
-  consensus::Ballot genesis_ballot_;  // the leadership that proposed genesis
-  uint64_t rng_ = 0;
-  std::map<consensus::NodeId, std::string> link_addrs_;  // peers the driver links to (SyncPeers)
-  // Before it knows its identity: which members announced which cluster.
-  std::map<std::string, std::set<consensus::NodeId>> identity_voices_;
   consensus::Role last_role_ = consensus::Role::kFollower;
   consensus::NodeId last_leader_ = consensus::kNoNode;
 

@@ -36,7 +36,7 @@ void Station::Request(uint64_t handle, ClientRequest req) {
       return client_.HandleRead(handle, std::move(req));
     case ClientOp::kDowngrade:
     case ClientOp::kDowngradeCancel:
-      return HandleDowngrade(handle, std::move(req));
+      return version_duties_.HandleDowngrade(handle, std::move(req));
     case ClientOp::kDeploy:
       return coordinator_.HandleDeploy(handle, std::move(req));
     case ClientOp::kDeployQuery:
@@ -44,7 +44,7 @@ void Station::Request(uint64_t handle, ClientRequest req) {
     case ClientOp::kFault:
       return HandleFault(handle, req);
     case ClientOp::kMember:
-      return HandleMember(handle, std::move(req));
+      return membership_.HandleMember(handle, std::move(req));
     case ClientOp::kSnapshot:
     case ClientOp::kSnapshotRead:
     case ClientOp::kMigrate:
@@ -80,7 +80,8 @@ ClientResponse Station::Redirect(const ClientRequest& req, const std::string& wh
 
 bool Station::TakesWrites() const {
   consensus::ReplicaStatus s = replica_->GetStatus();
-  return s.role == Role::kLeader && s.leader_ready && marker_checked_ == s.promised && genesis_applied_;
+  return s.role == Role::kLeader && s.leader_ready && version_duties_.marker_checked() == s.promised &&
+         membership_.genesis_applied();
 }
 
 void Station::HandleFault(uint64_t handle, const ClientRequest& req) {
@@ -162,16 +163,16 @@ rpc::NodeStatus Station::BuildStatus() const {
   if (versions_.latest_marker()) st.latest_marker = versions_.latest_marker()->ToString();
   if (versions_.downgrade_to()) st.downgrade_to = versions_.downgrade_to()->ToString();
   st.kv_write_model = versions_.WriteModel(static_cast<uint16_t>(DecreeType::kKvPut));
-  st.eligible = eligibility_.eligible;
-  st.ineligible_reason = eligibility_.reason;
+  st.eligible = eligibility().eligible;
+  st.ineligible_reason = eligibility().reason;
   st.stuck_at_slot = stuck_at_.value_or(0);
   st.state_digest = StateDigest();
   st.digest_checkpoints.assign(checkpoints_.begin(), checkpoints_.end());
   st.coordinator = coordinator_.running();
-  st.cluster_uuid = cluster_uuid_;
+  st.cluster_uuid = cluster_uuid();
   st.incarnation = incarnation();
   st.voter = replica_->GetStatus().voter;
-  st.members = BuildMembers();
+  st.members = membership_.BuildMembers();
   st.snapshot_slot = snapshot_slot_;
   st.snapshot_bytes = snapshot_bytes_;
   st.compacted_slot = replica_->compacted_upto();

@@ -41,7 +41,7 @@ Status Station::WriteSnapshot(RecordSink* out) const {
   h.slot = applied_slot_;
   h.log_digest = digest_.value();
   h.state_digest = StateDigest();
-  h.cluster_uuid = cluster_uuid_;
+  h.cluster_uuid = cluster_uuid();
   h.cluster_id = options_.cluster_id;
   h.written_by = versions_.self().ToString();
   uint16_t kv_model = versions_.WriteModel(static_cast<uint16_t>(DecreeType::kKvPut));
@@ -74,10 +74,10 @@ Status Station::WriteSnapshot(RecordSink* out) const {
   }
   SnapshotTail t;
   t.versions = versions_.Image();
-  t.membership = EncodeMembership(membership_);
-  t.genesis_applied = genesis_applied_;
+  t.membership = EncodeMembership(members());
+  t.genesis_applied = genesis_applied();
   t.deploy = coordinator_.state().SnapshotDump();
-  AddFullDigestRest(full, t.deploy, t.versions, membership_, genesis_applied_);
+  AddFullDigestRest(full, t.deploy, t.versions, members(), genesis_applied());
 #if defined(TS_PLANTED_STATION_BUG) && TS_PLANTED_STATION_BUG == 2
   // Negative control: the snapshot misses the deployment state.
   t.deploy = deploy::DeployState().SnapshotDump();
@@ -264,13 +264,7 @@ Status Station::AdoptSnapshot(Loaded loaded) {
                              " as a new cluster: the first leader writes a new identity");
     return Status::Ok();
   }
-  membership_ = std::move(loaded->membership);
-  genesis_applied_ = loaded->genesis_applied;
-  if (cluster_uuid_.empty() && !h.cluster_uuid.empty()) {
-    cluster_uuid_ = h.cluster_uuid;
-    ready_.meta.emplace_back("identity/cluster_uuid", cluster_uuid_);
-    ready_.identity = IdentityChange{cluster_uuid_, incarnation()};
-  }
+  membership_.Restore(std::move(loaded->membership), loaded->genesis_applied, h.cluster_uuid, true);
   return Status::Ok();
 }
 
@@ -294,9 +288,7 @@ Status Station::AdoptConfiguration(consensus::Slot slot) {
     MembershipDecree m;
     if (Status s = DecodeMembership(tail->membership, &m); !s.ok()) return s;
     if (!options_.restored_from.empty() && header->cluster_uuid == options_.restored_from) return Status::Ok();
-    membership_ = std::move(m);
-    genesis_applied_ = tail->genesis_applied;
-    if (cluster_uuid_.empty()) cluster_uuid_ = header->cluster_uuid;
+    membership_.Restore(std::move(m), tail->genesis_applied, header->cluster_uuid, false);
     return Status::Ok();
   }
 }
@@ -448,17 +440,17 @@ void Station::InstallSnapshot(consensus::Slot slot, consensus::NodeId from) {
       snapshot_refusal_ = loaded.status().message();
       refused_snapshot_slot_ = slot;
       Log(LogLevel::kError, snapshot_refusal_ + "; not installing it, and not leading");
-      UpdateEligibility();
+      version_duties_.UpdateEligibility();
     } else {
       Log(LogLevel::kError, "snapshot of slot " + std::to_string(slot) + " from node " + std::to_string(from) +
                                 " cannot be installed: " + loaded.status().ToString());
     }
     return;
   }
-  if (!cluster_uuid_.empty() && !(*loaded)->header.cluster_uuid.empty() &&
-      (*loaded)->header.cluster_uuid != cluster_uuid_) {
+  if (!cluster_uuid().empty() && !(*loaded)->header.cluster_uuid.empty() &&
+      (*loaded)->header.cluster_uuid != cluster_uuid()) {
     Log(LogLevel::kError, "snapshot of slot " + std::to_string(slot) + " from node " + std::to_string(from) +
-                              " is of cluster " + (*loaded)->header.cluster_uuid + ", not " + cluster_uuid_ +
+                              " is of cluster " + (*loaded)->header.cluster_uuid + ", not " + cluster_uuid() +
                               ": not installing it");
     return;
   }
@@ -482,12 +474,12 @@ void Station::InstallSnapshot(consensus::Slot slot, consensus::NodeId from) {
     }
     replica_->SetCompacted(slot);
   } else {
-    replica_->InstallSnapshot(slot, ToConsensus(membership_));
+    replica_->InstallSnapshot(slot, ToConsensus(members()));
   }
-  UpdateEligibility();
+  version_duties_.UpdateEligibility();
   ready_.snapshot_installed = slot;
   ++snapshots_installed_;
-  SyncPeers();
+  membership_.SyncPeers();
   Log(LogLevel::kInfo, "installed the snapshot of slot " + std::to_string(slot) + " from node " +
                            std::to_string(from) + " (applied slot " + std::to_string(before) + " -> " +
                            std::to_string(slot) + ")");

@@ -1,14 +1,7 @@
-// Station: the cluster's identity and its membership (DESIGN.md, "Cluster
-// identity", "Rebuilding nodes", "Membership").
-//
-// - Genesis: the first leader of a cluster that has none proposes the first
-//   membership decree, which carries a random cluster UUID. Every data dir
-//   stores it; every handshake carries it; another cluster's peer is refused.
-// - Rebuilding: a node whose data dir is new (its incarnation is not the one
-//   the configuration binds) is a learner. Once it has caught up, the leader
-//   binds its incarnation with a membership decree, and only then it votes.
-// - Changes: `tsctl member add|promote|remove`, one membership decree at a
-//   time, each carrying the whole new configuration.
+// Membership: genesis, identity from peers, membership changes and
+// rebuilt voters. See membership.h.
+#include "node/station/membership.h"
+
 #include <algorithm>
 #include <cstdio>
 
@@ -31,7 +24,8 @@ MemberRecord* Find(MembershipDecree& m, consensus::NodeId id) {
 }
 
 size_t Voters(const MembershipDecree& m) {
-  return static_cast<size_t>(std::count_if(m.members.begin(), m.members.end(), [](const MemberRecord& r) { return r.voter; }));
+  return static_cast<size_t>(
+      std::count_if(m.members.begin(), m.members.end(), [](const MemberRecord& r) { return r.voter; }));
 }
 
 std::string Hex(uint64_t v) {
@@ -42,7 +36,8 @@ std::string Hex(uint64_t v) {
 
 // "ID" in 1..kMaxNodeId.
 std::optional<consensus::NodeId> ParseId(const std::string& text) {
-  if (text.empty() || text.size() > 2 || !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+  if (text.empty() || text.size() > 2 ||
+      !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
     return std::nullopt;
   }
   unsigned long id = std::stoul(text);
@@ -52,55 +47,57 @@ std::optional<consensus::NodeId> ParseId(const std::string& text) {
 
 }  // namespace
 
-uint64_t Station::NextRandom() {
+uint64_t Membership::NextRandom() {
   // splitmix64 over the seed the driver gave: deterministic under simulation.
   return Mix64(rng_ += 0x9E3779B97F4A7C15ull);
 }
 
-void Station::InitMembership() {
-  rng_ = options_.seed ^ 0x5DEECE66Dull;
-  options_.consensus.membership_of = MembershipOf;
-  cluster_uuid_ = options_.cluster_uuid;
+void Membership::Init() {
+  rng_ = st_.options_.seed ^ 0x5DEECE66Dull;
+  st_.options_.consensus.membership_of = MembershipOf;
+  cluster_uuid_ = st_.options_.cluster_uuid;
   // Until genesis, the bootstrap members vote at incarnation 0.
-  for (consensus::NodeId id : options_.consensus.members) {
-    auto addr = options_.peer_addrs.find(id);
-    membership_.members.push_back(MemberRecord{id, 0, true, addr == options_.peer_addrs.end() ? "" : addr->second});
+  for (consensus::NodeId id : st_.options_.consensus.members) {
+    auto addr = st_.options_.peer_addrs.find(id);
+    config_.members.push_back(MemberRecord{id, 0, true, addr == st_.options_.peer_addrs.end() ? "" : addr->second});
   }
 }
 
-void Station::ApplyMembership(consensus::Slot slot, const Decree& d, bool replay_only) {
+void Membership::Apply(consensus::Slot slot, const Decree& d, bool replay_only) {
   MembershipDecree m;
   if (!DecodeMembership(d.payload, &m).ok()) {
-    Log(LogLevel::kError, "slot " + std::to_string(slot) + ": unreadable membership decree; configuration unchanged");
+    st_.Log(LogLevel::kError,
+            "slot " + std::to_string(slot) + ": unreadable membership decree; configuration unchanged");
     return;
   }
   if (!m.cluster_uuid.empty()) {
     if (cluster_uuid_.empty()) {
       cluster_uuid_ = m.cluster_uuid;
-      ready_.meta.emplace_back("identity/cluster_uuid", cluster_uuid_);
-      ready_.identity = IdentityChange{cluster_uuid_, options_.consensus.incarnation};
+      st_.ready_.meta.emplace_back("identity/cluster_uuid", cluster_uuid_);
+      st_.ready_.identity = IdentityChange{cluster_uuid_, st_.options_.consensus.incarnation};
     } else if (cluster_uuid_ != m.cluster_uuid) {
       // The handshake refuses other clusters, so this is a bug or a data
       // dir assembled by hand: say so loudly, never adopt it.
-      Log(LogLevel::kError, "slot " + std::to_string(slot) + ": genesis of cluster " + m.cluster_uuid +
-                                " in the log of a node of cluster " + cluster_uuid_);
+      st_.Log(LogLevel::kError, "slot " + std::to_string(slot) + ": genesis of cluster " + m.cluster_uuid +
+                                    " in the log of a node of cluster " + cluster_uuid_);
     }
     genesis_applied_ = true;
   }
-  bool was_voter = ToConsensus(membership_).Votes(id(), incarnation());
-  membership_ = std::move(m);
+  bool was_voter = ToConsensus(config_).Votes(st_.id(), st_.incarnation());
+  config_ = std::move(m);
   SyncPeers();
   if (replay_only) return;
-  Log(LogLevel::kInfo, "slot " + std::to_string(slot) + ": configuration " + consensus::ToString(ToConsensus(membership_)) +
-                           (membership_.change.empty() ? "" : " (" + membership_.change + ")"));
-  bool voter = ToConsensus(membership_).Votes(id(), incarnation());
+  st_.Log(LogLevel::kInfo, "slot " + std::to_string(slot) + ": configuration " +
+                               consensus::ToString(ToConsensus(config_)) +
+                               (config_.change.empty() ? "" : " (" + config_.change + ")"));
+  bool voter = ToConsensus(config_).Votes(st_.id(), st_.incarnation());
   if (was_voter && !voter) {
-    Log(LogLevel::kWarn, Find(membership_, id()) == nullptr
-                             ? "this node was removed from the configuration: it no longer votes or leads; stop it"
-                             : "this node no longer votes");
+    st_.Log(LogLevel::kWarn, Find(config_, st_.id()) == nullptr
+                                 ? "this node was removed from the configuration: it no longer votes or leads; stop it"
+                                 : "this node no longer votes");
   } else if (!was_voter && voter) {
-    Log(LogLevel::kWarn, "this node votes again (incarnation " + Hex(incarnation()) + " bound at slot " +
-                             std::to_string(slot) + ")");
+    st_.Log(LogLevel::kWarn, "this node votes again (incarnation " + Hex(st_.incarnation()) + " bound at slot " +
+                                 std::to_string(slot) + ")");
   }
 }
 
@@ -111,126 +108,127 @@ void Station::ApplyMembership(consensus::Slot slot, const Decree& d, bool replay
 // from the very leader it catches up from. So links are only added while
 // catching up, pruned to the configuration once this node votes, and the
 // leader it follows is always kept.
-void Station::SyncPeers() {
+void Membership::SyncPeers() {
   std::map<consensus::NodeId, std::string> members;
-  for (const MemberRecord& r : membership_.members) {
-    if (r.id == id()) continue;
+  for (const MemberRecord& r : config_.members) {
+    if (r.id == st_.id()) continue;
     members[r.id] = r.peer_addr;
-    peers_.try_emplace(r.id);
+    st_.peers_.try_emplace(r.id);
   }
-  for (auto it = peers_.begin(); it != peers_.end();) {
-    it = members.count(it->first) ? std::next(it) : peers_.erase(it);
+  for (auto it = st_.peers_.begin(); it != st_.peers_.end();) {
+    it = members.count(it->first) ? std::next(it) : st_.peers_.erase(it);
   }
-  ++view_generation_;
-  bool prune = replica_ != nullptr && replica_->GetStatus().voter;
-  consensus::NodeId leader = replica_ ? replica_->leader_hint() : consensus::kNoNode;
+  st_.version_duties_.ViewChanged();
+  bool prune = st_.replica_ != nullptr && st_.replica_->GetStatus().voter;
+  consensus::NodeId leader = st_.replica_ ? st_.replica_->leader_hint() : consensus::kNoNode;
   for (auto it = link_addrs_.begin(); it != link_addrs_.end();) {
     bool keep = !prune || members.count(it->first) || it->first == leader;
     it = keep ? std::next(it) : link_addrs_.erase(it);
   }
   for (const auto& [peer, addr] : members) link_addrs_[peer] = addr;
-  ready_.peer_addrs = link_addrs_;
+  st_.ready_.peer_addrs = link_addrs_;
 }
 
 // A handshake tells a node that has no identity yet which cluster it joined.
 // A node whose log is still empty cannot tell whether it voted before under
 // a data dir it has since lost, so it takes a new incarnation: it rebuilds
-// as a learner until the leader binds it (DESIGN.md, "Rebuilding nodes").
+// as a learner until the leader binds it (docs/design/membership.md).
 //
 // It adopts an identity only once a majority of the other members its flags
 // name announce it: a single peer may be another cluster's (a foreign data
 // dir), and an empty node that followed it would join the wrong cluster.
-void Station::AdoptIdentity(const rpc::Handshake& h) {
+void Membership::AdoptIdentity(const rpc::Handshake& h) {
   if (!cluster_uuid_.empty() || h.cluster_uuid.empty()) return;
   std::set<consensus::NodeId>& voices = identity_voices_[h.cluster_uuid];
   voices.insert(h.node_id);
-  size_t others = options_.consensus.members.size() - 1;
+  size_t others = st_.options_.consensus.members.size() - 1;
   if (voices.size() < others / 2 + 1) {
-    Log(LogLevel::kInfo, "node " + std::to_string(h.node_id) + " announces cluster " + h.cluster_uuid + " (" +
-                             std::to_string(voices.size()) + " of the " + std::to_string(others / 2 + 1) +
-                             " members needed to join it)");
+    st_.Log(LogLevel::kInfo, "node " + std::to_string(h.node_id) + " announces cluster " + h.cluster_uuid + " (" +
+                                 std::to_string(voices.size()) + " of the " + std::to_string(others / 2 + 1) +
+                                 " members needed to join it)");
     return;
   }
   identity_voices_.clear();
   cluster_uuid_ = h.cluster_uuid;
-  ready_.meta.emplace_back("identity/cluster_uuid", cluster_uuid_);
-  consensus::ReplicaStatus s = replica_->GetStatus();
+  st_.ready_.meta.emplace_back("identity/cluster_uuid", cluster_uuid_);
+  consensus::ReplicaStatus s = st_.replica_->GetStatus();
   bool empty = s.promised.IsZero() && s.last_slot == 0;
-  if (empty && incarnation() == 0) {
+  if (empty && st_.incarnation() == 0) {
     uint64_t inc = 0;
     while (inc == 0) inc = NextRandom();
-    options_.consensus.incarnation = inc;
-    replica_->SetIncarnation(inc);
-    ready_.meta.emplace_back("identity/incarnation", std::to_string(inc));
+    st_.options_.consensus.incarnation = inc;
+    st_.replica_->SetIncarnation(inc);
+    st_.ready_.meta.emplace_back("identity/incarnation", std::to_string(inc));
   }
-  ready_.identity = IdentityChange{cluster_uuid_, incarnation()};
-  Log(empty ? LogLevel::kWarn : LogLevel::kInfo,
-      "joined cluster " + cluster_uuid_ + " (learned from node " + std::to_string(h.node_id) + ")" +
-          (empty ? ": this data dir is new, so the node starts as a non-voting learner (incarnation " +
-                       Hex(incarnation()) + ") and votes once the leader has seen it catch up"
-                 : ""));
+  st_.ready_.identity = IdentityChange{cluster_uuid_, st_.incarnation()};
+  st_.Log(empty ? LogLevel::kWarn : LogLevel::kInfo,
+          "joined cluster " + cluster_uuid_ + " (learned from node " + std::to_string(h.node_id) + ")" +
+              (empty ? ": this data dir is new, so the node starts as a non-voting learner (incarnation " +
+                           Hex(st_.incarnation()) + ") and votes once the leader has seen it catch up"
+                     : ""));
 }
 
-void Station::MaybeProposeGenesis() {
-  consensus::ReplicaStatus s = replica_->GetStatus();
-  if (genesis_applied_ || s.role != consensus::Role::kLeader || !s.leader_ready || genesis_ballot_ == s.promised) return;
-  if (applied_slot_ < s.chosen_upto) return;  // the recovered log may hold it
+void Membership::MaybeProposeGenesis() {
+  consensus::ReplicaStatus s = st_.replica_->GetStatus();
+  if (genesis_applied_ || s.role != consensus::Role::kLeader || !s.leader_ready || genesis_ballot_ == s.promised)
+    return;
+  if (st_.applied_slot_ < s.chosen_upto) return;  // the recovered log may hold it
   // A restored backup's identity was derived when it was restored (the
   // same on every member restored from it): its genesis carries that one.
-  bool restored = !options_.restored_from.empty() && !cluster_uuid_.empty();
+  bool restored = !st_.options_.restored_from.empty() && !cluster_uuid_.empty();
   if (!cluster_uuid_.empty() && !restored) {
     // This node learned an identity from a peer but its log has no genesis:
     // never create a second one.
     return;
   }
-  MembershipDecree m = membership_;
+  MembershipDecree m = config_;
   std::string uuid = restored ? cluster_uuid_ : FormatUuid(NextRandom(), NextRandom());
   m.cluster_uuid = uuid;
   m.change = "genesis";
-  auto slot = ProposeMembership(std::move(m));
+  auto slot = Propose(std::move(m));
   if (!slot.ok()) return;  // retried at the next duty round
   genesis_ballot_ = s.promised;
-  Log(LogLevel::kInfo, "proposed the genesis of cluster " + uuid + " at slot " + std::to_string(*slot));
+  st_.Log(LogLevel::kInfo, "proposed the genesis of cluster " + uuid + " at slot " + std::to_string(*slot));
 }
 
-StatusOr<consensus::Slot> Station::ProposeMembership(MembershipDecree m, RequestTag* tag) {
+StatusOr<consensus::Slot> Membership::Propose(MembershipDecree m, RequestTag* tag) {
   Decree d;
-  d.header = versions_.HeaderFor(static_cast<uint16_t>(DecreeType::kMembership));
+  d.header = st_.versions_.HeaderFor(static_cast<uint16_t>(DecreeType::kMembership));
   d.payload = EncodeMembership(m);
-  auto slot = ProposeDecree(d);
+  auto slot = st_.ProposeDecree(d);
   if (tag != nullptr) *tag = d.tag;
   // A new configuration may shorten the lease (it must stand on a majority
   // of both): the coordinator stops at once if it no longer holds.
-  if (coordinator_.running()) coordinator_.Supervise();
+  if (st_.coordinator_.running()) st_.coordinator_.Supervise();
   return slot;
 }
 
 // Why `peer` may not vote yet, or empty. A new member (promote) must
-// follow the version rules of spec/003_*: not below the latest marker and
+// follow the version rules (docs/design/versions.md): not below the latest marker and
 // able to read the log. A voter that rebuilt its data dir was a voter
 // already, as a stuck or barred node may be (the version rules keep such a
 // node from leading, not from voting): it needs only to have caught up.
-std::string Station::JoinRefusal(consensus::NodeId peer, bool new_member) const {
-  auto view = peers_.find(peer);
+std::string Membership::JoinRefusal(consensus::NodeId peer, bool new_member) const {
+  auto view = st_.peers_.find(peer);
   if (new_member) {
-    if (view == peers_.end() || !view->second.version) {
+    if (view == st_.peers_.end() || !view->second.version) {
       return "node " + std::to_string(peer) + " has not announced its version yet (is it running and connected?)";
     }
     const Semver& v = *view->second.version;
-    if (versions_.Bars(v)) {
+    if (st_.versions_.Bars(v)) {
       return "node " + std::to_string(peer) + " runs " + v.ToString() + ", below the latest version marker " +
-             versions_.barring_marker()->ToString() + ": upgrade it to at least that version first (spec/003_*)";
+             st_.versions_.barring_marker()->ToString() + ": upgrade it to at least that version first (spec/003_*)";
     }
-    if (versions_.newest_reader_needed() && v < *versions_.newest_reader_needed()) {
+    if (st_.versions_.newest_reader_needed() && v < *st_.versions_.newest_reader_needed()) {
       return "node " + std::to_string(peer) + " runs " + v.ToString() + " and cannot read the log, which needs " +
-             versions_.newest_reader_needed()->ToString() + ": upgrade it first";
+             st_.versions_.newest_reader_needed()->ToString() + ": upgrade it first";
     }
   }
-  if (view != peers_.end() && view->second.version &&
+  if (view != st_.peers_.end() && view->second.version &&
       MinModelRead(*view->second.version, static_cast<uint16_t>(DecreeType::kKvPut)) > 1) {
-    // spec/001_*: N + 2 reads only the new model, so the migration errand
+    // docs/design/versions.md: N + 2 reads only the new model, so the migration errand
     // must have removed every older-model decree and snapshot first.
-    std::string older = OlderModelData();
+    std::string older = st_.OlderModelData();
     if (!older.empty()) {
       return "node " + std::to_string(peer) + " runs " + view->second.version->ToString() +
              ", which reads only key-value model " +
@@ -238,20 +236,20 @@ std::string Station::JoinRefusal(consensus::NodeId peer, bool new_member) const 
              ", and this cluster still holds " + older + ": run `tsctl migrate` first (spec/001_*)";
     }
   }
-  auto peers = replica_->Peers();
+  auto peers = st_.replica_->Peers();
   auto p = peers.find(peer);
   if (p == peers.end() || !p->second.heard) {
     return "node " + std::to_string(peer) + " has not answered this leader yet; wait for it to connect";
   }
   // Only a live process's incarnation may be bound: what a leader heard
   // long ago may be a process (or a data dir) that is gone.
-  uint64_t silent = now_ms_ - std::min(now_ms_, p->second.last_heard_ms);
-  if (silent > 2 * options_.consensus.lease_ms) {
+  uint64_t silent = st_.now_ms_ - std::min(st_.now_ms_, p->second.last_heard_ms);
+  if (silent > 2 * st_.options_.consensus.lease_ms) {
     return "node " + std::to_string(peer) + " has not answered this leader for " + std::to_string(silent) +
            " ms; is it running?";
   }
-  consensus::Slot chosen = replica_->GetStatus().chosen_upto;
-  if (p->second.match + options_.caught_up_slots < chosen) {
+  consensus::Slot chosen = st_.replica_->GetStatus().chosen_upto;
+  if (p->second.match + st_.options_.caught_up_slots < chosen) {
     return "node " + std::to_string(peer) + " is " + std::to_string(chosen - p->second.match) +
            " slots behind; wait for it to catch up (tsctl member list shows its progress)";
   }
@@ -260,43 +258,46 @@ std::string Station::JoinRefusal(consensus::NodeId peer, bool new_member) const 
 
 // A voter that came back with a new data dir (another incarnation) votes
 // again once it has caught up: the leader binds its new incarnation.
-void Station::MaybeRebind() {
-  if (!TakesWrites() || replica_->latest_membership() != replica_->membership()) return;
-  auto peers = replica_->Peers();
-  for (const MemberRecord& r : membership_.members) {
+void Membership::MaybeRebind() {
+  if (!st_.TakesWrites() || st_.replica_->latest_membership() != st_.replica_->membership()) return;
+  auto peers = st_.replica_->Peers();
+  for (const MemberRecord& r : config_.members) {
     auto p = peers.find(r.id);
     if (!r.voter || p == peers.end() || !p->second.heard || p->second.incarnation == r.incarnation) continue;
     if (!JoinRefusal(r.id, false).empty()) continue;
-    MembershipDecree m = membership_;
+    MembershipDecree m = config_;
     m.cluster_uuid.clear();
     Find(m, r.id)->incarnation = p->second.incarnation;
     m.change = "node " + std::to_string(r.id) + " rebuilt: votes with incarnation " + Hex(p->second.incarnation) +
                " (was " + Hex(r.incarnation) + ")";
-    auto slot = ProposeMembership(m);
-    if (slot.ok()) Log(LogLevel::kWarn, "slot " + std::to_string(*slot) + ": " + m.change);
+    auto slot = Propose(m);
+    if (slot.ok()) st_.Log(LogLevel::kWarn, "slot " + std::to_string(*slot) + ": " + m.change);
     return;  // one change at a time
   }
 }
 
-void Station::HandleMember(uint64_t handle, ClientRequest&& req) {
-  auto answer = [&](ClientCode code, std::string message) { Respond(handle, Answer(req.id, code, std::move(message))); };
+void Membership::HandleMember(uint64_t handle, ClientRequest&& req) {
+  auto answer = [&](ClientCode code, std::string message) {
+    st_.Respond(handle, Answer(req.id, code, std::move(message)));
+  };
   const std::string& action = req.key;
   if (action != "list" && action != "add" && action != "promote" && action != "remove") {
     return answer(ClientCode::kBadRequest, "member: action must be list, add, promote or remove, not '" + action + "'");
   }
-  consensus::ReplicaStatus s = replica_->GetStatus();
-  if (s.role != Role::kLeader) return Respond(handle, Redirect(req, "membership is served by the leader"));
+  consensus::ReplicaStatus s = st_.replica_->GetStatus();
+  if (s.role != Role::kLeader) return st_.Respond(handle, st_.Redirect(req, "membership is served by the leader"));
   if (action == "list") {
     rpc::ClientResponse r;
     r.id = req.id;
-    r.status = BuildStatus();
-    return Respond(handle, std::move(r));
+    r.status = st_.BuildStatus();
+    return st_.Respond(handle, std::move(r));
   }
-  if (!TakesWrites()) return answer(ClientCode::kUnavailable, "leader is recovering the log; retry");
-  if (replica_->latest_membership() != replica_->membership()) {
-    return answer(ClientCode::kBusy, "a membership change is still being chosen; retry when `tsctl member list` shows it");
+  if (!st_.TakesWrites()) return answer(ClientCode::kUnavailable, "leader is recovering the log; retry");
+  if (st_.replica_->latest_membership() != st_.replica_->membership()) {
+    return answer(ClientCode::kBusy,
+                  "a membership change is still being chosen; retry when `tsctl member list` shows it");
   }
-  MembershipDecree m = membership_;
+  MembershipDecree m = config_;
   m.cluster_uuid.clear();
   std::string arg = req.value;
   if (action == "add") {
@@ -311,8 +312,8 @@ void Station::HandleMember(uint64_t handle, ClientRequest&& req) {
       return answer(ClientCode::kBadRequest, "member add: '" + addr + "' is not HOST:PORT");
     }
     if (Find(m, *nid) != nullptr) {
-      return answer(ClientCode::kBadRequest, "member add: node " + std::to_string(*nid) +
-                                                 " is already a member; remove it first to replace it");
+      return answer(ClientCode::kBadRequest,
+                    "member add: node " + std::to_string(*nid) + " is already a member; remove it first to replace it");
     }
     if (m.members.size() >= consensus::kMaxMembers) {
       return answer(ClientCode::kBadRequest, "member add: the configuration already has " +
@@ -322,7 +323,8 @@ void Station::HandleMember(uint64_t handle, ClientRequest&& req) {
     m.change = "add " + std::to_string(*nid) + " at " + addr + " as a learner";
   } else {
     auto nid = ParseId(arg);
-    if (!nid) return answer(ClientCode::kBadRequest, "member " + action + ": expected a node id in 1..63, got '" + arg + "'");
+    if (!nid)
+      return answer(ClientCode::kBadRequest, "member " + action + ": expected a node id in 1..63, got '" + arg + "'");
     MemberRecord* r = Find(m, *nid);
     if (r == nullptr) {
       return answer(ClientCode::kBadRequest, "member " + action + ": node " + std::to_string(*nid) +
@@ -330,41 +332,44 @@ void Station::HandleMember(uint64_t handle, ClientRequest&& req) {
     }
     if (action == "promote") {
       if (r->voter) return answer(ClientCode::kBadRequest, "member promote: node " + arg + " already votes");
-      if (std::string why = JoinRefusal(*nid, true); !why.empty()) return answer(ClientCode::kUnavailable, "member promote: " + why);
+      if (std::string why = JoinRefusal(*nid, true); !why.empty())
+        return answer(ClientCode::kUnavailable, "member promote: " + why);
       r->voter = true;
-      r->incarnation = replica_->Peers().at(*nid).incarnation;
+      r->incarnation = st_.replica_->Peers().at(*nid).incarnation;
       m.change = "promote " + arg + " to voter";
     } else {
       if (r->voter && Voters(m) == 1) {
-        return answer(ClientCode::kBadRequest, "member remove: node " + arg + " is the last voter; add and promote another first");
+        return answer(ClientCode::kBadRequest,
+                      "member remove: node " + arg + " is the last voter; add and promote another first");
       }
       m.members.erase(m.members.begin() + (r - m.members.data()));
       m.change = "remove " + arg;
     }
   }
   RequestTag tag;
-  auto slot = ProposeMembership(m, &tag);
+  auto slot = Propose(m, &tag);
   if (!slot.ok()) {
-    if (slot.status().code() == Status::Code::kNotLeader) return Respond(handle, Redirect(req, "this node does not lead"));
+    if (slot.status().code() == Status::Code::kNotLeader)
+      return st_.Respond(handle, st_.Redirect(req, "this node does not lead"));
     return answer(ClientCode::kBusy, slot.status().message());
   }
-  Log(LogLevel::kInfo, "proposed at slot " + std::to_string(*slot) + ": " + m.change);
-  client_.AwaitChosen(*slot, tag, req.op, handle, req.id, now_ms_ + options_.request_timeout_ms);
+  st_.Log(LogLevel::kInfo, "proposed at slot " + std::to_string(*slot) + ": " + m.change);
+  st_.client_.AwaitChosen(*slot, tag, req.op, handle, req.id, st_.now_ms_ + st_.options_.request_timeout_ms);
 }
 
-std::vector<rpc::MemberStatus> Station::BuildMembers() const {
+std::vector<rpc::MemberStatus> Membership::BuildMembers() const {
   std::vector<rpc::MemberStatus> out;
-  auto peers = replica_->Peers();
-  consensus::Slot chosen = replica_->GetStatus().chosen_upto;
-  for (const MemberRecord& r : membership_.members) {
+  auto peers = st_.replica_->Peers();
+  consensus::Slot chosen = st_.replica_->GetStatus().chosen_upto;
+  for (const MemberRecord& r : config_.members) {
     rpc::MemberStatus m;
     m.id = r.id;
     m.voter = r.voter;
     m.incarnation = r.incarnation;
     m.peer_addr = r.peer_addr;
-    if (r.id == id()) {
+    if (r.id == st_.id()) {
       m.heard = true;
-      m.heard_incarnation = incarnation();
+      m.heard_incarnation = st_.incarnation();
       m.match = chosen;
     } else if (auto p = peers.find(r.id); p != peers.end() && p->second.heard) {
       m.heard = true;
@@ -375,7 +380,7 @@ std::vector<rpc::MemberStatus> Station::BuildMembers() const {
       m.note = peers.empty() ? "" : "not heard";
     } else if (r.voter && m.heard_incarnation != r.incarnation) {
       m.note = "rebuilding: new data dir, votes once caught up";
-    } else if (m.match + options_.caught_up_slots < chosen) {
+    } else if (m.match + st_.options_.caught_up_slots < chosen) {
       m.note = "behind by " + std::to_string(chosen - m.match);
     } else {
       m.note = "caught up";
@@ -383,6 +388,17 @@ std::vector<rpc::MemberStatus> Station::BuildMembers() const {
     out.push_back(std::move(m));
   }
   return out;
+}
+
+void Membership::Restore(MembershipDecree config, bool genesis_applied, const std::string& cluster_uuid,
+                         bool announce) {
+  config_ = std::move(config);
+  genesis_applied_ = genesis_applied;
+  if (!cluster_uuid_.empty() || cluster_uuid.empty()) return;
+  cluster_uuid_ = cluster_uuid;
+  if (!announce) return;
+  st_.ready_.meta.emplace_back("identity/cluster_uuid", cluster_uuid_);
+  st_.ready_.identity = IdentityChange{cluster_uuid_, st_.incarnation()};
 }
 
 }  // namespace ts::station

@@ -1,7 +1,7 @@
 // Decrees: what the replicated log holds. Every decree starts with a header
 // (type, model version, minimum reader version) so a replica can record any
 // decree as opaque bytes and a reader can tell whether it can decode it
-// (DESIGN.md section 4). The request tag lets the proposing node match the
+// (docs/design/versions.md). The request tag lets the proposing node match the
 // decree it finds chosen in a slot with the client request that caused it.
 #pragma once
 
@@ -21,13 +21,14 @@ enum class DecreeType : uint16_t {
   kKvCas = 3,
   kVersionMarker = 100,  // the latest software version running the log
   kDowngrade = 101,      // explicit downgrade (or its cancellation)
-  // The migration errand (spec/001_*): every node snapshots in the models it
+  // The migration errand (docs/design/versions.md): every node snapshots in the models it
   // writes now and compacts away the log below, so no older model remains.
   kMigrate = 102,
   // Deployment state machines (node/deploy/): payload is the command's JSON.
-  kBlueGreen = 200,      // spec/000_*
-  kScheduler = 201,      // spec/002_*: schedulers and game rooms
-  kLrp = 202,            // spec/004_*: desired LRPs
+  // (docs/design/coordinator.md describes the three machines.)
+  kBlueGreen = 200,      // blue-green deployments
+  kScheduler = 201,      // schedulers and game rooms
+  kLrp = 202,            // desired LRPs
   // The configuration: who votes, who learns, at which incarnation, at which
   // address. The first one (genesis) also creates the cluster identity.
   kMembership = 300,

@@ -203,9 +203,9 @@ StatusOr<consensus::Slot> Membership::Propose(MembershipDecree m, RequestTag* ta
   return slot;
 }
 
-// Why `peer` may not vote yet, or empty. A new member (promote) must
-// follow the version rules (docs/design/versions.md): not below the latest marker and
-// able to read the log. A voter that rebuilt its data dir was a voter
+// Why `peer` may not vote yet, or empty. A new member (promote) must follow
+// the version rules (docs/design/versions.md): not below the latest marker
+// and able to read the log. A voter that rebuilt its data dir was a voter
 // already, as a stuck or barred node may be (the version rules keep such a
 // node from leading, not from voting): it needs only to have caught up.
 std::string Membership::JoinRefusal(consensus::NodeId peer, bool new_member) const {
@@ -217,7 +217,8 @@ std::string Membership::JoinRefusal(consensus::NodeId peer, bool new_member) con
     const Semver& v = *view->second.version;
     if (st_.versions_.Bars(v)) {
       return "node " + std::to_string(peer) + " runs " + v.ToString() + ", below the latest version marker " +
-             st_.versions_.barring_marker()->ToString() + ": upgrade it to at least that version first (spec/003_*)";
+             st_.versions_.barring_marker()->ToString() +
+             ": upgrade it to at least that version first (docs/design/versions.md)";
     }
     if (st_.versions_.newest_reader_needed() && v < *st_.versions_.newest_reader_needed()) {
       return "node " + std::to_string(peer) + " runs " + v.ToString() + " and cannot read the log, which needs " +
@@ -226,14 +227,15 @@ std::string Membership::JoinRefusal(consensus::NodeId peer, bool new_member) con
   }
   if (view != st_.peers_.end() && view->second.version &&
       MinModelRead(*view->second.version, static_cast<uint16_t>(DecreeType::kKvPut)) > 1) {
-    // docs/design/versions.md: N + 2 reads only the new model, so the migration errand
-    // must have removed every older-model decree and snapshot first.
+    // N + 2 reads only the new model (docs/design/versions.md), so the
+    // migration errand must have removed every older-model decree and
+    // snapshot first.
     std::string older = st_.OlderModelData();
     if (!older.empty()) {
       return "node " + std::to_string(peer) + " runs " + view->second.version->ToString() +
              ", which reads only key-value model " +
              std::to_string(MinModelRead(*view->second.version, static_cast<uint16_t>(DecreeType::kKvPut))) +
-             ", and this cluster still holds " + older + ": run `tsctl migrate` first (spec/001_*)";
+             ", and this cluster still holds " + older + ": run `tsctl migrate` first (docs/design/versions.md)";
     }
   }
   auto peers = st_.replica_->Peers();

@@ -1,6 +1,6 @@
-// Snapshots of a station's applied state (DESIGN.md section 3, "Identity,
-// lost disks, membership, snapshots"): what one holds, how it is cut into
-// records, and the storage a station reads and writes them through.
+// Snapshots of a station's applied state (docs/design/snapshots.md): what one
+// holds, how it is cut into records, and the storage a station reads and
+// writes them through.
 //
 // A snapshot at slot S is the effect of every chosen decree up to S: the
 // key-value map, the deployment state, the version state (markers, a
@@ -8,7 +8,7 @@
 // identity, the log digest and the state digest at S. It is a sequence of
 // records: one header, key-value batches, one tail. The header says, like a
 // decree's header, which model each part is written in and the oldest
-// software that reads it (spec/001_*): a node that cannot read a snapshot
+// software that reads it (docs/design/versions.md): a node that cannot read a snapshot
 // neither installs nor loads it.
 //
 // The storage below (SnapshotStore) frames the records with checksums; it is

@@ -1,7 +1,6 @@
-// Station: start-up replay, the loop's duties, and applying chosen decrees.
-// Reads and writes are in client_requests.cc, the rest of the client port in
-// station_client.cc, the version rules in station_versions.cc, the
-// coordinator in coordinator.cc. See station.h.
+// Station: start-up replay, the loop's duties, and applying chosen decrees;
+// the client port's routing is in station_client.cc, and each part in its
+// own file (station.h lists them).
 #include "node/station/station.h"
 
 #include <algorithm>
@@ -24,14 +23,15 @@ constexpr consensus::Slot kReplayRangeSlots = 4096;
 
 }  // namespace
 
-Station::Station(StationOptions options, const LogSource* log)
+Station::Station(StationOptions options, const LogSource* log, SnapshotStore* snapshots)
     : options_(std::move(options)),
       log_(log),
       versions_(Semver::Parse(options_.consensus.software_version).value_or(Semver{})),
       client_(*this, options_.seed),
       coordinator_(*this),
       membership_(*this),
-      version_duties_(*this) {}
+      version_duties_(*this),
+      snapshots_(*this, snapshots) {}
 
 Station::~Station() = default;
 
@@ -42,50 +42,10 @@ StatusOr<std::unique_ptr<Station>> Station::Open(StationOptions options, Station
     return Status::InvalidArgument("software version '" + options.consensus.software_version + "' is not X.Y.Z");
   }
   if (log == nullptr) return Status::InvalidArgument("a station needs a log source");
-  std::unique_ptr<Station> st(new Station(std::move(options), log));
-  st->snapshots_ = snapshots;
+  std::unique_ptr<Station> st(new Station(std::move(options), log, snapshots));
   st->membership_.Init();
   consensus::Slot base = 0;
-  if (auto newest = snapshots == nullptr ? std::nullopt : snapshots->Newest()) {
-    // The newest snapshot, then the log after it. A failed install may have
-    // made the snapshot durable before the log's chosen mark moved: the
-    // snapshot's slot is chosen all the same.
-    auto loaded = st->ReadSnapshot(newest->slot);
-    base = newest->slot;
-    if (loaded.ok()) {
-      if (Status s = st->AdoptSnapshot(std::move(*loaded)); !s.ok()) return s;
-    } else if (loaded.status().code() == Status::Code::kFailedPrecondition) {
-      // Written in a model this software does not read (its binary was
-      // rolled back): like a decree it cannot read, the node records the
-      // log, does not lead, and waits for a snapshot it can read (a leader
-      // writes one in the downgrade target's formats).
-      if (Status s = st->AdoptConfiguration(newest->slot); !s.ok()) return s;
-      st->stuck_at_ = base;
-      st->state_missing_ = true;
-      st->refused_snapshot_slot_ = base;
-      st->snapshot_refusal_ = loaded.status().message();
-      st->Log(LogLevel::kError, st->snapshot_refusal_ + "; not leading, and fetching one it can read from the leader");
-    } else {
-      return Status::Corruption("loading the snapshot of slot " + std::to_string(newest->slot) + ": " +
-                                loaded.status().message());
-    }
-    st->snapshot_bytes_ = newest->bytes;
-    std::erase_if(boot.consensus.unchosen, [base](const Entry& e) { return e.slot <= base; });
-    if (boot.consensus.chosen_upto < base) {
-      // The log below may hold values accepted but never chosen: serve none,
-      // and finish the install the snapshot was (the first write makes it
-      // the log's base). Kept only in memory, this was forgotten at the next
-      // restart, once chosen marks past the snapshot were written: the log
-      // then served those values as chosen to a node catching up.
-      boot.consensus.chosen_upto = base;
-      boot.consensus.compacted_upto = base;
-      st->ready_.snapshot_installed = base;
-    }
-  } else if (boot.consensus.compacted_upto > 0) {
-    return Status::Corruption("the log is compacted up to slot " + std::to_string(boot.consensus.compacted_upto) +
-                              " but no snapshot covers it: the data dir's snapshots are missing; rebuild this node "
-                              "(move the data dir aside and start it empty)");
-  }
+  if (Status s = st->snapshots_.LoadNewest(boot.consensus, &base); !s.ok()) return s;
   st->membership_.SyncPeers();
   if (Status s = st->Replay(base + 1, boot.consensus.chosen_upto); !s.ok()) return s;
   for (auto& [id, view] : st->peers_) {
@@ -107,7 +67,7 @@ StatusOr<std::unique_ptr<Station>> Station::Open(StationOptions options, Station
                                  "leader binds it");
   }
   for (const Entry& e : boot.consensus.unchosen) st->versions_.ObserveRecorded(e.value);
-  st->Log(LogLevel::kInfo, (base > 0 && !st->state_missing_ ? "loaded the snapshot of slot " + std::to_string(base) + ", " : std::string()) +
+  st->Log(LogLevel::kInfo, (base > 0 && !st->snapshots_.state_missing() ? "loaded the snapshot of slot " + std::to_string(base) + ", " : std::string()) +
                                "replayed " + std::to_string(boot.consensus.chosen_upto - base) +
                                " chosen decrees; promised ballot " + consensus::ToString(boot.consensus.promised));
   st->replica_ = std::make_unique<consensus::Replica>(st->options_.consensus, std::move(boot.consensus), log,
@@ -156,8 +116,8 @@ void Station::Step(const consensus::Message& m) {
     if (version != nullptr && !version->empty()) version_duties_.HearVersion(m.from, *version);
   }
   if (m.to != id()) return;
-  if (const auto* req = std::get_if<consensus::SnapshotRequest>(&m.body)) return HandleSnapshotRequest(m.from, *req);
-  if (const auto* chunk = std::get_if<consensus::SnapshotChunk>(&m.body)) return HandleSnapshotChunk(m.from, *chunk);
+  if (const auto* req = std::get_if<consensus::SnapshotRequest>(&m.body)) return snapshots_.HandleRequest(m.from, *req);
+  if (const auto* chunk = std::get_if<consensus::SnapshotChunk>(&m.body)) return snapshots_.HandleChunk(m.from, *chunk);
   replica_->Step(m);
   // A message can depose this leader: its coordinator stops at once, not
   // at the next tick.
@@ -180,7 +140,7 @@ void Station::LinkUp(const rpc::Handshake& h) {
 }
 
 bool Station::HasReady() const {
-  return replica_->HasReady() || !ready_.meta.empty() || ready_.identity || ready_.peer_addrs || !outbox_.empty() ||
+  return replica_->HasReady() || !ready_.meta.empty() || ready_.identity || ready_.peer_addrs || snapshots_.HasMessages() ||
          ready_.snapshot_installed || ready_.compact_upto ||
          !ready_.replies.empty() || ready_.link_faults ||
          !ready_.events.empty() || !ready_.proposed.empty();
@@ -203,8 +163,7 @@ Ready Station::TakeReady() {
   Ready r = std::move(ready_);
   ready_ = Ready{};
   r.consensus = std::move(c);
-  for (consensus::Message& m : outbox_) r.consensus.early_messages.push_back(std::move(m));
-  outbox_.clear();
+  snapshots_.TakeMessages(&r.consensus.early_messages);
   for (const Entry& e : r.consensus.entries) versions_.ObserveRecorded(e.value);
   return r;
 }
@@ -226,7 +185,7 @@ void Station::RunDuties() {
   membership_.MaybeProposeGenesis();
   membership_.MaybeRebind();
   version_duties_.MaybeProposeDowngrade();
-  MaybeFetchSnapshot();
+  snapshots_.MaybeFetch();
   coordinator_.Supervise();
   client_.ServeReads();
   client_.ExpireWrites();
@@ -237,10 +196,7 @@ void Station::Shutdown() {
   version_duties_.Abandon();
   if (coordinator_.running()) coordinator_.Stop("node shutting down");
   client_.AbandonReads();
-  for (const SnapshotWaiter& w : snapshot_waiters_) {
-    Respond(w.handle, Answer(w.request_id, rpc::ClientCode::kUnavailable, "node shutting down before the snapshot was taken"));
-  }
-  snapshot_waiters_.clear();
+  snapshots_.Abandon();
   Log(LogLevel::kInfo, "stopped at applied slot " + std::to_string(applied_slot_));
 }
 
@@ -269,8 +225,8 @@ void Station::NoteRoleChange() {
     // there. Usually that is one catch-up away (then each client gets a
     // definite answer), but if the new leader's log has not reached those
     // slots, nothing fills them and the clients would wait the full
-    // request timeout (a nemesis finding: 5 s stalls). So they wait a few
-    // leases at most, then hear "outcome unknown".
+    // request timeout (5 s stalls). So they wait a few leases at most, then
+    // hear "outcome unknown".
     client_.ShortenDeadlines(now_ms_ + 4 * options_.consensus.lease_ms);
   } else if (s.role == Role::kCandidate) {
     Log(LogLevel::kInfo, "campaigning at ballot " + consensus::ToString(s.promised));
@@ -300,20 +256,17 @@ std::map<consensus::NodeId, std::string> Station::PeerClientAddrs() const {
 
 void Station::ApplyEntry(const Entry& e) {
   digest_.Add(e.slot, e.value);
-  ++applied_since_snapshot_;
-  applied_bytes_since_snapshot_ += e.value.size();
-  applied_bytes_total_ += e.value.size();
-  applied_bytes_at_.emplace_back(e.slot, applied_bytes_total_);
-  if (applied_bytes_at_.size() > kAppliedBytesKept) applied_bytes_at_.pop_front();
+  snapshots_.NoteApplied(e.slot, e.value.size());
   if (stuck_at_) {
     // Keep recording; resume only if a downgrade decree restates what we
-    // could not read (DESIGN.md s.4: never crash on an unreadable decree).
+    // could not read (docs/design/versions.md: never crash on an unreadable
+    // decree).
     Decree d;
     Downgrade g;
     // Restatements resume only a node that holds the state before the
     // decree it is stuck on; one whose snapshot it could not read does not.
     bool decoded = DecodeDecree(e.value, &d).ok();
-    if (decoded && !state_missing_ && d.header.type == static_cast<uint16_t>(DecreeType::kDowngrade) &&
+    if (decoded && !snapshots_.state_missing() && d.header.type == static_cast<uint16_t>(DecreeType::kDowngrade) &&
         versions_.CanRead(d) && DecodeDowngrade(d.payload, &g).ok() && version_duties_.TryResumeWithRewrites(e.slot, g)) {
       ApplyDecree(e.slot, e.value, false);
     } else if (decoded && d.header.type == static_cast<uint16_t>(DecreeType::kMembership) && versions_.CanRead(d)) {
@@ -354,10 +307,7 @@ bool Station::ApplyDecree(consensus::Slot slot, const std::string& bytes, bool r
       membership_.Apply(slot, d, replay_only);
       break;
     case DecreeFamily::kVersion:  // VersionState::Observe took what it says
-      if (d.header.type == static_cast<uint16_t>(DecreeType::kMigrate)) migrate_slot_ = slot;
-      // A downgrade changes the formats written from now on: the next
-      // snapshot comes at once, so the target's binaries can read it.
-      if (d.header.type == static_cast<uint16_t>(DecreeType::kDowngrade)) format_change_slot_ = slot;
+      snapshots_.NoteVersionDecree(d.header.type, slot);
       break;
     case DecreeFamily::kUnknown:  // CanRead already refused a type we do not know
       break;
@@ -428,6 +378,7 @@ std::string Station::CheckInvariants() const {
   }
   if (std::string why = coordinator_.CheckInvariants(); !why.empty()) return at(why);
   if (std::string why = version_duties_.CheckInvariants(); !why.empty()) return at(why);
+  if (std::string why = snapshots_.CheckInvariants(); !why.empty()) return at(why);
   return "";
 }
 

@@ -1,11 +1,18 @@
 // Station: one tracking-station node above the wire, as a pure,
-// single-threaded state machine (DESIGN.md sections 1 and 2). It owns the
-// consensus Replica, the version view and the version rules with the marker
-// and downgrade duties, applying chosen decrees to the key-value store and
-// the deployment state, the recovery supervisor and coordinator, and every
-// client request (lease reads, write deadlines). It owns no socket, thread,
-// clock, file, logger or random source: tsnode (node/tsnode/) and the
-// deterministic simulator (tests/sim/) drive the very same code.
+// single-threaded state machine (docs/design/architecture.md). It owns the
+// consensus Replica, the applied state (the key-value store, the log digest,
+// the version state) and the version view, keeps the driver contract below,
+// and routes every input to the part that owns what it concerns:
+//   ClientRequests (client_requests.h)  lease reads, writes and their deadlines
+//   Coordinator (coordinator.h)         the deployment state, supervisor and coordinator
+//   Membership (membership.h)           identity, genesis, configuration, the driver's links
+//   VersionDuties (version_duties.h)    eligibility, the marker and downgrade duties
+//   Snapshots (snapshots.h)             taking, compacting, transferring, installing
+// Each part owns its own state and checks its own invariants; the parts read
+// the station's shared state, and call one another, through the station.
+// It owns no socket, thread, clock, file, logger or random source: tsnode
+// (node/tsnode/) and the deterministic simulator (tests/sim/) drive the very
+// same code.
 //
 // Driver contract:
 //   1. Tick(now_ms) and any number of Step(message), LinkUp(handshake) and
@@ -57,6 +64,7 @@
 #include "node/station/kv_store.h"
 #include "node/station/membership.h"
 #include "node/station/snapshot.h"
+#include "node/station/snapshots.h"
 #include "node/station/version_duties.h"
 #include "node/station/version_rules.h"
 #include "node/station/version_state.h"
@@ -79,12 +87,12 @@ struct StationOptions {
   size_t value_bytes_max = 1 << 20;
   size_t restatement_bytes_max = 1 << 20;  // a downgrade decree's restatements, at most
   bool fault_injection = false;  // accept ClientOp::kFault (tests and nemesis only)
-  uint64_t health_period_ms = 1000;  // the coordinator's health-controller loop (spec/002_*)
+  uint64_t health_period_ms = 1000;  // the coordinator's health-controller loop (docs/design/coordinator.md)
   size_t deploy_queue_max = 1024;    // deployment commands waiting; Busy beyond
   // Every node records its state digest at the slots that are multiples of
   // this (0: never), so that nodes can compare them (the driver does).
   uint64_t digest_checkpoint_slots = 10000;
-  // Identity (DESIGN.md, "Cluster identity"), as the data dir holds it.
+  // Identity (docs/design/membership.md), as the data dir holds it.
   // consensus.incarnation is this data dir's incarnation.
   std::string cluster_uuid;          // empty until genesis or a peer tells it
   // The bootstrap members' peer addresses (--peers), for the genesis decree.
@@ -92,7 +100,7 @@ struct StationOptions {
   // A leader makes a rebuilt voter vote again (or promotes a learner) only
   // once it is at most this many slots behind.
   consensus::Slot caught_up_slots = 256;
-  // Snapshots (station_snapshot.cc): one is due after this many decrees or
+  // Snapshots (snapshots.h): one is due after this many decrees or
   // decree bytes applied since the last, but never before the decrees add
   // up to snapshot_log_ratio times the last snapshot's size: a large state
   // costs the disk one rewrite per that many times its size of log (the
@@ -224,19 +232,20 @@ class Station {
   // durably somewhere that does not stall the loop (WriteSnapshot is const
   // and touches nothing but this station's applied state, so a forked
   // child may run it), then reports SnapshotFinished or SnapshotFailed.
-  bool SnapshotDue() const;
-  Status WriteSnapshot(RecordSink* out) const;
-  void SnapshotStarted(consensus::Slot slot);
-  void SnapshotFinished(consensus::Slot slot, uint64_t bytes);
-  void SnapshotFailed(consensus::Slot slot, const std::string& why);
-  consensus::Slot snapshot_slot() const { return snapshot_slot_; }
-  uint64_t snapshot_bytes() const { return snapshot_bytes_; }  // the newest snapshot's size
-  uint64_t snapshots_taken() const { return snapshots_taken_; }
-  uint64_t snapshots_installed() const { return snapshots_installed_; }
-  uint64_t snapshot_transfer_resumes() const { return transfer_resumes_; }
+  bool SnapshotDue() const { return snapshots_.Due(); }
+  Status WriteSnapshot(RecordSink* out) const { return snapshots_.Write(out); }
+  void SnapshotStarted(consensus::Slot slot) { snapshots_.Started(slot); }
+  void SnapshotFinished(consensus::Slot slot, uint64_t bytes) { snapshots_.Finished(slot, bytes); }
+  void SnapshotFailed(consensus::Slot slot, const std::string& why) { snapshots_.Failed(slot, why); }
+  consensus::Slot snapshot_slot() const { return snapshots_.slot(); }
+  uint64_t snapshot_bytes() const { return snapshots_.bytes(); }  // the newest snapshot's size
+  uint64_t snapshots_taken() const { return snapshots_.taken(); }
+  uint64_t snapshots_installed() const { return snapshots_.installed(); }
+  uint64_t snapshot_transfer_resumes() const { return snapshots_.transfer_resumes(); }
   // What older-model data this node still holds (empty: none), which a
-  // reader of only the newer model could not read (spec/001_*'s migration).
-  std::string OlderModelData() const;
+  // reader of only the newer model could not read (the migration errand,
+  // docs/design/versions.md).
+  std::string OlderModelData() const { return snapshots_.OlderModelData(); }
 
   // Proposes `bytes` as they are, outside every rule: for tests that need a
   // decree no client request produces (another writer's format, say).
@@ -301,11 +310,13 @@ class Station {
   uint64_t deploy_stale() const { return coordinator_.stale(); }
 
  private:
-  // The parts: each owns its state, and reads the station's shared state
-  // (the core, the applied state, the output under construction) directly.
+  // The parts own their state; they read the station's shared state (the
+  // core, the applied state, the output under construction) directly, and
+  // reach one another through it.
   friend class ClientRequests;
   friend class Coordinator;
   friend class Membership;
+  friend class Snapshots;
   friend class VersionDuties;
 
   struct PeerView {
@@ -316,48 +327,8 @@ class Station {
     bool heard = false;
   };
 
-  // A snapshot read back and checked, not yet the applied state.
-  struct LoadedState {
-    SnapshotHeader header;
-    KvStore kv;
-    deploy::DeployState deploy;
-    VersionImage versions;
-    MembershipDecree membership;
-    bool genesis_applied = false;
-  };
-  using Loaded = std::unique_ptr<LoadedState>;
-  struct Transfer {
-    consensus::NodeId from = consensus::kNoNode;
-    consensus::Slot slot = 0;  // 0: the sender's newest, not yet known
-    uint64_t offset = 0;
-    uint64_t total = 0;
-    uint64_t last_ms = 0;      // last request sent or chunk taken
-    consensus::Slot at_least = 0;
-  };
-
-  Station(StationOptions options, const LogSource* log);
+  Station(StationOptions options, const LogSource* log, SnapshotStore* snapshots);
   Status Replay(consensus::Slot from, consensus::Slot chosen);
-
-  // station_snapshot.cc: snapshots, compaction, installs, migration.
-  void Compact();
-  consensus::Slot RetentionByBytes() const;
-  StatusOr<Loaded> ReadSnapshot(consensus::Slot slot) const;
-  Status AdoptSnapshot(Loaded loaded);
-  // Of a snapshot this software cannot read otherwise: only the identity and
-  // the configuration (their encodings never change with a model).
-  Status AdoptConfiguration(consensus::Slot slot);
-  void MaybeFetchSnapshot();
-  // The snapshot this node needs, if any: the core's (slots only a peer's
-  // snapshot holds), or, while stuck on a decree it cannot read, one from
-  // the leader at or past that decree (the migration errand writes such a
-  // snapshot in the newer model).
-  std::optional<consensus::SnapshotWant> SnapshotNeeded() const;
-  void SendSnapshotRequest();
-  void HandleSnapshotRequest(consensus::NodeId from, const consensus::SnapshotRequest& req);
-  void HandleSnapshotChunk(consensus::NodeId from, const consensus::SnapshotChunk& c);
-  void InstallSnapshot(consensus::Slot slot, consensus::NodeId from);
-  void HandleSnapshotOp(uint64_t handle, rpc::ClientRequest&& req);
-  void AnswerSnapshotWaiters();
 
   // station.cc: the loop's duties, applying, replies.
   void RunDuties();
@@ -373,7 +344,7 @@ class Station {
   // the replica's refusal.
   StatusOr<consensus::Slot> ProposeDecree(Decree& d);
 
-  // station_client.cc: the client port (reads and writes: ClientRequests).
+  // station_client.cc: the client port's routing, status, log and faults.
   void Diverge(uint64_t handle, const rpc::ClientRequest& req);
   void HandleFault(uint64_t handle, const rpc::ClientRequest& req);
   rpc::ClientResponse Redirect(const rpc::ClientRequest& req, const std::string& why) const;
@@ -397,6 +368,7 @@ class Station {
   Coordinator coordinator_;
   Membership membership_;
   VersionDuties version_duties_;
+  Snapshots snapshots_;
 
   std::map<consensus::NodeId, PeerView> peers_;
   std::deque<rpc::DigestCheckpoint> checkpoints_;  // the last kCheckpointsKept, oldest first
@@ -407,43 +379,6 @@ class Station {
   // StateDigest() at one applied slot: status requests ask for it, and it
   // reads the whole state.
   mutable std::optional<std::pair<consensus::Slot, std::string>> digest_cache_;
-
-  // Snapshots.
-  SnapshotStore* snapshots_ = nullptr;
-  consensus::Slot snapshot_slot_ = 0;   // the newest durable local snapshot
-  uint64_t snapshot_bytes_ = 0;
-  uint16_t snapshot_kv_model_ = 0;      // its key-value model (0: none)
-  struct Taking {
-    consensus::Slot slot = 0;
-    uint16_t kv_model = 0;  // the key-value model its writer uses
-  };
-  std::optional<Taking> snapshot_taking_;
-  bool snapshot_forced_ = false;        // an operator asked for one
-  struct SnapshotWaiter {
-    uint64_t handle = 0;
-    uint64_t request_id = 0;
-    consensus::Slot at_least = 0;  // the applied slot when asked: the snapshot must cover it
-  };
-  std::vector<SnapshotWaiter> snapshot_waiters_;
-  uint64_t applied_since_snapshot_ = 0;
-  uint64_t applied_bytes_since_snapshot_ = 0;
-  // Bytes of decrees applied since boot, after each applied slot (oldest
-  // first; trimmed at compaction and kept to kAppliedBytesKept): where the
-  // retention window's byte bound falls.
-  static constexpr size_t kAppliedBytesKept = 1 << 20;
-  uint64_t applied_bytes_total_ = 0;
-  std::deque<std::pair<consensus::Slot, uint64_t>> applied_bytes_at_;
-  consensus::Slot migrate_slot_ = 0;    // the last migrate decree applied
-  consensus::Slot format_change_slot_ = 0;  // the last downgrade decree applied
-  uint64_t snapshots_taken_ = 0;
-  uint64_t snapshots_installed_ = 0;
-  std::optional<Transfer> transfer_;
-  uint64_t transfer_resumes_ = 0;
-  uint64_t transfer_bytes_ = 0;
-  std::string snapshot_refusal_;        // a needed snapshot this version cannot read
-  bool state_missing_ = false;          // started on a snapshot it could not read: no applied state
-  consensus::Slot refused_snapshot_slot_ = 0;
-  std::vector<consensus::Message> outbox_;  // the station's own peer messages (snapshot transfer)
 };
 
 }  // namespace ts::station

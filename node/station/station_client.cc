@@ -1,6 +1,7 @@
-// Station: the client port. Writes become decrees proposed on the leader;
-// reads are lease reads on the leader; followers answer with the leader's
-// client address. Status and log are answered by any node. See station.h.
+// Station: the client port. Each request goes to the part that serves it
+// (reads and writes: ClientRequests); followers answer with the leader's
+// client address. Status, log and fault injection are answered here, by any
+// node. See station.h.
 #include <cstdlib>
 #include <set>
 
@@ -48,7 +49,7 @@ void Station::Request(uint64_t handle, ClientRequest req) {
     case ClientOp::kSnapshot:
     case ClientOp::kSnapshotRead:
     case ClientOp::kMigrate:
-      return HandleSnapshotOp(handle, std::move(req));
+      return snapshots_.HandleOp(handle, std::move(req));
     case ClientOp::kPut:
     case ClientOp::kCas:
     case ClientOp::kDelete:
@@ -173,11 +174,11 @@ rpc::NodeStatus Station::BuildStatus() const {
   st.incarnation = incarnation();
   st.voter = replica_->GetStatus().voter;
   st.members = membership_.BuildMembers();
-  st.snapshot_slot = snapshot_slot_;
-  st.snapshot_bytes = snapshot_bytes_;
+  st.snapshot_slot = snapshot_slot();
+  st.snapshot_bytes = snapshot_bytes();
   st.compacted_slot = replica_->compacted_upto();
-  st.snapshots_taken = snapshots_taken_;
-  st.snapshots_installed = snapshots_installed_;
+  st.snapshots_taken = snapshots_taken();
+  st.snapshots_installed = snapshots_installed();
   st.older_model_data = OlderModelData();
   for (const auto& [peer, view] : peers_) {
     rpc::PeerStatus p;
@@ -202,7 +203,7 @@ ClientResponse Station::BuildLog(const ClientRequest& req) const {
     row.slot = compacted;
     row.type = "compacted";
     row.summary = "slots " + std::to_string(from) + ".." + std::to_string(compacted) +
-                  " are compacted away: their effect is in the snapshot of slot " + std::to_string(snapshot_slot_);
+                  " are compacted away: their effect is in the snapshot of slot " + std::to_string(snapshot_slot());
     r.log.push_back(std::move(row));
     from = compacted + 1;
     if (from > chosen) return r;

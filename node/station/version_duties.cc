@@ -28,7 +28,7 @@ void VersionDuties::HearVersion(consensus::NodeId peer, const std::string& versi
 void VersionDuties::UpdateEligibility() {
   // Inputs: the version state, the version view, whether this node is stuck.
   EligibilityKey key{st_.versions_.generation(), view_generation_, st_.stuck_at_.has_value(),
-                     !st_.snapshot_refusal_.empty()};
+                     !st_.snapshots_.refusal().empty()};
   if (key == eligibility_key_) return;
   eligibility_key_ = key;
   EligibilityInput in;
@@ -47,7 +47,7 @@ void VersionDuties::UpdateEligibility() {
   in.downgrade_to = st_.versions_.downgrade_to();
   in.undecodable_seen = st_.stuck_at_.has_value();
   Eligibility e = CheckEligibility(in);
-  if (!st_.snapshot_refusal_.empty()) e = Eligibility{false, st_.snapshot_refusal_};
+  if (!st_.snapshots_.refusal().empty()) e = Eligibility{false, st_.snapshots_.refusal()};
   if (e.eligible != eligibility_.eligible || e.reason != eligibility_.reason) {
     if (e.eligible)
       st_.Log(LogLevel::kInfo, "eligible to lead (version " + st_.versions_.self().ToString() + ")");

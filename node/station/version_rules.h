@@ -1,4 +1,4 @@
-// The version rules of leadership (spec/003_*, DESIGN.md section 4), as pure
+// The version rules of leadership (docs/design/versions.md), as pure
 // functions so that tsnode and the deterministic simulator use one code.
 //
 // A node may campaign, and a leader may renew its lease, only if:

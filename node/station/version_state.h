@@ -2,7 +2,7 @@
 // node of a given version. Fed every decree the node applies, in slot order;
 // pure (no I/O, no clock), so tsnode and the simulator share it.
 //
-// Formats (spec/001_*): each decree type has model versions; a software
+// Formats (docs/design/versions.md): each decree type has model versions; a software
 // version reads a set of them. Key-value model 2 arrives with 1.1.0. A node
 // that reads model N+1 still writes N until the marker of a version that
 // reads N+1 is in the log, then writes N+1; while a downgrade is in force it
@@ -23,7 +23,8 @@ namespace ts::station {
 
 inline constexpr Semver kKvModel2Since{1, 1, 0};
 // Key-value model 1 is read by software before this version only: N + 2 in
-// spec/001_*'s terms, for which the migration errand must have run.
+// the terms of docs/design/versions.md, for which the migration errand must
+// have run.
 inline constexpr Semver kKvModel1ReadBefore{2, 0, 0};
 
 // The highest model version of decree `type` that software `v` reads.

@@ -1,10 +1,12 @@
 // BlockingClient and AsyncClient; see client_connection.h.
 #include "rpc/client_connection.h"
 
+#include <algorithm>
 #include <map>
 
 #include "rpc/codec.h"
 #include "rpc/connection.h"
+#include "rpc/roles.h"
 
 namespace ts::rpc {
 
@@ -13,7 +15,7 @@ using asio::ip::tcp;
 
 // ------------------------------------------------------------ AsyncClient
 
-struct AsyncClient::Impl {
+struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
   Impl(asio::io_context& io, size_t frame_bytes_max, std::shared_ptr<TlsContext> tls)
       : io(io), frame_bytes_max(frame_bytes_max), tls(std::move(tls)) {}
 
@@ -37,9 +39,17 @@ struct AsyncClient::Impl {
     if (auto c = std::move(conn)) c->Close(why);
   }
 
+  // Connects to addr; with `hello`, learns the node's wire versions first.
+  static void Dial(const std::shared_ptr<Impl>& self, const HostPort& addr, bool hello,
+                   std::function<void(Status)> done);
+  void Hello(const HostPort& addr, std::function<void(Status)> done);
+
   asio::io_context& io;
   size_t frame_bytes_max;
   std::shared_ptr<TlsContext> tls;
+  uint64_t dials = 0;  // Dial and Close count here
+  uint8_t wire_version = kWireVersionMin;  // what this connection writes
+  std::string node_version;               // the node's software version (empty: a 1.1.0 node)
   std::shared_ptr<tcp::socket> connecting;
   std::shared_ptr<Stream> securing;  // connected, in its TLS handshake
   std::shared_ptr<Connection> conn;
@@ -55,18 +65,26 @@ AsyncClient::AsyncClient(asio::io_context& io, size_t frame_bytes_max, std::shar
 AsyncClient::~AsyncClient() { Close(); }
 
 void AsyncClient::Connect(const HostPort& addr, std::function<void(Status)> done) {
-  impl_->CloseConnection("reconnecting");
-  impl_->FailAll("connection to " + impl_->addr + " replaced");
-  impl_->addr = addr.ToString();
-  auto ep = ResolveEndpoint(impl_->io, addr);
+  Impl::Dial(impl_, addr, /*hello=*/true, std::move(done));
+}
+
+void AsyncClient::Impl::Dial(const std::shared_ptr<Impl>& self, const HostPort& addr, bool hello,
+                             std::function<void(Status)> done) {
+  ++self->dials;  // a hello still pending belongs to an earlier dial
+  self->CloseConnection("reconnecting");
+  self->FailAll("connection to " + self->addr + " replaced");
+  self->addr = addr.ToString();
+  self->wire_version = kWireVersionMin;
+  self->node_version.clear();
+  auto ep = ResolveEndpoint(self->io, addr);
   if (!ep.ok()) {
     done(Status::Unavailable("connect to " + addr.ToString() + ": " + ep.status().message()));
     return;
   }
-  auto sock = std::make_shared<tcp::socket>(impl_->io);
-  impl_->connecting = sock;
-  std::weak_ptr<Impl> weak = impl_;
-  sock->async_connect(*ep, [weak, sock, done = std::move(done)](const std::error_code& ec) {
+  auto sock = std::make_shared<tcp::socket>(self->io);
+  self->connecting = sock;
+  std::weak_ptr<Impl> weak = self;
+  sock->async_connect(*ep, [weak, sock, addr, hello, done = std::move(done)](const std::error_code& ec) {
     auto impl = weak.lock();
     if (!impl || impl->connecting != sock) return;  // client gone, closed or reconnecting
     impl->connecting.reset();
@@ -76,7 +94,7 @@ void AsyncClient::Connect(const HostPort& addr, std::function<void(Status)> done
     }
     auto stream = std::make_shared<Stream>(std::move(*sock), impl->tls);
     impl->securing = stream;
-    stream->Handshake(false, std::chrono::seconds(10), [weak, stream, done](Status s) {
+    stream->Handshake(false, std::chrono::seconds(10), [weak, stream, addr, hello, done](Status s) {
       auto impl = weak.lock();
       if (!impl || impl->securing != stream) return;  // client gone, closed or reconnecting
       impl->securing.reset();
@@ -90,9 +108,45 @@ void AsyncClient::Connect(const HostPort& addr, std::function<void(Status)> done
         return;
       }
       impl->Serve(stream, weak);
-      done(Status::Ok());
+      if (!hello) return done(Status::Ok());
+      impl->Hello(addr, std::move(done));
     });
   });
+}
+
+void AsyncClient::Impl::Hello(const HostPort& addr, std::function<void(Status)> done) {
+  // The hello goes in our newest wire version. A node that speaks it
+  // answers with its range; a 1.1.0 node cannot read the frame and closes
+  // the connection, and then the client dials again and speaks wire
+  // version 1, which every release reads. The hello changes nothing on the
+  // node, so nothing is lost either way.
+  conn->set_wire_version(kWireVersion);
+  ClientRequest req;
+  req.id = next_id++;
+  req.op = ClientOp::kVersion;
+  std::weak_ptr<Impl> weak = shared_from_this();
+  callbacks.emplace(req.id, [weak, addr, dial = dials, done = std::move(done)](StatusOr<ClientResponse> r) {
+    auto impl = weak.lock();
+    if (!impl || impl->dials != dial) return;  // closed or dialled again meanwhile
+    if (r.ok() && r->code == ClientCode::kOk && r->wire_version_max >= kWireVersionMin) {
+      impl->wire_version = static_cast<uint8_t>(std::min<uint32_t>(kWireVersion, r->wire_version_max));
+      impl->node_version = r->node_version;
+      if (impl->conn) impl->conn->set_wire_version(impl->wire_version);
+      return done(Status::Ok());
+    }
+    if (!r.ok() && r.status().code() == Status::Code::kUnavailable) {
+      // Post: the failing connection is still inside its close handler.
+      asio::post(impl->io, [weak, addr, dial, done]() {
+        auto impl = weak.lock();
+        if (impl && impl->dials == dial) Dial(impl, addr, /*hello=*/false, done);
+      });
+      return;
+    }
+    done(Status::Unavailable("connect to " + impl->addr + ": the node's answer to the hello was " +
+                             (r.ok() ? std::string(ClientCodeName(r->code)) + ": " + r->message
+                                     : r.status().message())));
+  });
+  conn->SendFrame(FrameType::kClientRequest, EncodeClientRequest(req, kWireVersion));
 }
 
 void AsyncClient::Impl::Serve(std::shared_ptr<Stream> stream, std::weak_ptr<Impl> weak) {
@@ -109,7 +163,10 @@ void AsyncClient::Impl::Serve(std::shared_ptr<Stream> stream, std::weak_ptr<Impl
                                          " from a server");
         }
         ClientResponse resp;
-        if (Status s = DecodeClientResponse(payload, &resp); !s.ok()) return s;
+        if (Status s = DecodeClientResponse(payload, &resp, impl->conn ? impl->conn->frame_wire_version() : 1);
+            !s.ok()) {
+          return s;
+        }
         auto it = impl->callbacks.find(resp.id);
         if (it == impl->callbacks.end()) return Status::Ok();  // answer to a request already failed
         Callback cb = std::move(it->second);
@@ -130,8 +187,23 @@ void AsyncClient::Send(ClientRequest req, Callback cb) {
     cb(Status::Unavailable("not connected to " + impl_->addr));
     return;
   }
+  if (uint8_t needs = MinWireVersionOf(req.op); needs > impl_->wire_version) {
+    // Never sent: the node could not read it (a 1.1.0 node would close the
+    // connection). A refusal, not an error of the connection.
+    ClientResponse refused;
+    refused.code = ClientCode::kUnsupported;
+    refused.wire_version_min = kWireVersionMin;
+    refused.wire_version_max = impl_->wire_version;
+    refused.node_version = impl_->node_version;
+    refused.message = "unsupported: the node at " + impl_->addr + " speaks wire version " +
+                      std::to_string(impl_->wire_version) + " (" + ReleaseOfWireVersion(impl_->wire_version) +
+                      "); " + ClientOpName(req.op) + " needs wire version " + std::to_string(needs) + " (" +
+                      ReleaseOfWireVersion(needs) + " or later)";
+    cb(std::move(refused));
+    return;
+  }
   req.id = impl_->next_id++;
-  std::string payload = EncodeClientRequest(req);
+  std::string payload = EncodeClientRequest(req, impl_->wire_version);
   if (payload.size() > impl_->frame_bytes_max) {
     cb(Status::InvalidArgument("request of " + std::to_string(payload.size()) + " bytes exceeds the frame cap of " +
                                std::to_string(impl_->frame_bytes_max)));
@@ -141,10 +213,27 @@ void AsyncClient::Send(ClientRequest req, Callback cb) {
     cb(Status::Busy("client send queue full"));
     return;
   }
-  impl_->callbacks.emplace(req.id, std::move(cb));
+  if (!KnownOp(req.op)) {
+    impl_->callbacks.emplace(req.id, std::move(cb));
+    return;
+  }
+  // A node that does not know the op answers kUnsupported with what it
+  // runs; the client adds what the op needs.
+  impl_->callbacks.emplace(req.id, [op = req.op, cb = std::move(cb)](StatusOr<ClientResponse> r) {
+    if (r.ok() && r->code == ClientCode::kUnsupported) {
+      uint8_t needs = MinWireVersionOf(op);
+      r->message += std::string("; ") + ClientOpName(op) + " needs wire version " + std::to_string(needs) + " (" +
+                    ReleaseOfWireVersion(needs) + " or later)";
+    }
+    cb(std::move(r));
+  });
 }
 
+uint8_t AsyncClient::wire_version() const { return impl_->wire_version; }
+const std::string& AsyncClient::node_version() const { return impl_->node_version; }
+
 void AsyncClient::Close() {
+  ++impl_->dials;
   impl_->CloseConnection("closed by client");
   impl_->FailAll("client closed");
 }
@@ -210,6 +299,12 @@ StatusOr<ClientResponse> BlockingClient::Call(ClientRequest req, std::chrono::mi
 }
 
 bool BlockingClient::connected() const { return impl_->connected; }
+
+uint8_t BlockingClient::wire_version() const { return impl_->client ? impl_->client->wire_version() : 0; }
+
+std::string BlockingClient::node_version() const {
+  return impl_->client ? impl_->client->node_version() : std::string();
+}
 
 void BlockingClient::Close() {
   if (impl_->client) {

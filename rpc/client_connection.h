@@ -32,6 +32,9 @@ class BlockingClient {
   // be taken for the next request); connection loss: Unavailable.
   StatusOr<ClientResponse> Call(ClientRequest req, std::chrono::milliseconds timeout);
   bool connected() const;
+  // As AsyncClient's, for the current connection (0 when not connected).
+  uint8_t wire_version() const;
+  std::string node_version() const;
   void Close();
 
  private:
@@ -48,15 +51,26 @@ class AsyncClient {
                        std::shared_ptr<TlsContext> tls = nullptr);
   ~AsyncClient();
   // Connects (dropping any previous connection, whose pending callbacks get
-  // Unavailable), with the TLS handshake if any; `done` gets Ok or
+  // Unavailable), with the TLS handshake if any, then says hello
+  // (ClientOp::kVersion in the newest wire version) to learn the node's
+  // wire versions; a node that closes the connection on the hello (1.1.0)
+  // is dialled again and spoken to in wire version 1. `done` gets Ok or
   // Unavailable (naming a failed TLS handshake), and is not called if the
   // client is closed, reconnected or destroyed first.
   void Connect(const HostPort& addr, std::function<void(Status)> done);
-  // Sends req (id assigned here); `cb` runs once with the response or with
-  // Unavailable if the connection fails first (or is not up: then at once,
-  // inside Send). Also at once: InvalidArgument if the request is over the
-  // frame cap, Busy if 1 GiB of requests is already queued.
+  // Sends req (id assigned here) in the connection's wire version; `cb`
+  // runs once with the response or with Unavailable if the connection fails
+  // first (or is not up: then at once, inside Send). Also at once:
+  // InvalidArgument if the request is over the frame cap, Busy if 1 GiB of
+  // requests is already queued, and a kUnsupported response (never sent) if
+  // the node's wire version cannot carry the op; its message names the
+  // version the op needs, as does a node's own kUnsupported answer.
   void Send(ClientRequest req, Callback cb);
+  // The wire version the connection writes (1 until the hello is
+  // answered, and with a 1.1.0 node), and the node's software version from
+  // its hello answer (empty with a 1.1.0 node).
+  uint8_t wire_version() const;
+  const std::string& node_version() const;
   // Closes the connection; every pending callback gets Unavailable.
   void Close();
 

@@ -34,7 +34,22 @@ enum class ClientOp : uint8_t {
                          // total its size; never redirected
   kMigrate = 15,         // the migration errand: a decree after which every node snapshots and
                          // compacts away decrees in older models; the answer's slot is the decree's
+  // From wire version 2 (1.2.0) on:
+  kVersion = 16,         // the node's software version and wire versions (node_version,
+                         // wire_version_min/max of the answer); never redirected. The client's
+                         // hello: the first request on every connection
 };
+
+// The last op this build knows, and the lowest wire version that can carry
+// each op (a client never sends an op the node's range cannot take).
+inline constexpr ClientOp kLastClientOp = ClientOp::kVersion;
+inline uint8_t MinWireVersionOf(ClientOp op) { return op == ClientOp::kVersion ? 2 : 1; }
+inline bool KnownOp(ClientOp op) {
+  auto n = static_cast<uint8_t>(op);
+  return n >= static_cast<uint8_t>(ClientOp::kPut) && n <= static_cast<uint8_t>(kLastClientOp);
+}
+// The release that first spoke each wire version, for messages to people.
+inline const char* ReleaseOfWireVersion(uint32_t v) { return v <= 1 ? "1.1.0" : v == 2 ? "1.2.0" : "a newer release"; }
 
 enum class ClientCode : uint8_t {
   kOk = 0,
@@ -52,6 +67,11 @@ enum class ClientCode : uint8_t {
   // The client's role (its TLS certificate, rpc/roles.h) does not allow the
   // operation; nothing was done. Final.
   kPermissionDenied = 9,
+  // From wire version 2 on: the node does not serve this op (it is newer
+  // than the node, or the connection's wire version cannot carry it);
+  // nothing was done. node_version and wire_version_min/max say what the
+  // node runs; the client names the version the op needs. Final.
+  kUnsupported = 10,
 };
 
 const char* ClientCodeName(ClientCode code);
@@ -71,6 +91,10 @@ struct ClientRequest {
   void serialize(A& ar) { ar(id, op, key, value, expected, expected_absent, from_slot, limit, offset); }
 };
 
+// The wire version an archive writes or reads (rpc/codec_impl.h defines it).
+template <class A>
+uint8_t WireVersionOf(const A& ar);
+
 struct PeerStatus {  // this node's view of one member
   consensus::NodeId id = 0;
   std::string peer_addr;
@@ -79,9 +103,16 @@ struct PeerStatus {  // this node's view of one member
   int64_t last_heard_ms_ago = -1;
   uint64_t refusals = 0;         // handshakes refused with this id (either side), e.g. another cluster's
   std::string last_refusal;      // why, naming both identities
+  // The wire versions it speaks, from its last accepted handshake (0: not
+  // known yet); wire version 2 on.
+  uint32_t wire_version_min = 0;
+  uint32_t wire_version_max = 0;
 
   template <class A>
-  void serialize(A& ar) { ar(id, peer_addr, connected, software_version, last_heard_ms_ago, refusals, last_refusal); }
+  void serialize(A& ar) {
+    ar(id, peer_addr, connected, software_version, last_heard_ms_ago, refusals, last_refusal);
+    if (WireVersionOf(ar) >= 2) ar(wire_version_min, wire_version_max);
+  }
 };
 
 struct MemberStatus {  // one member of the configuration in force
@@ -199,6 +230,9 @@ struct NodeStatus {
   // The state digest at the last few slots that are multiples of the
   // checkpoint interval (tsnode --digest-checkpoint-slots), oldest first.
   std::vector<DigestCheckpoint> digest_checkpoints;
+  // The wire versions this node reads and writes (wire version 2 on).
+  uint32_t wire_version_min = 0;
+  uint32_t wire_version_max = 0;
 
   template <class A>
   void serialize(A& ar) {
@@ -208,14 +242,15 @@ struct NodeStatus {
        snapshot_slot, snapshot_bytes, compacted_slot, snapshots_taken, snapshots_installed, older_model_data,
        client_connections_refused, client_connections_idle_closed, accept_errors, leader_heard,
        tls_handshakes_failed, certificates_refused, requests_denied, counters, digest_checkpoints);
+    if (WireVersionOf(ar) >= 2) ar(wire_version_min, wire_version_max);
   }
 };
 
 // The nested encoding of ClientResponse::status (rpc/codec.cc). Decoding
 // throws on anything malformed (truncated, trailing bytes, node id 0),
 // inside the response decoder that catches it.
-std::string EncodeNodeStatus(const NodeStatus& s);
-void DecodeNodeStatusOrThrow(std::string_view bytes, NodeStatus* out);
+std::string EncodeNodeStatus(const NodeStatus& s, uint8_t wire_version);
+void DecodeNodeStatusOrThrow(std::string_view bytes, NodeStatus* out, uint8_t wire_version);
 
 struct LogRow {
   uint64_t slot = 0;
@@ -238,6 +273,11 @@ struct ClientResponse {
   NodeStatus status;         // kStatus and kMember only (status.id != 0: see below)
   std::vector<LogRow> log;   // kLog only
   uint64_t total = 0;        // kSnapshot: the snapshot's size in bytes
+  // Wire version 2 on. kVersion answers and kUnsupported refusals: what the
+  // answering node runs.
+  std::string node_version;
+  uint32_t wire_version_min = 0;
+  uint32_t wire_version_max = 0;
 
   // The status travels as a nested byte string: empty when status.id is 0
   // (no status: every answer but kStatus and kMember, so a get's answer
@@ -245,14 +285,16 @@ struct ClientResponse {
   // NodeStatus encoding.
   template <class A>
   void save(A& ar) const {
-    std::string nested = status.id == 0 ? std::string() : EncodeNodeStatus(status);
+    std::string nested = status.id == 0 ? std::string() : EncodeNodeStatus(status, WireVersionOf(ar));
     ar(id, code, message, leader_hint, slot, found, value, nested, log, total);
+    if (WireVersionOf(ar) >= 2) ar(node_version, wire_version_min, wire_version_max);
   }
   template <class A>
   void load(A& ar) {
     std::string nested;
     ar(id, code, message, leader_hint, slot, found, value, nested, log, total);
-    if (!nested.empty()) DecodeNodeStatusOrThrow(nested, &status);
+    if (WireVersionOf(ar) >= 2) ar(node_version, wire_version_min, wire_version_max);
+    if (!nested.empty()) DecodeNodeStatusOrThrow(nested, &status, WireVersionOf(ar));
   }
 };
 
@@ -268,6 +310,7 @@ inline const char* ClientCodeName(ClientCode code) {
     case ClientCode::kInternal: return "internal error";
     case ClientCode::kOutcomeUnknown: return "outcome unknown";
     case ClientCode::kPermissionDenied: return "permission denied";
+    case ClientCode::kUnsupported: return "unsupported";
   }
   return "unknown";
 }

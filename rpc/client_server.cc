@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cassert>
 #include <unordered_map>
 #include <vector>
 
@@ -127,20 +128,24 @@ struct ClientServer::Impl {
                                            " on the client port");
           }
           ClientRequest req;
-          if (Status s = DecodeClientRequest(payload, &req); !s.ok()) return s;
+          // Answers go in the wire version the request came in: a 1.1.0
+          // client sends and reads 1 only.
+          const uint8_t version = key->frame_wire_version();
+          if (Status s = DecodeClientRequest(payload, &req, version); !s.ok()) return s;
           // The responder holds only a weak reference: answering a closed
           // connection (or after the server is gone) is a no-op.
-          Responder respond = [this, life = LifeRef(life), weak, cap](ClientResponse&& resp) {
+          Responder respond = [this, life = LifeRef(life), weak, cap, version](ClientResponse&& resp) {
             auto c = weak.lock();
             if (!c || !c->open()) return;
-            std::string payload = EncodeClientResponse(resp);
+            c->set_wire_version(version);
+            std::string payload = EncodeClientResponse(resp, version);
             if (payload.size() > cap) {
               ClientResponse err;
               err.id = resp.id;
               err.code = ClientCode::kInternal;
               err.message = "response of " + std::to_string(payload.size()) + " bytes exceeds the frame cap of " +
                             std::to_string(cap);
-              payload = EncodeClientResponse(err);
+              payload = EncodeClientResponse(err, version);
             }
             if (!c->SendFrame(FrameType::kClientResponse, payload)) {
               spdlog::warn("client connection {}: over {} bytes of responses unread; closing it", c->remote(),
@@ -154,6 +159,12 @@ struct ClientServer::Impl {
             if (answered.size() >= kAnsweredMax) answered.clear();
             answered.push_back(weak);
           };
+          // The version op and ops this build does not know are answered
+          // here, whatever the node's state: they never reach the node.
+          if (req.op == ClientOp::kVersion || !KnownOp(req.op)) {
+            respond(AnswerVersion(req));
+            return Status::Ok();
+          }
           if (ClientRole needed = RequiredRole(req.op); role < needed) {
             ++metrics.requests_denied;
             ClientResponse denied;
@@ -178,6 +189,24 @@ struct ClientServer::Impl {
           conns.erase(key);
           last_active.erase(key);
         });
+  }
+
+  // kVersion: what this node runs. An unknown op: the typed refusal, with
+  // the same facts, so the client can name the release the op needs.
+  ClientResponse AnswerVersion(const ClientRequest& req) const {
+    ClientResponse r;
+    r.id = req.id;
+    r.node_version = software_version;
+    r.wire_version_min = kWireVersionMin;
+    r.wire_version_max = wire_version_max;
+    if (req.op != ClientOp::kVersion) {
+      r.code = ClientCode::kUnsupported;
+      r.message = "unsupported: this node runs " + software_version + " (wire versions " +
+                  std::to_string(kWireVersionMin) + " to " + std::to_string(wire_version_max) +
+                  ") and does not know op " + std::to_string(static_cast<unsigned>(req.op)) +
+                  "; it needs a newer release";
+    }
+    return r;
   }
 
   void Stop() {
@@ -210,6 +239,8 @@ struct ClientServer::Impl {
   size_t handshaking = 0;  // accepted sockets in their TLS handshake
   LogLimit tls_warning;
   LogLimit denied_warning;
+  std::string software_version = "unknown";
+  uint8_t wire_version_max = kWireVersion;
   TransportMetrics metrics;
   AcceptLoop accepting{io, "client", &metrics.accept_errors};
   bool started = false;
@@ -223,6 +254,12 @@ ClientServer::ClientServer(asio::io_context& io, HostPort listen, size_t frame_b
                                    std::move(tls))) {}
 
 ClientServer::~ClientServer() { impl_->Stop(); }
+
+void ClientServer::SetIdentity(std::string software_version, uint8_t wire_version_max) {
+  assert(wire_version_max >= kWireVersionMin && wire_version_max <= kWireVersion);
+  impl_->software_version = std::move(software_version);
+  impl_->wire_version_max = wire_version_max;
+}
 
 Status ClientServer::Start() {
   if (impl_->started || impl_->stopped) return Status::InvalidArgument("ClientServer::Start called twice");

@@ -8,6 +8,18 @@
 // SizeTag: strings, vectors, maps) is a u32; a variant is its i32 index, then
 // the alternative.
 //
+// Two layouts, by wire version (rpc/frame.h):
+//   1  positional: the fields of a struct one after another, nothing around
+//      them (1.1.0's layout, byte for byte); trailing bytes are refused.
+//   2  enveloped: every struct (a class with its own serialize, save or load)
+//      is preceded by its body's length (u32) and schema version (u16). A
+//      reader takes the fields it knows in order; a field past the end of
+//      the body keeps its default (an older writer did not have it), and
+//      bytes left in the body after the last known field are skipped (a
+//      newer writer appended them). Fields are therefore only ever appended.
+//      A struct whose fields an older peer must not receive at all writes
+//      them under `if (WireVersionOf(ar) >= N)`.
+//
 // Hostile input (DESIGN.md s.7): every length is checked against the bytes
 // left in the buffer BEFORE Cereal resizes anything (each element costs at
 // least one byte, so size <= bytes left is a sound bound). Vectors of
@@ -46,35 +58,140 @@ namespace ts::rpc {
 // protocol produces (frames are capped far below 4 GiB).
 class BoundedOutputArchive : public cereal::OutputArchive<BoundedOutputArchive, cereal::AllowEmptyClassElision> {
  public:
-  explicit BoundedOutputArchive(std::string* out)
-      : cereal::OutputArchive<BoundedOutputArchive, cereal::AllowEmptyClassElision>(this), out_(out) {}
+  explicit BoundedOutputArchive(std::string* out, uint8_t wire_version = 1)
+      : cereal::OutputArchive<BoundedOutputArchive, cereal::AllowEmptyClassElision>(this),
+        out_(out),
+        wire_version_(wire_version) {}
   void SaveBytes(const void* data, size_t size) { out_->append(static_cast<const char*>(data), size); }
+  uint8_t wire_version() const { return wire_version_; }
+
+  // Envelopes (wire version 2): a placeholder length and the schema version
+  // now, the length patched in once the body is written.
+  void BeginEnvelope(uint16_t schema) {
+    open_.push_back(out_->size());
+    char head[6] = {0, 0, 0, 0, static_cast<char>(schema & 0xff), static_cast<char>(schema >> 8)};
+    out_->append(head, sizeof(head));
+  }
+  void EndEnvelope() {
+    size_t at = open_.back();
+    open_.pop_back();
+    size_t body = out_->size() - at - 6;
+    if (body > std::numeric_limits<uint32_t>::max()) {
+      std::fprintf(stderr, "rpc codec: a struct of %zu bytes does not fit its u32 envelope\n", body);
+      std::abort();
+    }
+    for (size_t i = 0; i < 4; ++i) (*out_)[at + i] = static_cast<char>(body >> (8 * i));
+  }
 
  private:
   std::string* out_;
+  uint8_t wire_version_;
+  std::vector<size_t> open_;  // where each open envelope's length goes
 };
 
 // Reads from [data, data + size) only; never past it, never from a stream.
 class BoundedInputArchive : public cereal::InputArchive<BoundedInputArchive, cereal::AllowEmptyClassElision> {
+  using Base = cereal::InputArchive<BoundedInputArchive, cereal::AllowEmptyClassElision>;
+
  public:
-  BoundedInputArchive(const char* data, size_t size)
-      : cereal::InputArchive<BoundedInputArchive, cereal::AllowEmptyClassElision>(this), p_(data), left_(size) {}
-  // Throws cereal::Exception if fewer than `size` bytes are left.
+  BoundedInputArchive(const char* data, size_t size, uint8_t wire_version = 1)
+      : Base(this), p_(data), end_(data + size), wire_version_(wire_version) {}
+  // Throws cereal::Exception if fewer than `size` bytes are left (in the
+  // innermost open envelope, with wire version 2).
   void LoadBytes(void* dst, size_t size) {
-    if (size > left_) {
-      throw cereal::Exception("truncated: need " + std::to_string(size) + " bytes, " + std::to_string(left_) +
+    if (size > left()) {
+      throw cereal::Exception("truncated: need " + std::to_string(size) + " bytes, " + std::to_string(left()) +
                               " left");
     }
     if (size > 0) std::memcpy(dst, p_, size);
     p_ += size;
-    left_ -= size;
   }
-  size_t left() const { return left_; }
+  // Bytes left to read: in the innermost open envelope, else in the buffer.
+  size_t left() const { return static_cast<size_t>(Limit() - p_); }
+  uint8_t wire_version() const { return wire_version_; }
+
+  // Hides Cereal's operator(): every value read goes through LoadOne, so
+  // that the direct fields of an enveloped struct past its body's end keep
+  // their defaults. Cereal's own loaders call ar(...) on this type too.
+  template <class... Ts>
+  BoundedInputArchive& operator()(Ts&&... args) {
+    (LoadOne(std::forward<Ts>(args)), ...);
+    return *this;
+  }
+
+  void BeginEnvelope() {
+    uint32_t body = 0;
+    unsigned char head[6];
+    LoadBytes(head, sizeof(head));
+    for (size_t i = 0; i < 4; ++i) body |= uint32_t{head[i]} << (8 * i);
+    if (body > left()) {
+      throw cereal::Exception("a struct of " + std::to_string(body) + " bytes exceeds the " + std::to_string(left()) +
+                              " bytes left");
+    }
+    open_.push_back(Envelope{p_ + body, depth_});
+  }
+  void EndEnvelope() {
+    p_ = open_.back().end;  // skips what a newer writer appended
+    open_.pop_back();
+  }
 
  private:
+  struct Envelope {
+    const char* end;
+    size_t depth;  // LoadOne's depth at which the struct's own fields are read
+  };
+  const char* Limit() const { return open_.empty() ? end_ : open_.back().end; }
+
+  template <class T>
+  void LoadOne(T&& t) {
+    if (!open_.empty() && open_.back().depth == depth_ && p_ == open_.back().end) {
+      // An older writer had no such field: it keeps (is given) its default.
+      using U = std::remove_cvref_t<T>;
+      if constexpr (requires { t.value; }) {
+        t.value = std::remove_cvref_t<decltype(t.value)>{};
+      } else if constexpr (std::is_default_constructible_v<U> && std::is_assignable_v<U&, U>) {
+        t = U{};
+      } else {
+        // Only Cereal's helpers (a map's item, say) are neither; they are
+        // never a struct's own field, so this is not reached.
+        throw cereal::Exception("a value past the end of its struct that has no default");
+      }
+      return;
+    }
+    ++depth_;
+    Base::operator()(std::forward<T>(t));
+    --depth_;
+  }
+
   const char* p_;
-  size_t left_;
+  const char* end_;
+  uint8_t wire_version_;
+  size_t depth_ = 0;
+  std::vector<Envelope> open_;
 };
+
+// The wire version an archive writes or reads (1 for any other archive).
+template <class A>
+uint8_t WireVersionOf(const A& ar) {
+  if constexpr (std::is_same_v<A, BoundedOutputArchive> || std::is_same_v<A, BoundedInputArchive>) {
+    return ar.wire_version();
+  } else {
+    return 1;
+  }
+}
+
+// A struct's schema version in its envelope: 1 unless the struct says
+// otherwise with `static constexpr uint16_t kSchemaVersion`. Readers do not
+// need it to skip or default fields; it tells a person (and a test) which
+// layout of the struct a sample holds.
+template <class T>
+constexpr uint16_t SchemaVersionOf() {
+  if constexpr (requires { T::kSchemaVersion; }) {
+    return T::kSchemaVersion;
+  } else {
+    return 1;
+  }
+}
 
 namespace codec_detail {
 
@@ -94,7 +211,43 @@ constexpr bool IsByteRun() {
          std::is_same_v<U, unsigned char> || std::is_same_v<U, std::byte>;
 }
 
+// Whether T is one of ours (it serializes itself): those get envelopes.
+template <class T, class A>
+constexpr bool IsEnveloped() {
+  using U = std::remove_cv_t<T>;
+  return std::is_class_v<U> && (cereal::traits::has_member_serialize<U, A>::value ||
+                                cereal::traits::has_member_save<U, A>::value ||
+                                cereal::traits::has_member_load<U, A>::value);
+}
+
 }  // namespace codec_detail
+
+// Cereal calls prologue before and epilogue after every value it processes;
+// with wire version 2 they open and close the envelope of each struct.
+template <class T>
+void prologue(BoundedOutputArchive& ar, const T&) {
+  if constexpr (codec_detail::IsEnveloped<T, BoundedOutputArchive>()) {
+    if (ar.wire_version() >= 2) ar.BeginEnvelope(SchemaVersionOf<std::remove_cv_t<T>>());
+  }
+}
+template <class T>
+void epilogue(BoundedOutputArchive& ar, const T&) {
+  if constexpr (codec_detail::IsEnveloped<T, BoundedOutputArchive>()) {
+    if (ar.wire_version() >= 2) ar.EndEnvelope();
+  }
+}
+template <class T>
+void prologue(BoundedInputArchive& ar, const T&) {
+  if constexpr (codec_detail::IsEnveloped<T, BoundedInputArchive>()) {
+    if (ar.wire_version() >= 2) ar.BeginEnvelope();
+  }
+}
+template <class T>
+void epilogue(BoundedInputArchive& ar, const T&) {
+  if constexpr (codec_detail::IsEnveloped<T, BoundedInputArchive>()) {
+    if (ar.wire_version() >= 2) ar.EndEnvelope();
+  }
+}
 
 template <class T>
 std::enable_if_t<std::is_arithmetic_v<T>> CEREAL_SAVE_FUNCTION_NAME(BoundedOutputArchive& ar, const T& t) {
@@ -195,22 +348,39 @@ void CEREAL_LOAD_FUNCTION_NAME(BoundedInputArchive& ar, std::vector<T, A>& v) {
   }
 }
 
+// Maps: Cereal's loader leaves each key and value uninitialized before it
+// reads them, which the compiler cannot follow through LoadOne; these are
+// value-initialized first. Same layout as Cereal's.
+template <class K, class V, class C, class A>
+void CEREAL_LOAD_FUNCTION_NAME(BoundedInputArchive& ar, std::map<K, V, C, A>& map) {
+  cereal::size_type n = 0;
+  ar(cereal::make_size_tag(n));  // n <= bytes left, checked above
+  map.clear();
+  auto hint = map.begin();
+  for (cereal::size_type i = 0; i < n; ++i) {
+    K key{};
+    V value{};
+    ar(cereal::make_map_item(key, value));
+    hint = map.emplace_hint(hint, std::move(key), std::move(value));
+  }
+}
+
 template <class T>
-std::string EncodeBounded(const T& value) {
+std::string EncodeBounded(const T& value, uint8_t wire_version) {
   std::string out;
   {
-    BoundedOutputArchive ar(&out);
+    BoundedOutputArchive ar(&out, wire_version);
     ar(value);
   }
   return out;
 }
 
 template <class T>
-Status DecodeBounded(std::string_view bytes, T* out) {
+Status DecodeBounded(std::string_view bytes, T* out, uint8_t wire_version) {
   // Decode into a fresh value so *out is untouched on failure.
   T value{};
   try {
-    BoundedInputArchive ar(bytes.data(), bytes.size());
+    BoundedInputArchive ar(bytes.data(), bytes.size(), wire_version);
     ar(value);
     if (ar.left() != 0) {
       return Status::Corruption(std::to_string(ar.left()) + " trailing bytes after a complete value");

@@ -112,6 +112,7 @@ bool Connection::DeliverFrames() {
       return false;
     }
     ++metrics_->frames_in;
+    frame_wire_version_ = h->wire_version;
     if (Status s = on_frame_(h->type, payload); !s.ok()) {
       BadFrame(s.message());
       return false;
@@ -131,7 +132,7 @@ bool Connection::DeliverFrames() {
 bool Connection::SendFrame(FrameType type, std::string_view payload) {
   if (!open_ || close_after_writes_) return false;
   if (queued_bytes() + kFrameHeaderBytes + payload.size() > queue_bytes_max_) return false;
-  AppendFrame(type, payload, &pending_);
+  AppendFrame(type, payload, &pending_, wire_version_);
   ++metrics_->frames_out;
   ScheduleWrite();
   return true;

@@ -53,8 +53,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // Starts reading. Call once, on the io_context thread.
   void Start(OnFrame on_frame, OnClose on_close);
-  // Queues one frame. False if closed, closing, or the queue cap is reached.
+  // Queues one frame, its header naming wire_version(). False if closed,
+  // closing, or the queue cap is reached.
   bool SendFrame(FrameType type, std::string_view payload);
+  // The wire version of the frames this side sends (rpc/frame.h): set by
+  // the owner once it knows what the other end speaks; 1 until then, which
+  // every release reads. The payloads must be encoded in the same version.
+  void set_wire_version(uint8_t v) { wire_version_ = v; }
+  uint8_t wire_version() const { return wire_version_; }
+  // The wire version of the frame being delivered (valid inside OnFrame).
+  uint8_t frame_wire_version() const { return frame_wire_version_; }
   // Starts writing what is queued now instead of from the posted handler:
   // for a caller about to block (a node before its fsync).
   void StartWriteNow();
@@ -99,6 +107,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool close_after_writes_ = false;
   std::string close_reason_;
   bool open_ = true;
+  uint8_t wire_version_ = kWireVersionMin;
+  uint8_t frame_wire_version_ = kWireVersionMin;
 };
 
 }  // namespace ts::rpc

@@ -20,13 +20,14 @@ uint32_t GetU32(const char* p) {
 
 }  // namespace
 
-void AppendFrame(FrameType type, std::string_view payload, std::string* out) {
+void AppendFrame(FrameType type, std::string_view payload, std::string* out, uint8_t wire_version) {
   // Callers cap payloads far below 4 GiB (frame_bytes_max); a silently
   // truncated length would desynchronize the stream.
   assert(payload.size() <= std::numeric_limits<uint32_t>::max());
   char header[kFrameHeaderBytes];
   PutU32(header, kFrameMagic);
-  header[4] = static_cast<char>(kWireVersion);
+  assert(wire_version >= kWireVersionMin && wire_version <= kWireVersion);
+  header[4] = static_cast<char>(wire_version);
   header[5] = static_cast<char>(type);
   header[6] = 0;  // reserved
   header[7] = 0;
@@ -38,9 +39,9 @@ void AppendFrame(FrameType type, std::string_view payload, std::string* out) {
   out->append(payload);
 }
 
-std::string EncodeFrame(FrameType type, std::string_view payload) {
+std::string EncodeFrame(FrameType type, std::string_view payload, uint8_t wire_version) {
   std::string out;
-  AppendFrame(type, payload, &out);
+  AppendFrame(type, payload, &out, wire_version);
   return out;
 }
 
@@ -49,8 +50,9 @@ StatusOr<FrameHeader> ParseFrameHeader(std::string_view h, size_t frame_bytes_ma
   if (GetU32(h.data()) != kFrameMagic) return Status::InvalidArgument("bad frame magic");
   FrameHeader out;
   out.wire_version = static_cast<uint8_t>(h[4]);
-  if (out.wire_version != kWireVersion) {
-    return Status::InvalidArgument("unknown wire version " + std::to_string(out.wire_version));
+  if (out.wire_version < kWireVersionMin || out.wire_version > kWireVersion) {
+    return Status::InvalidArgument("unknown wire version " + std::to_string(out.wire_version) + " (this build reads " +
+                                   std::to_string(kWireVersionMin) + " to " + std::to_string(kWireVersion) + ")");
   }
   uint8_t type = static_cast<uint8_t>(h[5]);
   if (type < static_cast<uint8_t>(FrameType::kHandshake) || type > static_cast<uint8_t>(FrameType::kClientResponse)) {

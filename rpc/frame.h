@@ -14,7 +14,22 @@
 namespace ts::rpc {
 
 inline constexpr uint32_t kFrameMagic = 0x31465354;  // "TSF1" on the wire
-inline constexpr uint8_t kWireVersion = 1;
+// The wire versions this build reads and writes (the frame header's version
+// byte says which one its payload is in; rpc/codec_impl.h has the layouts).
+// 1: 1.1.0's positional payloads, kept so that a 1.2.0 node talks to 1.1.0
+// nodes and clients in a rolling upgrade. 2: enveloped payloads.
+// A new release that changes what a peer must understand raises
+// kWireVersion; the handshake (peers) and the hello (clients) agree on the
+// highest version both ends speak.
+inline constexpr uint8_t kWireVersionMin = 1;
+inline constexpr uint8_t kWireVersion = 2;
+
+// The version a link writes: the highest both ends speak (every release
+// speaks kWireVersionMin).
+inline uint8_t NegotiatedWireVersion(uint32_t ours_max, uint32_t theirs_max) {
+  uint32_t v = ours_max < theirs_max ? ours_max : theirs_max;
+  return static_cast<uint8_t>(v < kWireVersionMin ? kWireVersionMin : v);
+}
 inline constexpr size_t kFrameHeaderBytes = 16;
 inline constexpr size_t kDefaultFrameBytesMax = 4 << 20;  // 4 MiB
 
@@ -33,12 +48,13 @@ struct FrameHeader {
   uint32_t crc = 0;
 };
 
-// Appends one frame to *out.
-void AppendFrame(FrameType type, std::string_view payload, std::string* out);
-std::string EncodeFrame(FrameType type, std::string_view payload);
+// Appends one frame to *out, its header naming `wire_version`.
+void AppendFrame(FrameType type, std::string_view payload, std::string* out, uint8_t wire_version = kWireVersion);
+std::string EncodeFrame(FrameType type, std::string_view payload, uint8_t wire_version = kWireVersion);
 
-// Parses and checks a 16-byte header: magic, wire version (InvalidArgument
-// "unknown wire version N"), known type, reserved zero, length <= max.
+// Parses and checks a 16-byte header: magic, wire version within
+// [kWireVersionMin, kWireVersion] (InvalidArgument "unknown wire version N"),
+// known type, reserved zero, length <= max.
 StatusOr<FrameHeader> ParseFrameHeader(std::string_view header, size_t frame_bytes_max);
 
 // Checks the payload's CRC against the header (Corruption on mismatch).

@@ -12,6 +12,10 @@
 
 namespace ts::rpc {
 
+// The wire version an archive writes or reads (rpc/codec_impl.h defines it).
+template <class A>
+uint8_t WireVersionOf(const A& ar);
+
 struct Handshake {
   std::string cluster_id;  // the readable name (--cluster-id)
   consensus::NodeId node_id = 0;
@@ -27,10 +31,15 @@ struct Handshake {
   // first data dir, a fresh random number for every data dir created after.
   // A quorum counts a vote only from the incarnation the membership binds.
   uint64_t incarnation = 0;
+  // The wire versions the sender reads and writes (rpc/frame.h). A 1.1.0
+  // node sends neither; it speaks 1 only.
+  uint32_t wire_version_min = 1;
+  uint32_t wire_version_max = 1;
 
   template <class A>
   void serialize(A& ar) {
     ar(cluster_id, node_id, software_version, client_addr, format_versions, cluster_uuid, incarnation);
+    if (WireVersionOf(ar) >= 2) ar(wire_version_min, wire_version_max);
   }
 };
 
@@ -41,10 +50,20 @@ struct HandshakeAck {
   std::string software_version;
   std::string cluster_uuid;  // the acknowledging node's, as in Handshake
   uint64_t incarnation = 0;
+  uint32_t wire_version_min = 1;  // as in Handshake
+  uint32_t wire_version_max = 1;
 
   template <class A>
-  void serialize(A& ar) { ar(ok, reason, node_id, software_version, cluster_uuid, incarnation); }
+  void serialize(A& ar) {
+    ar(ok, reason, node_id, software_version, cluster_uuid, incarnation);
+    if (WireVersionOf(ar) >= 2) ar(wire_version_min, wire_version_max);
+  }
 };
+
+// In a wire-version-1 handshake the range rides in format_versions, one
+// entry kWireVersionTag | v per version spoken (see rpc/codec.h).
+inline constexpr uint32_t kWireVersionTag = 0x57560000;  // "VW" in the high half
+inline constexpr uint32_t kWireVersionTagMask = 0xffff0000;
 
 // Why a node refuses a peer's handshake, or empty to accept it: another
 // cluster name, or another cluster identity (both non-empty and different).

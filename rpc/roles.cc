@@ -29,6 +29,7 @@ const char* ClientOpName(ClientOp op) {
     case ClientOp::kSnapshot: return "snapshot";
     case ClientOp::kSnapshotRead: return "snapshot-read";
     case ClientOp::kMigrate: return "migrate";
+    case ClientOp::kVersion: return "version";
   }
   return "unknown";
 }
@@ -39,6 +40,7 @@ ClientRole RequiredRole(ClientOp op) {
     case ClientOp::kStatus:
     case ClientOp::kLog:
     case ClientOp::kDeployQuery:
+    case ClientOp::kVersion:
       return ClientRole::kRead;
     case ClientOp::kPut:
     case ClientOp::kCas:

@@ -105,8 +105,13 @@ struct PeerTransport::Impl {
     h.format_versions = opts.format_versions;
     h.cluster_uuid = opts.cluster_uuid;
     h.incarnation = opts.incarnation;
+    h.wire_version_min = kWireVersionMin;
+    h.wire_version_max = opts.wire_version_max;
     return h;
   }
+
+  // The wire version a link writes: the highest both ends speak.
+  uint8_t LinkVersion(uint32_t their_max) const { return NegotiatedWireVersion(opts.wire_version_max, their_max); }
 
   // The link to `id` if it is still the one with `serial`, else null.
   Link* Find(consensus::NodeId id, uint64_t serial) {
@@ -205,7 +210,17 @@ struct PeerTransport::Impl {
                                      " after the handshake");
     }
     consensus::Message m;
-    if (Status s = DecodeMessage(payload, &m); !s.ok()) return s;
+    if (Status s = DecodeMessage(payload, &m, in->conn->frame_wire_version()); !s.ok()) {
+      if (s.code() != Status::Code::kFailedPrecondition) return s;
+      // A newer peer's message kind: it should not have sent it (its link
+      // to us writes our version), so say so, drop it and keep the link.
+      ++messages_refused;
+      if (auto n = unknown_kind_warning.Due()) {
+        spdlog::warn("peer {}: dropped a message this build cannot read ({} since the last such line): {}", in->peer,
+                     *n, s.message());
+      }
+      return Status::Ok();
+    }
     if (m.from != in->peer || m.to != opts.self) {
       // A well-formed frame on the wrong link: drop it, keep the link.
       ++metrics.dropped_frames;
@@ -227,13 +242,18 @@ struct PeerTransport::Impl {
                                      ", not a handshake");
     }
     Handshake h;
-    if (Status s = DecodeHandshake(payload, &h); !s.ok()) return s;
+    if (Status s = DecodeHandshake(payload, &h, in->conn->frame_wire_version()); !s.ok()) return s;
     const Handshake ours = Ours();
     HandshakeAck ack;
     ack.node_id = opts.self;
     ack.software_version = opts.software_version;
     ack.cluster_uuid = opts.cluster_uuid;
     ack.incarnation = opts.incarnation;
+    ack.wire_version_min = ours.wire_version_min;
+    ack.wire_version_max = ours.wire_version_max;
+    // The acknowledgement goes in the highest version both speak: a 1.1.0
+    // dialler (no range announced) gets wire version 1, which it reads.
+    in->conn->set_wire_version(LinkVersion(h.wire_version_max));
     ack.reason = HandshakeRefusal(ours, h);
     const bool other_cluster = !ack.reason.empty();
     if (!other_cluster && (h.node_id == opts.self || links.count(h.node_id) == 0)) {
@@ -261,7 +281,7 @@ struct PeerTransport::Impl {
           spdlog::warn("refused peer {} from {} ({} times): {}", h.node_id, in->conn->remote(), n, ack.reason);
         }
       }
-      in->conn->SendFrame(FrameType::kHandshakeAck, EncodeHandshakeAck(ack));
+      in->conn->SendFrame(FrameType::kHandshakeAck, EncodeHandshakeAck(ack, in->conn->wire_version()));
       in->conn->CloseAfterWrites("handshake refused");
       return Status::Ok();
     }
@@ -269,7 +289,7 @@ struct PeerTransport::Impl {
     in->peer = h.node_id;
     in->hello = h;
     CloseSupersededInbound(in);
-    in->conn->SendFrame(FrameType::kHandshakeAck, EncodeHandshakeAck(ack));
+    in->conn->SendFrame(FrameType::kHandshakeAck, EncodeHandshakeAck(ack, in->conn->wire_version()));
     if (on_handshake) on_handshake(h);
     return Status::Ok();
   }
@@ -421,7 +441,10 @@ struct PeerTransport::Impl {
           l->deadline.cancel();
           Redial(id);
         });
-    l.out->SendFrame(FrameType::kHandshake, EncodeHandshake(Ours()));
+    // Wire version 1, which every release reads; it announces our range,
+    // and the acknowledgement's version says which one the link writes.
+    l.out->set_wire_version(kWireVersionMin);
+    l.out->SendFrame(FrameType::kHandshake, EncodeHandshake(Ours(), kWireVersionMin));
   }
 
   // Only a HandshakeAck ever flows back on a link we dialled.
@@ -431,7 +454,7 @@ struct PeerTransport::Impl {
                                      " on an outgoing peer link");
     }
     HandshakeAck ack;
-    if (Status s = DecodeHandshakeAck(payload, &ack); !s.ok()) return s;
+    if (Status s = DecodeHandshakeAck(payload, &ack, conn->frame_wire_version()); !s.ok()) return s;
     if (!ack.ok) {
       // A refusal is configuration, not a bad frame: say it loudly, retry
       // with growing backoff (the operator may fix the other side).
@@ -459,6 +482,8 @@ struct PeerTransport::Impl {
     theirs.software_version = ack.software_version;
     theirs.cluster_uuid = ack.cluster_uuid;
     theirs.incarnation = ack.incarnation;
+    theirs.wire_version_min = ack.wire_version_min;
+    theirs.wire_version_max = ack.wire_version_max;
     // It accepted us, but its identity is not ours (it did not check, or
     // ours was learned while our handshake was on its way): refuse it.
     if (std::string reason = HandshakeRefusal(Ours(), theirs); !reason.empty()) {
@@ -476,7 +501,10 @@ struct PeerTransport::Impl {
     l.refusal_logged = false;
     l.backoff_ms = 0;
     l.deadline.cancel();
-    spdlog::info("link to peer {} at {} is up (version {})", id, l.addr.ToString(), ack.software_version);
+    conn->set_wire_version(LinkVersion(ack.wire_version_max));
+    spdlog::info("link to peer {} at {} is up (version {}, wire versions {} to {}; the link writes {})", id,
+                 l.addr.ToString(), ack.software_version, ack.wire_version_min, ack.wire_version_max,
+                 conn->wire_version());
     // Report it, so a node's view of the peer does not hang on the peer's
     // own link to us.
     if (on_handshake) on_handshake(theirs);
@@ -593,6 +621,8 @@ struct PeerTransport::Impl {
   std::map<consensus::NodeId, PeerRefusals> refusals;
   std::map<consensus::NodeId, uint64_t> refusals_logged_by_node;  // refusals we made, for log rate limiting
   LogLimit stream_warning;
+  LogLimit unknown_kind_warning;
+  uint64_t messages_refused = 0;
   TransportMetrics metrics;
   AcceptLoop accepting{io, "peer", &metrics.accept_errors};
   bool started = false;
@@ -625,7 +655,7 @@ void PeerTransport::Send(const consensus::Message& m) {
     ++impl_->metrics.dropped_frames;
     return;
   }
-  std::string payload = EncodeMessage(m);
+  std::string payload = EncodeMessage(m, it->second->out->wire_version());
   if (payload.size() > impl_->opts.frame_bytes_max) {
     // The receiver would refuse it and close the link: a bug upstream.
     spdlog::error("dropped a {} of {} bytes to peer {}: over the frame cap of {}", consensus::MessageName(m.body),
@@ -665,5 +695,25 @@ void PeerTransport::SetIncarnation(uint64_t incarnation) { impl_->opts.incarnati
 void PeerTransport::SetPeers(std::map<consensus::NodeId, HostPort> peers) { impl_->SetPeers(std::move(peers)); }
 
 std::map<consensus::NodeId, PeerRefusals> PeerTransport::refusals() const { return impl_->refusals; }
+
+PeerTransport::PeerWire PeerTransport::WireOf(consensus::NodeId id) const {
+  PeerWire w;
+  auto it = impl_->links.find(id);
+  if (it != impl_->links.end() && it->second->ready) {
+    w.min = it->second->peer.wire_version_min;
+    w.max = it->second->peer.wire_version_max;
+    w.link = it->second->out->wire_version();
+    return w;
+  }
+  for (const auto& [key, in] : impl_->inbound) {  // a link it dialled to us
+    if (in->peer == id) {
+      w.min = in->hello.wire_version_min;
+      w.max = in->hello.wire_version_max;
+    }
+  }
+  return w;
+}
+
+uint64_t PeerTransport::messages_refused() const { return impl_->messages_refused; }
 
 }  // namespace ts::rpc

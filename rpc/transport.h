@@ -89,6 +89,9 @@ struct PeerTransportOptions {
   consensus::NodeId self = 0;
   std::string software_version;
   std::vector<uint32_t> format_versions;
+  // The highest wire version this node speaks (rpc/frame.h); lower only to
+  // play an older release's range in tests and simulations.
+  uint8_t wire_version_max = kWireVersion;
   std::string client_addr;                         // announced in the handshake
   HostPort listen;                                 // this node's peer port
   std::map<consensus::NodeId, HostPort> peers;     // other members (initially; see SetPeers)
@@ -169,6 +172,20 @@ class PeerTransport {
   // Handshake refusals per peer id (see PeerRefusals), made and received.
   std::map<consensus::NodeId, PeerRefusals> refusals() const;
 
+  // The wire versions peer `id` announced in its last acknowledged or
+  // accepted handshake ({0, 0}: not known yet), and the version our link to
+  // it writes (0: the link is not up).
+  struct PeerWire {
+    uint32_t min = 0;
+    uint32_t max = 0;
+    uint8_t link = 0;
+  };
+  PeerWire WireOf(consensus::NodeId id) const;
+  // Messages not sent because the link's wire version cannot carry their
+  // kind, and received messages of a kind this build does not know (both
+  // dropped, the link kept).
+  uint64_t messages_refused() const;
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
@@ -188,6 +205,9 @@ class ClientServer {
   ClientServer(asio::io_context& io, HostPort listen, size_t frame_bytes_max, OnRequest on_request,
                ClientLimits limits = {}, PortTls tls = {});
   ~ClientServer();
+  // What the version op (ClientOp::kVersion, every client's hello) and the
+  // refusal of an unknown op say this node runs. Before Start.
+  void SetIdentity(std::string software_version, uint8_t wire_version_max = kWireVersion);
   // Binds the listener (IoError if the port is taken) and starts accepting.
   Status Start();
   // Closes the listener and every connection. Idempotent; the destructor

@@ -82,7 +82,7 @@ rpc::ClientResponse LostAnswer(const HostPort& target, const std::string& why) {
 // get writes a decree. Defaulting a new op to "write" errs on the safe side:
 // it is never retried after its answer is lost.
 bool IsLeaderOp(ClientOp op) {
-  return op != ClientOp::kStatus && op != ClientOp::kLog && op != ClientOp::kSnapshotRead;
+  return op != ClientOp::kStatus && op != ClientOp::kLog && op != ClientOp::kSnapshotRead && op != ClientOp::kVersion;
 }
 
 bool IsWriteOp(ClientOp op) {
@@ -319,20 +319,27 @@ StatusOr<rpc::NodeStatus> Client::StatusOf(const HostPort& endpoint) const {
 
 std::vector<StatusOr<rpc::NodeStatus>> Client::StatusOfAll() const { return StatusOfAllWithin(options_.timeout); }
 
-StatusOr<rpc::NodeStatus> Client::StatusWithin(const HostPort& endpoint, milliseconds timeout) const {
+StatusOr<rpc::ClientResponse> Client::CallOne(const HostPort& endpoint, rpc::ClientRequest req,
+                                              milliseconds timeout) const {
   const Clock::time_point deadline = Clock::now() + timeout;
   rpc::BlockingClient conn(options_.tls);
   Status s = conn.Connect(endpoint, std::min(options_.connect_timeout, timeout));
   if (!s.ok()) return s;
   milliseconds left = Left(deadline);
   if (left.count() <= 0) return Status::Unavailable(endpoint.ToString() + ": no time left after connecting");
-  rpc::ClientRequest req;
-  req.op = ClientOp::kStatus;
   auto r = conn.Call(std::move(req), left);
   if (!r.ok()) {
     const std::string& m = r.status().message();
     return Status::Unavailable(m.find(endpoint.ToString()) == std::string::npos ? endpoint.ToString() + ": " + m : m);
   }
+  return r;
+}
+
+StatusOr<rpc::NodeStatus> Client::StatusWithin(const HostPort& endpoint, milliseconds timeout) const {
+  rpc::ClientRequest req;
+  req.op = ClientOp::kStatus;
+  auto r = CallOne(endpoint, std::move(req), timeout);
+  if (!r.ok()) return r.status();
   if (r->code != ClientCode::kOk) {
     return Status::Unavailable(endpoint.ToString() + ": " + rpc::ClientCodeName(r->code) + ": " + r->message);
   }

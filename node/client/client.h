@@ -91,6 +91,11 @@ class Client {
   // options.timeout. Unavailable("H:P: reason") if it does not answer.
   StatusOr<rpc::NodeStatus> StatusOf(const rpc::HostPort& endpoint) const;
 
+  // Sends `req` to one node only: one connection (with its hello), one
+  // attempt, never redirected, bounded by `timeout`. Unavailable if the node
+  // does not answer; its answer, whatever its code, otherwise.
+  StatusOr<rpc::ClientResponse> CallOne(const rpc::HostPort& endpoint, rpc::ClientRequest req,
+                                        std::chrono::milliseconds timeout) const;
   // StatusOf for every endpoint, concurrently; result i is endpoint i's.
   std::vector<StatusOr<rpc::NodeStatus>> StatusOfAll() const;
 

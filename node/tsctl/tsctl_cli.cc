@@ -77,7 +77,8 @@ constexpr const char* kFooter =
     "delete) or admin (everything); cluster-scripts/gen-certs.sh makes them.\n"
     "Exit codes: 0 ok; 1 not found or compare failed; 2 bad arguments or bad request;\n"
     "3 cluster unreachable, no leader, busy or outcome unknown; 4 internal error on a node;\n"
-    "5 permission denied (the certificate's role does not allow the command).\n"
+    "5 permission denied (the certificate's role does not allow the command); 6 unsupported: the node's\n"
+    "release does not know the command (the message names the release it needs); nothing was done.\n"
     "On failure exactly one line is written to stderr (with --json, also {\"ok\":false,\"error\":...} on stdout).";
 
 // CLI11 would describe cas's 2-or-3 positionals as "ARGS(2x)"; say what the
@@ -183,6 +184,11 @@ std::unique_ptr<CLI::App> BuildApp(Args* a) {
       "newer models may join; `tsctl status` says whether any older-model data remains");
   migrate->add_flag("--wait", a->migrate_wait,
                     "Wait (up to --timeout-ms) until no endpoint reports older-model data");
+  app->add_subcommand("version",
+                      "Print tsctl's version and wire versions, then each endpoint's software version and the wire "
+                      "versions it speaks (one row per endpoint); a node of 1.1.0 or older does not know this command "
+                      "and its row says so. Exit 0 if every endpoint answered, 6 if one is too old to, 3 if one is "
+                      "unreachable");
   AddMemberCommands(*app, &a->member);
   AddDeployCommands(*app, &a->deploy);
   return app;
@@ -232,6 +238,7 @@ class Command {
     if (name == "member") return RunMember(*client_, args_.member, *member_id, args_.timeout_ms, output_);
     if (name == "snapshot") return SnapshotSave();
     if (name == "migrate") return Migrate();
+    if (name == "version") return Version();
     if (!args_.deploy_path.empty()) return Deploy(args_.deploy_path);
     return Fail(kExitUsage, "unknown command " + name);
   }
@@ -261,6 +268,9 @@ class Command {
         return Fail(kExitUnavailable, "outcome unknown: " + r.message, {{"outcome_unknown", true}});
       case ClientCode::kPermissionDenied:
         return Fail(kExitDenied, "permission denied: " + r.message);
+      case ClientCode::kUnsupported:
+        // Nothing was done: the node's release predates the op.
+        return Fail(kExitUnsupported, r.message, {{"unsupported", true}, {"node_version", r.node_version}});
       default:
         return Fail(kExitError, std::string(rpc::ClientCodeName(r.code)) + ": " + r.message);
     }
@@ -290,6 +300,54 @@ class Command {
           "saved the snapshot of slot " + std::to_string(saved->slot) + " (" + std::to_string(saved->bytes) +
               " bytes) from " + saved->from + " to " + args_.snapshot_file);
     return kExitOk;
+  }
+
+  // One row per endpoint, asked directly (never redirected).
+  int Version() {
+    std::string text = "tsctl " + std::string(TS_CLIENT_VERSION_STRING) + " (wire versions " +
+                       std::to_string(rpc::kWireVersionMin) + " to " + std::to_string(rpc::kWireVersion) + ")\n";
+    nlohmann::json nodes = nlohmann::json::array();
+    int code = kExitOk;
+    for (const rpc::HostPort& ep : client_->options().endpoints) {
+      rpc::ClientRequest req;
+      req.op = ClientOp::kVersion;
+      auto r = client_->CallOne(ep, std::move(req), std::chrono::milliseconds(args_.timeout_ms));
+      nlohmann::json n = {{"endpoint", ep.ToString()}};
+      if (!r.ok()) {
+        n["error"] = r.status().message();
+        text += ep.ToString() + "  unreachable: " + r.status().message() + "\n";
+        code = std::max(code, kExitUnavailable);
+      } else if (r->code == ClientCode::kUnsupported) {
+        n["unsupported"] = true;
+        n["error"] = r->message;
+        text += ep.ToString() + "  " + r->message + "\n";
+        if (code == kExitOk) code = kExitUnsupported;
+      } else if (r->code != ClientCode::kOk) {
+        n["error"] = std::string(rpc::ClientCodeName(r->code)) + ": " + r->message;
+        text += ep.ToString() + "  " + n["error"].get<std::string>() + "\n";
+        code = std::max(code, kExitError);
+      } else {
+        n["version"] = r->node_version;
+        n["wire_version_min"] = r->wire_version_min;
+        n["wire_version_max"] = r->wire_version_max;
+        text += ep.ToString() + "  " + r->node_version + " (wire versions " + std::to_string(r->wire_version_min) +
+                " to " + std::to_string(r->wire_version_max) + ")\n";
+      }
+      nodes.push_back(std::move(n));
+    }
+    text.pop_back();
+    nlohmann::json j = {{"ok", code == kExitOk},
+                        {"tsctl", {{"version", TS_CLIENT_VERSION_STRING},
+                                   {"wire_version_min", rpc::kWireVersionMin},
+                                   {"wire_version_max", rpc::kWireVersion}}},
+                        {"nodes", std::move(nodes)}};
+    if (code == kExitOk) {
+      Print(j, text);
+      return kExitOk;
+    }
+    // Every row is printed; the exit code says the worst.
+    out_ << (args_.json ? j.dump() : text) << "\n";
+    return code;
   }
 
   int Migrate() {

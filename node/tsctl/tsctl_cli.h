@@ -14,6 +14,7 @@ inline constexpr int kExitUsage = 2;        // bad arguments, or a request the n
 inline constexpr int kExitUnavailable = 3;  // cluster unreachable, no leader, outcome unknown, busy
 inline constexpr int kExitError = 4;        // internal error reported by a node
 inline constexpr int kExitDenied = 5;       // the client certificate's role does not allow it
+inline constexpr int kExitUnsupported = 6;  // the node's release does not know the op; a newer one does
 
 // Runs tsctl with `argv[0..argc)`. Results go to `out`; on failure exactly one
 // line goes to `err` and the return value is non-zero. With --json every

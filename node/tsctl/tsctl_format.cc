@@ -168,13 +168,19 @@ std::string KvModelLine(const std::vector<StatusOr<rpc::NodeStatus>>& statuses) 
          "read only model " + std::to_string(model) + " may join\n";
 }
 
+// A wire version range as "1-2"; a node of 1.1.0 sends none (0): "1".
+std::string WireRange(uint32_t lo, uint32_t hi) {
+  if (hi == 0) return "1";
+  return lo == hi ? std::to_string(lo) : std::to_string(lo) + "-" + std::to_string(hi);
+}
+
 }  // namespace
 
 std::string FormatStatusTable(const std::vector<rpc::HostPort>& endpoints,
                               const std::vector<StatusOr<rpc::NodeStatus>>& statuses, bool show_peers) {
   assert(endpoints.size() == statuses.size());
   Table t({"ENDPOINT", "ID", "ROLE", "MEMBER", "BALLOT", "CHOSEN", "APPLIED", "LEADER", "LEASE_MS", "VERSION",
-           "MARKER", "KV_FMT", "RC", "INCARNATION", "LOG_DIGEST", "STATE_DIGEST"});
+           "WIRE", "MARKER", "KV_FMT", "RC", "INCARNATION", "LOG_DIGEST", "STATE_DIGEST"});
   for (size_t i = 0; i < endpoints.size(); ++i) {
     if (!statuses[i].ok()) {
       t.AddNote(endpoints[i].ToString(), "unreachable: " + OneLine(statuses[i].status().message()));
@@ -186,7 +192,7 @@ std::string FormatStatusTable(const std::vector<rpc::HostPort>& endpoints,
     t.Add({endpoints[i].ToString(), std::to_string(s.id), s.role, MemberRole(s), consensus::ToString(s.ballot),
            std::to_string(s.chosen_slot), std::to_string(s.applied_slot), Dash(s.leader),
            std::to_string(s.lease_left_ms), s.software_version.empty() ? "-" : s.software_version,
-           s.latest_marker.empty() ? "-" : s.latest_marker, std::to_string(s.kv_write_model),
+           WireRange(s.wire_version_min, s.wire_version_max), s.latest_marker.empty() ? "-" : s.latest_marker, std::to_string(s.kv_write_model),
            s.coordinator ? "yes" : "-", Hex64(s.incarnation), digest.empty() ? "-" : digest,
            s.state_digest.empty() ? "-" : s.state_digest});
     // What the version rules say, when it matters (spec/003_*).
@@ -234,7 +240,8 @@ std::string FormatStatusTable(const std::vector<rpc::HostPort>& endpoints,
       }
       t.AddIndented("node " + std::to_string(s.id) + " sees node " + std::to_string(p.id) + " (" + p.peer_addr +
                     "): " + (p.connected ? "connected" : "not connected") + ", version " +
-                    (p.software_version.empty() ? "unknown" : p.software_version) + ", " + heard + refused);
+                    (p.software_version.empty() ? "unknown" : p.software_version) + ", wire " +
+                    WireRange(p.wire_version_min, p.wire_version_max) + ", " + heard + refused);
     }
   }
   return t.Render() + KvModelLine(statuses) + ClusterUuidLines(statuses);
@@ -267,6 +274,9 @@ nlohmann::json StatusJson(const std::vector<rpc::HostPort>& endpoints,
     n["last_slot"] = s.last_slot;
     n["lease_left_ms"] = s.lease_left_ms;
     n["version"] = s.software_version;
+    // A node of 1.1.0 does not say: it speaks wire version 1 only.
+    n["wire_version_min"] = s.wire_version_min == 0 ? 1 : s.wire_version_min;
+    n["wire_version_max"] = s.wire_version_max == 0 ? 1 : s.wire_version_max;
     n["cluster_id"] = s.cluster_id;
     n["cluster_uuid"] = s.cluster_uuid;
     n["incarnation"] = Hex64(s.incarnation);
@@ -302,6 +312,8 @@ nlohmann::json StatusJson(const std::vector<rpc::HostPort>& endpoints,
                        {"peer_addr", p.peer_addr},
                        {"connected", p.connected},
                        {"version", p.software_version},
+                       {"wire_version_min", p.wire_version_min},
+                       {"wire_version_max", p.wire_version_max},
                        {"last_heard_ms_ago", p.last_heard_ms_ago},
                        {"refusals", p.refusals},
                        {"last_refusal", p.last_refusal}});

@@ -184,6 +184,7 @@ Status Driver::StartTransport() {
   topt.cluster_id = so.cluster_id;
   topt.self = so.consensus.id;
   topt.software_version = so.consensus.software_version;
+  topt.wire_version_max = options_.wire_version_max;
   topt.format_versions = {1, station::MaxModelRead(station_->versions().self(),
                                                    static_cast<uint16_t>(station::DecreeType::kKvPut))};
   topt.client_addr = options_.advertise_client_addr.ToString();
@@ -208,6 +209,7 @@ Status Driver::StartClientPort() {
         OnClientRequest(std::move(req), std::move(respond));
       },
       options_.client_limits, rpc::PortTls{tls_, options_.station.cluster_id});
+  clients_->SetIdentity(options_.station.consensus.software_version, options_.wire_version_max);
   return clients_->Start();
 }
 
@@ -493,6 +495,9 @@ void Driver::FillStatus(rpc::NodeStatus& st) {
   auto refusals = transport_->refusals();
   for (rpc::PeerStatus& p : st.peers) {
     p.connected = transport_->Connected(p.id);
+    rpc::PeerTransport::PeerWire wire = transport_->WireOf(p.id);
+    p.wire_version_min = wire.min;
+    p.wire_version_max = wire.max;
     if (auto a = peer_addrs_.find(p.id); a != peer_addrs_.end()) p.peer_addr = a->second.ToString();
     if (auto f = refusals.find(p.id); f != refusals.end()) {
       p.refusals = f->second.count;
@@ -506,6 +511,8 @@ void Driver::FillStatus(rpc::NodeStatus& st) {
   st.certificates_refused = clients_->metrics().certificates_refused + transport_->metrics().certificates_refused;
   st.requests_denied = clients_->metrics().requests_denied + (http_ ? http_->requests_denied() : 0);
   st.counters = counters_;
+  st.wire_version_min = rpc::kWireVersionMin;
+  st.wire_version_max = options_.wire_version_max;
 }
 
 void Driver::CarryOut(const station::Ready& r) {

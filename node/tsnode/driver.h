@@ -46,6 +46,9 @@ struct DriverOptions {
   std::optional<rpc::HostPort> peer_listen_addr;  // default: members[self], which peers dial
   std::string data_dir;
   size_t frame_bytes_max = rpc::kDefaultFrameBytesMax;
+  // The highest wire version this node speaks to peers and clients
+  // (rpc/frame.h); lower only to play an older release's range in tests.
+  uint8_t wire_version_max = rpc::kWireVersion;
   rpc::ClientLimits client_limits;  // connection cap and idle timeout of the client port
   std::optional<rpc::HostPort> http_addr;  // the HTTP port (http_port.h); none if unset
   // Mutual TLS on the peer, client and HTTP ports (rpc/stream.h); empty:

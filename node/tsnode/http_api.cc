@@ -196,6 +196,7 @@ int HttpStatusOf(ClientCode code) {
     case ClientCode::kInternal: return 500;
     case ClientCode::kOutcomeUnknown: return 504;
     case ClientCode::kPermissionDenied: return 403;
+    case ClientCode::kUnsupported: return 501;  // the node's release does not know the op
   }
   return 500;
 }
@@ -204,6 +205,7 @@ HttpAnswer AnswerToHttp(ClientOp op, const rpc::ClientResponse& r) {
   nlohmann::json j;
   j["code"] = rpc::ClientCodeName(r.code);
   if (!r.message.empty()) j["message"] = r.message;
+  if (!r.node_version.empty()) j["node_version"] = r.node_version;
   if (!r.leader_hint.empty()) j["leader_hint"] = r.leader_hint;
   if (r.slot != 0) j["slot"] = r.slot;
   switch (op) {

@@ -31,6 +31,7 @@ struct EchoServer {
                [this](ClientRequest&& req, ClientServer::Responder respond) {
                  ++requests;
                  if (req.key == "hold") {
+                   held_ids.push_back(req.id);
                    held.push_back(std::move(respond));
                    return;
                  }
@@ -49,6 +50,7 @@ struct EchoServer {
   ClientServer server;
   size_t requests = 0;
   std::vector<ClientServer::Responder> held;
+  std::vector<uint64_t> held_ids;  // the request id of each held responder
 };
 
 // An EchoServer on its own thread, for BlockingClient (which runs only its
@@ -170,10 +172,13 @@ TEST(AsyncClient, Send_HundredRequestsInFlightAreMatchedById) {
     c.Send(Put("hold", "v" + std::to_string(i)), [&results, i](StatusOr<ClientResponse> r) { results[i] = r; });
   }
   ASSERT_TRUE(RunUntil(io, [&] { return echo.held.size() == static_cast<size_t>(n); }));
-  // The server saw ids 1..100 in order; answer 100 first.
+  // The server saw the ids in order (after the hello's); answer the last first.
   for (int i = n - 1; i >= 0; --i) {
     ClientResponse r;
-    r.id = static_cast<uint64_t>(i + 1);
+    r.id = echo.held_ids[i];
+    if (i > 0) {
+      EXPECT_EQ(echo.held_ids[i], echo.held_ids[i - 1] + 1);
+    }
     r.value = "answer" + std::to_string(i);
     echo.held[i](std::move(r));
   }
@@ -187,7 +192,7 @@ TEST(AsyncClient, Send_HundredRequestsInFlightAreMatchedById) {
     ASSERT_TRUE(results[i]->ok()) << results[i]->status().ToString();
     EXPECT_EQ((*results[i])->value, "answer" + std::to_string(i));
   }
-  EXPECT_EQ(echo.server.metrics().frames_in, static_cast<uint64_t>(n));
+  EXPECT_EQ(echo.server.metrics().frames_in, static_cast<uint64_t>(n) + 1);  // and the hello
 }
 
 TEST(AsyncClient, Send_EveryPendingCallbackGetsUnavailableWhenTheServerStops) {
@@ -287,29 +292,30 @@ TEST(ClientServer, Frames_ManyInOneWriteAndOneSplitByteByByteAreEachServedInOrde
   EXPECT_EQ(echo.server.metrics().bad_frames, 0u);
 }
 
+// In wire version 1 (a 1.1.0 client's), an unknown op is a bad frame too.
 TEST(ClientServer, BadFrames_CloseOnlyTheirConnection) {
   asio::io_context io;
   EchoServer echo(io);
   ClientRequest bad_op = Put("k", "v");
-  std::string unknown_op = EncodeClientRequest(bad_op);
+  std::string unknown_op = EncodeClientRequest(bad_op, 1);
   unknown_op[8] = 42;
-  std::string oversized = EncodeFrame(FrameType::kClientRequest, "");
+  std::string oversized = EncodeFrame(FrameType::kClientRequest, "", 1);
   oversized[11] = 0x40;  // 1 GiB declared
-  std::string truncated = EncodeFrame(FrameType::kClientRequest, EncodeClientRequest(Put("k", "v")));
+  std::string truncated = EncodeFrame(FrameType::kClientRequest, EncodeClientRequest(Put("k", "v"), 1), 1);
   truncated.resize(truncated.size() - 2);
-  std::string bad_crc = EncodeFrame(FrameType::kClientRequest, EncodeClientRequest(Put("k", "v")));
+  std::string bad_crc = EncodeFrame(FrameType::kClientRequest, EncodeClientRequest(Put("k", "v"), 1), 1);
   bad_crc[20] ^= 0x10;
   std::string hostile_length = EncodeFrame(
-      FrameType::kClientRequest, std::string("\x01\0\0\0\0\0\0\0\x01", 9) + std::string("\0\0\0\x40", 4) + "abc");
+      FrameType::kClientRequest, std::string("\x01\0\0\0\0\0\0\0\x01", 9) + std::string("\0\0\0\x40", 4) + "abc", 1);
   const std::vector<std::string> inputs = {
       std::string(100, '\xee'),                                   // garbage
       oversized,                                                  // length over the cap
       truncated,                                                  // ends mid-payload
       bad_crc,                                                    // checksum mismatch
-      EncodeFrame(FrameType::kClientRequest, unknown_op),         // unknown op 42
+      EncodeFrame(FrameType::kClientRequest, unknown_op, 1),         // unknown op 42
       hostile_length,                                             // 1 GiB key in 16 bytes
-      EncodeFrame(FrameType::kPeerMessage, "x"),                  // not a client frame
-      EncodeFrame(FrameType::kClientRequest, "") + "\x01\x02",    // empty payload, then junk
+      EncodeFrame(FrameType::kPeerMessage, "x", 1),                  // not a client frame
+      EncodeFrame(FrameType::kClientRequest, "", 1) + "\x01\x02",    // empty payload, then junk
   };
   uint64_t expected = 0;
   for (const std::string& bytes : inputs) {

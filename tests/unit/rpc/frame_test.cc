@@ -28,10 +28,13 @@ TEST(Frame, EncodeFrame_RoundTripsThroughTheHeaderChecks) {
 
 TEST(Frame, AppendFrame_GoldenBytesAndConcatenation) {
   std::string out = "prefix";
-  AppendFrame(FrameType::kClientRequest, "", &out);
-  // magic "TSF1", version 1, type 4, reserved 0, length 0, crc32c("") = 0.
+  AppendFrame(FrameType::kClientRequest, "", &out, 1);
+  // magic "TSF1", version 1, type 4, reserved 0, length 0, crc32c("") = 0:
+  // the header 1.1.0 writes and reads, byte for byte.
   EXPECT_EQ(out, std::string("prefix") + std::string("TSF1\x01\x04\0\0\0\0\0\0\0\0\0\0", 16));
-  std::string f = EncodeFrame(FrameType::kPeerMessage, "abc");
+  AppendFrame(FrameType::kClientRequest, "", &out, 2);  // the same in wire version 2
+  EXPECT_EQ(out.substr(22), std::string("TSF1\x02\x04\0\0\0\0\0\0\0\0\0\0", 16));
+  std::string f = EncodeFrame(FrameType::kPeerMessage, "abc", 1);
   uint32_t crc = Crc32c("abc");
   std::string expected = std::string("TSF1\x01\x03\0\0\x03\0\0\0", 12);
   for (int i = 0; i < 4; ++i) expected.push_back(static_cast<char>(crc >> (8 * i)));
@@ -49,8 +52,9 @@ TEST(Frame, ParseFrameHeader_RefusesBadMagicVersionTypeAndReserved) {
   };
   EXPECT_NE(mutate(0, 'X').find("magic"), std::string::npos);
   EXPECT_NE(mutate(3, '2').find("magic"), std::string::npos);
-  EXPECT_EQ(mutate(4, 9), "unknown wire version 9");
-  EXPECT_EQ(mutate(4, 0), "unknown wire version 0");
+  EXPECT_EQ(mutate(4, 9), "unknown wire version 9 (this build reads 1 to 2)");
+  EXPECT_EQ(mutate(4, 0), "unknown wire version 0 (this build reads 1 to 2)");
+  EXPECT_EQ(mutate(4, 3), "unknown wire version 3 (this build reads 1 to 2)");
   EXPECT_NE(mutate(5, 0).find("unknown frame type 0"), std::string::npos);
   EXPECT_NE(mutate(5, 6).find("unknown frame type 6"), std::string::npos);
   EXPECT_NE(mutate(5, 77).find("unknown frame type 77"), std::string::npos);

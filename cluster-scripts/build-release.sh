@@ -11,11 +11,10 @@
 # `git archive` of the commit (no work tree of this checkout is touched); the
 # build has no tests (TS_BUILD_TESTS=OFF) and one job per core.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+source "$(dirname "$0")/lib/common.sh"
 
-die() { echo "build-release.sh: $*" >&2; exit 1; }
-
-[[ $# -eq 1 && "$1" != -* ]] || { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; [[ "${1:-}" == -h || "${1:-}" == --help ]] && exit 0; exit 2; }
+[[ $# -eq 1 ]] || bad "give one version or commit"
+[[ "$1" != -* ]] || help_or_bad "$1"
 want="$1"
 
 # A version: its commit from CHANGELOG.md's "## VERSION — COMMIT — DATE".

@@ -52,6 +52,14 @@ if [[ $rc -ne 0 ]]; then
   echo "run-tests.sh: FAILED in $build_dir: setup or build failed (exit $rc)"
   exit "$rc"
 fi
+# The previous release's programs for the upgrade test, built here (once
+# per commit, cached) rather than inside ctest, where the build would
+# compete with the timed integration tests for the cores.
+cluster-scripts/upgrade-from.sh --from previous --build-only || rc=$?
+if [[ $rc -ne 0 ]]; then
+  echo "run-tests.sh: FAILED in $build_dir: building the previous release failed (exit $rc)"
+  exit "$rc"
+fi
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 (cd "$build_dir" && ctest --output-on-failure -j2 "${exclude[@]}" "${ctest_extra[@]}") 2>&1 | tee "$log" || rc=$?

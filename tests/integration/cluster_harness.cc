@@ -162,7 +162,7 @@ void ProcessCluster::Start(size_t i, std::vector<std::string> extra_args) {
   }
   // Everything the child needs is prepared before fork: other threads (test
   // clients) may hold the allocator's lock, so the child only makes syscalls.
-  std::string bin = TS_TSNODE_PATH;
+  std::string bin = p.binary.empty() ? std::string(TS_TSNODE_PATH) : p.binary;
   std::vector<char*> argv;
   argv.push_back(bin.data());
   for (std::string& a : args) argv.push_back(a.data());

@@ -55,6 +55,13 @@ class ProcessCluster {
   size_t AddSpare();
   const std::string& data_dir(size_t i) const { return nodes_[i].data_dir; }
   void Start(size_t i, std::vector<std::string> extra_args = {});
+  // The tsnode binary node i runs from its next start on (the default: this
+  // build's). An upgrade test swaps a stopped node's binary for another
+  // release's on the same data dir.
+  void SetBinary(size_t i, std::string path) { nodes_[i].binary = std::move(path); }
+  // Start node i without --initial-cluster-state, which releases before
+  // 1.1.0 do not know (they bootstrap an empty data dir by themselves).
+  void OmitInitialClusterState(size_t i) { nodes_[i].started_once = true; }
   void Kill(size_t i);    // SIGKILL and reap
   void Stop(size_t i);    // SIGTERM, wait (SIGKILL after 10 s)
   // Removes node i's data directory (the node must not run): it restarts
@@ -116,6 +123,7 @@ class ProcessCluster {
     pid_t pid = -1;
     bool paused = false;
     bool started_once = false;  // its first start bootstraps the cluster (--initial-cluster-state new)
+    std::string binary;         // empty: this build's tsnode
   };
   std::shared_ptr<rpc::TlsContext> client_tls_;
   std::string dir_;

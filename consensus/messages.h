@@ -2,7 +2,7 @@
 // rpc/ frames and encodes them. Every field that is a length (vectors,
 // strings) is bounded by the decoder, never trusted.
 //
-// Protocol summary (DESIGN.md section 3):
+// Protocol summary (docs/design/consensus.md):
 //   Prepare/Promise      phase 1, once per leadership, chunked by bytes
 //   Accept/Accepted      phase 2, pipelined, batched, carries the commit mark
 //   Heartbeat/Ack        lease renewal, version broadcast, commit mark

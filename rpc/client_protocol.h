@@ -194,7 +194,7 @@ struct NodeStatus {
   std::string log_digest;      // hex digest of applied decrees 1..applied_slot
   uint64_t keys = 0;           // entries in the key-value store
   std::vector<PeerStatus> peers;
-  // Versions (spec/003_*): what the log says and what this node makes of it.
+  // Versions (docs/design/versions.md): what the log says and what this node makes of it.
   std::string latest_marker;       // empty if no marker yet
   std::string downgrade_to;        // empty if no downgrade in force
   uint32_t kv_write_model = 1;     // key-value model version a leader writes now
@@ -203,7 +203,7 @@ struct NodeStatus {
   uint64_t stuck_at_slot = 0;      // first decree this node cannot decode (0: none)
   std::string state_digest;        // hex digest of the applied state (key-value and deployments)
   bool coordinator = false;        // the recovery coordinator runs on this node
-  // Identity and membership (DESIGN.md, "Cluster identity", "Membership").
+  // Identity and membership (docs/design/membership.md).
   std::string cluster_uuid;        // empty until learned
   uint64_t incarnation = 0;
   bool voter = false;              // false: a learner (rebuilding, added, or removed)
@@ -214,7 +214,7 @@ struct NodeStatus {
   uint64_t compacted_slot = 0;     // log entries up to here are deleted
   uint64_t snapshots_taken = 0;    // since start
   uint64_t snapshots_installed = 0;
-  // Migration (spec/001_*): older-model data this node still holds; empty:
+  // Migration (docs/design/versions.md#migration): older-model data this node still holds; empty:
   // none, so versions that read only the newer models may join.
   std::string older_model_data;
   // The driver's: hostile load on this node's ports (rpc/transport.h).

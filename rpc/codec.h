@@ -2,7 +2,7 @@
 // Decoding reads only from the given buffer and checks every string, vector
 // and variant length or index against the bytes left BEFORE Cereal allocates
 // (Cereal's own archives resize first: a 16-byte frame could ask for 1 GiB).
-// All Cereal exceptions are caught here and become Status (DESIGN.md s.6, s.7).
+// All Cereal exceptions are caught here and become Status (docs/design/wire.md#the-codec).
 #pragma once
 
 #include <string>

@@ -20,7 +20,7 @@
 //      A struct whose fields an older peer must not receive at all writes
 //      them under `if (WireVersionOf(ar) >= N)`.
 //
-// Hostile input (DESIGN.md s.7): every length is checked against the bytes
+// Hostile input (docs/design/wire.md#untrusted-input): every length is checked against the bytes
 // left in the buffer BEFORE Cereal resizes anything (each element costs at
 // least one byte, so size <= bytes left is a sound bound). Vectors of
 // non-byte elements also grow element by element as bytes are consumed, so

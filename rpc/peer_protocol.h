@@ -68,7 +68,7 @@ inline constexpr uint32_t kWireVersionTagMask = 0xffff0000;
 // Why a node refuses a peer's handshake, or empty to accept it: another
 // cluster name, or another cluster identity (both non-empty and different).
 // Both identities are named. An empty identity on either side is accepted:
-// that side learns the other's (DESIGN.md, "Cluster identity").
+// that side learns the other's (docs/design/membership.md#cluster-identity).
 std::string HandshakeRefusal(const Handshake& ours, const Handshake& theirs);
 
 inline std::string HandshakeRefusal(const Handshake& ours, const Handshake& theirs) {

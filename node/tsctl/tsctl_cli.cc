@@ -179,7 +179,7 @@ std::unique_ptr<CLI::App> BuildApp(Args* a) {
   save->callback([a] { a->snapshot_action = "save"; });
   CLI::App* migrate = app->add_subcommand(
       "migrate",
-      "The migration errand of spec/001_*: every node snapshots its state in the models written now and compacts "
+      "The migration errand: every node snapshots its state in the models written now and compacts "
       "away the log below, so no decree or snapshot in an older model remains. Then versions that read only the "
       "newer models may join; `tsctl status` says whether any older-model data remains");
   migrate->add_flag("--wait", a->migrate_wait,

@@ -38,7 +38,7 @@ std::string AutoscaleNote(const nlohmann::json& s) {
 
 // sched create, update, scale, show.
 void AddSchedCommands(CLI::App& app, DeployArgs* a) {
-  CLI::App* sched = app.add_subcommand("sched", "Schedulers of game rooms (spec/002_*): create, update, scale, show");
+  CLI::App* sched = app.add_subcommand("sched", "Schedulers of game rooms: create, update, scale, show");
   sched->require_subcommand(1);
   CLI::App* create = sched->add_subcommand("create", "create NAME --desired N: a scheduler at version v1.0");
   create->add_option("NAME", a->name, "Scheduler name")->required();
@@ -74,7 +74,7 @@ void AddRolloutCommands(CLI::App& app, DeployArgs* a) {
 // bg register, promote, rollback, delete, show.
 void AddBlueGreenCommands(CLI::App& app, DeployArgs* a) {
   CLI::App* bg = app.add_subcommand(
-      "bg", "Blue-green deployments (spec/000_*): register, promote, rollback, delete, show");
+      "bg", "Blue-green deployments: register, promote, rollback, delete, show");
   bg->require_subcommand(1);
   auto dep = [a](CLI::App* c) { c->add_option("DEPLOYMENT", a->name, "Deployment name")->required(); };
   CLI::App* reg = bg->add_subcommand(
@@ -102,7 +102,7 @@ void AddBlueGreenCommands(CLI::App& app, DeployArgs* a) {
 // lrp desire, update, cancel, rollback, prune, move, remove, show.
 void AddLrpCommands(CLI::App& app, DeployArgs* a) {
   CLI::App* lrp = app.add_subcommand(
-      "lrp", "Desired LRPs (spec/004_*): desire, update, cancel, rollback, prune, move, remove, show");
+      "lrp", "Desired LRPs: desire, update, cancel, rollback, prune, move, remove, show");
   lrp->require_subcommand(1);
   auto guid = [a](CLI::App* c) { c->add_option("GUID", a->name, "Process guid")->required(); };
   auto definition = [a](CLI::App* c, bool required) {

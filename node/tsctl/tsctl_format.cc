@@ -195,7 +195,7 @@ std::string FormatStatusTable(const std::vector<rpc::HostPort>& endpoints,
            WireRange(s.wire_version_min, s.wire_version_max), s.latest_marker.empty() ? "-" : s.latest_marker, std::to_string(s.kv_write_model),
            s.coordinator ? "yes" : "-", Hex64(s.incarnation), digest.empty() ? "-" : digest,
            s.state_digest.empty() ? "-" : s.state_digest});
-    // What the version rules say, when it matters (spec/003_*).
+    // What the version rules say, when it matters (docs/design/versions.md).
     if (!s.downgrade_to.empty()) t.AddIndented("node " + std::to_string(s.id) + ": downgrade to " + s.downgrade_to + " in force");
     if (s.stuck_at_slot != 0) {
       t.AddIndented("node " + std::to_string(s.id) + ": cannot read the decree in slot " + std::to_string(s.stuck_at_slot) +

@@ -147,8 +147,7 @@ Status Driver::Start() {
 }
 
 // The data dir's identity: the cluster UUID (once known) and the incarnation
-// of its acceptor state, created with the data dir (DESIGN.md, "Cluster
-// identity", "Rebuilding nodes").
+// of its acceptor state, created with the data dir (docs/design/membership.md).
 Status Driver::LoadIdentity(const consensus::Bootstrap& boot) {
   station::StationOptions& so = options_.station;
   auto uuid = store_->GetMeta("identity/cluster_uuid");
@@ -546,7 +545,7 @@ void Driver::LogEvents(const station::Ready& r) {
   }
 }
 
-// DESIGN.md s.3: a failed write or fsync is never retried; the replica's
+// docs/design/consensus.md#storage-errors: a failed write or fsync is never retried; the replica's
 // promises may not be on disk, so it must not answer.
 void Driver::StorageFailed(const Status& s) {
   spdlog::critical("storage write failed, stopping the node: {}", s.ToString());

@@ -3,7 +3,7 @@
 // applied state, as a bootstrap member (incarnation 0) of a NEW cluster
 // whose identity is derived from the backup and a token, so every member
 // restored from the same file with the same token agrees on it, and the old
-// cluster's nodes refuse it (DESIGN.md, "Cluster identity").
+// cluster's nodes refuse it (docs/design/membership.md#cluster-identity).
 #pragma once
 
 #include <string>

@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
                  "semver this node announces (default: the build's); lets one binary play two versions")
       ->capture_default_str();
   app.add_option("--health-period-ms", so.health_period_ms,
-                 "period of the recovery coordinator's health-controller loop (game rooms, spec/002_*)")
+                 "period of the recovery coordinator's health-controller loop (game rooms)")
       ->check(CLI::Range(uint64_t{10}, uint64_t{3'600'000}))
       ->capture_default_str();
   app.add_option("--snapshot-entries", so.snapshot_entries,

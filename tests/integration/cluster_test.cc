@@ -281,8 +281,8 @@ TEST_F(ClusterTest, HostileBytesOnBothPorts_NodeKeepsServing) {
   ASSERT_TRUE(cluster_->WaitForLeader(10s));
   client::Client c(cluster_->ClientOptionsFor(5000ms));
   ASSERT_TRUE(Write(c, "before", "ok"));
-  // No length field may size an allocation before it is checked (DESIGN.md
-  // s.7): the claims below are 1 GiB and 4 GiB, so a node's peak
+  // No length field may size an allocation before it is checked
+  // (docs/design/wire.md#untrusted-input): the claims below are 1 GiB and 4 GiB, so a node's peak
   // virtual size must not grow by anything near that.
   constexpr uint64_t kGrowthBytesMax = 512ull << 20;
   int n = 0;

@@ -236,7 +236,7 @@ TEST_F(MembershipTest, AddPromoteReplaceRemove_UnderWriteLoad_NoWriteLost) {
   std::printf("acknowledged writes across add, promote, replace and leader removal: %zu, lost %zu\n", acked.size(), lost);
 }
 
-// Joins follow the version rules of spec/003_*: a node below the latest
+// Joins follow the version rules (docs/design/versions.md#eligibility-to-lead): a node below the latest
 // version marker is not promoted, and the answer says why; upgraded, it is.
 TEST_F(MembershipTest, Promote_BelowTheLatestMarkerIsRefusedWithTheReason) {
   std::vector<std::vector<std::string>> v(3, std::vector<std::string>{"--software-version", "1.1.0"});

@@ -1,4 +1,4 @@
-// The rolling upgrade of spec/003_* with real tsnode processes, one binary
+// The rolling upgrade (docs/design/versions.md) with real tsnode processes, one binary
 // playing versions A (1.0.0), B (1.1.0) and C (1.2.0) through
 // --software-version: the four stages on 3 and 5 nodes, a tie, a node that
 // cannot read the log, and explicit downgrade (also under write load).

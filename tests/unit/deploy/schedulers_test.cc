@@ -192,7 +192,7 @@ TEST(Schedulers, ParseSchedCommand_RejectsMalformedAndIgnoresUnknownFields) {
   EXPECT_FALSE(ParseSchedCommand({{"op", "explode"}, {"scheduler", "a"}}).ok());
   EXPECT_FALSE(ParseSchedCommand(nlohmann::json::array()).ok());
   auto c = ParseSchedCommand({{"op", "create"}, {"scheduler", "a"}, {"desired", 3}, {"colour", "blue"}});
-  ASSERT_TRUE(c.ok()) << "spec/001_*: an unknown optional field needs no new version";
+  ASSERT_TRUE(c.ok()) << "docs/design/versions.md#formats: an unknown optional field needs no new version";
   EXPECT_EQ(*c->desired, 3u);
   EXPECT_EQ(SchedCommandToJson(*c), (nlohmann::json{{"op", "create"}, {"scheduler", "a"}, {"desired", 3}}));
 }

@@ -63,6 +63,7 @@ std::optional<std::pair<Message, bool>> SimNetwork::NextDue() {
     bool current = it->sender_incarnation == incarnation(m.from);
     wire_.erase(it);
     if (Blocked(m.from, m.to)) continue;  // cut while in flight
+    if (wire_fn_ && !wire_fn_(m)) continue;
     return std::make_pair(std::move(m), current);
   }
 }

@@ -58,6 +58,11 @@ class SimNetwork {
   void HealLinks();
   bool Blocked(NodeId from, NodeId to) const { return blocked_.count({from, to}) > 0; }
   void SetFaults(NetworkFaults f) { faults_ = f; }
+  // The wire between sender and receiver: called on every message as it is
+  // delivered, it may rewrite it (encode and decode it, say); false drops it
+  // (a frame the receiver could not read).
+  using Wire = std::function<bool(Message& m)>;
+  void SetWire(Wire wire) { wire_fn_ = std::move(wire); }
 
   // Hash of every delivery (time, from, to, kind): equal seeds, equal hashes.
   void NoteDelivery(const Message& m);
@@ -87,6 +92,7 @@ class SimNetwork {
   std::set<std::pair<NodeId, NodeId>> blocked_;
   NetworkFaults faults_;
   std::map<NodeId, uint64_t> incarnations_;
+  Wire wire_fn_;
 };
 
 // Node ids 1..n.

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "node/station/version_rules.h"
+#include "rpc/codec.h"
 
 namespace ts::sim {
 
@@ -23,6 +24,7 @@ VersionedCluster::VersionedCluster(StationCluster& cluster, std::vector<Semver> 
 
 void VersionedCluster::Init(const std::vector<Semver>& versions) {
   c_.AddReadyObserver([this](NodeId id, const station::Ready& r) { ObserveProposals(id, r); });
+  c_.network().SetWire([this](Message& m) { return Transcode(m); });
   for (NodeId id = 1; id <= versions.size(); ++id) {
     // The cluster's nodes started on the default version with empty disks
     // and nothing done yet: start them again on theirs.
@@ -164,6 +166,37 @@ std::vector<Decree> VersionedCluster::Log() const {
     if (!e.IsNoop() && station::DecodeDecree(e.value, &d).ok()) out.push_back(d);
   }
   return out;
+}
+
+uint8_t VersionedCluster::WireVersionMaxOf(const Semver& v) {
+  // 1.2.0 was the first release to speak wire version 2.
+  return v < Semver{1, 2, 0} ? rpc::kWireVersionMin : rpc::kWireVersion;
+}
+
+// What the peer transport does with a message, through the same codec and
+// negotiation: the link writes the version both ends speak, the receiver
+// refuses a frame of a version above its own (as 1.1.0 refuses wire
+// version 2 at the frame header) and decodes the rest.
+bool VersionedCluster::Transcode(Message& m) {
+  auto from = versions_.find(m.from);
+  auto to = versions_.find(m.to);
+  if (from == versions_.end() || to == versions_.end()) return true;  // not started through us yet
+  const uint8_t sender_max = WireVersionMaxOf(from->second);
+  const uint8_t receiver_max = WireVersionMaxOf(to->second);
+  const uint8_t v = newest_wire_ ? sender_max : rpc::NegotiatedWireVersion(sender_max, receiver_max);
+  if (v < wire_messages_.size()) ++wire_messages_[v];
+  std::string bytes = rpc::EncodeMessage(m, v);
+  Message back;
+  Status s = v > receiver_max ? Status::InvalidArgument("unknown wire version " + std::to_string(v))
+                              : rpc::DecodeMessage(bytes, &back, v);
+  if (!s.ok()) {
+    Violation("node " + std::to_string(m.to) + " (" + to->second.ToString() + ", wire versions 1 to " +
+              std::to_string(receiver_max) + ") could not read a " + consensus::MessageName(m.body) + " from node " +
+              std::to_string(m.from) + " in wire version " + std::to_string(v) + ": " + s.message());
+    return false;
+  }
+  m = std::move(back);
+  return true;
 }
 
 void VersionedCluster::Violation(std::string why) {

@@ -10,6 +10,7 @@
 // decrees each leadership proposed and the nodes' states (see there).
 #pragma once
 
+#include <array>
 #include <map>
 #include <memory>
 #include <optional>
@@ -52,6 +53,17 @@ class VersionedCluster {
   // The request alone, at whichever node leads: the refusal given at once,
   // or "" once taken (the decree may still fail to be written).
   std::string ProposeDowngrade(const station::Semver& target);
+
+  // The wire: each message is encoded in the wire version its link
+  // negotiates (rpc::NegotiatedWireVersion of the two ends' ranges; a node
+  // playing a version before 1.2.0 speaks wire version 1 only, as 1.1.0
+  // does) and decoded by its receiver, which refuses a frame of a version
+  // it does not speak: a violation. With `newest` (a negative control) the
+  // sender writes its own newest version whatever the receiver speaks.
+  void SendNewestWireVersionForTest(bool newest) { newest_wire_ = newest; }
+  static uint8_t WireVersionMaxOf(const station::Semver& v);
+  // Messages carried in wire version v so far.
+  uint64_t wire_messages(uint8_t v) const { return v < wire_messages_.size() ? wire_messages_[v] : 0; }
 
   // The version rules as invariants: an explanation of the first broken,
   // empty if all hold. `settled`: faults are healed and every node has
@@ -104,6 +116,9 @@ class VersionedCluster {
   std::vector<FirstProposal> first_proposals_;
   std::set<consensus::Ballot> first_ballots_;
   consensus::Ballot last_leader_ballot_;
+  bool Transcode(Message& m);
+  bool newest_wire_ = false;
+  std::array<uint64_t, 8> wire_messages_{};
 };
 
 }  // namespace ts::sim

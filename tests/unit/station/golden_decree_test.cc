@@ -1,6 +1,6 @@
 // Golden decrees: the exact bytes of every decree format ever written live
-// in tests/unit/node/golden/ and must decode, with the same meaning, forever
-// (spec/001_*: a new version reads the old formats). A test that fails here
+// in tests/unit/station/golden/ and must decode, with the same meaning, forever
+// (docs/design/versions.md#formats: a new version reads the old formats). A test that fails here
 // means an encoding changed: add a new model version instead.
 //
 // TS_WRITE_GOLDEN=1 (re)writes the files of formats that have none yet.

@@ -1,4 +1,4 @@
-// The leadership version rules of spec/003_* through the four stages of a
+// The leadership version rules (docs/design/versions.md#eligibility-to-lead) through the four stages of a
 // rolling upgrade, ties, markers, unreadable decrees and downgrades.
 #include "node/station/version_rules.h"
 

@@ -241,7 +241,8 @@ std::string FormatStatusTable(const std::vector<rpc::HostPort>& endpoints,
       t.AddIndented("node " + std::to_string(s.id) + " sees node " + std::to_string(p.id) + " (" + p.peer_addr +
                     "): " + (p.connected ? "connected" : "not connected") + ", version " +
                     (p.software_version.empty() ? "unknown" : p.software_version) + ", wire " +
-                    WireRange(p.wire_version_min, p.wire_version_max) + ", " + heard + refused);
+                    (p.wire_version_max == 0 ? "unknown" : WireRange(p.wire_version_min, p.wire_version_max)) + ", " +
+                    heard + refused);
     }
   }
   return t.Render() + KvModelLine(statuses) + ClusterUuidLines(statuses);

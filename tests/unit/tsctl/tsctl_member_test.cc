@@ -435,7 +435,7 @@ TEST(TsctlFormatMembers, StatusShowsMembershipIncarnationUuidAndRefusals) {
   EXPECT_TRUE(Has(t, "feedface00000001")) << t;
   EXPECT_TRUE(Has(t, "  voter  ")) << t;
   EXPECT_TRUE(Has(t, "  removed  ")) << t;
-  EXPECT_TRUE(Has(t, "node 1 sees node 2 (h:2): not connected, version unknown, never heard, 3 handshakes refused "
+  EXPECT_TRUE(Has(t, "node 1 sees node 2 (h:2): not connected, version unknown, wire unknown, never heard, 3 handshakes refused "
                      "(last: peer 2 belongs to cluster uuid-b, this node to uuid-a)\n"))
       << t;
   EXPECT_TRUE(Has(t, "cluster uuid uuid-a: node 1\ncluster uuid uuid-b: node 2\n")) << t;

@@ -15,6 +15,17 @@ using asio::ip::tcp;
 
 // ------------------------------------------------------------ AsyncClient
 
+namespace {
+
+// "put needs wire version 2 (1.2.0 or later)": what a refused op needs.
+std::string NeedsText(ClientOp op) {
+  uint8_t needs = MinWireVersionOf(op);
+  return std::string(ClientOpName(op)) + " needs wire version " + std::to_string(needs) + " (" +
+         ReleaseOfWireVersion(needs) + " or later)";
+}
+
+}  // namespace
+
 struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
   Impl(asio::io_context& io, size_t frame_bytes_max, std::shared_ptr<TlsContext> tls)
       : io(io), frame_bytes_max(frame_bytes_max), tls(std::move(tls)) {}
@@ -24,7 +35,7 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
   void FailAll(const std::string& why) {
     auto pending = std::move(callbacks);
     callbacks.clear();
-    for (auto& [id, cb] : pending) cb(Status::Unavailable(why));
+    for (auto& [id, p] : pending) p.cb(Status::Unavailable(why));
   }
 
   // Reads responses from the connected (and secured) stream.
@@ -53,7 +64,13 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
   std::shared_ptr<tcp::socket> connecting;
   std::shared_ptr<Stream> securing;  // connected, in its TLS handshake
   std::shared_ptr<Connection> conn;
-  std::map<uint64_t, Callback> callbacks;
+  // A request in flight: its op (to name what an op needs when a node
+  // refuses it as unsupported) and its callback.
+  struct Pending {
+    ClientOp op;
+    Callback cb;
+  };
+  std::map<uint64_t, Pending> callbacks;
   uint64_t next_id = 1;
   TransportMetrics metrics;
   std::string addr;
@@ -125,7 +142,7 @@ void AsyncClient::Impl::Hello(const HostPort& addr, std::function<void(Status)> 
   req.id = next_id++;
   req.op = ClientOp::kVersion;
   std::weak_ptr<Impl> weak = shared_from_this();
-  callbacks.emplace(req.id, [weak, addr, dial = dials, done = std::move(done)](StatusOr<ClientResponse> r) {
+  auto on_answer = [weak, addr, dial = dials, done = std::move(done)](StatusOr<ClientResponse> r) {
     auto impl = weak.lock();
     if (!impl || impl->dials != dial) return;  // closed or dialled again meanwhile
     if (r.ok() && r->code == ClientCode::kOk && r->wire_version_max >= kWireVersionMin) {
@@ -145,7 +162,8 @@ void AsyncClient::Impl::Hello(const HostPort& addr, std::function<void(Status)> 
     done(Status::Unavailable("connect to " + impl->addr + ": the node's answer to the hello was " +
                              (r.ok() ? std::string(ClientCodeName(r->code)) + ": " + r->message
                                      : r.status().message())));
-  });
+  };
+  callbacks.emplace(req.id, Pending{req.op, std::move(on_answer)});
   conn->SendFrame(FrameType::kClientRequest, EncodeClientRequest(req, kWireVersion));
 }
 
@@ -169,9 +187,12 @@ void AsyncClient::Impl::Serve(std::shared_ptr<Stream> stream, std::weak_ptr<Impl
         }
         auto it = impl->callbacks.find(resp.id);
         if (it == impl->callbacks.end()) return Status::Ok();  // answer to a request already failed
-        Callback cb = std::move(it->second);
+        Pending p = std::move(it->second);
         impl->callbacks.erase(it);
-        cb(std::move(resp));
+        // A node that does not know the op says what it runs; the client
+        // adds what the op needs.
+        if (resp.code == ClientCode::kUnsupported && KnownOp(p.op)) resp.message += "; " + NeedsText(p.op);
+        p.cb(std::move(resp));
         return Status::Ok();
       },
       [weak, c](const std::string& reason) {
@@ -197,8 +218,7 @@ void AsyncClient::Send(ClientRequest req, Callback cb) {
     refused.node_version = impl_->node_version;
     refused.message = "unsupported: the node at " + impl_->addr + " speaks wire version " +
                       std::to_string(impl_->wire_version) + " (" + ReleaseOfWireVersion(impl_->wire_version) +
-                      "); " + ClientOpName(req.op) + " needs wire version " + std::to_string(needs) + " (" +
-                      ReleaseOfWireVersion(needs) + " or later)";
+                      "); " + NeedsText(req.op);
     cb(std::move(refused));
     return;
   }
@@ -213,20 +233,7 @@ void AsyncClient::Send(ClientRequest req, Callback cb) {
     cb(Status::Busy("client send queue full"));
     return;
   }
-  if (!KnownOp(req.op)) {
-    impl_->callbacks.emplace(req.id, std::move(cb));
-    return;
-  }
-  // A node that does not know the op answers kUnsupported with what it
-  // runs; the client adds what the op needs.
-  impl_->callbacks.emplace(req.id, [op = req.op, cb = std::move(cb)](StatusOr<ClientResponse> r) {
-    if (r.ok() && r->code == ClientCode::kUnsupported) {
-      uint8_t needs = MinWireVersionOf(op);
-      r->message += std::string("; ") + ClientOpName(op) + " needs wire version " + std::to_string(needs) + " (" +
-                    ReleaseOfWireVersion(needs) + " or later)";
-    }
-    cb(std::move(r));
-  });
+  impl_->callbacks.emplace(req.id, Impl::Pending{req.op, std::move(cb)});
 }
 
 uint8_t AsyncClient::wire_version() const { return impl_->wire_version; }

@@ -14,24 +14,41 @@
 // each client's refusals by kind. Run it through
 // cluster-scripts/upgrade-from.sh, which builds the old release first.
 //
+// With a nemesis (TS_UPGRADE_NEMESIS=<seed>, not 0), the nodes are started
+// with --fault-injection and, while each node is swapped (upgrade and
+// rollback alike), a schedule drawn from the seed injects real faults into
+// the other nodes, one at a time: SIGKILL and a restart on that node's
+// current binary, SIGSTOP for a while and SIGCONT, and one node cut off from
+// every peer through its fault-injection op (rpc::ClientOp::kFault, which
+// 1.1.0's tsnode accepts too). Each step has a fault while the swapped node
+// is down and, on some steps, another while it catches up; every fault is
+// healed before the next node is swapped, and the checks above still hold.
+// The seed is printed at the start and on failure; the same seed gives the
+// same schedule (which node "the leader" is, is known only at run time).
+//
 // Environment: TS_OLD_BIN_DIR (required), TS_OLD_VERSION (required: what
 // the old binaries announce, e.g. 1.1.0), TS_UPGRADE_NODES (3 or 5,
-// default 3).
+// default 3), TS_UPGRADE_NEMESIS (a seed; 0 or unset: no faults).
 #include <gtest/gtest.h>
+
+#include <sys/types.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "node/client/client.h"
+#include "rpc/client_connection.h"
 #include "tests/integration/cluster_harness.h"
 #include "tests/integration/run_command.h"
 
@@ -122,6 +139,216 @@ class Writer {
   Clock::duration longest_stall_{0};
 };
 
+// ---- The nemesis during the upgrade (TS_UPGRADE_NEMESIS) ----
+
+enum class FaultKind { kKill, kPause, kPartition };
+const char* KindName(FaultKind k) {
+  switch (k) {
+    case FaultKind::kKill: return "kill";
+    case FaultKind::kPause: return "pause";
+    case FaultKind::kPartition: return "partition";
+  }
+  return "?";
+}
+
+// When, in one node's swap, a fault is put in place.
+enum class FaultPhase {
+  kWhileDown,        // right after the swapped node is stopped; it starts on its new binary `down_ms` later
+  kWhileCatchingUp,  // once the swapped node answers again on its new binary
+};
+
+struct PlannedFault {
+  FaultKind kind = FaultKind::kKill;
+  FaultPhase phase = FaultPhase::kWhileDown;
+  bool target_leader = false;  // the leader at that moment, if it leads and is not the swapped node
+  size_t node = 0;             // the target otherwise (an index, never the swapped node's)
+  uint64_t hold_ms = 0;        // held this long (scaled), then healed
+  uint64_t down_ms = 0;        // kWhileDown: the swapped node starts this long (scaled) after the fault
+};
+
+// The faults of each step: steps 0..n-1 upgrade node k, steps n..2n-1 roll
+// node k-n back. Drawn with plain modulo arithmetic on std::mt19937_64
+// (whose output the standard fixes), not with <random>'s distributions, whose
+// algorithms differ between libraries: a seed names one schedule everywhere.
+std::vector<std::vector<PlannedFault>> MakeNemesisSchedule(uint64_t seed, size_t nodes) {
+  std::mt19937_64 rng(seed);
+  auto below = [&](uint64_t n) { return rng() % n; };
+  auto between = [&](uint64_t lo, uint64_t hi) { return lo + below(hi - lo + 1); };
+  std::vector<std::vector<PlannedFault>> steps(2 * nodes);
+  for (size_t k = 0; k < steps.size(); ++k) {
+    const size_t swapped = k % nodes;
+    const bool second = below(2) == 1;  // also a fault while the swapped node catches up
+    for (FaultPhase phase : {FaultPhase::kWhileDown, FaultPhase::kWhileCatchingUp}) {
+      if (phase == FaultPhase::kWhileCatchingUp && !second) break;
+      PlannedFault f;
+      f.phase = phase;
+      f.kind = static_cast<FaultKind>(below(3));
+      f.target_leader = below(3) == 0;
+      f.node = (swapped + 1 + below(nodes - 1)) % nodes;  // any node but the swapped one
+      f.hold_ms = between(500, 3000);
+      if (phase == FaultPhase::kWhileDown) f.down_ms = between(0, f.hold_ms);
+      steps[k].push_back(f);
+    }
+  }
+  return steps;
+}
+
+std::string DescribeFault(const PlannedFault& f, size_t swapped) {
+  std::string target = f.target_leader ? "the leader (else node " + std::to_string(f.node + 1) + ")"
+                                        : "node " + std::to_string(f.node + 1);
+  std::string what = std::string(KindName(f.kind)) + " " + target + " for " + std::to_string(f.hold_ms) + " ms";
+  if (f.phase == FaultPhase::kWhileDown) {
+    return what + " while node " + std::to_string(swapped + 1) + " is down (it starts after " +
+           std::to_string(f.down_ms) + " ms)";
+  }
+  return what + " while node " + std::to_string(swapped + 1) + " catches up";
+}
+
+// The state letter of /proc/PID/stat ('T': stopped), or 0.
+char ProcState(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), {});
+  size_t paren = stat.rfind(')');
+  return paren == std::string::npos || paren + 2 >= stat.size() ? 0 : stat[paren + 2];
+}
+
+// One fault-injection request to node i alone (never redirected): it drops
+// all traffic with `peers` (comma-separated ids; "" heals). A node busy
+// catching up may be slow to answer, so a few attempts; a refusal (the node
+// runs without --fault-injection, or does not know the op) is final.
+std::string SendBlock(const ProcessCluster& c, size_t i, const std::string& peers) {
+  std::string last = "no attempt";
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(milliseconds(200 * attempt));  // backoff between attempts
+    rpc::BlockingClient one;
+    Status s = one.Connect(c.client_addr(i), Scaled(milliseconds(1000)));
+    if (!s.ok()) {
+      last = s.ToString();
+      continue;
+    }
+    auto r = one.Call(Req(rpc::ClientOp::kFault, "block", peers), Scaled(milliseconds(2000)));
+    if (!r.ok()) {
+      last = r.status().ToString();
+      continue;
+    }
+    if (r->code != rpc::ClientCode::kOk) return std::string(rpc::ClientCodeName(r->code)) + ": " + r->message;
+    return "";
+  }
+  return last;
+}
+
+// Puts faults in place on a ProcessCluster and heals them, one at a time,
+// from the thread that started the nodes (they die with it). Counts what it
+// injected by kind.
+class UpgradeNemesis {
+ public:
+  explicit UpgradeNemesis(ProcessCluster& c) : c_(c) {}
+
+  // Applies `f` while node `swapped` is being replaced; false (with a test
+  // failure) if the fault could not be put in place.
+  bool Apply(const PlannedFault& f, size_t swapped, const std::string& step) {
+    size_t t = f.node;
+    bool on_leader = false;
+    if (f.target_leader) {
+      std::optional<size_t> leader = c_.LeaderIndex();
+      if (leader && *leader != swapped) {
+        t = *leader;
+        on_leader = true;
+      }
+    } else {
+      std::optional<size_t> leader = c_.LeaderIndex();
+      on_leader = leader && *leader == t;
+    }
+    active_ = Active{f.kind, t};
+    const std::string desc = std::string(KindName(f.kind)) + " node " + std::to_string(t + 1) +
+                             (on_leader ? " (the leader)" : "") + " for " + std::to_string(Scaled(milliseconds(f.hold_ms)).count()) +
+                             " ms";
+    Say(step + ": " + desc);
+    ++by_kind_[KindName(f.kind)];
+    if (on_leader) ++on_leader_;
+    switch (f.kind) {
+      case FaultKind::kKill:
+        c_.Kill(t);
+        break;
+      case FaultKind::kPause:
+        c_.Pause(t);
+        // SIGSTOP is delivered asynchronously: the node is stopped before it counts.
+        if (!WaitFor([&] { return ProcState(c_.pid(t)) == 'T'; }, milliseconds(5000))) {
+          ADD_FAILURE() << step << ": node " << t + 1 << " was sent SIGSTOP but is not stopped";
+          return false;
+        }
+        break;
+      case FaultKind::kPartition: {
+        std::string others;
+        for (size_t j = 0; j < c_.size(); ++j) {
+          if (j != t) others += (others.empty() ? "" : ",") + std::to_string(j + 1);
+        }
+        std::string err = SendBlock(c_, t, others);
+        if (!err.empty()) {
+          ADD_FAILURE() << step << ": node " << t + 1 << " did not take the partition: " << err;
+          return false;
+        }
+        break;
+      }
+    }
+    return true;
+  }
+
+  // Heals the fault in place, if any: restarts a killed node on its
+  // current binary, resumes a paused one, heals a partitioned node's links.
+  bool Heal(const std::string& step) {
+    if (!active_) return true;
+    const Active a = *active_;
+    active_.reset();
+    switch (a.kind) {
+      case FaultKind::kKill:
+        c_.Start(a.node);
+        break;
+      case FaultKind::kPause:
+        c_.Resume(a.node);
+        break;
+      case FaultKind::kPartition: {
+        std::string err = SendBlock(c_, a.node, "");
+        if (!err.empty()) {
+          ADD_FAILURE() << step << ": node " << a.node + 1 << " did not heal its links: " << err;
+          return false;
+        }
+        break;
+      }
+    }
+    Say(step + ": healed " + KindName(a.kind) + " of node " + std::to_string(a.node + 1));
+    return true;
+  }
+
+  std::string Report() const {
+    std::string out;
+    uint64_t total = 0;
+    for (FaultKind k : {FaultKind::kKill, FaultKind::kPause, FaultKind::kPartition}) {
+      auto it = by_kind_.find(KindName(k));
+      uint64_t n = it == by_kind_.end() ? 0 : it->second;
+      total += n;
+      out += (out.empty() ? "" : ", ") + std::string(KindName(k)) + " x" + std::to_string(n);
+    }
+    return "faults injected: " + std::to_string(total) + " (" + out + "), " + std::to_string(on_leader_) +
+           " of them on the leader";
+  }
+
+  static void Say(const std::string& line) {
+    std::printf("[nemesis] %s\n", line.c_str());
+    std::fflush(stdout);
+  }
+
+ private:
+  struct Active {
+    FaultKind kind;
+    size_t node;
+  };
+  ProcessCluster& c_;
+  std::optional<Active> active_;
+  std::map<std::string, uint64_t> by_kind_;
+  uint64_t on_leader_ = 0;
+};
+
 class UpgradeFromTest : public ClusterFixture {
  protected:
   void SetUp() override {
@@ -131,6 +358,20 @@ class UpgradeFromTest : public ClusterFixture {
     ASSERT_FALSE(old_version_.empty()) << "TS_OLD_VERSION must name the old release (upgrade-from.sh sets it)";
     nodes_ = std::stoul(Env("TS_UPGRADE_NODES", "3"));
     ASSERT_TRUE(nodes_ == 3 || nodes_ == 5) << "TS_UPGRADE_NODES is 3 or 5";
+    const std::string seed = Env("TS_UPGRADE_NEMESIS", "0");
+    ASSERT_TRUE(seed.find_first_not_of("0123456789") == std::string::npos && seed.size() <= 19)
+        << "TS_UPGRADE_NEMESIS is a seed (a whole number; 0: no faults), not '" << seed << "'";
+    nemesis_seed_ = std::stoull(seed);
+  }
+
+  void TearDown() override {
+    if (HasFailure() && nemesis_seed_ != 0) {
+      std::fprintf(stderr, "nemesis seed %llu: run again with cluster-scripts/upgrade-from.sh --from %s --nodes %zu "
+                           "--nemesis --seed %llu\n",
+                   static_cast<unsigned long long>(nemesis_seed_), old_version_.c_str(), nodes_,
+                   static_cast<unsigned long long>(nemesis_seed_));
+    }
+    ClusterFixture::TearDown();
   }
 
   std::string OldTool(const char* name) const { return old_bin_ + "/" + name; }
@@ -157,13 +398,44 @@ class UpgradeFromTest : public ClusterFixture {
     }
   }
 
-  // Stops node i, gives it `binary`, starts it on the same data dir.
-  void Replace(size_t i, const std::string& binary, const std::string& step) {
+  // Stops node i, gives it `binary`, starts it on the same data dir. With
+  // a nemesis, `faults` (the schedule's for this step) are put in place
+  // and healed on the other nodes meanwhile, one after the other.
+  void Replace(size_t i, const std::string& binary, const std::string& step,
+               const std::vector<PlannedFault>& faults = {}) {
+    const PlannedFault* while_down = nullptr;
+    const PlannedFault* while_catching_up = nullptr;
+    for (const PlannedFault& f : faults) (f.phase == FaultPhase::kWhileDown ? while_down : while_catching_up) = &f;
+    // A bare wait for a fault's intended duration, the one sleep a nemesis has.
+    auto hold_until = [](Clock::time_point t) { std::this_thread::sleep_until(t); };
+
     cluster_->Stop(i);
     cluster_->SetBinary(i, binary);
-    cluster_->Start(i);
+    if (while_down) {
+      const Clock::time_point applied = Clock::now();
+      ASSERT_TRUE(nemesis_->Apply(*while_down, i, step));
+      hold_until(applied + Scaled(milliseconds(while_down->down_ms)));
+      cluster_->Start(i);
+      hold_until(applied + Scaled(milliseconds(while_down->hold_ms)));
+      ASSERT_TRUE(nemesis_->Heal(step));
+    } else {
+      cluster_->Start(i);
+    }
     ASSERT_TRUE(WaitFor([&] { return cluster_->StatusOf(i).has_value(); }, milliseconds(30000)))
         << step << ": node " << i + 1 << " does not answer after its restart";
+    if (while_catching_up) {
+      const Clock::time_point applied = Clock::now();
+      ASSERT_TRUE(nemesis_->Apply(*while_catching_up, i, step));
+      hold_until(applied + Scaled(milliseconds(while_catching_up->hold_ms)));
+      ASSERT_TRUE(nemesis_->Heal(step));
+    }
+    if (nemesis_) {
+      // Every fault is healed: a node that is not running exited by itself.
+      for (size_t k = 0; k < cluster_->size(); ++k) {
+        ASSERT_TRUE(cluster_->Alive(k)) << step << ": node " << k + 1 << " exited by itself:\n"
+                                        << cluster_->LogTail(k, 40);
+      }
+    }
     WaitCaughtUp(step);
   }
 
@@ -182,12 +454,32 @@ class UpgradeFromTest : public ClusterFixture {
   std::string old_bin_;
   std::string old_version_;
   size_t nodes_ = 3;
+  uint64_t nemesis_seed_ = 0;                     // 0: no faults
+  std::unique_ptr<UpgradeNemesis> nemesis_;       // with a seed, once the cluster exists
+  std::vector<std::vector<PlannedFault>> schedule_;  // the faults of each step (2 * nodes_ steps)
 };
 
 TEST_F(UpgradeFromTest, RollsNodeByNodeToThisBuildAndBackUnderLoad) {
   const std::string new_version = TS_SOFTWARE_VERSION_STRING;
-  cluster_ = std::make_unique<ProcessCluster>(nodes_, std::vector<std::string>{}, std::vector<std::vector<std::string>>{},
+  std::vector<std::string> node_flags;
+  if (nemesis_seed_ != 0) {
+    node_flags.push_back("--fault-injection");
+    schedule_ = MakeNemesisSchedule(nemesis_seed_, nodes_);
+    std::printf("[nemesis] seed %llu (TS_UPGRADE_NEMESIS); the schedule:\n",
+                static_cast<unsigned long long>(nemesis_seed_));
+    for (size_t k = 0; k < schedule_.size(); ++k) {
+      for (const PlannedFault& f : schedule_[k]) {
+        std::printf("[nemesis]   %s node %zu: %s\n", k < nodes_ ? "upgrading" : "rolling back", k % nodes_ + 1,
+                    DescribeFault(f, k % nodes_).c_str());
+      }
+    }
+    std::fflush(stdout);
+  }
+  SCOPED_TRACE(nemesis_seed_ != 0 ? "nemesis seed " + std::to_string(nemesis_seed_) : std::string("no nemesis"));
+  cluster_ = std::make_unique<ProcessCluster>(nodes_, node_flags, std::vector<std::vector<std::string>>{},
                                               /*start_now=*/false);
+  if (nemesis_seed_ != 0) nemesis_ = std::make_unique<UpgradeNemesis>(*cluster_);
+  auto faults_of = [&](size_t step) { return nemesis_ ? schedule_[step] : std::vector<PlannedFault>{}; };
   for (size_t i = 0; i < nodes_; ++i) cluster_->SetBinary(i, OldTool("tsnode"));
   for (size_t i = 0; i < nodes_; ++i) cluster_->Start(i);
   WaitCaughtUp("old cluster");
@@ -243,7 +535,8 @@ TEST_F(UpgradeFromTest, RollsNodeByNodeToThisBuildAndBackUnderLoad) {
   const std::string new_tsnode = Env("TS_NEW_TSNODE", TS_TSNODE_PATH);
   for (size_t i = 0; i < nodes_; ++i) {
     std::string step = "upgrading node " + std::to_string(i + 1);
-    Replace(i, new_tsnode, step);
+    Replace(i, new_tsnode, step, faults_of(i));
+    ASSERT_FALSE(HasFatalFailure()) << step;
     WaitForWrites(writers, 5, step);
     if (i == 0) {
       CommandResult update = Tsctl(OldTool("tsctl"), {"sched", "update", "up", "--major"});
@@ -279,7 +572,8 @@ TEST_F(UpgradeFromTest, RollsNodeByNodeToThisBuildAndBackUnderLoad) {
   }, milliseconds(30000))) << "the downgrade to " << old_version_ << " did not reach every node";
   for (size_t i = 0; i < nodes_; ++i) {
     std::string step = "rolling node " + std::to_string(i + 1) + " back to " + old_version_;
-    Replace(i, OldTool("tsnode"), step);
+    Replace(i, OldTool("tsnode"), step, faults_of(nodes_ + i));
+    ASSERT_FALSE(HasFatalFailure()) << step;
     WaitForWrites(writers, 5, step);
   }
   old_client.Stop();
@@ -333,6 +627,8 @@ TEST_F(UpgradeFromTest, RollsNodeByNodeToThisBuildAndBackUnderLoad) {
               old_version_.c_str(), new_version.c_str(), nodes_, static_cast<unsigned long long>(acknowledged),
               static_cast<unsigned long long>(lost), static_cast<unsigned long long>(duplicated));
   for (Writer* w : writers) std::printf("  %s\n", w->Report().c_str());
+  if (nemesis_) std::printf("  nemesis seed %llu: %s\n", static_cast<unsigned long long>(nemesis_seed_),
+                            nemesis_->Report().c_str());
   std::fflush(stdout);
   EXPECT_EQ(lost, 0u);
   EXPECT_EQ(duplicated, 0u);

@@ -7,18 +7,29 @@
 #     tsagent running a rollout, then downgrades (tsctl downgrade) and rolls
 #     the old binaries back; prints acknowledged, lost, duplicated, the
 #     longest stall and each client's refusals by kind;
+#   - --nemesis: the rolling upgrade and back with faults: while each node
+#     is swapped, a schedule drawn from the seed kills (SIGKILL, then a
+#     restart on its current binary), pauses (SIGSTOP, then SIGCONT) or cuts
+#     off from its peers (tsnode --fault-injection) another node, one fault
+#     at a time, each healed before the next node is swapped; the same
+#     checks, and the faults injected by kind;
 #   - --full-restart: stops every node and starts them all on this build on
 #     the same data dirs (the path from a release whose wire this build does
 #     not speak, such as 1.0.0).
 #
 #   cluster-scripts/upgrade-from.sh --from VERSION|COMMIT|previous [--nodes 3|5] [--full-restart]
-#                                   [--build-dir DIR] [--test-binary PATH] [--build-only]
+#                                   [--nemesis [--seed N]] [--build-dir DIR] [--test-binary PATH]
+#                                   [--build-only]
 #
 #   --from         a version in CHANGELOG.md, a commit, or `previous`: the
 #                  newest release in CHANGELOG.md with a commit whose version
 #                  is not this build's (CMakeLists.txt's project version)
 #   --nodes        cluster size (default 3)
 #   --full-restart the full-cluster restart instead of the rolling upgrade
+#   --nemesis      faults during the rolling upgrade and the rollback
+#   --seed N       the nemesis's seed, a whole number above 0 of at most 18
+#                  digits (default: a random one); printed at the start and
+#                  on failure; the same seed gives the same fault schedule
 #   --build-dir    this build (default: $BUILD_DIR, else build); its
 #                  upgrade_from_test, tsnode and tsctl are built if missing
 #   --test-binary  the upgrade_from_test to run (ctest passes it)
@@ -30,14 +41,19 @@ source "$(dirname "$0")/lib/common.sh"
 from=""
 nodes=3
 full_restart=0
+nemesis=0
+seed=""
 build_dir="${BUILD_DIR:-build}"
 test_binary=""
 build_only=0
+is_seed() { is_count "$1" && [[ ${#1} -le 18 ]]; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --from) [[ $# -ge 2 ]] || die "--from needs a version, a commit or 'previous'"; from="$2"; shift ;;
     --nodes) [[ $# -ge 2 && "$2" =~ ^(3|5)$ ]] || die "--nodes is 3 or 5"; nodes="$2"; shift ;;
     --full-restart) full_restart=1 ;;
+    --nemesis) nemesis=1 ;;
+    --seed) need_value --seed is_seed $# "${2:-}" "a whole number above 0 of at most 18 digits"; seed="$2"; shift ;;
     --build-dir) [[ $# -ge 2 ]] || die "--build-dir needs a directory"; build_dir="$2"; shift ;;
     --test-binary) [[ $# -ge 2 ]] || die "--test-binary needs a path"; test_binary="$2"; shift ;;
     --build-only) build_only=1 ;;
@@ -46,6 +62,11 @@ while [[ $# -gt 0 ]]; do
   shift
 done
 [[ -n "$from" ]] || die "--from is required (see --help)"
+[[ $nemesis -eq 0 || $full_restart -eq 0 ]] || bad "--nemesis runs with the rolling upgrade, not --full-restart"
+[[ -z "$seed" || $nemesis -eq 1 ]] || bad "--seed is the nemesis's: give --nemesis too"
+if [[ $nemesis -eq 1 && -z "$seed" ]]; then
+  seed=$(( (RANDOM << 15 | RANDOM) + 1 ))
+fi
 
 # The releases in CHANGELOG.md, newest first: "VERSION COMMIT".
 releases=$(sed -n 's/^## \([0-9][0-9.]*\) — \([0-9a-f]\{7,40\}\) — .*/\1 \2/p' CHANGELOG.md)
@@ -83,7 +104,8 @@ if [[ $full_restart -eq 1 ]]; then
 else
   filter='UpgradeFromTest.RollsNodeByNodeToThisBuildAndBackUnderLoad'
   what="rolling upgrade from $old_version and back"
+  [[ $nemesis -eq 0 ]] || what="$what under a nemesis (kill, pause, partition; seed $seed)"
 fi
 echo "upgrade-from.sh: $what, $nodes nodes; old programs in $old_bin"
 TS_OLD_BIN_DIR="$old_bin" TS_OLD_VERSION="$old_version" TS_UPGRADE_NODES="$nodes" \
-  "$test_binary" --gtest_filter="$filter" --gtest_brief=0
+  TS_UPGRADE_NEMESIS="${seed:-0}" "$test_binary" --gtest_filter="$filter" --gtest_brief=0

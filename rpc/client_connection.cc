@@ -18,10 +18,9 @@ using asio::ip::tcp;
 namespace {
 
 // "put needs wire version 2 (1.2.0 or later)": what a refused op needs.
-std::string NeedsText(ClientOp op) {
-  uint8_t needs = MinWireVersionOf(op);
-  return std::string(ClientOpName(op)) + " needs wire version " + std::to_string(needs) + " (" +
-         ReleaseOfWireVersion(needs) + " or later)";
+std::string NeedsText(ClientOp op, uint8_t needs) {
+  return std::string(ClientOpName(op)) + (needs >= 3 && MinWireVersionOf(op) < 3 ? " in a session" : "") +
+         " needs wire version " + std::to_string(needs) + " (" + ReleaseOfWireVersion(needs) + " or later)";
 }
 
 }  // namespace
@@ -50,10 +49,11 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
     if (auto c = std::move(conn)) c->Close(why);
   }
 
-  // Connects to addr; with `hello`, learns the node's wire versions first.
-  static void Dial(const std::shared_ptr<Impl>& self, const HostPort& addr, bool hello,
+  // Connects to addr; with a hello version (2 or more), learns the node's
+  // wire versions first, saying hello in that version.
+  static void Dial(const std::shared_ptr<Impl>& self, const HostPort& addr, uint8_t hello,
                    std::function<void(Status)> done);
-  void Hello(const HostPort& addr, std::function<void(Status)> done);
+  void Hello(const HostPort& addr, uint8_t version, std::function<void(Status)> done);
 
   asio::io_context& io;
   size_t frame_bytes_max;
@@ -68,6 +68,7 @@ struct AsyncClient::Impl : std::enable_shared_from_this<AsyncClient::Impl> {
   // refuses it as unsupported) and its callback.
   struct Pending {
     ClientOp op;
+    uint8_t needs;  // MinWireVersionOf the request
     Callback cb;
   };
   std::map<uint64_t, Pending> callbacks;
@@ -82,10 +83,10 @@ AsyncClient::AsyncClient(asio::io_context& io, size_t frame_bytes_max, std::shar
 AsyncClient::~AsyncClient() { Close(); }
 
 void AsyncClient::Connect(const HostPort& addr, std::function<void(Status)> done) {
-  Impl::Dial(impl_, addr, /*hello=*/true, std::move(done));
+  Impl::Dial(impl_, addr, /*hello=*/kWireVersion, std::move(done));
 }
 
-void AsyncClient::Impl::Dial(const std::shared_ptr<Impl>& self, const HostPort& addr, bool hello,
+void AsyncClient::Impl::Dial(const std::shared_ptr<Impl>& self, const HostPort& addr, uint8_t hello,
                              std::function<void(Status)> done) {
   ++self->dials;  // a hello still pending belongs to an earlier dial
   self->CloseConnection("reconnecting");
@@ -125,37 +126,38 @@ void AsyncClient::Impl::Dial(const std::shared_ptr<Impl>& self, const HostPort& 
         return;
       }
       impl->Serve(stream, weak);
-      if (!hello) return done(Status::Ok());
-      impl->Hello(addr, std::move(done));
+      if (hello < 2) return done(Status::Ok());
+      impl->Hello(addr, hello, std::move(done));
     });
   });
 }
 
-void AsyncClient::Impl::Hello(const HostPort& addr, std::function<void(Status)> done) {
-  // The hello goes in our newest wire version. A node that speaks it
-  // answers with its range; a 1.1.0 node cannot read the frame and closes
-  // the connection, and then the client dials again and speaks wire
-  // version 1, which every release reads. The hello changes nothing on the
-  // node, so nothing is lost either way.
-  conn->set_wire_version(kWireVersion);
+void AsyncClient::Impl::Hello(const HostPort& addr, uint8_t version, std::function<void(Status)> done) {
+  // The first hello goes in our newest wire version. A node that speaks it
+  // answers with its range; an older node cannot read the frame and closes
+  // the connection (1.2.0 refuses version 3; 1.1.0 knows no hello at all),
+  // and then the client dials again with its hello one version lower, and
+  // at last speaks wire version 1, which every release reads. The hello
+  // changes nothing on the node, so nothing is lost either way.
+  conn->set_wire_version(version);
   ClientRequest req;
   req.id = next_id++;
   req.op = ClientOp::kVersion;
   std::weak_ptr<Impl> weak = shared_from_this();
-  auto on_answer = [weak, addr, dial = dials, done = std::move(done)](StatusOr<ClientResponse> r) {
+  auto on_answer = [weak, addr, version, dial = dials, done = std::move(done)](StatusOr<ClientResponse> r) {
     auto impl = weak.lock();
     if (!impl || impl->dials != dial) return;  // closed or dialled again meanwhile
     if (r.ok() && r->code == ClientCode::kOk && r->wire_version_max >= kWireVersionMin) {
-      impl->wire_version = static_cast<uint8_t>(std::min<uint32_t>(kWireVersion, r->wire_version_max));
+      impl->wire_version = static_cast<uint8_t>(std::min<uint32_t>(version, r->wire_version_max));
       impl->node_version = r->node_version;
       if (impl->conn) impl->conn->set_wire_version(impl->wire_version);
       return done(Status::Ok());
     }
     if (!r.ok() && r.status().code() == Status::Code::kUnavailable) {
       // Post: the failing connection is still inside its close handler.
-      asio::post(impl->io, [weak, addr, dial, done]() {
+      asio::post(impl->io, [weak, addr, dial, version, done]() {
         auto impl = weak.lock();
-        if (impl && impl->dials == dial) Dial(impl, addr, /*hello=*/false, done);
+        if (impl && impl->dials == dial) Dial(impl, addr, static_cast<uint8_t>(version - 1), done);
       });
       return;
     }
@@ -163,8 +165,8 @@ void AsyncClient::Impl::Hello(const HostPort& addr, std::function<void(Status)> 
                              (r.ok() ? std::string(ClientCodeName(r->code)) + ": " + r->message
                                      : r.status().message())));
   };
-  callbacks.emplace(req.id, Pending{req.op, std::move(on_answer)});
-  conn->SendFrame(FrameType::kClientRequest, EncodeClientRequest(req, kWireVersion));
+  callbacks.emplace(req.id, Pending{req.op, MinWireVersionOf(req), std::move(on_answer)});
+  conn->SendFrame(FrameType::kClientRequest, EncodeClientRequest(req, version));
 }
 
 void AsyncClient::Impl::Serve(std::shared_ptr<Stream> stream, std::weak_ptr<Impl> weak) {
@@ -191,7 +193,7 @@ void AsyncClient::Impl::Serve(std::shared_ptr<Stream> stream, std::weak_ptr<Impl
         impl->callbacks.erase(it);
         // A node that does not know the op says what it runs; the client
         // adds what the op needs.
-        if (resp.code == ClientCode::kUnsupported && KnownOp(p.op)) resp.message += "; " + NeedsText(p.op);
+        if (resp.code == ClientCode::kUnsupported && KnownOp(p.op)) resp.message += "; " + NeedsText(p.op, p.needs);
         p.cb(std::move(resp));
         return Status::Ok();
       },
@@ -208,7 +210,8 @@ void AsyncClient::Send(ClientRequest req, Callback cb) {
     cb(Status::Unavailable("not connected to " + impl_->addr));
     return;
   }
-  if (uint8_t needs = MinWireVersionOf(req.op); needs > impl_->wire_version) {
+  const uint8_t needs = MinWireVersionOf(req);
+  if (needs > impl_->wire_version) {
     // Never sent: the node could not read it (a 1.1.0 node would close the
     // connection). A refusal, not an error of the connection.
     ClientResponse refused;
@@ -218,7 +221,7 @@ void AsyncClient::Send(ClientRequest req, Callback cb) {
     refused.node_version = impl_->node_version;
     refused.message = "unsupported: the node at " + impl_->addr + " speaks wire version " +
                       std::to_string(impl_->wire_version) + " (" + ReleaseOfWireVersion(impl_->wire_version) +
-                      "); " + NeedsText(req.op);
+                      "); " + NeedsText(req.op, needs);
     cb(std::move(refused));
     return;
   }
@@ -233,7 +236,7 @@ void AsyncClient::Send(ClientRequest req, Callback cb) {
     cb(Status::Busy("client send queue full"));
     return;
   }
-  impl_->callbacks.emplace(req.id, Impl::Pending{req.op, std::move(cb)});
+  impl_->callbacks.emplace(req.id, Impl::Pending{req.op, needs, std::move(cb)});
 }
 
 uint8_t AsyncClient::wire_version() const { return impl_->wire_version; }

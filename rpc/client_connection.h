@@ -53,8 +53,10 @@ class AsyncClient {
   // Connects (dropping any previous connection, whose pending callbacks get
   // Unavailable), with the TLS handshake if any, then says hello
   // (ClientOp::kVersion in the newest wire version) to learn the node's
-  // wire versions; a node that closes the connection on the hello (1.1.0)
-  // is dialled again and spoken to in wire version 1. `done` gets Ok or
+  // wire versions; a node that closes the connection on the hello (it
+  // cannot read that wire version: 1.2.0 reads up to 2, 1.1.0 knows no
+  // hello) is dialled again with a hello one version lower, down to wire
+  // version 1, which needs none. `done` gets Ok or
   // Unavailable (naming a failed TLS handshake), and is not called if the
   // client is closed, reconnected or destroyed first.
   void Connect(const HostPort& addr, std::function<void(Status)> done);

@@ -3,6 +3,7 @@
 // response names the request id it answers, in any order.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -38,18 +39,26 @@ enum class ClientOp : uint8_t {
   kVersion = 16,         // the node's software version and wire versions (node_version,
                          // wire_version_min/max of the answer); never redirected. The client's
                          // hello: the first request on every connection
+  // From wire version 3 (1.3.0) on: client sessions (docs/design/sessions.md).
+  kSessionOpen = 17,     // ttl_ms: opens a session (a decree); the answer's slot is its id
+  kSessionClose = 18,    // session: ends it (a decree); its saved answers go with it
+  kSessionKeepAlive = 19,  // session: the leader restarts its timeout; no decree
 };
 
 // The last op this build knows, and the lowest wire version that can carry
 // each op (a client never sends an op the node's range cannot take).
-inline constexpr ClientOp kLastClientOp = ClientOp::kVersion;
-inline uint8_t MinWireVersionOf(ClientOp op) { return op == ClientOp::kVersion ? 2 : 1; }
+inline constexpr ClientOp kLastClientOp = ClientOp::kSessionKeepAlive;
+inline uint8_t MinWireVersionOf(ClientOp op) {
+  return op >= ClientOp::kSessionOpen ? 3 : op == ClientOp::kVersion ? 2 : 1;
+}
 inline bool KnownOp(ClientOp op) {
   auto n = static_cast<uint8_t>(op);
   return n >= static_cast<uint8_t>(ClientOp::kPut) && n <= static_cast<uint8_t>(kLastClientOp);
 }
 // The release that first spoke each wire version, for messages to people.
-inline const char* ReleaseOfWireVersion(uint32_t v) { return v <= 1 ? "1.1.0" : v == 2 ? "1.2.0" : "a newer release"; }
+inline const char* ReleaseOfWireVersion(uint32_t v) {
+  return v <= 1 ? "1.1.0" : v == 2 ? "1.2.0" : v == 3 ? "1.3.0" : "a newer release";
+}
 
 enum class ClientCode : uint8_t {
   kOk = 0,
@@ -72,9 +81,23 @@ enum class ClientCode : uint8_t {
   // nothing was done. node_version and wire_version_min/max say what the
   // node runs; the client names the version the op needs. Final.
   kUnsupported = 10,
+  // From wire version 3 on: the request's session is unknown (never opened,
+  // closed, or expired); the write was not applied. Final for that session:
+  // open another.
+  kSessionUnknown = 11,
 };
 
 const char* ClientCodeName(ClientCode code);
+
+// The wire version an archive writes or reads (rpc/codec_impl.h defines it).
+template <class A>
+uint8_t WireVersionOf(const A& ar);
+
+struct ClientRequest;
+// The lowest wire version that carries all of a request: its op's, and 3
+// for a write in a session (an older node would drop the session fields
+// and apply the write without them).
+uint8_t MinWireVersionOf(const ClientRequest& r);
 
 struct ClientRequest {
   uint64_t id = 0;
@@ -86,14 +109,26 @@ struct ClientRequest {
   uint64_t from_slot = 1;
   uint32_t limit = 100;
   uint64_t offset = 0;  // kSnapshotRead: first byte wanted
+  // Wire version 3 on. A write in a session (put, cas, delete, deploy):
+  // session != 0 names it, seq numbers the write within it (from 1; a retry
+  // repeats it), and lowest_pending is the lowest seq the client still
+  // waits for an answer to (answers below it may be forgotten).
+  uint64_t session = 0;
+  uint64_t seq = 0;
+  uint64_t lowest_pending = 0;
+  uint64_t ttl_ms = 0;  // kSessionOpen: how long the session lives without a write or keepalive
 
   template <class A>
-  void serialize(A& ar) { ar(id, op, key, value, expected, expected_absent, from_slot, limit, offset); }
+  void serialize(A& ar) {
+    ar(id, op, key, value, expected, expected_absent, from_slot, limit, offset);
+    if (WireVersionOf(ar) >= 3) ar(session, seq, lowest_pending, ttl_ms);
+  }
 };
 
-// The wire version an archive writes or reads (rpc/codec_impl.h defines it).
-template <class A>
-uint8_t WireVersionOf(const A& ar);
+inline uint8_t MinWireVersionOf(const ClientRequest& r) {
+  uint8_t v = MinWireVersionOf(r.op);
+  return r.session != 0 || r.ttl_ms != 0 ? std::max<uint8_t>(v, 3) : v;
+}
 
 struct PeerStatus {  // this node's view of one member
   consensus::NodeId id = 0;
@@ -311,6 +346,7 @@ inline const char* ClientCodeName(ClientCode code) {
     case ClientCode::kOutcomeUnknown: return "outcome unknown";
     case ClientCode::kPermissionDenied: return "permission denied";
     case ClientCode::kUnsupported: return "unsupported";
+    case ClientCode::kSessionUnknown: return "session unknown";
   }
   return "unknown";
 }

@@ -20,7 +20,9 @@ Status CheckRequest(const ClientRequest& r, uint8_t wire_version) {
 }
 
 Status CheckResponse(const ClientResponse& r, uint8_t wire_version) {
-  auto last = wire_version >= 2 ? ClientCode::kUnsupported : ClientCode::kPermissionDenied;
+  auto last = wire_version >= 3   ? ClientCode::kSessionUnknown
+              : wire_version >= 2 ? ClientCode::kUnsupported
+                                  : ClientCode::kPermissionDenied;
   if (static_cast<uint8_t>(r.code) > static_cast<uint8_t>(last)) {
     return Status::InvalidArgument("unknown response code " + std::to_string(static_cast<uint8_t>(r.code)));
   }

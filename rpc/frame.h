@@ -17,12 +17,13 @@ inline constexpr uint32_t kFrameMagic = 0x31465354;  // "TSF1" on the wire
 // The wire versions this build reads and writes (the frame header's version
 // byte says which one its payload is in; rpc/codec_impl.h has the layouts).
 // 1: 1.1.0's positional payloads, kept so that a 1.2.0 node talks to 1.1.0
-// nodes and clients in a rolling upgrade. 2: enveloped payloads.
+// nodes and clients in a rolling upgrade. 2 (1.2.0): enveloped payloads.
+// 3 (1.3.0): client sessions (ClientRequest's session fields and ops).
 // A new release that changes what a peer must understand raises
 // kWireVersion; the handshake (peers) and the hello (clients) agree on the
 // highest version both ends speak.
 inline constexpr uint8_t kWireVersionMin = 1;
-inline constexpr uint8_t kWireVersion = 2;
+inline constexpr uint8_t kWireVersion = 3;
 
 // The version a link writes: the highest both ends speak (every release
 // speaks kWireVersionMin).

@@ -30,6 +30,9 @@ const char* ClientOpName(ClientOp op) {
     case ClientOp::kSnapshotRead: return "snapshot-read";
     case ClientOp::kMigrate: return "migrate";
     case ClientOp::kVersion: return "version";
+    case ClientOp::kSessionOpen: return "session-open";
+    case ClientOp::kSessionClose: return "session-close";
+    case ClientOp::kSessionKeepAlive: return "session-keepalive";
   }
   return "unknown";
 }
@@ -45,6 +48,9 @@ ClientRole RequiredRole(ClientOp op) {
     case ClientOp::kPut:
     case ClientOp::kCas:
     case ClientOp::kDelete:
+    case ClientOp::kSessionOpen:  // a writer's sessions (deployments, an admin's, too)
+    case ClientOp::kSessionClose:
+    case ClientOp::kSessionKeepAlive:
       return ClientRole::kWrite;
     case ClientOp::kDowngrade:
     case ClientOp::kDowngradeCancel:

@@ -297,7 +297,7 @@ TEST(Codec, Decode_RefusesOutOfRangeVariantIndexEitherSign) {
 
 TEST(Codec, Decode_RefusesUnknownClientOpAndResponseCode) {
   std::string req = EncodeClientRequest(SampleRequest(), 1);
-  for (uint8_t op : {0, 17, 99, 255}) {  // 17: one past kVersion
+  for (uint8_t op : {0, 20, 99, 255}) {  // 20: one past kSessionKeepAlive
     req[8] = static_cast<char>(op);
     ClientRequest r;
     Status s = DecodeClientRequest(req, &r, 1);

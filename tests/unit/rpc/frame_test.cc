@@ -52,9 +52,9 @@ TEST(Frame, ParseFrameHeader_RefusesBadMagicVersionTypeAndReserved) {
   };
   EXPECT_NE(mutate(0, 'X').find("magic"), std::string::npos);
   EXPECT_NE(mutate(3, '2').find("magic"), std::string::npos);
-  EXPECT_EQ(mutate(4, 9), "unknown wire version 9 (this build reads 1 to 2)");
-  EXPECT_EQ(mutate(4, 0), "unknown wire version 0 (this build reads 1 to 2)");
-  EXPECT_EQ(mutate(4, 3), "unknown wire version 3 (this build reads 1 to 2)");
+  EXPECT_EQ(mutate(4, 9), "unknown wire version 9 (this build reads 1 to 3)");
+  EXPECT_EQ(mutate(4, 0), "unknown wire version 0 (this build reads 1 to 3)");
+  EXPECT_EQ(mutate(4, 4), "unknown wire version 4 (this build reads 1 to 3)");
   EXPECT_NE(mutate(5, 0).find("unknown frame type 0"), std::string::npos);
   EXPECT_NE(mutate(5, 6).find("unknown frame type 6"), std::string::npos);
   EXPECT_NE(mutate(5, 77).find("unknown frame type 77"), std::string::npos);

@@ -307,7 +307,7 @@ TEST(AsyncClientWire, Connect_ToA110NodeFallsBackToVersion1AndRefusesNewOpsBefor
   c.Connect({"127.0.0.1", old.port()}, [&](Status s) { connected = s; });
   ASSERT_TRUE(RunUntil(io, [&] { return connected.has_value(); }));
   ASSERT_TRUE(connected->ok()) << connected->ToString();
-  EXPECT_EQ(old.closed_on_hello, 1);
+  EXPECT_EQ(old.closed_on_hello, 2) << "the hello in wire version 3, then in 2";
   EXPECT_EQ(c.wire_version(), 1);
   EXPECT_EQ(c.node_version(), "");
   std::optional<StatusOr<ClientResponse>> r;
@@ -350,6 +350,55 @@ TEST(AsyncClientWire, Connect_ToANewNodeLearnsItsVersionAndSpeaksVersion2) {
   ASSERT_TRUE(r->ok());
   EXPECT_EQ((*r)->value, "x");
   EXPECT_EQ(s.server.metrics().bad_frames, 0u);
+}
+
+// Wire version 3 (1.3.0) adds the session fields of a request and the
+// kSessionUnknown code: written only in version 3, refused below it.
+TEST(WireVersion3, SessionFieldsTravelInVersion3Only_AndTheirCodeIsRefusedBelowIt) {
+  ClientRequest w;
+  w.op = ClientOp::kPut;
+  w.key = "k";
+  w.session = 41;
+  w.seq = 7;
+  w.lowest_pending = 6;
+  w.ttl_ms = 0;
+  ClientRequest back;
+  ASSERT_TRUE(DecodeClientRequest(EncodeClientRequest(w, 3), &back, 3).ok());
+  EXPECT_EQ(back.session, 41u);
+  EXPECT_EQ(back.seq, 7u);
+  EXPECT_EQ(back.lowest_pending, 6u);
+  ASSERT_TRUE(DecodeClientRequest(EncodeClientRequest(w, 2), &back, 2).ok());
+  EXPECT_EQ(back.session, 0u) << "a 1.2.0 reader never sees them";
+  EXPECT_EQ(MinWireVersionOf(w), 3) << "so a client never sends a write in a session below version 3";
+  ClientResponse gone;
+  gone.code = ClientCode::kSessionUnknown;
+  ClientResponse r;
+  EXPECT_TRUE(DecodeClientResponse(EncodeClientResponse(gone, 3), &r, 3).ok());
+  EXPECT_EQ(DecodeClientResponse(EncodeClientResponse(gone, 2), &r, 2).code(), Status::Code::kInvalidArgument);
+}
+
+TEST(AsyncClientWire, ANodeOfVersion2_AWriteInASessionIsRefusedBeforeSending) {
+  asio::io_context io;
+  Server s(io);
+  s.server.SetIdentity("1.2.0-test", 2);
+  AsyncClient c(io);
+  std::optional<Status> connected;
+  c.Connect({"127.0.0.1", s.server.bound_port()}, [&](Status st) { connected = st; });
+  ASSERT_TRUE(RunUntil(io, [&] { return connected.has_value(); }));
+  ASSERT_TRUE(connected->ok()) << connected->ToString();
+  EXPECT_EQ(c.wire_version(), 2);
+  std::optional<StatusOr<ClientResponse>> r;
+  ClientRequest put;
+  put.op = ClientOp::kPut;
+  put.session = 3;
+  put.seq = 1;
+  c.Send(put, [&](StatusOr<ClientResponse> x) { r = std::move(x); });
+  ASSERT_TRUE(r.has_value()) << "answered at once, never sent";
+  ASSERT_TRUE(r->ok());
+  EXPECT_EQ((*r)->code, ClientCode::kUnsupported);
+  EXPECT_NE((*r)->message.find("put in a session needs wire version 3 (1.3.0 or later)"), std::string::npos)
+      << (*r)->message;
+  EXPECT_EQ(s.requests, 0u);
 }
 
 }  // namespace

@@ -49,6 +49,20 @@ void ClientRequests::HandleWrite(uint64_t handle, ClientRequest&& req) {
     // A new leader first recovers the log and writes its version marker.
     return st_.Respond(handle, Answer(req.id, ClientCode::kUnavailable, "leader is recovering the log; retry"));
   }
+  if (req.session != 0 && AnsweredBeforeProposing(handle, req)) return;
+  Decree d = KvDecreeFor(req);
+  if (req.session != 0) d = InSession(d, req.session, req.seq, req.lowest_pending);
+  auto slot = st_.ProposeDecree(d);
+  if (!slot.ok()) {
+    if (slot.status().code() == Status::Code::kNotLeader) {
+      return st_.Respond(handle, st_.Redirect(req, "this node does not lead"));
+    }
+    return st_.Respond(handle, Answer(req.id, ClientCode::kBusy, slot.status().message()));
+  }
+  AwaitChosen(*slot, d.tag, req.op, handle, req.id, st_.now_ms_ + o.request_timeout_ms);
+}
+
+Decree ClientRequests::KvDecreeFor(ClientRequest& req) const {
   auto type = static_cast<uint16_t>(req.op == ClientOp::kPut      ? DecreeType::kKvPut
                                     : req.op == ClientOp::kDelete ? DecreeType::kKvDelete
                                                                   : DecreeType::kKvCas);
@@ -62,14 +76,7 @@ void ClientRequests::HandleWrite(uint64_t handle, ClientRequest&& req) {
   } else {
     d.payload = EncodeKvCommand(c);
   }
-  auto slot = st_.ProposeDecree(d);
-  if (!slot.ok()) {
-    if (slot.status().code() == Status::Code::kNotLeader) {
-      return st_.Respond(handle, st_.Redirect(req, "this node does not lead"));
-    }
-    return st_.Respond(handle, Answer(req.id, ClientCode::kBusy, slot.status().message()));
-  }
-  AwaitChosen(*slot, d.tag, req.op, handle, req.id, st_.now_ms_ + o.request_timeout_ms);
+  return d;
 }
 
 void ClientRequests::AwaitChosen(consensus::Slot slot, const RequestTag& tag, rpc::ClientOp op, uint64_t handle,
@@ -77,8 +84,43 @@ void ClientRequests::AwaitChosen(consensus::Slot slot, const RequestTag& tag, rp
   pending_writes_[slot] = PendingWrite{tag, op, handle, request_id, deadline_ms};
 }
 
-void ClientRequests::ReplyToWrite(consensus::Slot slot, const Decree* d, const KvResult& result,
-                                  const StatusOr<std::string>* deploy) {
+SavedAnswer ClientRequests::AnswerOf(consensus::Slot slot, const KvResult& result) {
+  SavedAnswer a;
+  a.slot = slot;
+  auto code = ClientCode::kOk;
+  if (result.code == KvResult::Code::kCompareFailed) {
+    code = ClientCode::kCompareFailed;
+    a.found = result.found;
+    a.value = result.value;
+    a.message = result.found ? "compare failed: current value differs" : "compare failed: key does not exist";
+  } else if (result.code == KvResult::Code::kNotFound) {
+    code = ClientCode::kNotFound;
+    a.message = "key not found";
+  } else if (result.code == KvResult::Code::kUndecodable) {
+    code = ClientCode::kInternal;
+    a.message = "decree payload could not be decoded";
+  }
+  a.code = static_cast<uint8_t>(code);
+  return a;
+}
+
+SavedAnswer ClientRequests::AnswerOf(consensus::Slot slot, const StatusOr<std::string>& deploy) {
+  SavedAnswer a;
+  a.slot = slot;
+  if (deploy.ok()) {
+    a.message = *deploy;
+    return a;
+  }
+  switch (deploy.status().code()) {
+    case Status::Code::kNotFound: a.code = static_cast<uint8_t>(ClientCode::kNotFound); break;
+    case Status::Code::kAborted: a.code = static_cast<uint8_t>(ClientCode::kUnavailable); break;  // stale: retry
+    default: a.code = static_cast<uint8_t>(ClientCode::kBadRequest); break;
+  }
+  a.message = deploy.status().message();
+  return a;
+}
+
+void ClientRequests::ReplyToWrite(consensus::Slot slot, const Decree* d, const SavedAnswer& answer) {
   auto pending = pending_writes_.find(slot);
   if (pending == pending_writes_.end()) return;
   PendingWrite w = std::move(pending->second);
@@ -91,36 +133,21 @@ void ClientRequests::ReplyToWrite(consensus::Slot slot, const Decree* d, const K
     // having lost its slot, never will be.
     r.code = ClientCode::kUnavailable;
     r.message = "leadership changed before the write was chosen; it was not applied";
-  } else if (deploy != nullptr) {
-    if (deploy->ok()) {
-      r.message = **deploy;
-    } else {
-      switch (deploy->status().code()) {
-        case Status::Code::kNotFound:
-          r.code = ClientCode::kNotFound;
-          break;
-        case Status::Code::kAborted:
-          r.code = ClientCode::kUnavailable;
-          break;  // stale: retry
-        default:
-          r.code = ClientCode::kBadRequest;
-          break;
-      }
-      r.message = deploy->status().message();
-    }
-  } else if (result.code == KvResult::Code::kCompareFailed) {
-    r.code = ClientCode::kCompareFailed;
-    r.found = result.found;
-    r.value = result.value;
-    r.message = result.found ? "compare failed: current value differs" : "compare failed: key does not exist";
-  } else if (result.code == KvResult::Code::kNotFound) {
-    r.code = ClientCode::kNotFound;
-    r.message = "key not found";
-  } else if (result.code == KvResult::Code::kUndecodable) {
-    r.code = ClientCode::kInternal;
-    r.message = "decree payload could not be decoded";
+  } else {
+    r = ResponseOf(w.request_id, answer);
   }
   st_.Respond(w.handle, std::move(r));
+}
+
+ClientResponse ClientRequests::ResponseOf(uint64_t request_id, const SavedAnswer& answer) {
+  ClientResponse r;
+  r.id = request_id;
+  r.code = static_cast<ClientCode>(answer.code);
+  r.message = answer.message;
+  r.found = answer.found;
+  r.value = answer.value;
+  r.slot = answer.slot;
+  return r;
 }
 
 void ClientRequests::ServeReads() {

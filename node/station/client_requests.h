@@ -16,6 +16,7 @@
 #include "consensus/types.h"
 #include "node/station/decree.h"
 #include "node/station/kv_store.h"
+#include "node/station/sessions.h"
 #include "rpc/client_protocol.h"
 
 namespace ts::station {
@@ -43,8 +44,31 @@ class ClientRequests {
                    uint64_t deadline_ms);
   // Slot `slot` was applied (d: its decree, null for a no-op or a decree
   // this node cannot read): answers the write waiting on it, if any.
-  void ReplyToWrite(consensus::Slot slot, const Decree* d, const KvResult& result,
-                    const StatusOr<std::string>* deploy = nullptr);
+  void ReplyToWrite(consensus::Slot slot, const Decree* d, const SavedAnswer& answer);
+  // The answer a client gets for a write applied at `slot` with this outcome.
+  static SavedAnswer AnswerOf(consensus::Slot slot, const KvResult& result);
+  static SavedAnswer AnswerOf(consensus::Slot slot, const StatusOr<std::string>& deploy);
+  static rpc::ClientResponse ResponseOf(uint64_t request_id, const SavedAnswer& answer);
+
+  // ---- Sessions (client_sessions.cc; docs/design/sessions.md).
+  // kSessionOpen, kSessionClose, kSessionKeepAlive.
+  void HandleSessionOp(uint64_t handle, rpc::ClientRequest&& req);
+  // For a write in a session (req.session != 0), before it is proposed:
+  // answers it now and returns true if it must not be proposed (sessions
+  // not writable yet, an unknown session, or a retry whose answer is
+  // saved); else restarts the session's timeout and returns false.
+  bool AnsweredBeforeProposing(uint64_t handle, const rpc::ClientRequest& req);
+  // Wraps `d` into the session write of (session, seq, lowest_pending).
+  Decree InSession(const Decree& d, uint64_t session, uint64_t seq, uint64_t lowest_pending) const;
+  // Applies a chosen session decree (and, for a session write, the write
+  // inside it). False if this node cannot read the write inside.
+  bool ApplySession(consensus::Slot slot, const Decree& d, bool replay_only);
+  // The leader: proposes the end of sessions whose clients went quiet.
+  void MaybeExpireSessions();
+  // This node became the leader: every session gets a whole timeout.
+  void StartedLeading();
+  const SessionTable& sessions() const { return sessions_; }
+  SessionTable& sessions() { return sessions_; }
   // Answers the reads the lease and the applied slot now allow.
   void ServeReads();
   // Answers the writes whose deadline passed (at most every 50 ms).
@@ -73,7 +97,13 @@ class ClientRequests {
     uint64_t deadline_ms;
   };
 
+  // The key-value write of a put, cas or delete request (its fields moved out).
+  Decree KvDecreeFor(rpc::ClientRequest& req) const;
+
   Station& st_;
+  SessionTable sessions_;
+  uint64_t expiry_in_flight_until_ms_ = 0;  // an expiry decree proposed, not yet applied
+  uint64_t next_expiry_check_ms_ = 0;
   uint64_t epoch_ = 0;
   uint64_t next_seq_ = 0;
   std::map<consensus::Slot, PendingWrite> pending_writes_;

@@ -54,13 +54,17 @@ void Coordinator::HandleDeploy(uint64_t handle, ClientRequest&& req) {
     return st_.Respond(handle, Answer(req.id, ClientCode::kUnavailable,
                                       "recovery coordinator not running yet (leader recovering the log); retry"));
   }
+  // A retry in a session whose first answer is saved gets it, rather than
+  // a validation against the state the command already changed.
+  if (req.session != 0 && st_.client_.AnsweredBeforeProposing(handle, req)) return;
   // Invalid: answered now, nothing written.
   if (Status s = deploy_.Check(*cmd); !s.ok()) return st_.Respond(handle, ErrorFor(req.id, s));
   if (queue_.size() >= st_.options_.deploy_queue_max) {
     return st_.Respond(handle,
                        Answer(req.id, ClientCode::kBusy, "too many deployment commands waiting; retry in a moment"));
   }
-  queue_.push_back(PendingDeploy{std::move(*cmd), handle, req.id, st_.now_ms_ + st_.options_.request_timeout_ms});
+  queue_.push_back(PendingDeploy{std::move(*cmd), handle, req.id, st_.now_ms_ + st_.options_.request_timeout_ms,
+                                 req.session, req.seq, req.lowest_pending});
   Run();
 }
 
@@ -81,6 +85,9 @@ bool Coordinator::Propose(deploy::DeployCommand c, PendingDeploy* client) {
   Decree d;
   d.header = st_.versions_.HeaderFor(static_cast<uint16_t>(DecreeTypeOf(c.kind)));
   d.payload = c.Payload();
+  if (client != nullptr && client->session != 0) {
+    d = st_.client_.InSession(d, client->session, client->seq, client->lowest_pending);
+  }
   auto slot = st_.ProposeDecree(d);
   if (!slot.ok()) {
     if (client != nullptr) {
@@ -159,6 +166,10 @@ void Coordinator::Run() {
     if (st_.now_ms_ >= p.deadline_ms) {
       st_.Respond(p.handle, Answer(p.request_id, ClientCode::kUnavailable,
                                    "not applied: waited too long for the coordinator; retry"));
+    } else if (const SavedAnswer* saved = p.session ? st_.client_.sessions().Find(p.session, p.seq) : nullptr) {
+      // A retry of a command applied meanwhile: its first answer, not a
+      // validation against the state it already changed.
+      st_.Respond(p.handle, ClientRequests::ResponseOf(p.request_id, *saved));
     } else if (Status st = deploy_.Check(p.command); !st.ok()) {
       st_.Respond(p.handle, ErrorFor(p.request_id, st));
     } else {
@@ -183,7 +194,7 @@ void Coordinator::Run() {
   next_health_ms_ = st_.now_ms_ + st_.options_.health_period_ms;
 }
 
-void Coordinator::Apply(consensus::Slot slot, const Decree& d, bool replay_only) {
+StatusOr<std::string> Coordinator::Apply(consensus::Slot slot, const Decree& d, bool replay_only) {
   auto cmd = deploy::ParseDecreeCommand(*DeployKindOf(d.header.type), d.payload);
   StatusOr<std::string> outcome = cmd.ok() ? deploy_.Apply(*cmd, slot) : StatusOr<std::string>(cmd.status());
   ++applied_;
@@ -203,7 +214,7 @@ void Coordinator::Apply(consensus::Slot slot, const Decree& d, bool replay_only)
     }
   }
   if (inflight_ && slot >= *inflight_) inflight_.reset();
-  if (!replay_only) st_.client_.ReplyToWrite(slot, &d, KvResult{}, &outcome);
+  return outcome;
 }
 
 std::string Coordinator::CheckInvariants() const {

@@ -50,8 +50,9 @@ class Coordinator {
   void HandleDeploy(uint64_t handle, rpc::ClientRequest&& req);
   // A query of the applied deployment state (any node).
   void HandleQuery(uint64_t handle, const rpc::ClientRequest& req);
-  // Applies the deployment decree `d` chosen at `slot` to the state.
-  void Apply(consensus::Slot slot, const Decree& d, bool replay_only);
+  // Applies the deployment decree `d` chosen at `slot` to the state; its
+  // outcome is the client's answer.
+  StatusOr<std::string> Apply(consensus::Slot slot, const Decree& d, bool replay_only);
   // Starts or stops the coordinator as MayNotRun allows, then runs it.
   void Supervise();
   // Why the coordinator may not run on this node now; empty if it may.
@@ -75,6 +76,9 @@ class Coordinator {
     uint64_t handle;
     uint64_t request_id;
     uint64_t deadline_ms;
+    uint64_t session = 0;  // a write in a session (rpc::ClientRequest's fields)
+    uint64_t seq = 0;
+    uint64_t lowest_pending = 0;
   };
 
   void Run();

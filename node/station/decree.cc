@@ -17,6 +17,10 @@ const char* DecreeTypeName(uint16_t type) {
     case DecreeType::kScheduler: return "sched";
     case DecreeType::kLrp: return "lrp";
     case DecreeType::kMembership: return "membership";
+    case DecreeType::kSessionOpen: return "session-open";
+    case DecreeType::kSessionWrite: return "session-write";
+    case DecreeType::kSessionClose: return "session-close";
+    case DecreeType::kSessionExpire: return "session-expire";
   }
   return nullptr;
 }
@@ -33,6 +37,10 @@ DecreeFamily FamilyOf(uint16_t type) {
     case DecreeType::kScheduler:
     case DecreeType::kLrp: return DecreeFamily::kDeploy;
     case DecreeType::kMembership: return DecreeFamily::kMembership;
+    case DecreeType::kSessionOpen:
+    case DecreeType::kSessionWrite:
+    case DecreeType::kSessionClose:
+    case DecreeType::kSessionExpire: return DecreeFamily::kSession;
   }
   return DecreeFamily::kUnknown;
 }
@@ -76,6 +84,30 @@ std::string DescribeDecree(const Decree& d) {
     case DecreeType::kScheduler:
     case DecreeType::kLrp:
       return "";  // described by node/deploy/ (Node::BuildLog)
+    case DecreeType::kSessionOpen: {
+      SessionOpen o;
+      return DecodeSessionOpen(d.payload, &o).ok() ? "open session, timeout " + std::to_string(o.ttl_ms) + " ms"
+                                                   : "open session ?";
+    }
+    case DecreeType::kSessionWrite: {
+      SessionWrite w;
+      Decree inner;
+      if (!DecodeSessionWrite(d.payload, &w).ok() || !DecodeDecree(w.decree, &inner).ok()) return "session write ?";
+      const char* inner_name = DecreeTypeName(inner.header.type);
+      std::string what = DescribeDecree(inner);
+      return "session " + std::to_string(w.session) + " #" + std::to_string(w.seq) + ": " +
+             (what.empty() ? std::string(inner_name ? inner_name : "unknown") : what);
+    }
+    case DecreeType::kSessionClose:
+    case DecreeType::kSessionExpire: {
+      SessionIds ids;
+      if (!DecodeSessionIds(d.payload, &ids).ok()) return std::string(name) + " ?";
+      std::string list;
+      for (size_t i = 0; i < ids.ids.size() && i < 8; ++i) list += (i ? " " : "") + std::to_string(ids.ids[i]);
+      if (ids.ids.size() > 8) list += " ... (" + std::to_string(ids.ids.size()) + ")";
+      return (d.header.type == static_cast<uint16_t>(DecreeType::kSessionClose) ? "close session " : "expire session ") +
+             list;
+    }
   }
   return "";
 }
@@ -97,6 +129,12 @@ namespace ts::station {
 
 std::string EncodeMembership(const MembershipDecree& m) { return rpc::EncodeBounded(m); }
 Status DecodeMembership(std::string_view bytes, MembershipDecree* out) { return rpc::DecodeBounded(bytes, out); }
+std::string EncodeSessionOpen(const SessionOpen& o) { return rpc::EncodeBounded(o); }
+Status DecodeSessionOpen(std::string_view bytes, SessionOpen* out) { return rpc::DecodeBounded(bytes, out); }
+std::string EncodeSessionWrite(const SessionWrite& w) { return rpc::EncodeBounded(w); }
+Status DecodeSessionWrite(std::string_view bytes, SessionWrite* out) { return rpc::DecodeBounded(bytes, out); }
+std::string EncodeSessionIds(const SessionIds& ids) { return rpc::EncodeBounded(ids); }
+Status DecodeSessionIds(std::string_view bytes, SessionIds* out) { return rpc::DecodeBounded(bytes, out); }
 
 consensus::Membership ToConsensus(const MembershipDecree& m) {
   consensus::Membership out;

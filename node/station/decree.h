@@ -32,6 +32,11 @@ enum class DecreeType : uint16_t {
   // The configuration: who votes, who learns, at which incarnation, at which
   // address. The first one (genesis) also creates the cluster identity.
   kMembership = 300,
+  // Client sessions (1.3.0; docs/design/sessions.md): exactly-once writes.
+  kSessionOpen = 400,    // opens a session; its id is the decree's slot
+  kSessionWrite = 401,   // a write (a key-value or deployment decree) numbered within a session
+  kSessionClose = 402,   // the client ends sessions
+  kSessionExpire = 403,  // the leader ends sessions whose clients went quiet past their timeout
 };
 
 const char* DecreeTypeName(uint16_t type);
@@ -39,7 +44,7 @@ const char* DecreeTypeName(uint16_t type);
 // Decree types come in families that are applied by different parts of the
 // station: the key-value store, the version rules, the deployment state.
 // Unknown types (a newer version's) are kUnknown: recorded, never applied.
-enum class DecreeFamily { kKeyValue, kVersion, kDeploy, kMembership, kUnknown };
+enum class DecreeFamily { kKeyValue, kVersion, kDeploy, kMembership, kSession, kUnknown };
 DecreeFamily FamilyOf(uint16_t type);
 
 struct DecreeHeader {
@@ -147,6 +152,31 @@ struct MembershipDecree {
   void serialize(A& ar) { ar(cluster_uuid, members, change); }
 };
 
+// Sessions (model 1, read by software >= 1.3.0).
+struct SessionOpen {
+  uint64_t ttl_ms = 0;  // ended by the leader after this long without a write or keepalive
+
+  template <class A>
+  void serialize(A& ar) { ar(ttl_ms); }
+};
+
+struct SessionWrite {
+  uint64_t session = 0;
+  uint64_t seq = 0;             // the write's number within the session (a retry repeats it)
+  uint64_t lowest_pending = 0;  // the client waits for no answer below this seq
+  std::string decree;           // the write itself: an encoded key-value or deployment decree
+
+  template <class A>
+  void serialize(A& ar) { ar(session, seq, lowest_pending, decree); }
+};
+
+struct SessionIds {  // kSessionClose and kSessionExpire
+  std::vector<uint64_t> ids;
+
+  template <class A>
+  void serialize(A& ar) { ar(ids); }
+};
+
 // One line for `tsctl log`: "put k1", "version 1.1.0", "downgrade to 1.0.0".
 std::string DescribeDecree(const Decree& d);
 
@@ -162,6 +192,12 @@ std::string EncodeDowngrade(const Downgrade& d);
 Status DecodeDowngrade(std::string_view bytes, Downgrade* out);
 std::string EncodeMembership(const MembershipDecree& m);
 Status DecodeMembership(std::string_view bytes, MembershipDecree* out);
+std::string EncodeSessionOpen(const SessionOpen& o);
+Status DecodeSessionOpen(std::string_view bytes, SessionOpen* out);
+std::string EncodeSessionWrite(const SessionWrite& w);
+Status DecodeSessionWrite(std::string_view bytes, SessionWrite* out);
+std::string EncodeSessionIds(const SessionIds& ids);
+Status DecodeSessionIds(std::string_view bytes, SessionIds* out);
 
 // Whether an encoded decree is of type `t`, from its first two bytes (the
 // header's type, a little-endian u16), without decoding it.

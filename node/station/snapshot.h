@@ -120,6 +120,10 @@ struct SnapshotTail {
 inline constexpr char kSnapshotHeaderTag = 'H';
 inline constexpr char kSnapshotKvTag = 'K';
 inline constexpr char kSnapshotTailTag = 'T';
+// The session table (1.3.0 on), between the key-value records and the tail,
+// only when a session is open; the header then names the session model and
+// a minimum reader of 1.3.0.
+inline constexpr char kSnapshotSessionsTag = 'S';
 // Key-value batches are cut at about this many bytes.
 inline constexpr size_t kSnapshotKvBatchBytes = 1 << 20;
 

@@ -119,6 +119,11 @@ Status Snapshots::Write(RecordSink* out) const {
   h.models[static_cast<uint16_t>(DecreeType::kKvPut)] = kv_model;
   h.models[static_cast<uint16_t>(DecreeType::kScheduler)] = 1;
   if (kv_model >= 2) h.min_reader_version = kKvModel2Since.ToString();
+  const std::string sessions = st_.client_.sessions().Dump();
+  if (!sessions.empty()) {
+    h.models[static_cast<uint16_t>(DecreeType::kSessionOpen)] = 1;
+    h.min_reader_version = kSessionsSince.ToString();
+  }
   h.kv_keys = st_.kv_.size();
   SequenceHash full(SnapshotDigestHash(h));
   h.full_digest = full.Hex();  // a placeholder of the digest's size
@@ -143,12 +148,15 @@ Status Snapshots::Write(RecordSink* out) const {
   if (batch.pairs() > 0) {
     if (Status s = out->Add(batch.Record()); !s.ok()) return s;
   }
+  if (!sessions.empty()) {
+    if (Status s = out->Add(std::string(1, kSnapshotSessionsTag) + sessions); !s.ok()) return s;
+  }
   SnapshotTail t;
   t.versions = st_.versions_.Image();
   t.membership = EncodeMembership(st_.members());
   t.genesis_applied = st_.genesis_applied();
   t.deploy = st_.coordinator_.state().SnapshotDump();
-  Station::AddFullDigestRest(full, t.deploy, t.versions, st_.members(), st_.genesis_applied());
+  Station::AddFullDigestRest(full, t.deploy, sessions, t.versions, st_.members(), st_.genesis_applied());
 #if defined(TS_PLANTED_STATION_BUG) && TS_PLANTED_STATION_BUG == 2
   // Negative control: the snapshot misses the deployment state.
   t.deploy = deploy::DeployState().SnapshotDump();
@@ -222,6 +230,7 @@ void Snapshots::Compact() {
   if (upto <= st_.replica_->compacted_upto()) return;
   st_.replica_->SetCompacted(upto);
   st_.ready_.compact_upto = upto;
+  st_.client_.sessions().ForgetBelow(upto);
   while (!applied_bytes_at_.empty() && applied_bytes_at_.front().first <= upto) applied_bytes_at_.pop_front();
 }
 
@@ -290,6 +299,13 @@ StatusOr<Snapshots::Loaded> Snapshots::Read(consensus::Slot slot) const {
     return Status::Corruption("snapshot at slot " + std::to_string(slot) + " holds " + std::to_string(kv.size()) +
                               " keys, its header says " + std::to_string(header->kv_keys));
   }
+  if (!record.empty() && record[0] == kSnapshotSessionsTag) {
+    loaded->sessions = record.substr(1);
+    if (loaded->sessions.empty()) {
+      return Status::Corruption("snapshot at slot " + std::to_string(slot) + " has an empty session record");
+    }
+    if (Status s = next(); !s.ok()) return s;
+  }
   auto tail = DecodeSnapshotTail(record);
   if (!tail.ok()) return tail.status();
   auto more = (*src)->Next(&record);
@@ -302,8 +318,8 @@ StatusOr<Snapshots::Loaded> Snapshots::Read(consensus::Slot slot) const {
   loaded->versions = tail->versions;
   loaded->genesis_applied = tail->genesis_applied;
   loaded->kv.Restore(std::move(kv));
-  Station::AddFullDigestRest(full, loaded->deploy.SnapshotDump(), loaded->versions, loaded->membership,
-                             loaded->genesis_applied);
+  Station::AddFullDigestRest(full, loaded->deploy.SnapshotDump(), loaded->sessions, loaded->versions,
+                             loaded->membership, loaded->genesis_applied);
   std::string digest = full.Hex();
   if (digest != header->full_digest) {
     return Status::Corruption("snapshot at slot " + std::to_string(slot) + " holds a state of digest " + digest +
@@ -316,6 +332,8 @@ StatusOr<Snapshots::Loaded> Snapshots::Read(consensus::Slot slot) const {
 Status Snapshots::Adopt(Loaded loaded) {
   if (Status s = st_.versions_.Restore(loaded->versions); !s.ok()) return s;
   const SnapshotHeader& h = loaded->header;
+  if (Status s = st_.client_.sessions().Restore(loaded->sessions, loaded->header.slot); !s.ok()) return s;
+  if (st_.replica_ && st_.replica_->GetStatus().role == consensus::Role::kLeader) st_.client_.StartedLeading();
   st_.kv_ = std::move(loaded->kv);
   st_.coordinator_.Restore(std::move(loaded->deploy));
   st_.digest_.Restore(h.log_digest, st_.versions_.latest_marker(), st_.versions_.downgrade_to());

@@ -102,6 +102,7 @@ class Snapshots {
     SnapshotHeader header;
     KvStore kv;
     deploy::DeployState deploy;
+    std::string sessions;  // SessionTable::Dump; empty: none
     VersionImage versions;
     MembershipDecree membership;
     bool genesis_applied = false;

@@ -187,6 +187,7 @@ void Station::RunDuties() {
   version_duties_.MaybeProposeDowngrade();
   snapshots_.MaybeFetch();
   coordinator_.Supervise();
+  client_.MaybeExpireSessions();
   client_.ServeReads();
   client_.ExpireWrites();
 }
@@ -215,6 +216,7 @@ void Station::NoteRoleChange() {
   consensus::ReplicaStatus s = replica_->GetStatus();
   if (s.role == last_role_ && s.leader == last_leader_) return;
   if (s.role == Role::kLeader) {
+    client_.StartedLeading();
     Log(LogLevel::kInfo, "became leader at ballot " + consensus::ToString(s.promised) + " (chosen slot " +
                              std::to_string(s.chosen_upto) + ")");
   } else if (last_role_ == Role::kLeader) {
@@ -281,40 +283,55 @@ void Station::ApplyEntry(const Entry& e) {
     Log(LogLevel::kError, "slot " + std::to_string(e.slot) + ": decree needs a newer reader than " +
                               versions_.self().ToString() +
                               "; recording it, applying no further decrees, and not leading");
-    client_.ReplyToWrite(e.slot, nullptr, KvResult{});
+    client_.ReplyToWrite(e.slot, nullptr, SavedAnswer{});
   }
 }
 
 bool Station::ApplyDecree(consensus::Slot slot, const std::string& bytes, bool replay_only) {
   if (bytes.empty()) {  // a no-op filling a hole
     applied_slot_ = slot;
-    if (!replay_only) client_.ReplyToWrite(slot, nullptr, KvResult{});
+    if (!replay_only) client_.ReplyToWrite(slot, nullptr, SavedAnswer{});
     return true;
   }
   Decree d;
   if (!DecodeDecree(bytes, &d).ok() || !versions_.CanRead(d)) return false;
   versions_.Observe(d, slot);
-  KvResult result;
+  SavedAnswer answer;
+  answer.slot = slot;
   switch (FamilyOf(d.header.type)) {
-    case DecreeFamily::kDeploy:
-      coordinator_.Apply(slot, d, replay_only);
+    case DecreeFamily::kSession:  // applies the write inside and answers it
+      if (!client_.ApplySession(slot, d, replay_only)) return false;
       applied_slot_ = slot;
       return true;
+    case DecreeFamily::kDeploy:
     case DecreeFamily::kKeyValue:
-      result = kv_.Apply(d);
+      answer = ApplyWrite(slot, d, replay_only);
       break;
     case DecreeFamily::kMembership:
       membership_.Apply(slot, d, replay_only);
       break;
     case DecreeFamily::kVersion:  // VersionState::Observe took what it says
       snapshots_.NoteVersionDecree(d.header.type, slot);
+      if (versions_.downgrade_to() && *versions_.downgrade_to() < kSessionsSince && client_.sessions().size() > 0) {
+        Log(LogLevel::kWarn, "slot " + std::to_string(slot) + ": the downgrade to " +
+                                 versions_.downgrade_to()->ToString() + " ends every session (" +
+                                 std::to_string(client_.sessions().size()) + "); that release has none");
+        client_.sessions().Clear();
+      }
       break;
     case DecreeFamily::kUnknown:  // CanRead already refused a type we do not know
       break;
   }
   applied_slot_ = slot;
-  if (!replay_only) client_.ReplyToWrite(slot, &d, result);
+  if (!replay_only) client_.ReplyToWrite(slot, &d, answer);
   return true;
+}
+
+SavedAnswer Station::ApplyWrite(consensus::Slot slot, const Decree& d, bool replay_only) {
+  if (FamilyOf(d.header.type) == DecreeFamily::kDeploy) {
+    return ClientRequests::AnswerOf(slot, coordinator_.Apply(slot, d, replay_only));
+  }
+  return ClientRequests::AnswerOf(slot, kv_.Apply(d));
 }
 
 std::string Station::StateDigest() const {
@@ -328,26 +345,32 @@ std::string Station::StateDigest() const {
   f.Add(std::to_string(kv_.size()));
   f.Add(std::to_string(kv_.content_hash()));
   f.Add(coordinator_.state().SnapshotDump());
+  // Sessions only once there are any, so a state without them digests as
+  // it did before they existed (and as a release without them computes).
+  if (std::string sessions = client_.sessions().Dump(); !sessions.empty()) f.Add(sessions);
   digest_cache_.emplace(applied_slot_, f.Hex());
   return digest_cache_->second;
 }
 
 std::string Station::FullDigest(DigestHash hash) const {
-  return FullDigestOf(kv_, coordinator_.state(), versions_.Image(), membership_.config(),
+  return FullDigestOf(kv_, coordinator_.state(), client_.sessions().Dump(), versions_.Image(), membership_.config(),
                       membership_.genesis_applied(), hash);
 }
 
-std::string Station::FullDigestOf(const KvStore& kv, const deploy::DeployState& deploy, const VersionImage& versions,
-                                  const MembershipDecree& membership, bool genesis_applied, DigestHash hash) {
+std::string Station::FullDigestOf(const KvStore& kv, const deploy::DeployState& deploy, std::string_view sessions,
+                                  const VersionImage& versions, const MembershipDecree& membership,
+                                  bool genesis_applied, DigestHash hash) {
   SequenceHash f(hash);
   kv.ForEach([&f](const std::string& k, const std::string& v) { AddFullDigestPair(f, k, v); });
-  AddFullDigestRest(f, deploy.SnapshotDump(), versions, membership, genesis_applied);
+  AddFullDigestRest(f, deploy.SnapshotDump(), sessions, versions, membership, genesis_applied);
   return f.Hex();
 }
 
-void Station::AddFullDigestRest(SequenceHash& f, std::string_view deploy_dump, const VersionImage& versions,
-                                const MembershipDecree& membership, bool genesis_applied) {
+void Station::AddFullDigestRest(SequenceHash& f, std::string_view deploy_dump, std::string_view sessions,
+                                const VersionImage& versions, const MembershipDecree& membership,
+                                bool genesis_applied) {
   f.Add(deploy_dump);
+  if (!sessions.empty()) f.Add(sessions);  // see StateDigest
   // Only what every node learns alike: the rest of the version state is
   // each node's own view of the decrees it read (a node that resumed on a
   // downgrade's restatements read older models there, needing no newer

@@ -48,6 +48,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -118,6 +119,10 @@ struct StationOptions {
   // that identity is never adopted, and the backup's configuration is not
   // used (the bootstrap members form a new cluster).
   std::string restored_from;
+  // Tests only: called on every node each time a session write's write is
+  // applied (not when a duplicate or refusal applies nothing), so a checker
+  // can count the applications of each (session, seq).
+  std::function<void(uint64_t session, uint64_t seq, consensus::Slot slot)> on_session_write;
 };
 
 // Read access to the durable log: the chosen prefix at start, catch-up of
@@ -268,6 +273,7 @@ class Station {
   bool TakesWrites() const;  // leads, has recovered the log and written its marker
   const deploy::DeployState& deploy_state() const { return coordinator_.state(); }
   const KvStore& kv() const { return kv_; }
+  const SessionTable& sessions() const { return client_.sessions(); }
   const MembershipDecree& members() const { return membership_.config(); }
   const std::string& cluster_uuid() const { return membership_.cluster_uuid(); }
   // The state digests recorded at checkpoint slots, oldest first.
@@ -286,8 +292,9 @@ class Station {
   // equal applied slots with the same hash. A snapshot's is in the hash its
   // minimum reader implies (SnapshotDigestHash).
   std::string FullDigest(DigestHash hash) const;
-  static std::string FullDigestOf(const KvStore& kv, const deploy::DeployState& deploy, const VersionImage& versions,
-                                  const MembershipDecree& membership, bool genesis_applied, DigestHash hash);
+  static std::string FullDigestOf(const KvStore& kv, const deploy::DeployState& deploy, std::string_view sessions,
+                                  const VersionImage& versions, const MembershipDecree& membership,
+                                  bool genesis_applied, DigestHash hash);
   // The full digest in pieces, for one that is computed along a walk of the
   // keys made for another purpose (WriteSnapshot): every pair in key order,
   // then the rest.
@@ -295,8 +302,10 @@ class Station {
     f.Add(key);
     f.Add(value);
   }
-  static void AddFullDigestRest(SequenceHash& f, std::string_view deploy_dump, const VersionImage& versions,
-                                const MembershipDecree& membership, bool genesis_applied);
+  // `sessions`: SessionTable::Dump (empty: no session).
+  static void AddFullDigestRest(SequenceHash& f, std::string_view deploy_dump, std::string_view sessions,
+                                const VersionImage& versions, const MembershipDecree& membership,
+                                bool genesis_applied);
   std::string LogDigestHex() const { return digest_.Hex(); }
   // The version `member` is counted with (self: its own), if ever heard.
   std::optional<Semver> ViewOf(consensus::NodeId member) const;
@@ -337,6 +346,8 @@ class Station {
   void Apply(const consensus::Entry& e);
   void ApplyEntry(const consensus::Entry& e);
   bool ApplyDecree(consensus::Slot slot, const std::string& bytes, bool replay_only);
+  // Applies a key-value or deployment decree; its outcome is the client's answer.
+  SavedAnswer ApplyWrite(consensus::Slot slot, const Decree& d, bool replay_only);
   void NoteRoleChange();
   void Log(LogLevel level, std::string text);
   void Respond(uint64_t handle, rpc::ClientResponse r);

@@ -54,6 +54,10 @@ void Station::Request(uint64_t handle, ClientRequest req) {
     case ClientOp::kCas:
     case ClientOp::kDelete:
       return client_.HandleWrite(handle, std::move(req));
+    case ClientOp::kSessionOpen:
+    case ClientOp::kSessionClose:
+    case ClientOp::kSessionKeepAlive:
+      return client_.HandleSessionOp(handle, std::move(req));
     case ClientOp::kVersion:  // the client port answers it (rpc/client_server.cc)
       break;
   }

@@ -145,7 +145,7 @@ StatusOr<std::vector<Rewrite>> VersionDuties::RewritesFor(const Semver& target) 
     for (const consensus::Entry& e : *entries) {
       size_t before = out.size();
       std::string why;
-      if (!RestateInto(target, e.slot, e.value, &out, &why)) return Status::InvalidArgument(why);
+      if (!RestateInto(target, e.slot, e.value, &out, &why, st_.client_.sessions().AppliedNothing(e.slot))) return Status::InvalidArgument(why);
       if (out.size() > before) bytes += out.back().decree.size();
       if (bytes > st_.options_.restatement_bytes_max) {
         return Status::InvalidArgument("too many decrees since the upgrade to restate for " + target.ToString());

@@ -10,6 +10,8 @@ bool IsKvType(uint16_t t) {
          t == static_cast<uint16_t>(DecreeType::kKvCas);
 }
 
+bool IsSessionType(uint16_t t) { return FamilyOf(t) == DecreeFamily::kSession; }
+
 uint16_t MinModelRead(const Semver& v, uint16_t type) {
   return IsKvType(type) && v >= kKvModel1ReadBefore ? 2 : 1;
 }
@@ -20,6 +22,7 @@ bool ReadsModel(const Semver& v, uint16_t type, uint16_t model) {
 
 uint16_t MaxModelRead(const Semver& v, uint16_t type) {
   if (IsKvType(type)) return v >= kKvModel2Since ? 2 : 1;
+  if (IsSessionType(type)) return v >= kSessionsSince ? 1 : 0;
   switch (static_cast<DecreeType>(type)) {
     case DecreeType::kVersionMarker:
     case DecreeType::kDowngrade:
@@ -168,7 +171,26 @@ DecreeHeader VersionState::HeaderFor(uint16_t type) const {
   h.type = type;
   h.model_version = WriteModel(type);
   if (IsKvType(type) && h.model_version == 2) h.min_reader_version = kKvModel2Since.ToString();
+  if (IsSessionType(type)) h.min_reader_version = kSessionsSince.ToString();
   return h;
+}
+
+std::string VersionState::WhyNotWritable(uint16_t type) const {
+  if (!IsSessionType(type)) return "";
+  const std::string since = kSessionsSince.ToString();
+  if (self_ < kSessionsSince) return "this node runs " + self_.ToString() + "; sessions need " + since;
+  if (!latest_marker_ || *latest_marker_ < kSessionsSince) {
+    return "sessions need every node on " + since + " or later: the cluster's latest version marker is " +
+           (latest_marker_ ? latest_marker_->ToString() : std::string("not written yet")) +
+           " (it moves once a majority runs " + since + ")";
+  }
+  if (downgrade_to_ && *downgrade_to_ < kSessionsSince) {
+    return "a downgrade to " + downgrade_to_->ToString() + " is in force; that release has no sessions";
+  }
+  if (prepared_downgrade_ && *prepared_downgrade_ < kSessionsSince) {
+    return "a downgrade to " + prepared_downgrade_->ToString() + " is under way; that release has no sessions";
+  }
+  return "";
 }
 
 std::optional<std::string> RewriteFor(const Semver& target, const Decree& d) {
@@ -194,7 +216,7 @@ std::string DowngradeRefusal(const VersionState& st, const Semver& target) {
 }
 
 bool RestateInto(const Semver& target, uint64_t slot, const std::string& bytes, std::vector<Rewrite>* out,
-                 std::string* why) {
+                 std::string* why, std::optional<bool> applied_nothing) {
   if (bytes.empty()) return true;  // a no-op
   Decree d;
   if (!DecodeDecree(bytes, &d).ok()) {
@@ -202,7 +224,24 @@ bool RestateInto(const Semver& target, uint64_t slot, const std::string& bytes, 
     return false;
   }
   if (Reads(target, d)) return true;
-  auto restated = RewriteFor(target, d);
+  std::optional<std::string> restated;
+  SessionWrite w;
+  Decree inner;
+  const bool session_write = d.header.type == static_cast<uint16_t>(DecreeType::kSessionWrite);
+  if (session_write && !applied_nothing) {
+    *why = "slot " + std::to_string(slot) + " holds a session write that this leader did not apply itself (its " +
+           "state starts from a snapshot past it), so it cannot tell whether it was a repeat; run `tsctl migrate " +
+           "--wait` (which compacts it away) and ask again";
+    return false;
+  }
+  if (!IsSessionType(d.header.type)) {
+    restated = RewriteFor(target, d);
+  } else if (!session_write || *applied_nothing) {
+    restated = std::string();  // it changed nothing but the session table, which the target has not
+  } else if (DecodeSessionWrite(d.payload, &w).ok() && DecodeDecree(w.decree, &inner).ok() &&
+             !IsSessionType(inner.header.type)) {
+    restated = RewriteFor(target, inner);
+  }
   if (!restated) {
     const char* name = DecreeTypeName(d.header.type);
     *why = "slot " + std::to_string(slot) + " holds a " + (name ? name : "unknown") + " decree (model " +

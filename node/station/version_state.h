@@ -22,6 +22,8 @@
 namespace ts::station {
 
 inline constexpr Semver kKvModel2Since{1, 1, 0};
+// Client sessions (the session decree family, model 1) arrive with 1.3.0.
+inline constexpr Semver kSessionsSince{1, 3, 0};
 // Key-value model 1 is read by software before this version only: N + 2 in
 // the terms of docs/design/versions.md, for which the migration errand must
 // have run.
@@ -35,6 +37,7 @@ uint16_t MinModelRead(const Semver& v, uint16_t type);
 // Whether software `v` reads model `model` of decree `type`.
 bool ReadsModel(const Semver& v, uint16_t type, uint16_t model);
 bool IsKvType(uint16_t type);
+bool IsSessionType(uint16_t type);
 
 // What a snapshot carries of the version state: everything the applied
 // log says (never this node's own software version, nor what it recorded
@@ -110,6 +113,10 @@ class VersionState {
   uint16_t WriteModel(uint16_t type) const;
   // The header a new decree of `type` gets now.
   DecreeHeader HeaderFor(uint16_t type) const;
+  // Why a leader may not write a decree of `type` now (empty: it may): a
+  // type newer than the log's marker, or than a downgrade in force or
+  // asked for (write old until the marker).
+  std::string WhyNotWritable(uint16_t type) const;
 
   // Changes whenever what the version rules read here may have changed
   // (markers, downgrades, the newest reader needed), so a caller can skip
@@ -146,7 +153,12 @@ std::string DowngradeRefusal(const VersionState& st, const Semver& target);
 // Appends to `out` the restatement for `target` of the decree `bytes` chosen
 // at `slot`, if `target` cannot read it. False (with *why) if the decree is
 // undecodable or cannot be restated: the downgrade must then be refused.
+// A session decree is restated for a release without sessions as what it
+// did to the rest of the state: an open, close or expiry as nothing (an
+// empty restatement, applied as a no-op), a session write as its write,
+// or as nothing when `applied_nothing` (a duplicate or a refusal); a
+// session write whose fate is not known here (nullopt) cannot be restated.
 bool RestateInto(const Semver& target, uint64_t slot, const std::string& bytes, std::vector<Rewrite>* out,
-                 std::string* why);
+                 std::string* why, std::optional<bool> applied_nothing = false);
 
 }  // namespace ts::station

@@ -40,4 +40,26 @@ inline std::optional<rpc::ClientResponse> Call(StationCluster& c, const rpc::Cli
   return std::nullopt;
 }
 
+// Sends `req` to node `to` only and runs until it answers (nullopt: no
+// answer within `limit_ms`, or the node crashed).
+inline std::optional<rpc::ClientResponse> CallNode(StationCluster& c, NodeId to, rpc::ClientRequest req,
+                                                   uint64_t limit_ms = 3000) {
+  uint64_t h = c.Send(to, std::move(req));
+  std::optional<rpc::ClientResponse> r;
+  c.RunUntil([&] { return (r = c.TakeReply(h)).has_value() || !c.Pending(h); }, limit_ms);
+  return r;
+}
+
+// Runs until a leader with a lease takes writes (and runs the coordinator,
+// with `coordinator`); returns it. nullopt if none does within 5 s.
+inline std::optional<NodeId> WritableLeader(StationCluster& c, bool coordinator = false) {
+  bool ok = c.RunUntil(
+      [&] {
+        return c.HasStableLeader() && c.station(*c.Leader()).TakesWrites() &&
+               (!coordinator || c.station(*c.Leader()).coordinator_running());
+      },
+      5000);
+  return ok ? c.Leader() : std::nullopt;
+}
+
 }  // namespace ts::sim

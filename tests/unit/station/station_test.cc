@@ -6,6 +6,7 @@
 
 #include "storage/snapshot_format.h"
 #include "tests/sim/mem_snapshots.h"
+#include "tests/sim/station_calls.h"
 #include "tests/sim/station_cluster.h"
 
 namespace ts::station {
@@ -28,23 +29,15 @@ rpc::ClientRequest Get(const std::string& key) {
   return r;
 }
 
-// Sends `req` to `to` and runs until it is answered (or limit_ms passes).
 std::optional<rpc::ClientResponse> Call(StationCluster& c, consensus::NodeId to, rpc::ClientRequest req,
                                         uint64_t limit_ms = 3000) {
-  uint64_t h = c.Send(to, std::move(req));
-  std::optional<rpc::ClientResponse> r;
-  c.RunUntil([&] { return (r = c.TakeReply(h)).has_value() || !c.Pending(h); }, limit_ms);
-  return r;
+  return sim::CallNode(c, to, std::move(req), limit_ms);
 }
 
 consensus::NodeId StableLeader(StationCluster& c) {
-  EXPECT_TRUE(c.RunUntil(
-      [&] {
-        return c.HasStableLeader() && c.station(*c.Leader()).coordinator_running() &&
-               c.station(*c.Leader()).TakesWrites();
-      },
-      5000));
-  return *c.Leader();
+  auto l = sim::WritableLeader(c, /*coordinator=*/true);
+  EXPECT_TRUE(l.has_value());
+  return l.value_or(1);
 }
 
 TEST(Station, Put_AnsweredWithItsSlotOnceApplied_ThenALeaseReadSeesIt) {
@@ -98,7 +91,7 @@ TEST(Station, Snapshot_KeysOutOfOrderAreRefusedWhenLoaded) {
     sim::MemSnapshots snapshots;
     snapshots.AddComplete(slot, file);
     EmptyLog log;
-    StationOptions o;
+    StationOptions o = StationCluster::DefaultOptions();  // the version that wrote it
     o.consensus.id = 1;
     o.consensus.members = {1, 2, 3};
     auto st = Station::Open(o, StationBootstrap{}, &log, &snapshots);

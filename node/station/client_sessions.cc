@@ -1,0 +1,193 @@
+// ClientRequests: client sessions (docs/design/sessions.md): opening,
+// closing and keeping them alive, the writes made in them, and the leader's
+// expiry of quiet ones. See client_requests.h and sessions.h.
+#include "node/station/client_requests.h"
+#include "node/station/station.h"
+
+namespace ts::station {
+
+using rpc::ClientCode;
+using rpc::ClientOp;
+using rpc::ClientRequest;
+using rpc::ClientResponse;
+
+namespace {
+
+constexpr auto kSessionOpenType = static_cast<uint16_t>(DecreeType::kSessionOpen);
+// Sessions ended by one expiry decree, at most.
+constexpr size_t kExpiryBatch = 1000;
+// How often the leader looks for quiet sessions.
+constexpr uint64_t kExpiryCheckMs = 100;
+
+SavedAnswer Undecodable(consensus::Slot slot) {
+  KvResult r;
+  r.code = KvResult::Code::kUndecodable;
+  return ClientRequests::AnswerOf(slot, r);
+}
+
+}  // namespace
+
+void ClientRequests::HandleSessionOp(uint64_t handle, ClientRequest&& req) {
+  if (st_.replica_->GetStatus().role != consensus::Role::kLeader) {
+    return st_.Respond(handle, st_.Redirect(req, "this node does not lead"));
+  }
+  if (std::string why = st_.versions_.WhyNotWritable(kSessionOpenType); !why.empty()) {
+    ClientResponse r = Answer(req.id, ClientCode::kUnsupported, "unsupported: " + why);
+    r.node_version = st_.versions_.self().ToString();
+    return st_.Respond(handle, std::move(r));
+  }
+  if (!st_.TakesWrites()) {
+    return st_.Respond(handle, Answer(req.id, ClientCode::kUnavailable, "leader is recovering the log; retry"));
+  }
+  if (req.op == ClientOp::kSessionKeepAlive) {
+    // The leader's timer only: no decree. A session it does not know (yet:
+    // its open is not applied here) is unknown to the client too.
+    if (!sessions_.Has(req.session)) {
+      return st_.Respond(handle, Answer(req.id, ClientCode::kSessionUnknown,
+                                        "session " + std::to_string(req.session) + " is unknown (closed or expired)"));
+    }
+    sessions_.Touch(req.session, st_.now_ms_);
+    ClientResponse r;
+    r.id = req.id;
+    r.slot = req.session;
+    return st_.Respond(handle, std::move(r));
+  }
+  Decree d;
+  if (req.op == ClientOp::kSessionOpen) {
+    if (req.ttl_ms < kSessionTtlMinMs || req.ttl_ms > kSessionTtlMaxMs) {
+      return st_.Respond(handle, Answer(req.id, ClientCode::kBadRequest,
+                                        "session timeout " + std::to_string(req.ttl_ms) + " ms is outside " +
+                                            std::to_string(kSessionTtlMinMs) + ".." +
+                                            std::to_string(kSessionTtlMaxMs) + " ms"));
+    }
+    if (sessions_.size() >= kSessionsMax) {
+      return st_.Respond(handle, Answer(req.id, ClientCode::kBusy,
+                                        "the session table is full (" + std::to_string(kSessionsMax) +
+                                            " open sessions); close unused sessions or wait for idle ones to expire"));
+    }
+    d.header = st_.versions_.HeaderFor(kSessionOpenType);
+    d.payload = EncodeSessionOpen(SessionOpen{req.ttl_ms});
+  } else {
+    d.header = st_.versions_.HeaderFor(static_cast<uint16_t>(DecreeType::kSessionClose));
+    d.payload = EncodeSessionIds(SessionIds{{req.session}});
+  }
+  auto slot = st_.ProposeDecree(d);
+  if (!slot.ok()) {
+    if (slot.status().code() == Status::Code::kNotLeader) {
+      return st_.Respond(handle, st_.Redirect(req, "this node does not lead"));
+    }
+    return st_.Respond(handle, Answer(req.id, ClientCode::kBusy, slot.status().message()));
+  }
+  AwaitChosen(*slot, d.tag, req.op, handle, req.id, st_.now_ms_ + st_.options_.request_timeout_ms);
+}
+
+void ClientRequests::StartedLeading() { sessions_.RestartTimers(st_.now_ms_); }
+
+bool ClientRequests::AnsweredBeforeProposing(uint64_t handle, const ClientRequest& req) {
+  if (std::string why = st_.versions_.WhyNotWritable(kSessionOpenType); !why.empty()) {
+    ClientResponse r = Answer(req.id, ClientCode::kUnsupported, "unsupported: " + why);
+    r.node_version = st_.versions_.self().ToString();
+    st_.Respond(handle, std::move(r));
+    return true;
+  }
+  if (!sessions_.Has(req.session)) {
+    st_.Respond(handle, Answer(req.id, ClientCode::kSessionUnknown,
+                               "session " + std::to_string(req.session) +
+                                   " is unknown (never opened, closed, or expired); not applied"));
+    return true;
+  }
+  if (const SavedAnswer* saved = sessions_.Find(req.session, req.seq)) {
+    st_.Respond(handle, ResponseOf(req.id, *saved));
+    return true;
+  }
+  sessions_.Touch(req.session, st_.now_ms_);
+  return false;
+}
+
+Decree ClientRequests::InSession(const Decree& d, uint64_t session, uint64_t seq, uint64_t lowest_pending) const {
+  Decree outer;
+  outer.header = st_.versions_.HeaderFor(static_cast<uint16_t>(DecreeType::kSessionWrite));
+  outer.payload = EncodeSessionWrite(SessionWrite{session, seq, lowest_pending, EncodeDecree(d)});
+  return outer;
+}
+
+bool ClientRequests::ApplySession(consensus::Slot slot, const Decree& d, bool replay_only) {
+  SavedAnswer answer;
+  answer.slot = slot;
+  switch (static_cast<DecreeType>(d.header.type)) {
+    case DecreeType::kSessionOpen: {
+      SessionOpen o;
+      if (DecodeSessionOpen(d.payload, &o).ok()) {
+        answer = sessions_.Open(slot, o);
+        sessions_.Touch(slot, st_.now_ms_);
+      } else {
+        answer = Undecodable(slot);
+      }
+      break;
+    }
+    case DecreeType::kSessionClose:
+    case DecreeType::kSessionExpire: {
+      SessionIds ids;
+      if (DecodeSessionIds(d.payload, &ids).ok()) sessions_.End(ids.ids);
+      if (d.header.type == static_cast<uint16_t>(DecreeType::kSessionExpire)) expiry_in_flight_until_ms_ = 0;
+      break;
+    }
+    case DecreeType::kSessionWrite: {
+      SessionWrite w;
+      Decree inner;
+      if (!DecodeSessionWrite(d.payload, &w).ok() || !DecodeDecree(w.decree, &inner).ok() ||
+          (FamilyOf(inner.header.type) != DecreeFamily::kKeyValue &&
+           FamilyOf(inner.header.type) != DecreeFamily::kDeploy)) {
+        // Written by a leader that built it: every node skips it alike.
+        answer = Undecodable(slot);
+        sessions_.NoteAppliedNothing(slot);
+        break;
+      }
+      if (!st_.versions_.CanRead(inner)) return false;
+      if (sessions_.Admit(w, &answer) == SessionTable::Verdict::kAnswered) {
+        sessions_.NoteAppliedNothing(slot);
+        break;
+      }
+      st_.versions_.Observe(inner, slot);
+      answer = st_.ApplyWrite(slot, inner, replay_only);
+      // A deployment command refused as stale changed nothing and is to be
+      // retried: its number stays free for the retry.
+      if (answer.code == static_cast<uint8_t>(ClientCode::kUnavailable)) {
+        sessions_.NoteAppliedNothing(slot);
+      } else {
+        sessions_.Record(w.session, w.seq, answer);
+        if (st_.options_.on_session_write) st_.options_.on_session_write(w.session, w.seq, slot);
+      }
+      sessions_.Touch(w.session, st_.now_ms_);
+      break;
+    }
+    default:
+      return false;
+  }
+  if (!replay_only) ReplyToWrite(slot, &d, answer);
+  return true;
+}
+
+void ClientRequests::MaybeExpireSessions() {
+  const uint64_t now = st_.now_ms_;
+  if (sessions_.size() == 0 || now < next_expiry_check_ms_) return;
+  next_expiry_check_ms_ = now + kExpiryCheckMs;
+  // Only a leader holding its lease, with the log recovered, decides: a
+  // deposed or partitioned one never ends a session.
+  consensus::ReplicaStatus s = st_.replica_->GetStatus();
+  if (!st_.TakesWrites() || s.lease_left_ms <= 0 || now < expiry_in_flight_until_ms_) return;
+  if (!st_.versions_.WhyNotWritable(static_cast<uint16_t>(DecreeType::kSessionExpire)).empty()) return;
+  std::vector<uint64_t> quiet = sessions_.Expired(now, kExpiryBatch);
+  if (quiet.empty()) return;
+  Decree d;
+  d.header = st_.versions_.HeaderFor(static_cast<uint16_t>(DecreeType::kSessionExpire));
+  d.payload = EncodeSessionIds(SessionIds{quiet});
+  if (st_.ProposeDecree(d).ok()) {
+    expiry_in_flight_until_ms_ = now + st_.options_.request_timeout_ms;
+    st_.Log(LogLevel::kInfo, "expiring " + std::to_string(quiet.size()) +
+                                 " session(s) whose clients were quiet past their timeout, first " +
+                                 std::to_string(quiet.front()));
+  }
+}
+
+}  // namespace ts::station

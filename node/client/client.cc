@@ -89,6 +89,10 @@ bool IsWriteOp(ClientOp op) {
   return IsLeaderOp(op) && op != ClientOp::kGet && op != ClientOp::kDeployQuery && op != ClientOp::kSnapshot;
 }
 
+bool IsSessionWrite(ClientOp op) {
+  return op == ClientOp::kPut || op == ClientOp::kCas || op == ClientOp::kDelete || op == ClientOp::kDeploy;
+}
+
 Client::Client(ClientOptions options) : options_(std::move(options)) {
   assert(!options_.endpoints.empty());
   assert(options_.backoff_min.count() > 0 && options_.backoff_min <= options_.backoff_max);
@@ -133,10 +137,68 @@ struct Client::CallState {
   ErrorList unreachable;                  // endpoints that could not be reached, and why
   bool any_answer = false;
   Status last;  // why the latest attempt gave no final answer
+  bool in_session = false;     // the request carries a session: unknown outcomes are retried
+  bool maybe_applied = false;  // an attempt may have been applied (its outcome is unknown)
+  std::optional<rpc::ClientResponse> unknown;  // the latest unknown outcome, returned if time runs out
 };
 
 StatusOr<rpc::ClientResponse> Client::Call(rpc::ClientRequest req) {
   ++stats_.calls;
+  const Clock::time_point deadline = Clock::now() + options_.timeout;
+  if (!IsSessionWrite(req.op) || !EnsureSession(deadline)) return CallOnce(std::move(req));
+  req.session = session_;
+  req.seq = next_seq_++;
+  req.lowest_pending = req.seq;  // one call at a time: nothing older is awaited
+  auto r = CallOnce(req);
+  if (!r.ok() || r->code != ClientCode::kSessionUnknown) return r;
+  // The session ended (it expired while this client was idle, or the
+  // cluster was downgraded) and no attempt was applied under it (CallOnce
+  // returns kSessionUnknown only then): open another and send it again.
+  session_ = 0;
+  if (!EnsureSession(deadline)) {
+    req.session = req.seq = req.lowest_pending = 0;
+  } else {
+    req.session = session_;
+    req.seq = next_seq_++;
+    req.lowest_pending = req.seq;
+  }
+  return CallOnce(std::move(req));
+}
+
+bool Client::EnsureSession(Clock::time_point deadline) {
+  if (session_ != 0) return true;
+  if (!options_.sessions || Clock::now() < session_retry_at_) return false;
+  rpc::ClientRequest open;
+  open.op = ClientOp::kSessionOpen;
+  open.ttl_ms = static_cast<uint64_t>(options_.session_ttl.count());
+  ClientOptions saved = options_;
+  options_.timeout = std::max(milliseconds(1), Left(deadline));
+  auto r = CallOnce(std::move(open));
+  options_.timeout = saved.timeout;
+  if (r.ok() && r->code == ClientCode::kOk && r->slot != 0) {
+    session_ = r->slot;
+    next_seq_ = 1;
+    session_refusal_.clear();
+    ++stats_.sessions_opened;
+    return true;
+  }
+  // No session (an older cluster, one whose marker has not moved yet, or no
+  // answer in time): this write goes without one; ask again in a while.
+  session_refusal_ = r.ok() ? std::string(rpc::ClientCodeName(r->code)) + ": " + r->message : r.status().ToString();
+  session_retry_at_ = Clock::now() + std::chrono::seconds(10);
+  return false;
+}
+
+void Client::CloseSession() {
+  if (session_ == 0) return;
+  rpc::ClientRequest close;
+  close.op = ClientOp::kSessionClose;
+  close.session = session_;
+  session_ = 0;
+  (void)CallOnce(std::move(close));
+}
+
+StatusOr<rpc::ClientResponse> Client::CallOnce(rpc::ClientRequest req) {
   CallState call = StartCall(req);
   while (Left(call.deadline).count() > 0) {
     std::optional<HostPort> target = NextTarget(call);
@@ -165,6 +227,7 @@ Client::CallState Client::StartCall(const rpc::ClientRequest& req) const {
   call.deadline = Clock::now() + options_.timeout;
   call.leader_op = IsLeaderOp(req.op);
   call.write = IsWriteOp(req.op);
+  call.in_session = req.session != 0 && req.seq != 0;
   if (leader_) call.order.push_back(*leader_);
   for (const HostPort& e : options_.endpoints) {
     if (!leader_ || !Same(e, *leader_)) call.order.push_back(e);
@@ -261,8 +324,9 @@ Client::Next Client::ProbeLeadership(CallState& call, const HostPort& target, rp
 std::optional<StatusOr<rpc::ClientResponse>> Client::Attempt(CallState& call, const HostPort& target,
                                                              rpc::BlockingClient& conn,
                                                              const rpc::ClientRequest& req) {
-  milliseconds attempt =
-      call.write ? Left(call.deadline) : std::min(Left(call.deadline), options_.read_attempt_timeout);
+  milliseconds attempt = !call.write       ? std::min(Left(call.deadline), options_.read_attempt_timeout)
+                         : call.in_session ? std::min(Left(call.deadline), options_.session_attempt_timeout)
+                                           : Left(call.deadline);
   if (attempt.count() <= 0) return GiveUp(call);
   ++stats_.attempts;
   StatusOr<rpc::ClientResponse> r = conn.Call(req, attempt);
@@ -270,6 +334,15 @@ std::optional<StatusOr<rpc::ClientResponse>> Client::Attempt(CallState& call, co
     DropConnection(target);
     ForgetLeader(target);
     // The request may have reached the node and been proposed.
+    if (call.write && call.in_session) {
+      // The cluster applies it at most once: send it again.
+      call.maybe_applied = true;
+      call.unknown = LostAnswer(target, r.status().message());
+      call.last = r.status();
+      ++stats_.session_retries;
+      BackOff(call);
+      return std::nullopt;
+    }
     if (call.write) return LostAnswer(target, r.status().message());
     call.unreachable.Set(target, r.status().message());
     call.last = r.status();
@@ -297,9 +370,27 @@ std::optional<StatusOr<rpc::ClientResponse>> Client::OnAnswer(CallState& call, c
       call.next = target;
       return std::nullopt;
     case ClientCode::kOutcomeUnknown:
-      // Final, as the client's own lost answer. The node may be shutting
-      // down: do not count on it as the leader.
+      // Final, as the client's own lost answer, unless in a session. The
+      // node may be shutting down: do not count on it as the leader.
       ForgetLeader(target);
+      if (call.in_session) {
+        call.maybe_applied = true;
+        call.last = Status::Unavailable(target.ToString() + ": " + resp.message);
+        call.unknown = std::move(resp);
+        ++stats_.session_retries;
+        BackOff(call);
+        return std::nullopt;
+      }
+      return resp;
+    case ClientCode::kSessionUnknown:
+      if (call.maybe_applied) {
+        // An earlier attempt may have been applied before the session ended:
+        // nothing can tell now.
+        rpc::ClientResponse r = call.unknown.value_or(rpc::ClientResponse{});
+        r.code = ClientCode::kOutcomeUnknown;
+        r.message = "the session ended while the write's outcome was unknown (" + resp.message + ")";
+        return r;
+      }
       return resp;
     default:
       if (call.leader_op) leader_ = target;
@@ -307,7 +398,9 @@ std::optional<StatusOr<rpc::ClientResponse>> Client::OnAnswer(CallState& call, c
   }
 }
 
-Status Client::GiveUp(const CallState& call) const {
+StatusOr<rpc::ClientResponse> Client::GiveUp(const CallState& call) const {
+  // An attempt that may have been applied: never claim it was not.
+  if (call.maybe_applied && call.unknown) return *call.unknown;
   if (!call.any_answer) return Status::Unavailable("cluster unreachable: " + call.unreachable.Join());
   if (call.last.code() == Status::Code::kBusy) return call.last;
   return Status::Unavailable("no leader: " + call.last.message());

@@ -10,12 +10,20 @@
 //    was not applied; retry after a short backoff.
 //  - kBusy: nothing was proposed; retry after a backoff.
 //  - kOutcomeUnknown: the node proposed the write but cannot tell whether it
-//    was chosen (it timed out, or it is shutting down). Final: returned to
-//    the caller, never retried.
+//    was chosen (it timed out, or it is shutting down). Without a session:
+//    final, returned to the caller, never retried.
 //  - a write whose connection times out or breaks after it was sent: the
 //    outcome is unknown too, and the client answers it exactly as the node
-//    would, with a response of code kOutcomeUnknown; it is never retried.
-//    A read-only request is retried on another endpoint.
+//    would, with a response of code kOutcomeUnknown; without a session it
+//    is never retried. A read-only request is retried on another endpoint.
+//  - with a session (docs/design/sessions.md; nodes of 1.3.0 on, once the
+//    cluster's marker says so), a write (put, cas, delete, deploy) carries
+//    the session and its number, so the cluster applies it at most once and
+//    answers a repeat with the first answer: the client then retries an
+//    unknown outcome itself until the deadline, and returns kOutcomeUnknown
+//    only when the deadline is spent. An unknown session (expired while the
+//    client was idle) is reopened if no attempt of the write can have been
+//    applied under it; otherwise the outcome stays unknown.
 //  - so that a hung follower (paused, partitioned) cannot strand a write,
 //    a write goes only to the remembered leader or to a node that has just
 //    said, in answer to a status probe, that it leads. A probe is read-only
@@ -49,10 +57,18 @@ struct ClientOptions {
   // One attempt of a read-only request (get, status, log) before trying
   // another node; writes always wait until the overall deadline.
   std::chrono::milliseconds read_attempt_timeout{1000};
+  // One attempt of a write in a session before it is sent again (without
+  // a session a write waits until the overall deadline: it is never sent
+  // twice).
+  std::chrono::milliseconds session_attempt_timeout{2000};
   std::chrono::milliseconds backoff_min{10};
   std::chrono::milliseconds backoff_max{200};
   // Mutual TLS to every node (ResolveClientTls); null: plaintext.
   std::shared_ptr<rpc::TlsContext> tls;
+  // Writes go in a session when the cluster has sessions (opened with the
+  // first write; a cluster without them is asked again after a while).
+  bool sessions = true;
+  std::chrono::milliseconds session_ttl{30000};
 };
 
 // Counters for tests and tools: how a client got its answers.
@@ -63,6 +79,8 @@ struct ClientStats {
   uint64_t connect_failures = 0;
   uint64_t backoffs = 0;
   uint64_t probes = 0;  // status probes before a write to an unconfirmed node
+  uint64_t sessions_opened = 0;
+  uint64_t session_retries = 0;  // attempts repeated after an unknown outcome, in a session
 };
 
 class Client {
@@ -110,6 +128,13 @@ class Client {
   const std::optional<rpc::HostPort>& leader() const { return leader_; }
   const ClientStats& stats() const { return stats_; }
   const ClientOptions& options() const { return options_; }
+  // The open session's id (0: none: not opened yet, or the cluster has no
+  // sessions), and why the last attempt to open one did not (empty: it did).
+  uint64_t session() const { return session_; }
+  const std::string& session_refusal() const { return session_refusal_; }
+  // Ends the session, if one is open (a decree; best effort: a session
+  // not closed expires after its timeout).
+  void CloseSession();
 
  private:
   struct CachedConnection {
@@ -145,12 +170,20 @@ class Client {
                                                        rpc::BlockingClient& conn, const rpc::ClientRequest& req);
   std::optional<StatusOr<rpc::ClientResponse>> OnAnswer(CallState& call, const rpc::HostPort& target,
                                                         rpc::ClientResponse resp);
-  Status GiveUp(const CallState& call) const;
+  StatusOr<rpc::ClientResponse> GiveUp(const CallState& call) const;
+  // The session for the next write: opens one if there is none and the
+  // cluster may have them. False: the write goes without one.
+  bool EnsureSession(std::chrono::steady_clock::time_point deadline);
+  StatusOr<rpc::ClientResponse> CallOnce(rpc::ClientRequest req);
 
   StatusOr<rpc::NodeStatus> StatusWithin(const rpc::HostPort& endpoint, std::chrono::milliseconds timeout) const;
   std::vector<StatusOr<rpc::NodeStatus>> StatusOfAllWithin(std::chrono::milliseconds timeout) const;
 
   ClientOptions options_;
+  uint64_t session_ = 0;
+  uint64_t next_seq_ = 1;
+  std::string session_refusal_;
+  std::chrono::steady_clock::time_point session_retry_at_{};  // after a refusal, ask again from then on
   std::optional<rpc::HostPort> leader_;
   std::map<std::string, CachedConnection> connections_;  // by "host:port"
   ClientStats stats_;
@@ -160,5 +193,7 @@ class Client {
 bool IsLeaderOp(rpc::ClientOp op);
 // True for the operations that write a decree: leader operations but get.
 bool IsWriteOp(rpc::ClientOp op);
+// True for the writes that may go in a session: put, cas, delete, deploy.
+bool IsSessionWrite(rpc::ClientOp op);
 
 }  // namespace ts::client

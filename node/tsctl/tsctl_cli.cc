@@ -228,6 +228,15 @@ class Command {
     o.connect_timeout = std::min(o.timeout, o.connect_timeout);
     o.read_attempt_timeout = std::min(o.timeout, o.read_attempt_timeout);
     client_ = std::make_unique<Client>(std::move(o));
+    int rc = Dispatch(name, *member_id);
+    // A write opened a session (client.h): end it now rather than leave it
+    // to its timeout.
+    client_->CloseSession();
+    return rc;
+  }
+
+ private:
+  int Dispatch(const std::string& name, consensus::NodeId member_id) {
     if (name == "status") return ShowStatus();
     if (name == "put") return Put();
     if (name == "get") return Get();
@@ -235,7 +244,7 @@ class Command {
     if (name == "delete") return Delete();
     if (name == "log") return Log();
     if (name == "downgrade") return DowngradeCmd();
-    if (name == "member") return RunMember(*client_, args_.member, *member_id, args_.timeout_ms, output_);
+    if (name == "member") return RunMember(*client_, args_.member, member_id, args_.timeout_ms, output_);
     if (name == "snapshot") return SnapshotSave();
     if (name == "migrate") return Migrate();
     if (name == "version") return Version();
@@ -243,7 +252,6 @@ class Command {
     return Fail(kExitUsage, "unknown command " + name);
   }
 
- private:
   int Fail(int code, const std::string& message, nlohmann::json extra = nlohmann::json::object()) {
     return output_.Fail(code, message, std::move(extra));
   }

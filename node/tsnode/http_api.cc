@@ -73,6 +73,24 @@ StatusOr<nlohmann::json> ParseBody(std::string_view body) {
 
 // The fields of a request from a JSON object (for /v1/request, /v1/cas
 // and puts).
+// A write in a session (docs/design/sessions.md): "session", "seq" and
+// "lowest_pending" (default: seq); a session's "ttl_ms".
+Status FillSessionFields(const nlohmann::json& j, rpc::ClientRequest* req) {
+  for (const char* f : {"session", "seq", "lowest_pending", "ttl_ms"}) {
+    if (!j.contains(f)) continue;
+    if (!j[f].is_number_unsigned()) return Status::InvalidArgument(std::string("\"") + f + "\" must be a number");
+    uint64_t v = j[f].get<uint64_t>();
+    std::string_view name(f);
+    if (name == "session") req->session = v;
+    else if (name == "seq") req->seq = v;
+    else if (name == "lowest_pending") req->lowest_pending = v;
+    else req->ttl_ms = v;
+  }
+  if (req->session != 0 && req->seq == 0) return Status::InvalidArgument("a write in a session needs \"seq\" (from 1)");
+  if (req->session != 0 && !j.contains("lowest_pending")) req->lowest_pending = req->seq;
+  return Status::Ok();
+}
+
 Status FillFromJson(const nlohmann::json& j, rpc::ClientRequest* req) {
   if (j.contains("key")) {
     if (!j["key"].is_string()) return Status::InvalidArgument("\"key\" must be a string");
@@ -96,14 +114,14 @@ Status FillFromJson(const nlohmann::json& j, rpc::ClientRequest* req) {
     else if (std::string_view(f) == "limit") req->limit = static_cast<uint32_t>(std::min<uint64_t>(v, UINT32_MAX));
     else req->offset = v;
   }
-  return Status::Ok();
+  return FillSessionFields(j, req);
 }
 
 }  // namespace
 
 StatusOr<ClientOp> ClientOpFromName(std::string_view name) {
   std::string known;
-  for (uint8_t i = 1; i <= static_cast<uint8_t>(ClientOp::kMigrate); ++i) {
+  for (uint8_t i = 1; i <= static_cast<uint8_t>(rpc::kLastClientOp); ++i) {
     auto op = static_cast<ClientOp>(i);
     if (name == rpc::ClientOpName(op)) return op;
     known += (known.empty() ? "" : ", ") + std::string(rpc::ClientOpName(op));
@@ -129,6 +147,7 @@ StatusOr<rpc::ClientRequest> RequestFromHttp(std::string_view method, std::strin
       if (!value.ok()) return value.status();
       req.op = ClientOp::kPut;
       req.value = std::move(*value);
+      if (Status s = FillSessionFields(*json, &req); !s.ok()) return s;
     } else {
       return Status::InvalidArgument("/v1/kv/KEY takes GET, PUT and DELETE, not " + std::string(method));
     }
@@ -144,6 +163,31 @@ StatusOr<rpc::ClientRequest> RequestFromHttp(std::string_view method, std::strin
     if (!json.ok()) return json.status();
     req.op = ClientOp::kDeploy;
     req.value = std::string(body);
+    if (Status s = FillSessionFields(*json, &req); !s.ok()) return s;
+    return req;
+  }
+  if (route == "session") {
+    // POST /v1/session {"ttl_ms": N}: open; POST /v1/session/ID/keepalive;
+    // DELETE /v1/session/ID: close.
+    if (method == "POST" && rest.empty()) {
+      if (!json.ok()) return json.status();
+      req.op = ClientOp::kSessionOpen;
+      if (Status s = FillSessionFields(*json, &req); !s.ok()) return s;
+      if (req.ttl_ms == 0) return Status::InvalidArgument("the body needs \"ttl_ms\": the session's timeout");
+      return req;
+    }
+    std::string_view id = rest.substr(0, rest.find('/'));
+    std::string_view action = rest.size() > id.size() ? rest.substr(id.size() + 1) : std::string_view();
+    auto v = Number(id, "session id");
+    if (!v.ok() || *v == 0) return Status::InvalidArgument("the path is /v1/session/ID with a session id");
+    req.session = *v;
+    if (method == "DELETE" && action.empty()) {
+      req.op = ClientOp::kSessionClose;
+    } else if (method == "POST" && action == "keepalive") {
+      req.op = ClientOp::kSessionKeepAlive;
+    } else {
+      return Status::InvalidArgument("sessions: POST /v1/session, POST /v1/session/ID/keepalive, DELETE /v1/session/ID");
+    }
     return req;
   }
   if (route == "status" || route == "log") {
@@ -197,6 +241,7 @@ int HttpStatusOf(ClientCode code) {
     case ClientCode::kOutcomeUnknown: return 504;
     case ClientCode::kPermissionDenied: return 403;
     case ClientCode::kUnsupported: return 501;  // the node's release does not know the op
+    case ClientCode::kSessionUnknown: return 410;  // gone: closed or expired
   }
   return 500;
 }

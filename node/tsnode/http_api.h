@@ -17,6 +17,14 @@
 //   GET    /v1/log?from=S&limit=N decrees of the chosen log
 //   POST   /v1/request            any request: {"op": "put", "key": ..., ...}; op is one of the names
 //                                 below, fields as in the requests above plus from_slot, limit
+//   POST   /v1/session            open a session: body {"ttl_ms": N}; the answer's slot is its id
+//   POST   /v1/session/ID/keepalive   restart its timeout
+//   DELETE /v1/session/ID         close it
+// Writes (PUT /v1/kv/KEY, POST /v1/cas, POST /v1/deploy, /v1/request) go
+// in a session with "session": ID, "seq": N (from 1, repeated by a retry)
+// and optionally "lowest_pending" (default: seq) in their body: a retry is
+// then applied at most once and gets the first answer
+// (docs/design/sessions.md).
 //
 // KEY is the rest of the path, percent-decoded (it may hold '/'). Answers
 // are JSON: {"code": "ok"|"not leader"|..., "message", "leader_hint", "slot",
@@ -24,7 +32,7 @@
 // status follows the code: ok 200, not found 404, compare failed 412, bad
 // request 400, not leader 421 (leader_hint: the leader's client port),
 // unavailable 503, busy 429, outcome unknown 504, permission denied 403,
-// internal error 500.
+// internal error 500, unsupported 501, session unknown 410.
 #pragma once
 
 #include <string>

@@ -1,10 +1,13 @@
 // Client against fake nodes on loopback: it follows leader hints, skips
 // unreachable nodes, remembers the leader, and never retries a write whose
-// outcome is unknown.
+// outcome is unknown, unless the write is in a session (the last tests).
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
+#include <functional>
+#include <mutex>
+#include <vector>
 
 #include "node/client/client.h"
 #include "tests/unit/client/client_fake_node.h"
@@ -42,7 +45,22 @@ ClientOptions Options(std::vector<rpc::HostPort> endpoints, std::chrono::millise
   ClientOptions o;
   o.endpoints = std::move(endpoints);
   o.timeout = timeout;
+  o.sessions = false;  // the rules without sessions; the session tests turn them on
   return o;
+}
+
+ClientOptions WithSessions(ClientOptions o) {
+  o.sessions = true;
+  return o;
+}
+
+// A leader with sessions: opens session 77; puts go to `put`.
+FakeNode::Script SessionLeader(std::function<std::optional<rpc::ClientResponse>(const ClientRequest&)> put) {
+  return Leading([put](const ClientRequest& r) -> std::optional<rpc::ClientResponse> {
+    if (r.op == ClientOp::kSessionOpen) return Ok(77);
+    if (r.op == ClientOp::kSessionClose) return Ok(0);
+    return put(r);
+  });
 }
 
 TEST(Client, Call_followsTheFollowersHintToTheLeader) {
@@ -406,6 +424,89 @@ TEST(Client, FindLeader_noLeaderAnywhereIsUnavailable) {
 
   ASSERT_FALSE(leader.ok());
   EXPECT_EQ(leader.status().message().rfind("no leader", 0), 0u) << leader.status().message();
+}
+
+TEST(Client, Session_aWriteWhoseOutcomeIsUnknownIsSentAgainWithTheSameNumber) {
+  std::vector<ClientRequest> seen;
+  std::mutex mu;
+  FakeNode node(SessionLeader([&](const ClientRequest& r) -> std::optional<rpc::ClientResponse> {
+    std::lock_guard<std::mutex> lock(mu);
+    seen.push_back(r);
+    if (seen.size() == 1) return Code(ClientCode::kOutcomeUnknown, "timed out");
+    if (seen.size() == 2) return std::nullopt;  // the answer is lost
+    return Ok(12);
+  }));
+  ClientOptions o = WithSessions(Options({node.addr()}));
+  o.session_attempt_timeout = 200ms;
+  o.timeout = 3000ms;
+  Client client(o);
+
+  auto r = client.Call(Put("k", "v"));
+
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->code, ClientCode::kOk) << r->message;
+  EXPECT_EQ(r->slot, 12u);
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_EQ(seen.size(), 3u);
+  for (const ClientRequest& req : seen) {
+    EXPECT_EQ(req.session, 77u);
+    EXPECT_EQ(req.seq, seen[0].seq) << "a retry repeats the write's number";
+    EXPECT_EQ(req.lowest_pending, seen[0].seq);
+  }
+  EXPECT_EQ(client.stats().sessions_opened, 1u);
+  EXPECT_EQ(client.stats().session_retries, 2u);
+}
+
+TEST(Client, Session_theDeadlineSpentOnUnknownOutcomesIsOutcomeUnknown_NeverAnError) {
+  FakeNode node(SessionLeader([](const ClientRequest&) { return Code(ClientCode::kOutcomeUnknown, "timed out"); }));
+  Client client(WithSessions(Options({node.addr()}, 500ms)));
+
+  auto r = client.Call(Put("k", "v"));
+
+  ASSERT_TRUE(r.ok()) << "it may have been applied: never 'applied by no attempt'" << r.status().ToString();
+  EXPECT_EQ(r->code, ClientCode::kOutcomeUnknown);
+  EXPECT_GE(node.count(ClientOp::kPut), 2u);
+}
+
+TEST(Client, Session_anUnknownSessionAfterAnUnknownOutcomeStaysUnknown_ButOnAFirstAttemptIsReopened) {
+  std::atomic<int> puts{0};
+  FakeNode node(SessionLeader([&](const ClientRequest&) {
+    int n = puts++;
+    if (n == 0) return Code(ClientCode::kOutcomeUnknown, "timed out");
+    return Code(ClientCode::kSessionUnknown, "session 77 is unknown");
+  }));
+  Client client(WithSessions(Options({node.addr()})));
+  auto r = client.Call(Put("k", "v"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->code, ClientCode::kOutcomeUnknown) << r->message;
+
+  std::atomic<int> puts2{0};
+  FakeNode fresh(SessionLeader([&](const ClientRequest&) {
+    return puts2++ == 0 ? Code(ClientCode::kSessionUnknown, "session 77 is unknown") : Ok(30);
+  }));
+  Client client2(WithSessions(Options({fresh.addr()})));
+  auto r2 = client2.Call(Put("k", "v"));
+  ASSERT_TRUE(r2.ok()) << r2.status().ToString();
+  EXPECT_EQ(r2->code, ClientCode::kOk) << "refused before anything was applied: reopened and sent again";
+  EXPECT_EQ(fresh.count(ClientOp::kSessionOpen), 2u);
+}
+
+TEST(Client, Session_aClusterWithoutSessionsGetsThePlainWrite) {
+  FakeNode node(Leading([](const ClientRequest& r) {
+    if (r.op == ClientOp::kSessionOpen) return Code(ClientCode::kUnsupported, "unsupported: sessions need 1.3.0");
+    return Ok(5);
+  }));
+  Client client(WithSessions(Options({node.addr()})));
+
+  auto r = client.Call(Put("k", "v"));
+
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->code, ClientCode::kOk);
+  EXPECT_EQ(node.requests().back().session, 0u);
+  EXPECT_EQ(client.session(), 0u);
+  EXPECT_NE(client.session_refusal().find("1.3.0"), std::string::npos) << client.session_refusal();
+  ASSERT_TRUE(client.Call(Put("k", "w")).ok());
+  EXPECT_EQ(node.count(ClientOp::kSessionOpen), 1u) << "not asked again at once";
 }
 
 }  // namespace

@@ -269,5 +269,81 @@ TEST(RollingUpgradeWire, NegativeControl_ANewerVersionSentToAnOlderPeerIsCaught)
   }
 }
 
+// Sessions (1.3.0) through the version rules: refused until the 1.3.0
+// marker; used once it is written, while a 1.2.0 node records the session
+// decrees it cannot read; then a downgrade restates them (a write as its
+// write, a duplicate and the session decrees as nothing), the 1.2.0 node
+// resumes with the same state, and the sessions end everywhere.
+TEST(RollingUpgradeSessions, UsedAfterTheMarker_RestatedByADowngrade_WithEqualStates) {
+  const Semver k120{1, 2, 0}, k130{1, 3, 0};
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    VersionedCluster vc(std::vector<Semver>(3, k120), seed);
+    ASSERT_TRUE(vc.Put("k", "before")) << "seed " << seed;
+    rpc::ClientRequest open;
+    open.op = rpc::ClientOp::kSessionOpen;
+    open.ttl_ms = 60'000;
+    auto refused = vc.Call(open);
+    ASSERT_TRUE(refused.has_value()) << "seed " << seed;
+    EXPECT_EQ(refused->code, rpc::ClientCode::kUnsupported) << "seed " << seed << ": " << refused->message;
+    vc.Upgrade(1, k130);
+    vc.Upgrade(2, k130);
+    ASSERT_TRUE(vc.RunUntil([&] { return LeaderRuns(vc, k130) && vc.state(*vc.Leader()).latest_marker() == k130; },
+                            5000))
+        << "seed " << seed;
+    auto opened = vc.Call(open);
+    ASSERT_TRUE(opened && opened->code == rpc::ClientCode::kOk)
+        << "seed " << seed << ": " << (opened ? opened->message : "no answer");
+    rpc::ClientRequest put;
+    put.op = rpc::ClientOp::kPut;
+    put.key = "s";
+    put.value = "one";
+    put.session = opened->slot;
+    put.seq = 1;
+    put.lowest_pending = 1;
+    rpc::ClientRequest plain;
+    plain.op = rpc::ClientOp::kPut;
+    plain.key = "s";
+    plain.value = "two";
+    // Write 1, a plain put, and write 1 again, all reaching the leader
+    // before it applies any: the log holds s=one, s=two and a duplicate of
+    // s=one, which applies nothing (a restatement of it as s=one would leave
+    // the 1.2.0 node with "one").
+    StationCluster& sc = vc.cluster();
+    NodeId l = *vc.Leader();
+    std::vector<uint64_t> handles = {sc.Send(l, put), sc.Send(l, plain), sc.Send(l, put)};
+    std::vector<std::optional<rpc::ClientResponse>> answers(3);
+    ASSERT_TRUE(vc.RunUntil([&] {
+      for (size_t i = 0; i < 3; ++i) {
+        if (!answers[i]) answers[i] = sc.TakeReply(handles[i]);
+      }
+      return answers[0] && answers[1] && answers[2];
+    }, 3000)) << "seed " << seed;
+    for (const auto& a : answers) ASSERT_EQ(a->code, rpc::ClientCode::kOk) << "seed " << seed << ": " << a->message;
+    EXPECT_EQ(answers[2]->slot, answers[0]->slot) << "seed " << seed << ": the duplicate gets the first answer";
+    EXPECT_GT(answers[1]->slot, answers[0]->slot) << "seed " << seed;
+    ASSERT_TRUE(vc.Put("k", "after")) << "seed " << seed;
+    ASSERT_TRUE(vc.RunUntil([&] { return vc.Stuck(3); }, 3000)) << "seed " << seed << ": 1.2.0 cannot read them";
+    ASSERT_EQ(vc.Downgrade(k120), "") << "seed " << seed;
+    ASSERT_TRUE(vc.RunUntil([&] {
+      for (NodeId id = 1; id <= 3; ++id) {
+        if (vc.Stuck(id) || vc.state(id).downgrade_to() != k120) return false;
+      }
+      return vc.cluster().station(1).applied_slot() == vc.cluster().station(3).applied_slot() &&
+             vc.cluster().station(2).applied_slot() == vc.cluster().station(3).applied_slot();
+    }, 5000)) << "seed " << seed << ": " << vc.Describe(3);
+    for (NodeId id = 1; id <= 3; ++id) {
+      EXPECT_EQ(vc.value(id, "k"), "after") << "seed " << seed << " node " << id;
+      EXPECT_EQ(vc.value(id, "s"), "two") << "seed " << seed << " node " << id;
+      EXPECT_EQ(vc.cluster().station(id).StateDigest(), vc.cluster().station(3).StateDigest())
+          << "seed " << seed << " node " << id;
+      EXPECT_EQ(vc.cluster().station(id).sessions().size(), 0u) << "seed " << seed << ": the downgrade ends them";
+    }
+    auto after = vc.Call(put);
+    ASSERT_TRUE(after.has_value()) << "seed " << seed;
+    EXPECT_EQ(after->code, rpc::ClientCode::kUnsupported) << "seed " << seed << ": " << after->message;
+    EXPECT_EQ(vc.CheckVersionRules(false), "") << "seed " << seed;
+  }
+}
+
 }  // namespace
 }  // namespace ts::sim

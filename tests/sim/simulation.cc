@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "tests/sim/deploy_workload.h"
+#include "tests/sim/session_workload.h"
 #include "tests/sim/station_cluster.h"
 
 namespace ts::sim {
@@ -58,12 +59,18 @@ class Run {
         rng_(o.seed),
         nodes_(o.nodes ? o.nodes : (rng_() % 2 ? 5 : 3)),
         // The versioned layer plans a fixed member set: no spare there.
-        c_(nodes_, rng_(), OptionsFor(rng_), /*spares=*/layer ? 0 : 1),
-        deploy_(c_, rng_()) {
+        c_(nodes_, rng_(), WithLedger(OptionsFor(rng_), ledger_.get()), /*spares=*/layer ? 0 : 1),
+        deploy_(c_, rng_()),
+        sessions_(c_, ledger_, rng_(), 3) {
     c_.network().SetClockDrift(20000);  // 2%: within what the lease's drift margin tolerates
     if (layer) layer_ = layer(c_, rng_());
     for (NodeId id = 1; id <= nodes_; ++id) bound_.insert({id, 0});  // the bootstrap members
     c_.AddReadyObserver([this](NodeId id, const station::Ready& r) { CheckVotes(id, r); });
+  }
+
+  static station::StationOptions WithLedger(station::StationOptions o, SessionLedger* ledger) {
+    ledger->Hook(&o);
+    return o;
   }
 
   // Half the seeds use a short election jitter, so candidates duel.
@@ -139,6 +146,7 @@ class Run {
     c_.Run(1);
     if (layer_) layer_->AfterStep();
     deploy_.Step(operator_active);
+    sessions_.Step(operator_active);
     Fail(c_.CheckInvariants());
     CheckLeasesAndCoordinators();
     CollectWriteReplies();
@@ -665,7 +673,10 @@ class Run {
         break;
       }
     }
+    Fail(sessions_.Check());
     r_.acknowledged = acked_.size();
+    r_.session_writes = sessions_.acknowledged();
+    r_.session_retries = sessions_.retries();
     r_.chosen = log.size();
     // A station counts what it applied since it started, replay included:
     // on the longest log's node, every deployment decree of the log.
@@ -682,10 +693,12 @@ class Run {
   SimOptions o_;
   std::mt19937_64 rng_;
   size_t nodes_;
+  std::shared_ptr<SessionLedger> ledger_ = std::make_shared<SessionLedger>();
   StationCluster c_;
   // Joins and leaves through membership changes; 0 when there is none.
   NodeId spare_ = c_.members().size() > nodes_ ? static_cast<NodeId>(nodes_ + 1) : 0;
   DeployWorkload deploy_;
+  SessionWorkload sessions_;
   std::unique_ptr<SimLayer> layer_;
   SimResult r_;
   uint64_t next_value_ = 0;
@@ -744,6 +757,8 @@ SweepResult SweepSeeds(SimOptions o, uint64_t count, size_t max_failures,
     t.snapshots += r.snapshots;
     t.snapshots_torn += r.snapshots_torn;
     t.installs += r.installs;
+    t.session_writes += r.session_writes;
+    t.session_retries += r.session_retries;
     t.last_trace_hash = r.trace_hash;
     if (!r.ok) {
       ++t.failed;
@@ -758,14 +773,16 @@ std::string SweepResult::Summary() const {
   std::snprintf(line, sizeof line,
                 "seeds=%llu failed=%llu acknowledged=%llu faults=%llu write_faults=%llu version_steps=%llu "
                 "deploy_decrees=%llu (stale %llu) coordinator_handovers=%llu wipes=%llu foreign_disks=%llu "
-                "refusals=%llu member_decrees=%llu snapshots=%llu (torn %llu) installs=%llu crashes_writing=%llu simulated_hours=%.2f",
+                "refusals=%llu member_decrees=%llu snapshots=%llu (torn %llu) installs=%llu crashes_writing=%llu "
+                "session_writes=%llu (retried %llu) simulated_hours=%.2f",
                 (unsigned long long)seeds, (unsigned long long)failed, (unsigned long long)acknowledged,
                 (unsigned long long)faults, (unsigned long long)write_faults, (unsigned long long)version_steps,
                 (unsigned long long)deploy_decrees, (unsigned long long)deploy_stale,
                 (unsigned long long)coordinator_handovers, (unsigned long long)wipes,
                 (unsigned long long)foreign_disks, (unsigned long long)refusals, (unsigned long long)member_changes,
                 (unsigned long long)snapshots, (unsigned long long)snapshots_torn, (unsigned long long)installs,
-                (unsigned long long)crashes_writing, simulated_ms / 3600000.0);
+                (unsigned long long)crashes_writing, (unsigned long long)session_writes,
+                (unsigned long long)session_retries, simulated_ms / 3600000.0);
   return line;
 }
 

@@ -51,6 +51,8 @@ struct SimResult {
   uint64_t snapshots = 0;       // snapshots taken (finished)
   uint64_t snapshots_torn = 0;  // snapshot writes cut short by a crash
   uint64_t installs = 0;        // snapshots installed from a peer
+  uint64_t session_writes = 0;  // writes acknowledged to clients with sessions
+  uint64_t session_retries = 0; // of their attempts, sent again (lost answer, unknown outcome, no leader)
 };
 
 // What a layer adds to a run: the versioned simulation plugs in a schedule
@@ -94,6 +96,7 @@ struct SweepResult {
   uint64_t seeds = 0, failed = 0, acknowledged = 0, faults = 0, write_faults = 0, version_steps = 0,
            simulated_ms = 0, deploy_decrees = 0, deploy_stale = 0, coordinator_handovers = 0, wipes = 0,
            foreign_disks = 0, refusals = 0, member_changes = 0, snapshots = 0, snapshots_torn = 0, installs = 0, crashes_writing = 0;
+  uint64_t session_writes = 0, session_retries = 0;
   uint64_t last_trace_hash = 0;
   std::vector<std::string> failures;  // "seed S: what broke\n  replay: COMMAND"
   std::string Summary() const;        // one line of the totals

@@ -29,6 +29,9 @@ class StationCluster::DiskLog : public station::LogSource {
 
 station::StationOptions StationCluster::DefaultOptions() {
   station::StationOptions o;
+  // The version tsnode announces by default: the rules of this release
+  // (its marker, its models, its sessions) are what the simulator runs.
+  o.consensus.software_version = TS_SOFTWARE_VERSION_STRING;
   o.consensus.check_invariants = true;
   o.health_period_ms = 200;
   o.request_timeout_ms = 3000;

@@ -129,6 +129,19 @@ bool VersionedCluster::Put(const std::string& key, const std::string& value, uin
   return false;
 }
 
+std::optional<rpc::ClientResponse> VersionedCluster::Call(const rpc::ClientRequest& req, uint64_t limit_ms) {
+  uint64_t deadline = c_.now_ms() + limit_ms;
+  std::optional<rpc::ClientResponse> last;
+  while (c_.now_ms() < deadline) {
+    auto h = Request(req);
+    auto r = h ? Await(*h, deadline - c_.now_ms()) : std::nullopt;
+    if (r) last = r;
+    if (r && r->code != rpc::ClientCode::kNotLeader && r->code != rpc::ClientCode::kUnavailable) return r;
+    Run(1);
+  }
+  return last;
+}
+
 std::string VersionedCluster::Downgrade(const Semver& target, uint64_t limit_ms) {
   if (!RunUntil([&] { return c_.Leader() && c_.station(*c_.Leader()).replica().GetStatus().leader_ready; },
                 limit_ms)) {
@@ -169,8 +182,10 @@ std::vector<Decree> VersionedCluster::Log() const {
 }
 
 uint8_t VersionedCluster::WireVersionMaxOf(const Semver& v) {
-  // 1.2.0 was the first release to speak wire version 2.
-  return v < Semver{1, 2, 0} ? rpc::kWireVersionMin : rpc::kWireVersion;
+  // 1.2.0 was the first release to speak wire version 2, 1.3.0 version 3.
+  if (v < Semver{1, 2, 0}) return rpc::kWireVersionMin;
+  if (v < Semver{1, 3, 0}) return 2;
+  return rpc::kWireVersion;
 }
 
 // What the peer transport does with a message, through the same codec and

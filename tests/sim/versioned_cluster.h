@@ -50,6 +50,9 @@ class VersionedCluster {
   // A downgrade to `target` asked of the leader: its refusal, or "" once
   // the decree is applied.
   std::string Downgrade(const station::Semver& target, uint64_t limit_ms = 3000);
+  // Sends `req` to the leader until it gets an answer other than "no
+  // leader yet" (not leader, unavailable), or `limit_ms` passes.
+  std::optional<rpc::ClientResponse> Call(const rpc::ClientRequest& req, uint64_t limit_ms = 3000);
   // The request alone, at whichever node leads: the refusal given at once,
   // or "" once taken (the decree may still fail to be written).
   std::string ProposeDowngrade(const station::Semver& target);

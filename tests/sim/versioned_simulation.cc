@@ -14,6 +14,7 @@ using station::Semver;
 const Semver kA{1, 0, 0};
 const Semver kB{1, 1, 0};
 const Semver kC{1, 2, 0};
+const Semver kD{1, 3, 0};  // sessions
 
 // Start versions and the targets to walk through, chosen by the seed.
 struct Plan {
@@ -23,10 +24,14 @@ struct Plan {
 
 Plan ChoosePlan(size_t nodes, std::mt19937_64& rng) {
   Plan p;
-  switch (rng() % 4) {
+  switch (rng() % 5) {
     case 0:  // the whole way up
       p.start.assign(nodes, kA);
-      p.targets = {kB, kC};
+      p.targets = {kB, kC, kD};
+      break;
+    case 4:  // up to the release with sessions, down again (restating them), up again
+      p.start.assign(nodes, kC);
+      p.targets = {kD, kC, kD};
       break;
     case 1:  // up, then an explicit downgrade back to A, then up again
       p.start.assign(nodes, kA);

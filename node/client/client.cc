@@ -150,11 +150,17 @@ StatusOr<rpc::ClientResponse> Client::Call(rpc::ClientRequest req) {
   req.seq = next_seq_++;
   req.lowest_pending = req.seq;  // one call at a time: nothing older is awaited
   auto r = CallOnce(req);
-  if (!r.ok() || r->code != ClientCode::kSessionUnknown) return r;
-  // The session ended (it expired while this client was idle, or the
-  // cluster was downgraded) and no attempt was applied under it (CallOnce
-  // returns kSessionUnknown only then): open another and send it again.
+  if (!r.ok() || (r->code != ClientCode::kSessionUnknown && r->code != ClientCode::kUnsupported)) return r;
+  // The session ended (it expired while this client was idle, or a
+  // downgrade ended it), or the cluster no longer serves sessions (a
+  // downgrade, an older node), and no attempt was applied under it
+  // (CallOnce returns these only then): open another if the cluster has
+  // them, else write without one, and send the write again.
   session_ = 0;
+  if (r->code == ClientCode::kUnsupported) {
+    session_refusal_ = r->message;
+    session_retry_at_ = Clock::now() + std::chrono::seconds(10);
+  }
   if (!EnsureSession(deadline)) {
     req.session = req.seq = req.lowest_pending = 0;
   } else {
@@ -383,6 +389,8 @@ std::optional<StatusOr<rpc::ClientResponse>> Client::OnAnswer(CallState& call, c
       }
       return resp;
     case ClientCode::kSessionUnknown:
+    case ClientCode::kUnsupported:
+      if (!call.in_session) return resp;
       if (call.maybe_applied) {
         // An earlier attempt may have been applied before the session ended:
         // nothing can tell now.

@@ -7,11 +7,15 @@
 # the cluster on exit, whatever happens.
 #
 #   cluster-scripts/bench-local.sh [--duration-a S] [--duration-b S] [--warmup S] [--tls] [--json]
-#                                  [--write-docs]
+#                                  [--sessions-ab N] [--write-docs]
 #
 #   --duration-a S   measured seconds of run (a) (default 20)
 #   --duration-b S   measured seconds of run (b) (default 10)
 #   --warmup S       warm-up seconds before each run (default 1)
+#   --sessions-ab N  then N pairs of run (a) (10 s each), alternately without
+#                    and with client sessions (tsbench --no-sessions): what
+#                    exactly-once writes cost (runs (a) and (b) use sessions,
+#                    tsbench's default)
 #   --tls            mutual TLS on every port (local-cluster.sh start --tls); tsbench
 #                    connects with the admin certificate
 #   --json           print one JSON object {machine, tls, a, b} instead of text
@@ -31,12 +35,15 @@ warmup=1
 json=0
 docs=0
 tls=0
+sessions_ab=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --duration-a) need_value "$1" is_seconds $# "${2:-}" seconds; duration_a=$2; shift ;;
     --duration-b) need_value "$1" is_seconds $# "${2:-}" seconds; duration_b=$2; shift ;;
     --warmup) need_value "$1" is_seconds $# "${2:-}" seconds; warmup=$2; shift ;;
     --tls) tls=1 ;;
+    --sessions-ab) [[ $# -ge 2 && "$2" =~ ^[1-9][0-9]?$ ]] || die "--sessions-ab needs a count of pairs (1-99)"
+                   sessions_ab=$2; shift ;;
     *) bench_flag "$1" ;;
   esac
   shift
@@ -68,5 +75,19 @@ echo "bench-local.sh: (b) 1 in flight, 1 connection, ${duration_b} s" >&2
 result_b=$("$tsbench" "${common[@]}" --in-flight 1 --connections 1 --duration "$duration_b") ||
   die "tsbench run (b) failed: $result_b"
 
-result=$(tspy bench_local "$json" "$tls" "$result_a" "$result_b") || die "could not make the report"
+ab="[]"
+if [[ $sessions_ab -gt 0 ]]; then
+  ab_runs=()
+  for ((i = 1; i <= sessions_ab; i++)); do
+    for mode in --no-sessions ""; do
+      echo "bench-local.sh: sessions A/B pair $i of $sessions_ab: (a) ${mode:-with sessions}, 10 s" >&2
+      r=$("$tsbench" "${common[@]}" --in-flight 64 --connections 8 --duration 10 ${mode:+"$mode"}) ||
+        die "tsbench sessions A/B run failed: $r"
+      ab_runs+=("$r")
+    done
+  done
+  ab="[$(IFS=,; echo "${ab_runs[*]}")]"
+fi
+
+result=$(tspy bench_local "$json" "$tls" "$result_a" "$result_b" "$ab") || die "could not make the report"
 publish bench-local "$docs" "$result"

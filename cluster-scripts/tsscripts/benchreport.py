@@ -73,10 +73,18 @@ def bench_local(r):
     rows = [[name, x.get("in_flight"), x.get("connections"), x.get("duration_s"), x.get("ops_per_sec"),
              x.get("p50_ms"), x.get("p99_ms"), x.get("p999_ms"), x.get("errors")]
             for name, x in (("(a) throughput", r["a"]), ("(b) latency", r["b"]))]
-    return (["3 nodes on loopback, fsync on, " + ("mutual TLS" if r.get("tls") else "plaintext") +
-             "; puts of 16-byte keys and 100-byte values.", ""] +
-            table(["run", "in flight", "connections", "seconds", "puts/s", "p50 ms", "p99 ms", "p999 ms", "errors"],
-                  rows))
+    out = (["3 nodes on loopback, fsync on, " + ("mutual TLS" if r.get("tls") else "plaintext") +
+            "; puts of 16-byte keys and 100-byte values, in client sessions.", ""] +
+           table(["run", "in flight", "connections", "seconds", "puts/s", "p50 ms", "p99 ms", "p999 ms", "errors"],
+                 rows))
+    ab = r.get("sessions_ab")
+    if ab and "error" not in ab:
+        out += ["", f"Sessions, run (a) alternately without and with them, {ab['pairs']} pairs of 10 s:", ""] + table(
+            ["", "median puts/s", "runs"],
+            [["without sessions", ab["without_median"], ", ".join(f"{x:.0f}" for x in ab["without"])],
+             ["with sessions", ab["with_median"], ", ".join(f"{x:.0f}" for x in ab["with"])],
+             ["change", f"{ab['change_pct']:+.2f}%", ""]])
+    return out
 
 
 def bench_large_values(r):

@@ -29,6 +29,7 @@
 #include <optional>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -73,6 +74,10 @@ struct BenchOptions {
   std::string ack_log;         // write every acknowledgement here (implies recording)
   std::string member;          // one membership request instead of a load
   std::string member_value;
+  // Writes go in a session per connection (when the leader serves them),
+  // each numbered, with the lowest number still unanswered: the cost a
+  // client pays for exactly-once writes. --no-sessions turns it off.
+  bool sessions = true;
 
   bool record_acks() const { return series || !ack_log.empty(); }
 };
@@ -91,6 +96,8 @@ struct Counters {
   uint64_t not_found = 0;  // gets of absent keys: answered, so counted as ops
   uint64_t outcome_unknown = 0;  // writes the node could not tell the fate of (also errors)
   uint64_t connect_failures = 0;
+  uint64_t sessions = 0;          // sessions opened (one per connection that got one)
+  std::string session_refusal;    // why the leader refused one, if it did
   std::string first_error;
   LatencyHistogram latency;
   std::vector<Ack> acks;          // with record_acks(): every success, in the order this worker saw them
@@ -107,6 +114,8 @@ struct Counters {
     not_found += o.not_found;
     outcome_unknown += o.outcome_unknown;
     connect_failures += o.connect_failures;
+    sessions += o.sessions;
+    if (session_refusal.empty()) session_refusal = o.session_refusal;
     if (first_error.empty()) first_error = o.first_error;
     latency.Merge(o.latency);
     acks.insert(acks.end(), o.acks.begin(), o.acks.end());
@@ -182,6 +191,10 @@ class Worker {
     std::unique_ptr<asio::steady_timer> retry_timer;
     Clock::duration interval{0};      // --rate: at most one request per interval on this connection
     Clock::time_point next_send{};    // --rate: the earliest time of the next request
+    uint64_t session = 0;             // 0: writes without one
+    bool session_asked = false;       // opened, or refused: not asked again
+    uint64_t next_seq = 1;
+    std::set<uint64_t> unanswered;    // numbers of writes in flight
   };
 
   void Connect(Conn& c) {
@@ -202,6 +215,35 @@ class Worker {
       Retarget(c, next, kReconnectDelay);
       return;
     }
+    if (o_.sessions && !c.session_asked && c.client->wire_version() >= 3) {
+      OpenSession(c, gen);
+      return;
+    }
+    Start(c);
+  }
+
+  // A session for this connection's writes (kept across reconnections); a
+  // leader that refuses (an older marker) leaves them without one.
+  void OpenSession(Conn& c, uint64_t gen) {
+    c.session_asked = true;
+    rpc::ClientRequest open;
+    open.op = ClientOp::kSessionOpen;
+    open.ttl_ms = 60'000;
+    c.client->Send(std::move(open), [this, &c, gen](StatusOr<rpc::ClientResponse> r) {
+      asio::post(io_, [this, &c, gen, r = std::move(r)] {
+        if (finished_ || gen != c.generation) return;
+        if (r.ok() && r->code == ClientCode::kOk) {
+          c.session = r->slot;
+          ++counters_.sessions;
+        } else if (counters_.session_refusal.empty()) {
+          counters_.session_refusal = r.ok() ? r->message : r.status().message();
+        }
+        Start(c);
+      });
+    });
+  }
+
+  void Start(Conn& c) {
     c.ready = true;
     while (c.parked > 0 && Clock::now() < window_end_) {
       --c.parked;
@@ -240,11 +282,20 @@ class Worker {
     req.op = get ? ClientOp::kGet : ClientOp::kPut;
     req.key = KeyOf(std::uniform_int_distribution<uint64_t>(0, o_.keys - 1)(rng_), o_.key_size);
     if (!get) req.value = value_;
+    uint64_t seq = 0;
+    if (!get && c.session != 0) {
+      seq = c.next_seq++;
+      c.unanswered.insert(seq);
+      req.session = c.session;
+      req.seq = seq;
+      req.lowest_pending = *c.unanswered.begin();
+    }
     ++c.outstanding;
     ++outstanding_;
     uint64_t gen = c.generation;
     Clock::time_point start = Clock::now();
-    c.client->Send(std::move(req), [this, &c, gen, start, get](StatusOr<rpc::ClientResponse> r) {
+    c.client->Send(std::move(req), [this, &c, gen, start, get, seq](StatusOr<rpc::ClientResponse> r) {
+      if (seq != 0) c.unanswered.erase(seq);
       if (!r.ok()) {
         // Failures may be reported from inside Send or Close; handle them
         // from the event loop so Issue never recurses into itself.
@@ -553,7 +604,9 @@ void PrintJson(const BenchOptions& o, const HostPort& leader, const Counters& to
                       {"redirects", total.redirects},
                       {"not_found", total.not_found},
                       {"connect_failures", total.connect_failures},
+                      {"sessions", total.sessions},
                       {"first_error", total.first_error}};
+  if (!total.session_refusal.empty()) j["session_refusal"] = total.session_refusal;
   if (o.rate > 0) j["rate"] = o.rate;
   if (acks) {
     j["window_start_unix_ms"] = Round3(times.UnixMs(times.SinceT0Ns(times.window_start)));
@@ -590,6 +643,11 @@ void PrintText(const BenchOptions& o, const HostPort& leader, const Counters& to
               static_cast<unsigned long long>(total.connect_failures));
   std::printf("latency ms  p50 %.3f  p99 %.3f  p999 %.3f  max %.3f  mean %.3f\n", Ms(h.PercentileNs(50)),
               Ms(h.PercentileNs(99)), Ms(h.PercentileNs(99.9)), Ms(h.max_ns()), h.mean_ns() / 1e6);
+  if (o.sessions) {
+    std::printf("writes in sessions: %llu of %u connections%s%s\n", static_cast<unsigned long long>(total.sessions),
+                o.connections, total.session_refusal.empty() ? "" : "; refused: ",
+                total.session_refusal.c_str());
+  }
   if (!total.first_error.empty()) std::printf("first error: %s\n", total.first_error.c_str());
   if (!acks) return;
   std::printf("longest gap between acknowledgements %.3f ms, from %.3f s into the window\n", Ms(acks->max_gap_ns),
@@ -739,6 +797,9 @@ int main(int argc, char** argv) {
   app.add_option("--ack-log", o.ack_log,
                  "Write every acknowledged request in the window to this CSV file (unix_ms,latency_ms); implies "
                  "--series's recording");
+  app.add_flag("!--no-sessions", o.sessions,
+               "Write without sessions (by default each connection's puts go in a session when the leader serves "
+               "them: numbered, applied at most once)");
   app.add_option("--member", o.member,
                  "Instead of a load: send one membership request (list, add, promote, remove) to the leader and "
                  "print the answer as JSON (list: the leader's view of every member)")

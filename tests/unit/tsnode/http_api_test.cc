@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <tuple>
+#include <vector>
 
 #include "node/tsnode/http_api.h"
 
@@ -49,6 +51,44 @@ TEST(HttpApi, KeyValueCallsBecomeTheirRequests) {
   auto log = RequestFromHttp("GET", "log", "", "", "5", "2");
   ASSERT_TRUE(log.ok());
   EXPECT_EQ(log->from_slot, 5u);
+}
+
+TEST(HttpApi, SessionsOpenKeepAliveCloseAndWritesInThem) {
+  auto open = Req("POST", "session", "", R"({"ttl_ms":30000})");
+  ASSERT_TRUE(open.ok()) << open.status().ToString();
+  EXPECT_EQ(open->op, ClientOp::kSessionOpen);
+  EXPECT_EQ(open->ttl_ms, 30000u);
+  auto keep = Req("POST", "session", "12/keepalive");
+  ASSERT_TRUE(keep.ok()) << keep.status().ToString();
+  EXPECT_EQ(keep->op, ClientOp::kSessionKeepAlive);
+  EXPECT_EQ(keep->session, 12u);
+  auto close = Req("DELETE", "session", "12");
+  ASSERT_TRUE(close.ok());
+  EXPECT_EQ(close->op, ClientOp::kSessionClose);
+  auto put = Req("PUT", "kv", "k", R"({"value":"v","session":12,"seq":3})");
+  ASSERT_TRUE(put.ok()) << put.status().ToString();
+  EXPECT_EQ(put->session, 12u);
+  EXPECT_EQ(put->seq, 3u);
+  EXPECT_EQ(put->lowest_pending, 3u) << "the default: no earlier write awaited";
+  auto deploy = Req("POST", "deploy", "", R"({"kind":"sched","op":"scale","scheduler":"r","desired":2,"session":12,"seq":4,"lowest_pending":2})");
+  ASSERT_TRUE(deploy.ok()) << deploy.status().ToString();
+  EXPECT_EQ(deploy->lowest_pending, 2u);
+  EXPECT_EQ(HttpStatusOf(ClientCode::kSessionUnknown), 410);
+  for (auto [method, rest, body, says] : std::vector<std::tuple<const char*, const char*, const char*, const char*>>{
+           {"POST", "", "{}", "needs \"ttl_ms\""},
+           {"POST", "x/keepalive", "", "session id"},
+           {"GET", "12", "", "POST /v1/session"},
+           {"PUT", "", "", ""}}) {
+    if (std::string(method) == "PUT") {
+      auto r = Req("PUT", "kv", "k", R"({"value":"v","session":12})");
+      ASSERT_FALSE(r.ok());
+      EXPECT_NE(r.status().message().find("needs \"seq\""), std::string::npos) << r.status().message();
+      continue;
+    }
+    auto r = Req(method, "session", rest, body);
+    ASSERT_FALSE(r.ok()) << method << " " << rest;
+    EXPECT_NE(r.status().message().find(says), std::string::npos) << r.status().message();
+  }
 }
 
 TEST(HttpApi, BadCallsSayWhatIsWrong) {

@@ -2,12 +2,15 @@
 # Sets up (installing missing Debian packages), builds, and runs the test
 # suite with ctest. The last line says PASSED or FAILED with ctest's summary.
 #
-#   cluster-scripts/run-tests.sh [--sanitize] [--long] [--fuzz] [--deploy] [-- CTEST_ARGS...]
+#   cluster-scripts/run-tests.sh [--sanitize] [--only "TEST..."] [--long] [--fuzz] [--deploy] [-- CTEST_ARGS...]
 #
 # Default: every test not labelled long or fuzz (unit, sim, integration).
 #   --sanitize   build and run under ASan+UBSan, in build-asan; integration
 #                timings and deadlines are lengthened (TS_TEST_TIMING_SCALE,
 #                default 3 there)
+#   --only "T.." build and run only these ctest tests (each a test binary's
+#                name, e.g. "rpc_test station_test"), not the whole suite;
+#                what .ci/run does under --sanitize
 #   --long       add the long tests, and more simulation seeds (TS_SIM_SEEDS,
 #                default 20000; TS_VSIM_SEEDS with versions, default 10000;
 #                TS_SCENARIO_SEEDS per scenario loop, default 1000)
@@ -27,12 +30,14 @@ long=0
 fuzz=0
 deploy=0
 ctest_extra=()
+only=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --sanitize) setup_args+=(--sanitize); build_dir="${ASAN_BUILD_DIR:-build-asan}"
                 export TS_TEST_TIMING_SCALE="${TS_TEST_TIMING_SCALE:-3}" ;;
     --long) long=1; export TS_SIM_SEEDS="${TS_SIM_SEEDS:-20000}" TS_VSIM_SEEDS="${TS_VSIM_SEEDS:-10000}" \
                  TS_SCENARIO_SEEDS="${TS_SCENARIO_SEEDS:-1000}" ;;
+    --only) [[ $# -ge 2 && -n "$2" ]] || die "--only needs a list of test names"; read -r -a only <<<"$2"; shift ;;
     --fuzz) fuzz=1 ;;
     --deploy) deploy=1 ;;
     --) shift; ctest_extra=("$@"); break ;;
@@ -46,6 +51,11 @@ elif [[ $long -eq 0 ]]; then exclude=(-LE long)
 elif [[ $fuzz -eq 0 ]]; then exclude=(-LE fuzz)
 fi
 
+if [[ ${#only[@]} -gt 0 ]]; then
+  for t in "${only[@]}"; do setup_args+=(--target "$t"); done
+  exclude+=(-R "^($(IFS='|'; echo "${only[*]}"))\$")
+fi
+
 rc=0
 cluster-scripts/setup.sh --build-dir "$build_dir" "${setup_args[@]}" || rc=$?
 if [[ $rc -ne 0 ]]; then
@@ -55,7 +65,7 @@ fi
 # The previous release's programs for the upgrade test, built here (once
 # per commit, cached) rather than inside ctest, where the build would
 # compete with the timed integration tests for the cores.
-cluster-scripts/upgrade-from.sh --from previous --build-only || rc=$?
+if [[ ${#only[@]} -eq 0 ]]; then cluster-scripts/upgrade-from.sh --from previous --build-only || rc=$?; fi
 if [[ $rc -ne 0 ]]; then
   echo "run-tests.sh: FAILED in $build_dir: building the previous release failed (exit $rc)"
   exit "$rc"

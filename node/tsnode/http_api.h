@@ -18,7 +18,7 @@
 //   POST   /v1/request            any request: {"op": "put", "key": ..., ...}; op is one of the names
 //                                 below, fields as in the requests above plus from_slot, limit
 //   POST   /v1/session            open a session: body {"ttl_ms": N}; the answer's slot is its id
-//   POST   /v1/session/ID/keepalive   restart its timeout
+//   POST   /v1/session/ID/keepalive   restart its timeout (body {})
 //   DELETE /v1/session/ID         close it
 // Writes (PUT /v1/kv/KEY, POST /v1/cas, POST /v1/deploy, /v1/request) go
 // in a session with "session": ID, "seq": N (from 1, repeated by a retry)

@@ -273,6 +273,25 @@ TEST_F(TlsTest, CurlPutsAndGetsThroughTheHttpApiOnAnyNode) {
   EXPECT_EQ(query_status, 200) << query.dump();
   EXPECT_TRUE(query.contains("result")) << query.dump();
 
+  // A session: a write sent twice (through two nodes) is applied once and
+  // answered with its first slot; a closed session is gone (410).
+  auto [open_status, open] = Curl(0, "POST", "/v1/session", "write", R"({"ttl_ms":30000})");
+  ASSERT_EQ(open_status, 200) << open.dump();
+  const std::string sid = std::to_string(open["slot"].get<uint64_t>());
+  const std::string once = R"({"value":"s1","session":)" + sid + R"(,"seq":1})";
+  auto [first_status, first] = Curl(1, "PUT", "/v1/kv/sess", "write", once);
+  auto [again_status, again] = Curl(2, "PUT", "/v1/kv/sess", "write", once);
+  EXPECT_EQ(first_status, 200) << first.dump();
+  EXPECT_EQ(again_status, 200) << again.dump();
+  EXPECT_EQ(first["slot"], again["slot"]) << "the repeat is answered with the first write's slot";
+  auto [keep_status, keep] = Curl(0, "POST", "/v1/session/" + sid + "/keepalive", "write", "{}");
+  EXPECT_EQ(keep_status, 200) << keep.dump();
+  EXPECT_EQ(Curl(1, "DELETE", "/v1/session/" + sid, "write").first, 200);
+  auto [gone_status, gone] =
+      Curl(2, "PUT", "/v1/kv/sess", "write", R"({"value":"s2","session":)" + sid + R"(,"seq":2})");
+  EXPECT_EQ(gone_status, 410) << gone.dump();
+  EXPECT_EQ(Curl(0, "GET", "/v1/kv/sess", "read").second["value"], "s1");
+
   // Roles and bad calls.
   auto [denied, denied_body] = Curl(0, "PUT", "/v1/kv/k", "read", R"({"value":"no"})");
   EXPECT_EQ(denied, 403) << denied_body.dump();

@@ -97,6 +97,9 @@ class ClientRequests {
     uint64_t deadline_ms;
   };
 
+  // Answers `req` as unsupported, and returns true, while the log's
+  // version rules do not let this leader write sessions yet.
+  bool RefusedAsUnsupported(uint64_t handle, const rpc::ClientRequest& req);
   // The key-value write of a put, cas or delete request (its fields moved out).
   Decree KvDecreeFor(rpc::ClientRequest& req) const;
 

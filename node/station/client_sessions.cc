@@ -27,15 +27,20 @@ SavedAnswer Undecodable(consensus::Slot slot) {
 
 }  // namespace
 
+bool ClientRequests::RefusedAsUnsupported(uint64_t handle, const ClientRequest& req) {
+  std::string why = st_.versions_.WhyNotWritable(kSessionOpenType);
+  if (why.empty()) return false;
+  ClientResponse r = Answer(req.id, ClientCode::kUnsupported, "unsupported: " + why);
+  r.node_version = st_.versions_.self().ToString();
+  st_.Respond(handle, std::move(r));
+  return true;
+}
+
 void ClientRequests::HandleSessionOp(uint64_t handle, ClientRequest&& req) {
   if (st_.replica_->GetStatus().role != consensus::Role::kLeader) {
     return st_.Respond(handle, st_.Redirect(req, "this node does not lead"));
   }
-  if (std::string why = st_.versions_.WhyNotWritable(kSessionOpenType); !why.empty()) {
-    ClientResponse r = Answer(req.id, ClientCode::kUnsupported, "unsupported: " + why);
-    r.node_version = st_.versions_.self().ToString();
-    return st_.Respond(handle, std::move(r));
-  }
+  if (RefusedAsUnsupported(handle, req)) return;
   if (!st_.TakesWrites()) {
     return st_.Respond(handle, Answer(req.id, ClientCode::kUnavailable, "leader is recovering the log; retry"));
   }
@@ -54,16 +59,8 @@ void ClientRequests::HandleSessionOp(uint64_t handle, ClientRequest&& req) {
   }
   Decree d;
   if (req.op == ClientOp::kSessionOpen) {
-    if (req.ttl_ms < kSessionTtlMinMs || req.ttl_ms > kSessionTtlMaxMs) {
-      return st_.Respond(handle, Answer(req.id, ClientCode::kBadRequest,
-                                        "session timeout " + std::to_string(req.ttl_ms) + " ms is outside " +
-                                            std::to_string(kSessionTtlMinMs) + ".." +
-                                            std::to_string(kSessionTtlMaxMs) + " ms"));
-    }
-    if (sessions_.size() >= kSessionsMax) {
-      return st_.Respond(handle, Answer(req.id, ClientCode::kBusy,
-                                        "the session table is full (" + std::to_string(kSessionsMax) +
-                                            " open sessions); close unused sessions or wait for idle ones to expire"));
+    if (SavedAnswer refused = sessions_.OpenRefusal(req.ttl_ms); refused.code != 0) {
+      return st_.Respond(handle, ResponseOf(req.id, refused));
     }
     d.header = st_.versions_.HeaderFor(kSessionOpenType);
     d.payload = EncodeSessionOpen(SessionOpen{req.ttl_ms});
@@ -84,12 +81,7 @@ void ClientRequests::HandleSessionOp(uint64_t handle, ClientRequest&& req) {
 void ClientRequests::StartedLeading() { sessions_.RestartTimers(st_.now_ms_); }
 
 bool ClientRequests::AnsweredBeforeProposing(uint64_t handle, const ClientRequest& req) {
-  if (std::string why = st_.versions_.WhyNotWritable(kSessionOpenType); !why.empty()) {
-    ClientResponse r = Answer(req.id, ClientCode::kUnsupported, "unsupported: " + why);
-    r.node_version = st_.versions_.self().ToString();
-    st_.Respond(handle, std::move(r));
-    return true;
-  }
+  if (RefusedAsUnsupported(handle, req)) return true;
   if (!sessions_.Has(req.session)) {
     st_.Respond(handle, Answer(req.id, ClientCode::kSessionUnknown,
                                "session " + std::to_string(req.session) +

@@ -33,9 +33,9 @@ const SavedAnswer* SavedIn(const SessionRecord& s, uint64_t seq) {
 
 }  // namespace
 
-SavedAnswer SessionTable::Open(consensus::Slot slot, const SessionOpen& o) {
-  if (o.ttl_ms < kSessionTtlMinMs || o.ttl_ms > kSessionTtlMaxMs) {
-    return Refusal(ClientCode::kBadRequest, "session timeout " + std::to_string(o.ttl_ms) + " ms is outside " +
+SavedAnswer SessionTable::OpenRefusal(uint64_t ttl_ms) const {
+  if (ttl_ms < kSessionTtlMinMs || ttl_ms > kSessionTtlMaxMs) {
+    return Refusal(ClientCode::kBadRequest, "session timeout " + std::to_string(ttl_ms) + " ms is outside " +
                                                 std::to_string(kSessionTtlMinMs) + ".." +
                                                 std::to_string(kSessionTtlMaxMs) + " ms");
   }
@@ -43,6 +43,11 @@ SavedAnswer SessionTable::Open(consensus::Slot slot, const SessionOpen& o) {
     return Refusal(ClientCode::kBusy, "the session table is full (" + std::to_string(kSessionsMax) +
                                           " open sessions); close unused sessions or wait for idle ones to expire");
   }
+  return SavedAnswer{};
+}
+
+SavedAnswer SessionTable::Open(consensus::Slot slot, const SessionOpen& o) {
+  if (SavedAnswer refused = OpenRefusal(o.ttl_ms); refused.code != 0) return refused;
   sessions_[slot] = SessionRecord{o.ttl_ms, 0, {}};
   SavedAnswer a;
   a.slot = slot;

@@ -65,6 +65,9 @@ class SessionTable {
   // Opens session `slot` (its id). Refused (the answer says why, nothing
   // changes) when the table is full or the timeout is out of bounds.
   SavedAnswer Open(consensus::Slot slot, const SessionOpen& o);
+  // Why opening a session with this timeout would be refused now (code 0:
+  // it would not): the leader asks before proposing, Open again at apply.
+  SavedAnswer OpenRefusal(uint64_t ttl_ms) const;
   // A session write: kApply (the caller applies the write, then calls
   // Record unless the write changed nothing and may be retried), or
   // kAnswered with *answer set: a duplicate's saved answer, or a refusal

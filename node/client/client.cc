@@ -145,11 +145,11 @@ struct Client::CallState {
 StatusOr<rpc::ClientResponse> Client::Call(rpc::ClientRequest req) {
   ++stats_.calls;
   const Clock::time_point deadline = Clock::now() + options_.timeout;
-  if (!IsSessionWrite(req.op) || !EnsureSession(deadline)) return CallOnce(std::move(req));
+  if (!IsSessionWrite(req.op) || !EnsureSession(deadline)) return CallOnce(std::move(req), deadline);
   req.session = session_;
   req.seq = next_seq_++;
   req.lowest_pending = req.seq;  // one call at a time: nothing older is awaited
-  auto r = CallOnce(req);
+  auto r = CallOnce(req, deadline);
   if (!r.ok() || (r->code != ClientCode::kSessionUnknown && r->code != ClientCode::kUnsupported)) return r;
   // The session ended (it expired while this client was idle, or a
   // downgrade ended it), or the cluster no longer serves sessions (a
@@ -168,7 +168,7 @@ StatusOr<rpc::ClientResponse> Client::Call(rpc::ClientRequest req) {
     req.seq = next_seq_++;
     req.lowest_pending = req.seq;
   }
-  return CallOnce(std::move(req));
+  return CallOnce(std::move(req), deadline);
 }
 
 bool Client::EnsureSession(Clock::time_point deadline) {
@@ -177,10 +177,10 @@ bool Client::EnsureSession(Clock::time_point deadline) {
   rpc::ClientRequest open;
   open.op = ClientOp::kSessionOpen;
   open.ttl_ms = static_cast<uint64_t>(options_.session_ttl.count());
-  ClientOptions saved = options_;
-  options_.timeout = std::max(milliseconds(1), Left(deadline));
-  auto r = CallOnce(std::move(open));
-  options_.timeout = saved.timeout;
+  // The opening gets at most half the write's time (and one read attempt's):
+  // a node that does not answer it leaves the rest to the write itself.
+  milliseconds budget = std::min(options_.read_attempt_timeout, Left(deadline) / 2);
+  auto r = CallOnce(std::move(open), Clock::now() + std::max(budget, milliseconds(1)));
   if (r.ok() && r->code == ClientCode::kOk && r->slot != 0) {
     session_ = r->slot;
     next_seq_ = 1;
@@ -201,11 +201,11 @@ void Client::CloseSession() {
   close.op = ClientOp::kSessionClose;
   close.session = session_;
   session_ = 0;
-  (void)CallOnce(std::move(close));
+  (void)CallOnce(std::move(close), Clock::now() + options_.timeout);
 }
 
-StatusOr<rpc::ClientResponse> Client::CallOnce(rpc::ClientRequest req) {
-  CallState call = StartCall(req);
+StatusOr<rpc::ClientResponse> Client::CallOnce(rpc::ClientRequest req, Clock::time_point deadline) {
+  CallState call = StartCall(req, deadline);
   while (Left(call.deadline).count() > 0) {
     std::optional<HostPort> target = NextTarget(call);
     if (!target) continue;  // a round ended and was backed off
@@ -228,9 +228,9 @@ StatusOr<rpc::ClientResponse> Client::CallOnce(rpc::ClientRequest req) {
   return GiveUp(call);
 }
 
-Client::CallState Client::StartCall(const rpc::ClientRequest& req) const {
+Client::CallState Client::StartCall(const rpc::ClientRequest& req, Clock::time_point deadline) const {
   CallState call;
-  call.deadline = Clock::now() + options_.timeout;
+  call.deadline = deadline;
   call.leader_op = IsLeaderOp(req.op);
   call.write = IsWriteOp(req.op);
   call.in_session = req.session != 0 && req.seq != 0;

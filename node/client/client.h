@@ -158,7 +158,7 @@ class Client {
   enum class Next { kNextTarget, kOutOfTime, kProceed };
 
   // The steps of Call, in the order it takes them for one target.
-  CallState StartCall(const rpc::ClientRequest& req) const;
+  CallState StartCall(const rpc::ClientRequest& req, std::chrono::steady_clock::time_point deadline) const;
   std::optional<rpc::HostPort> NextTarget(CallState& call);
   void BackOff(CallState& call);
   void Follow(CallState& call, const std::string& hint_text, const rpc::HostPort& target);
@@ -174,7 +174,8 @@ class Client {
   // The session for the next write: opens one if there is none and the
   // cluster may have them. False: the write goes without one.
   bool EnsureSession(std::chrono::steady_clock::time_point deadline);
-  StatusOr<rpc::ClientResponse> CallOnce(rpc::ClientRequest req);
+  // One request, following the rules above, until `deadline`.
+  StatusOr<rpc::ClientResponse> CallOnce(rpc::ClientRequest req, std::chrono::steady_clock::time_point deadline);
 
   StatusOr<rpc::NodeStatus> StatusWithin(const rpc::HostPort& endpoint, std::chrono::milliseconds timeout) const;
   std::vector<StatusOr<rpc::NodeStatus>> StatusOfAllWithin(std::chrono::milliseconds timeout) const;

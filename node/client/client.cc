@@ -145,30 +145,29 @@ struct Client::CallState {
 StatusOr<rpc::ClientResponse> Client::Call(rpc::ClientRequest req) {
   ++stats_.calls;
   const Clock::time_point deadline = Clock::now() + options_.timeout;
-  if (!IsSessionWrite(req.op) || !EnsureSession(deadline)) return CallOnce(std::move(req), deadline);
-  req.session = session_;
-  req.seq = next_seq_++;
-  req.lowest_pending = req.seq;  // one call at a time: nothing older is awaited
-  auto r = CallOnce(req, deadline);
-  if (!r.ok() || (r->code != ClientCode::kSessionUnknown && r->code != ClientCode::kUnsupported)) return r;
-  // The session ended (it expired while this client was idle, or a
-  // downgrade ended it), or the cluster no longer serves sessions (a
-  // downgrade, an older node), and no attempt was applied under it
-  // (CallOnce returns these only then): open another if the cluster has
-  // them, else write without one, and send the write again.
-  session_ = 0;
-  if (r->code == ClientCode::kUnsupported) {
-    session_refusal_ = r->message;
-    session_retry_at_ = Clock::now() + std::chrono::seconds(10);
+  for (bool again = false;; again = true) {
+    const bool in_session = IsSessionWrite(req.op) && EnsureSession(deadline);
+    req.session = in_session ? session_ : 0;
+    req.seq = in_session ? next_seq_++ : 0;
+    req.lowest_pending = req.seq;  // one call at a time: nothing older is awaited
+    auto r = CallOnce(req, deadline);
+    if (!in_session || again || !r.ok() ||
+        (r->code != ClientCode::kSessionUnknown && r->code != ClientCode::kUnsupported)) {
+      return r;
+    }
+    // The session ended (it expired while this client was idle, or a
+    // downgrade ended it), or the cluster no longer serves sessions (a
+    // downgrade, an older node), and no attempt was applied under it
+    // (CallOnce returns these only then): open another if the cluster has
+    // them, else write without one, and send the write again.
+    session_ = 0;
+    if (r->code == ClientCode::kUnsupported) NoSessionsFor(r->message);
   }
-  if (!EnsureSession(deadline)) {
-    req.session = req.seq = req.lowest_pending = 0;
-  } else {
-    req.session = session_;
-    req.seq = next_seq_++;
-    req.lowest_pending = req.seq;
-  }
-  return CallOnce(std::move(req), deadline);
+}
+
+void Client::NoSessionsFor(std::string why) {
+  session_refusal_ = std::move(why);
+  session_retry_at_ = Clock::now() + std::chrono::seconds(10);
 }
 
 bool Client::EnsureSession(Clock::time_point deadline) {
@@ -190,8 +189,7 @@ bool Client::EnsureSession(Clock::time_point deadline) {
   }
   // No session (an older cluster, one whose marker has not moved yet, or no
   // answer in time): this write goes without one; ask again in a while.
-  session_refusal_ = r.ok() ? std::string(rpc::ClientCodeName(r->code)) + ": " + r->message : r.status().ToString();
-  session_retry_at_ = Clock::now() + std::chrono::seconds(10);
+  NoSessionsFor(r.ok() ? std::string(rpc::ClientCodeName(r->code)) + ": " + r->message : r.status().ToString());
   return false;
 }
 

@@ -174,6 +174,8 @@ class Client {
   // The session for the next write: opens one if there is none and the
   // cluster may have them. False: the write goes without one.
   bool EnsureSession(std::chrono::steady_clock::time_point deadline);
+  // Writes go without a session for a while, for this reason.
+  void NoSessionsFor(std::string why);
   // One request, following the rules above, until `deadline`.
   StatusOr<rpc::ClientResponse> CallOnce(rpc::ClientRequest req, std::chrono::steady_clock::time_point deadline);
 

@@ -150,7 +150,8 @@ bool ClientRequests::ApplySession(consensus::Slot slot, const Decree& d, bool re
         sessions_.Record(w.session, w.seq, answer);
         if (st_.options_.on_session_write) st_.options_.on_session_write(w.session, w.seq, slot);
       }
-      sessions_.Touch(w.session, st_.now_ms_);
+      // No timer here: the leader restarted it when the write reached it
+      // (AnsweredBeforeProposing), and a follower's timers are never read.
       break;
     }
     default:

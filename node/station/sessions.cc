@@ -80,9 +80,7 @@ SessionTable::Verdict SessionTable::Admit(const SessionWrite& w, SavedAnswer* an
   }
   if (w.lowest_pending > s.lowest) {
     s.lowest = w.lowest_pending;
-    auto end = s.answers.lower_bound(s.lowest);
-    answers_ -= static_cast<size_t>(std::distance(s.answers.begin(), end));
-    s.answers.erase(s.answers.begin(), end);
+    s.answers.erase(s.answers.begin(), s.answers.lower_bound(s.lowest));
   }
   if (s.answers.size() >= kSessionAnswersMax) {
     *answer = Refusal(ClientCode::kBusy, "session " + std::to_string(w.session) + " holds " +
@@ -96,14 +94,13 @@ SessionTable::Verdict SessionTable::Admit(const SessionWrite& w, SavedAnswer* an
 void SessionTable::Record(uint64_t session, uint64_t seq, SavedAnswer answer) {
   auto it = sessions_.find(session);
   if (it == sessions_.end()) return;
-  if (it->second.answers.emplace(seq, std::move(answer)).second) ++answers_;
+  it->second.answers.emplace(seq, std::move(answer));
 }
 
 void SessionTable::End(const std::vector<uint64_t>& ids) {
   for (uint64_t id : ids) {
     auto it = sessions_.find(id);
     if (it == sessions_.end()) continue;
-    answers_ -= it->second.answers.size();
     sessions_.erase(it);
     deadline_ms_.erase(id);
   }
@@ -111,8 +108,13 @@ void SessionTable::End(const std::vector<uint64_t>& ids) {
 
 void SessionTable::Clear() {
   sessions_.clear();
-  answers_ = 0;
   deadline_ms_.clear();
+}
+
+size_t SessionTable::answers() const {
+  size_t n = 0;
+  for (const auto& [id, s] : sessions_) n += s.answers.size();
+  return n;
 }
 
 const SavedAnswer* SessionTable::Find(uint64_t session, uint64_t seq) const {
@@ -136,10 +138,7 @@ Status SessionTable::Restore(std::string_view bytes, consensus::Slot slot) {
   // is applied again.
   for (auto& [id, s] : loaded) s.answers.clear();
 #endif
-  size_t answers = 0;
-  for (const auto& [id, s] : loaded) answers += s.answers.size();
   sessions_ = std::move(loaded);
-  answers_ = answers;
   deadline_ms_.clear();
   applied_nothing_.clear();
   known_from_ = slot + 1;

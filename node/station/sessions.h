@@ -85,7 +85,7 @@ class SessionTable {
   const SavedAnswer* Find(uint64_t session, uint64_t seq) const;
   bool Has(uint64_t session) const { return sessions_.count(session) != 0; }
   size_t size() const { return sessions_.size(); }
-  size_t answers() const { return answers_; }
+  size_t answers() const;  // saved answers in all (a walk of the table)
 
   // Snapshots and digests: the table as bytes (empty when there is no
   // session, so a state without sessions reads as before they existed).
@@ -116,7 +116,6 @@ class SessionTable {
 
  private:
   std::map<uint64_t, SessionRecord> sessions_;
-  size_t answers_ = 0;
   std::unordered_map<uint64_t, uint64_t> deadline_ms_;
   std::set<consensus::Slot> applied_nothing_;
   consensus::Slot known_from_ = 1;

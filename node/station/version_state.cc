@@ -176,10 +176,13 @@ DecreeHeader VersionState::HeaderFor(uint16_t type) const {
 }
 
 std::string VersionState::WhyNotWritable(uint16_t type) const {
+  // Asked before every session write on the leader: text only when refusing.
   if (!IsSessionType(type)) return "";
-  const std::string since = kSessionsSince.ToString();
-  if (self_ < kSessionsSince) return "this node runs " + self_.ToString() + "; sessions need " + since;
+  if (self_ < kSessionsSince) {
+    return "this node runs " + self_.ToString() + "; sessions need " + kSessionsSince.ToString();
+  }
   if (!latest_marker_ || *latest_marker_ < kSessionsSince) {
+    const std::string since = kSessionsSince.ToString();
     return "sessions need every node on " + since + " or later: the cluster's latest version marker is " +
            (latest_marker_ ? latest_marker_->ToString() : std::string("not written yet")) +
            " (it moves once a majority runs " + since + ")";

@@ -39,7 +39,9 @@ git archive "$full" | tar -x -C "$cache/src"
 echo "build-release.sh: building tsnode, tsctl and tsagent of $want (${full:0:12}) in $cache" >&2
 # Only the programs: tests, benchmarks and fuzzers of the old release are not
 # needed to run it. Its own CMakeLists sets the version it announces.
-cmake -S "$cache/src" -B "$cache/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTS_BUILD_TESTS=OFF >"$cache/configure.log" 2>&1 ||
+# Release, as users build it (the release preset): no debug information,
+# which makes this build about a quarter faster.
+cmake -S "$cache/src" -B "$cache/build" -DCMAKE_BUILD_TYPE=Release -DTS_BUILD_TESTS=OFF >"$cache/configure.log" 2>&1 ||
   { tail -n 30 "$cache/configure.log" >&2; die "configuring $want failed (log: $cache/configure.log)"; }
 cmake --build "$cache/build" -j"$(nproc)" --target tsnode tsctl tsagent >"$cache/build.log" 2>&1 ||
   { tail -n 30 "$cache/build.log" >&2; die "building $want failed (log: $cache/build.log)"; }

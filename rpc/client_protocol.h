@@ -43,11 +43,19 @@ enum class ClientOp : uint8_t {
   kSessionOpen = 17,     // ttl_ms: opens a session (a decree); the answer's slot is its id
   kSessionClose = 18,    // session: ends it (a decree); its saved answers go with it
   kSessionKeepAlive = 19,  // session: the leader restarts its timeout; no decree
+  // Leases (docs/design/leases.md): keys that vanish when their holder goes quiet.
+  kLeaseGrant = 20,      // ttl_ms: grants a lease (a decree); the answer's lease is its id, ttl_ms its TTL
+  kLeaseRevoke = 21,     // lease: ends it and deletes its keys (a decree)
+  kLeaseKeepAlive = 22,  // lease: the leader restarts its timer; no decree. The answer's ttl_ms is its TTL
+  kLeaseList = 23,       // the live leases (the answer's leases), a linearizable read
+  // Transactions (docs/design/transactions.md): compares, then one branch of puts, deletes and
+  // gets, applied atomically as one decree.
+  kTxn = 24,             // txn; the answer's txn_succeeded says which branch ran, txn_results its answers
 };
 
 // The last op this build knows, and the lowest wire version that can carry
 // each op (a client never sends an op the node's range cannot take).
-inline constexpr ClientOp kLastClientOp = ClientOp::kSessionKeepAlive;
+inline constexpr ClientOp kLastClientOp = ClientOp::kTxn;
 inline uint8_t MinWireVersionOf(ClientOp op) {
   return op >= ClientOp::kSessionOpen ? 3 : op == ClientOp::kVersion ? 2 : 1;
 }
@@ -93,6 +101,73 @@ const char* ClientCodeName(ClientCode code);
 template <class A>
 uint8_t WireVersionOf(const A& ar);
 
+// Transactions (wire version 3 on). A compare tests one key as the
+// transaction finds it; all must hold for the `then` branch to run, else the
+// `else` branch runs. The same structs are the transaction decree's payload
+// (node/station/decree.h), so a change to them changes both formats.
+struct TxnCompare {
+  enum class Target : uint8_t { kValue = 0, kExists = 1, kModSlot = 2 };
+  enum class Op : uint8_t { kEqual = 0, kNotEqual = 1, kLess = 2, kGreater = 3 };
+  std::string key;
+  Target target = Target::kValue;
+  Op op = Op::kEqual;
+  std::string value;   // kValue: compared bytewise (less/greater: lexicographically)
+  bool exists = true;  // kExists: whether the key must exist (op kEqual) or not (kNotEqual flips it)
+  uint64_t slot = 0;   // kModSlot: the slot that last changed the key (0 for a missing key)
+
+  template <class A>
+  void serialize(A& ar) { ar(key, target, op, value, exists, slot); }
+};
+
+struct TxnOp {
+  enum class Kind : uint8_t { kPut = 0, kDelete = 1, kGet = 2 };
+  Kind kind = Kind::kGet;
+  std::string key;
+  std::string value;  // kPut
+  uint64_t lease = 0;  // kPut: attach the key to this lease (0: none; a put without a lease detaches it)
+
+  template <class A>
+  void serialize(A& ar) { ar(kind, key, value, lease); }
+};
+
+struct Txn {
+  std::vector<TxnCompare> compares;
+  std::vector<TxnOp> then_ops;
+  std::vector<TxnOp> else_ops;
+
+  bool empty() const { return compares.empty() && then_ops.empty() && else_ops.empty(); }
+  template <class A>
+  void serialize(A& ar) { ar(compares, then_ops, else_ops); }
+};
+// Bounds a node checks before proposing (etcd's --max-txn-ops is 128 too).
+inline constexpr size_t kTxnMaxCompares = 128;
+inline constexpr size_t kTxnMaxOps = 128;  // per branch
+
+// One operation's answer, in the order of the branch that ran: a get's key
+// (found, value, mod_slot, lease); a delete's found (whether the key was
+// there: deleting a missing key is not an error inside a transaction); a
+// put's nothing.
+struct TxnOpResult {
+  bool found = false;
+  std::string value;
+  uint64_t mod_slot = 0;
+  uint64_t lease = 0;
+
+  template <class A>
+  void serialize(A& ar) { ar(found, value, mod_slot, lease); }
+};
+
+// A live lease as the leader sees it (kLeaseList).
+struct LeaseInfo {
+  uint64_t id = 0;         // the slot of the decree that granted it
+  uint64_t ttl_ms = 0;     // as granted
+  uint64_t remaining_ms = 0;  // until the leader expires it, unless kept alive
+  uint64_t keys = 0;       // keys attached to it
+
+  template <class A>
+  void serialize(A& ar) { ar(id, ttl_ms, remaining_ms, keys); }
+};
+
 struct ClientRequest;
 // The lowest wire version that carries all of a request: its op's, and 3
 // for a write in a session (an older node would drop the session fields
@@ -116,18 +191,20 @@ struct ClientRequest {
   uint64_t session = 0;
   uint64_t seq = 0;
   uint64_t lowest_pending = 0;
-  uint64_t ttl_ms = 0;  // kSessionOpen: how long the session lives without a write or keepalive
+  uint64_t ttl_ms = 0;  // kSessionOpen, kLeaseGrant: how long it lives without a write or keepalive
+  uint64_t lease = 0;   // kPut: attach the key to this lease; kLeaseRevoke, kLeaseKeepAlive: the lease
+  Txn txn;              // kTxn
 
   template <class A>
   void serialize(A& ar) {
     ar(id, op, key, value, expected, expected_absent, from_slot, limit, offset);
-    if (WireVersionOf(ar) >= 3) ar(session, seq, lowest_pending, ttl_ms);
+    if (WireVersionOf(ar) >= 3) ar(session, seq, lowest_pending, ttl_ms, lease, txn);
   }
 };
 
 inline uint8_t MinWireVersionOf(const ClientRequest& r) {
   uint8_t v = MinWireVersionOf(r.op);
-  return r.session != 0 || r.ttl_ms != 0 ? std::max<uint8_t>(v, 3) : v;
+  return r.session != 0 || r.ttl_ms != 0 || r.lease != 0 ? std::max<uint8_t>(v, 3) : v;
 }
 
 struct PeerStatus {  // this node's view of one member
@@ -313,6 +390,13 @@ struct ClientResponse {
   std::string node_version;
   uint32_t wire_version_min = 0;
   uint32_t wire_version_max = 0;
+  // Wire version 3 on.
+  uint64_t mod_slot = 0;  // get: the slot that last changed the key
+  uint64_t lease = 0;     // get: the key's lease (0: none); kLeaseGrant: the new lease's id
+  uint64_t ttl_ms = 0;    // kLeaseGrant, kLeaseKeepAlive: the lease's TTL
+  std::vector<LeaseInfo> leases;  // kLeaseList
+  bool txn_succeeded = false;     // kTxn: every compare held (the then branch ran)
+  std::vector<TxnOpResult> txn_results;  // kTxn: one per operation of the branch that ran
 
   // The status travels as a nested byte string: empty when status.id is 0
   // (no status: every answer but kStatus and kMember, so a get's answer
@@ -323,12 +407,14 @@ struct ClientResponse {
     std::string nested = status.id == 0 ? std::string() : EncodeNodeStatus(status, WireVersionOf(ar));
     ar(id, code, message, leader_hint, slot, found, value, nested, log, total);
     if (WireVersionOf(ar) >= 2) ar(node_version, wire_version_min, wire_version_max);
+    if (WireVersionOf(ar) >= 3) ar(mod_slot, lease, ttl_ms, leases, txn_succeeded, txn_results);
   }
   template <class A>
   void load(A& ar) {
     std::string nested;
     ar(id, code, message, leader_hint, slot, found, value, nested, log, total);
     if (WireVersionOf(ar) >= 2) ar(node_version, wire_version_min, wire_version_max);
+    if (WireVersionOf(ar) >= 3) ar(mod_slot, lease, ttl_ms, leases, txn_succeeded, txn_results);
     if (!nested.empty()) DecodeNodeStatusOrThrow(nested, &status, WireVersionOf(ar));
   }
 };

@@ -33,6 +33,11 @@ const char* ClientOpName(ClientOp op) {
     case ClientOp::kSessionOpen: return "session-open";
     case ClientOp::kSessionClose: return "session-close";
     case ClientOp::kSessionKeepAlive: return "session-keepalive";
+    case ClientOp::kLeaseGrant: return "lease-grant";
+    case ClientOp::kLeaseRevoke: return "lease-revoke";
+    case ClientOp::kLeaseKeepAlive: return "lease-keepalive";
+    case ClientOp::kLeaseList: return "lease-list";
+    case ClientOp::kTxn: return "txn";
   }
   return "unknown";
 }
@@ -44,6 +49,7 @@ ClientRole RequiredRole(ClientOp op) {
     case ClientOp::kLog:
     case ClientOp::kDeployQuery:
     case ClientOp::kVersion:
+    case ClientOp::kLeaseList:
       return ClientRole::kRead;
     case ClientOp::kPut:
     case ClientOp::kCas:
@@ -51,6 +57,10 @@ ClientRole RequiredRole(ClientOp op) {
     case ClientOp::kSessionOpen:  // a writer's sessions (deployments, an admin's, too)
     case ClientOp::kSessionClose:
     case ClientOp::kSessionKeepAlive:
+    case ClientOp::kLeaseGrant:
+    case ClientOp::kLeaseRevoke:
+    case ClientOp::kLeaseKeepAlive:
+    case ClientOp::kTxn:  // a transaction of gets only, too: it is a decree
       return ClientRole::kWrite;
     case ClientOp::kDowngrade:
     case ClientOp::kDowngradeCancel:

@@ -86,11 +86,25 @@ bool IsLeaderOp(ClientOp op) {
 }
 
 bool IsWriteOp(ClientOp op) {
-  return IsLeaderOp(op) && op != ClientOp::kGet && op != ClientOp::kDeployQuery && op != ClientOp::kSnapshot;
+  // A lease keepalive writes no decree (the leader restarts a timer), so it
+  // may be sent again like a read.
+  return IsLeaderOp(op) && op != ClientOp::kGet && op != ClientOp::kDeployQuery && op != ClientOp::kSnapshot &&
+         op != ClientOp::kLeaseKeepAlive && op != ClientOp::kLeaseList;
 }
 
 bool IsSessionWrite(ClientOp op) {
-  return op == ClientOp::kPut || op == ClientOp::kCas || op == ClientOp::kDelete || op == ClientOp::kDeploy;
+  switch (op) {
+    case ClientOp::kPut:
+    case ClientOp::kCas:
+    case ClientOp::kDelete:
+    case ClientOp::kDeploy:
+    case ClientOp::kTxn:
+    case ClientOp::kLeaseGrant:
+    case ClientOp::kLeaseRevoke:
+      return true;
+    default:
+      return false;
+  }
 }
 
 Client::Client(ClientOptions options) : options_(std::move(options)) {

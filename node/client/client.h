@@ -196,7 +196,8 @@ class Client {
 bool IsLeaderOp(rpc::ClientOp op);
 // True for the operations that write a decree: leader operations but get.
 bool IsWriteOp(rpc::ClientOp op);
-// True for the writes that may go in a session: put, cas, delete, deploy.
+// True for the writes that may go in a session: put, cas, delete, deploy,
+// txn, lease grant and revoke.
 bool IsSessionWrite(rpc::ClientOp op);
 
 }  // namespace ts::client

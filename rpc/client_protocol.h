@@ -153,6 +153,7 @@ struct TxnOpResult {
   uint64_t mod_slot = 0;
   uint64_t lease = 0;
 
+  bool operator==(const TxnOpResult&) const = default;
   template <class A>
   void serialize(A& ar) { ar(found, value, mod_slot, lease); }
 };

@@ -16,7 +16,7 @@ using rpc::ClientResponse;
 
 void ClientRequests::HandleRead(uint64_t handle, ClientRequest&& req) {
   const StationOptions& o = st_.options_;
-  if (req.key.empty() || req.key.size() > o.key_bytes_max) {
+  if (req.op == ClientOp::kGet && (req.key.empty() || req.key.size() > o.key_bytes_max)) {
     return st_.Respond(handle, Answer(req.id, ClientCode::kBadRequest,
                                       "key must be 1.." + std::to_string(o.key_bytes_max) + " bytes"));
   }
@@ -42,6 +42,19 @@ void ClientRequests::HandleWrite(uint64_t handle, ClientRequest&& req) {
     return st_.Respond(handle, Answer(req.id, ClientCode::kBadRequest,
                                       "value larger than " + std::to_string(o.value_bytes_max) + " bytes"));
   }
+  if (req.lease != 0) {
+    if (req.op != ClientOp::kPut) {
+      return st_.Respond(handle, Answer(req.id, ClientCode::kBadRequest, "only a put takes a lease"));
+    }
+    if (RefusedAsUnsupported(handle, req, static_cast<uint16_t>(DecreeType::kKvTxn))) return;
+    if (st_.kv_.leases().count(req.lease) == 0) return st_.Respond(handle, LeaseGone(req));
+  }
+  Decree d = KvDecreeFor(req);  // moves the key and value out; the rest of req stays
+  ProposeFor(handle, req, std::move(d));
+}
+
+void ClientRequests::ProposeFor(uint64_t handle, const ClientRequest& req, Decree d) {
+  const StationOptions& o = st_.options_;
   if (pending_reads_.size() + pending_writes_.size() >= o.pending_requests_max) {
     return st_.Respond(handle, Answer(req.id, ClientCode::kBusy, "too many requests in flight"));
   }
@@ -50,7 +63,6 @@ void ClientRequests::HandleWrite(uint64_t handle, ClientRequest&& req) {
     return st_.Respond(handle, Answer(req.id, ClientCode::kUnavailable, "leader is recovering the log; retry"));
   }
   if (req.session != 0 && AnsweredBeforeProposing(handle, req)) return;
-  Decree d = KvDecreeFor(req);
   if (req.session != 0) d = InSession(d, req.session, req.seq, req.lowest_pending);
   auto slot = st_.ProposeDecree(d);
   if (!slot.ok()) {
@@ -63,6 +75,14 @@ void ClientRequests::HandleWrite(uint64_t handle, ClientRequest&& req) {
 }
 
 Decree ClientRequests::KvDecreeFor(ClientRequest& req) const {
+  if (req.lease != 0) {  // a put attached to a lease
+    rpc::Txn t;
+    t.then_ops.push_back(rpc::TxnOp{rpc::TxnOp::Kind::kPut, std::move(req.key), std::move(req.value), req.lease});
+    Decree d;
+    d.header = st_.versions_.HeaderFor(static_cast<uint16_t>(DecreeType::kKvTxn));
+    d.payload = EncodeTxn(t);
+    return d;
+  }
   auto type = static_cast<uint16_t>(req.op == ClientOp::kPut      ? DecreeType::kKvPut
                                     : req.op == ClientOp::kDelete ? DecreeType::kKvDelete
                                                                   : DecreeType::kKvCas);
@@ -95,12 +115,19 @@ SavedAnswer ClientRequests::AnswerOf(consensus::Slot slot, const KvResult& resul
     a.message = result.found ? "compare failed: current value differs" : "compare failed: key does not exist";
   } else if (result.code == KvResult::Code::kNotFound) {
     code = ClientCode::kNotFound;
-    a.message = "key not found";
+    a.message = result.message.empty() ? "key not found" : result.message;
+  } else if (result.code == KvResult::Code::kRefused) {
+    code = ClientCode::kBadRequest;
+    a.message = result.message;
   } else if (result.code == KvResult::Code::kUndecodable) {
     code = ClientCode::kInternal;
     a.message = "decree payload could not be decoded";
   }
   a.code = static_cast<uint8_t>(code);
+  a.lease = result.lease;
+  a.ttl_ms = result.ttl_ms;
+  a.txn_succeeded = result.txn_succeeded;
+  a.txn_results = result.txn_results;
   return a;
 }
 
@@ -147,6 +174,10 @@ ClientResponse ClientRequests::ResponseOf(uint64_t request_id, const SavedAnswer
   r.found = answer.found;
   r.value = answer.value;
   r.slot = answer.slot;
+  r.lease = answer.lease;
+  r.ttl_ms = answer.ttl_ms;
+  r.txn_succeeded = answer.txn_succeeded;
+  r.txn_results = answer.txn_results;
   return r;
 }
 
@@ -156,18 +187,7 @@ void ClientRequests::ServeReads() {
   while (!pending_reads_.empty()) {
     PendingRead& r = pending_reads_.front();
     if (index.ok() && st_.applied_slot_ >= *index) {
-      ClientResponse resp;
-      resp.id = r.req.id;
-      auto v = st_.kv_.Get(r.req.key);
-      resp.found = v.has_value();
-      if (v) {
-        resp.value = std::move(*v);
-      } else {
-        resp.code = ClientCode::kNotFound;
-        resp.message = "key not found";
-      }
-      resp.slot = st_.applied_slot_;
-      st_.Respond(r.handle, std::move(resp));
+      st_.Respond(r.handle, ReadAnswer(r.req));
     } else if (index.status().code() == Status::Code::kNotLeader) {
       st_.Respond(r.handle, st_.Redirect(r.req, "leadership lost"));
     } else if (st_.now_ms_ >= r.deadline_ms) {
@@ -178,6 +198,24 @@ void ClientRequests::ServeReads() {
     }
     pending_reads_.pop_front();
   }
+}
+
+ClientResponse ClientRequests::ReadAnswer(const ClientRequest& req) {
+  ClientResponse resp;
+  resp.id = req.id;
+  resp.slot = st_.applied_slot_;
+  if (req.op == ClientOp::kLeaseKeepAlive || req.op == ClientOp::kLeaseList) return LeaseReadAnswer(req, resp);
+  const KvEntry* e = st_.kv_.Lookup(req.key);
+  resp.found = e != nullptr;
+  if (e) {
+    resp.value = e->value;
+    resp.mod_slot = e->mod_slot;
+    resp.lease = e->lease;
+  } else {
+    resp.code = ClientCode::kNotFound;
+    resp.message = "key not found";
+  }
+  return resp;
 }
 
 void ClientRequests::ExpireWrites() {

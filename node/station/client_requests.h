@@ -16,6 +16,7 @@
 #include "consensus/types.h"
 #include "node/station/decree.h"
 #include "node/station/kv_store.h"
+#include "node/station/lease_timers.h"
 #include "node/station/sessions.h"
 #include "rpc/client_protocol.h"
 
@@ -65,8 +66,21 @@ class ClientRequests {
   bool ApplySession(consensus::Slot slot, const Decree& d, bool replay_only);
   // The leader: proposes the end of sessions whose clients went quiet.
   void MaybeExpireSessions();
-  // This node became the leader: every session gets a whole timeout.
+  // This node became the leader: every session and lease gets a whole timeout.
   void StartedLeading();
+
+  // ---- Leases and transactions (client_leases.cc; docs/design/leases.md,
+  // docs/design/transactions.md).
+  // kLeaseGrant, kLeaseRevoke: proposed; kLeaseKeepAlive, kLeaseList:
+  // answered by ServeReads under the leader's lease.
+  void HandleLeaseOp(uint64_t handle, rpc::ClientRequest&& req);
+  void HandleTxn(uint64_t handle, rpc::ClientRequest&& req);
+  // A key-value decree was applied with this result: a lease grant starts
+  // its timer; an expiry lets the leader propose the next one.
+  void LeaseApplied(const Decree& d, const KvResult& r);
+  // The leader: proposes the end of leases not kept alive within their TTL.
+  void MaybeExpireLeases();
+  const LeaseTimers& lease_timers() const { return lease_timers_; }
   const SessionTable& sessions() const { return sessions_; }
   SessionTable& sessions() { return sessions_; }
   // Answers the reads the lease and the applied slot now allow.
@@ -97,14 +111,30 @@ class ClientRequests {
     uint64_t deadline_ms;
   };
 
-  // Answers `req` as unsupported, and returns true, while the log's
-  // version rules do not let this leader write sessions yet.
-  bool RefusedAsUnsupported(uint64_t handle, const rpc::ClientRequest& req);
-  // The key-value write of a put, cas or delete request (its fields moved out).
+  // The key-value write of a put, cas or delete request (its fields moved
+  // out); a put with a lease is a transaction of that one put.
   Decree KvDecreeFor(rpc::ClientRequest& req) const;
+  // A write for a client: the checks every write passes (load, a leader
+  // still recovering, a session's saved answer), then proposed (in the
+  // request's session, if any) and answered once its slot is applied.
+  void ProposeFor(uint64_t handle, const rpc::ClientRequest& req, Decree d);
+  // Answers `req` as unsupported, and returns true, while the version rules
+  // do not let this leader write decrees of `type` yet.
+  bool RefusedAsUnsupported(uint64_t handle, const rpc::ClientRequest& req, uint16_t type);
+  // Why a transaction may not be proposed (empty: it may).
+  std::string TxnRefusal(const rpc::Txn& txn) const;
+  // The answer of a read the lease allows now (get, lease keepalive, lease list).
+  rpc::ClientResponse ReadAnswer(const rpc::ClientRequest& req);
+  rpc::ClientResponse LeaseReadAnswer(const rpc::ClientRequest& req, rpc::ClientResponse resp);
+  // The answer to a request naming a lease the applied state lacks.
+  rpc::ClientResponse LeaseGone(const rpc::ClientRequest& req) const;
 
   Station& st_;
   SessionTable sessions_;
+  LeaseTimers lease_timers_;
+  uint64_t lease_expiry_in_flight_until_ms_ = 0;
+  uint64_t next_lease_check_ms_ = 0;
+  bool lease_lapsed_ = false;  // this leader's own lease lapsed: every lease timer starts again
   uint64_t expiry_in_flight_until_ms_ = 0;  // an expiry decree proposed, not yet applied
   uint64_t next_expiry_check_ms_ = 0;
   uint64_t epoch_ = 0;

@@ -27,8 +27,8 @@ SavedAnswer Undecodable(consensus::Slot slot) {
 
 }  // namespace
 
-bool ClientRequests::RefusedAsUnsupported(uint64_t handle, const ClientRequest& req) {
-  std::string why = st_.versions_.WhyNotWritable(kSessionOpenType);
+bool ClientRequests::RefusedAsUnsupported(uint64_t handle, const ClientRequest& req, uint16_t type) {
+  std::string why = st_.versions_.WhyNotWritable(type);
   if (why.empty()) return false;
   ClientResponse r = Answer(req.id, ClientCode::kUnsupported, "unsupported: " + why);
   r.node_version = st_.versions_.self().ToString();
@@ -40,7 +40,7 @@ void ClientRequests::HandleSessionOp(uint64_t handle, ClientRequest&& req) {
   if (st_.replica_->GetStatus().role != consensus::Role::kLeader) {
     return st_.Respond(handle, st_.Redirect(req, "this node does not lead"));
   }
-  if (RefusedAsUnsupported(handle, req)) return;
+  if (RefusedAsUnsupported(handle, req, kSessionOpenType)) return;
   if (!st_.TakesWrites()) {
     return st_.Respond(handle, Answer(req.id, ClientCode::kUnavailable, "leader is recovering the log; retry"));
   }
@@ -66,7 +66,7 @@ void ClientRequests::HandleSessionOp(uint64_t handle, ClientRequest&& req) {
     d.payload = EncodeSessionOpen(SessionOpen{req.ttl_ms});
   } else {
     d.header = st_.versions_.HeaderFor(static_cast<uint16_t>(DecreeType::kSessionClose));
-    d.payload = EncodeSessionIds(SessionIds{{req.session}});
+    d.payload = EncodeIdList(IdList{{req.session}});
   }
   auto slot = st_.ProposeDecree(d);
   if (!slot.ok()) {
@@ -78,10 +78,13 @@ void ClientRequests::HandleSessionOp(uint64_t handle, ClientRequest&& req) {
   AwaitChosen(*slot, d.tag, req.op, handle, req.id, st_.now_ms_ + st_.options_.request_timeout_ms);
 }
 
-void ClientRequests::StartedLeading() { sessions_.RestartTimers(st_.now_ms_); }
+void ClientRequests::StartedLeading() {
+  sessions_.RestartTimers(st_.now_ms_);
+  lease_timers_.RestartAll(st_.kv_.leases(), st_.now_ms_);
+}
 
 bool ClientRequests::AnsweredBeforeProposing(uint64_t handle, const ClientRequest& req) {
-  if (RefusedAsUnsupported(handle, req)) return true;
+  if (RefusedAsUnsupported(handle, req, kSessionOpenType)) return true;
   if (!sessions_.Has(req.session)) {
     st_.Respond(handle, Answer(req.id, ClientCode::kSessionUnknown,
                                "session " + std::to_string(req.session) +
@@ -119,8 +122,8 @@ bool ClientRequests::ApplySession(consensus::Slot slot, const Decree& d, bool re
     }
     case DecreeType::kSessionClose:
     case DecreeType::kSessionExpire: {
-      SessionIds ids;
-      if (DecodeSessionIds(d.payload, &ids).ok()) sessions_.End(ids.ids);
+      IdList ids;
+      if (DecodeIdList(d.payload, &ids).ok()) sessions_.End(ids.ids);
       if (d.header.type == static_cast<uint16_t>(DecreeType::kSessionExpire)) expiry_in_flight_until_ms_ = 0;
       break;
     }
@@ -174,7 +177,7 @@ void ClientRequests::MaybeExpireSessions() {
   if (quiet.empty()) return;
   Decree d;
   d.header = st_.versions_.HeaderFor(static_cast<uint16_t>(DecreeType::kSessionExpire));
-  d.payload = EncodeSessionIds(SessionIds{quiet});
+  d.payload = EncodeIdList(IdList{quiet});
   if (st_.ProposeDecree(d).ok()) {
     expiry_in_flight_until_ms_ = now + st_.options_.request_timeout_ms;
     st_.Log(LogLevel::kInfo, "expiring " + std::to_string(quiet.size()) +

@@ -10,6 +10,7 @@ const char* DecreeTypeName(uint16_t type) {
     case DecreeType::kKvPut: return "put";
     case DecreeType::kKvDelete: return "delete";
     case DecreeType::kKvCas: return "cas";
+    case DecreeType::kKvTxn: return "txn";
     case DecreeType::kVersionMarker: return "version-marker";
     case DecreeType::kDowngrade: return "downgrade";
     case DecreeType::kMigrate: return "migrate";
@@ -21,6 +22,9 @@ const char* DecreeTypeName(uint16_t type) {
     case DecreeType::kSessionWrite: return "session-write";
     case DecreeType::kSessionClose: return "session-close";
     case DecreeType::kSessionExpire: return "session-expire";
+    case DecreeType::kLeaseGrant: return "lease-grant";
+    case DecreeType::kLeaseRevoke: return "lease-revoke";
+    case DecreeType::kLeaseExpire: return "lease-expire";
   }
   return nullptr;
 }
@@ -29,7 +33,11 @@ DecreeFamily FamilyOf(uint16_t type) {
   switch (static_cast<DecreeType>(type)) {
     case DecreeType::kKvPut:
     case DecreeType::kKvDelete:
-    case DecreeType::kKvCas: return DecreeFamily::kKeyValue;
+    case DecreeType::kKvCas:
+    case DecreeType::kKvTxn:
+    case DecreeType::kLeaseGrant:
+    case DecreeType::kLeaseRevoke:
+    case DecreeType::kLeaseExpire: return DecreeFamily::kKeyValue;
     case DecreeType::kVersionMarker:
     case DecreeType::kDowngrade:
     case DecreeType::kMigrate: return DecreeFamily::kVersion;
@@ -98,15 +106,35 @@ std::string DescribeDecree(const Decree& d) {
       return "session " + std::to_string(w.session) + " #" + std::to_string(w.seq) + ": " +
              (what.empty() ? std::string(inner_name ? inner_name : "unknown") : what);
     }
+    case DecreeType::kKvTxn: {
+      rpc::Txn t;
+      if (!DecodeTxn(d.payload, &t).ok()) return "txn ?";
+      std::string first = !t.then_ops.empty() ? t.then_ops[0].key : !t.compares.empty() ? t.compares[0].key : "";
+      if (t.compares.empty() && t.then_ops.size() == 1 && t.then_ops[0].kind == rpc::TxnOp::Kind::kPut) {
+        return "put " + first + " with lease " + std::to_string(t.then_ops[0].lease);
+      }
+      return "txn " + std::to_string(t.compares.size()) + " compare(s), " + std::to_string(t.then_ops.size()) +
+             " then, " + std::to_string(t.else_ops.size()) + " else" + (first.empty() ? "" : ": " + first);
+    }
+    case DecreeType::kLeaseGrant: {
+      LeaseGrant g;
+      return DecodeLeaseGrant(d.payload, &g).ok() ? "grant lease, TTL " + std::to_string(g.ttl_ms) + " ms"
+                                                  : "grant lease ?";
+    }
+    case DecreeType::kLeaseRevoke:
+    case DecreeType::kLeaseExpire:
     case DecreeType::kSessionClose:
     case DecreeType::kSessionExpire: {
-      SessionIds ids;
-      if (!DecodeSessionIds(d.payload, &ids).ok()) return std::string(name) + " ?";
+      IdList ids;
+      if (!DecodeIdList(d.payload, &ids).ok()) return std::string(name) + " ?";
       std::string list;
       for (size_t i = 0; i < ids.ids.size() && i < 8; ++i) list += (i ? " " : "") + std::to_string(ids.ids[i]);
       if (ids.ids.size() > 8) list += " ... (" + std::to_string(ids.ids.size()) + ")";
-      return (d.header.type == static_cast<uint16_t>(DecreeType::kSessionClose) ? "close session " : "expire session ") +
-             list;
+      const char* verb = d.header.type == static_cast<uint16_t>(DecreeType::kSessionClose)   ? "close session "
+                         : d.header.type == static_cast<uint16_t>(DecreeType::kSessionExpire) ? "expire session "
+                         : d.header.type == static_cast<uint16_t>(DecreeType::kLeaseRevoke)   ? "revoke lease "
+                                                                                              : "expire lease ";
+      return verb + list;
     }
   }
   return "";
@@ -133,8 +161,12 @@ std::string EncodeSessionOpen(const SessionOpen& o) { return rpc::EncodeBounded(
 Status DecodeSessionOpen(std::string_view bytes, SessionOpen* out) { return rpc::DecodeBounded(bytes, out); }
 std::string EncodeSessionWrite(const SessionWrite& w) { return rpc::EncodeBounded(w); }
 Status DecodeSessionWrite(std::string_view bytes, SessionWrite* out) { return rpc::DecodeBounded(bytes, out); }
-std::string EncodeSessionIds(const SessionIds& ids) { return rpc::EncodeBounded(ids); }
-Status DecodeSessionIds(std::string_view bytes, SessionIds* out) { return rpc::DecodeBounded(bytes, out); }
+std::string EncodeTxn(const rpc::Txn& t) { return rpc::EncodeBounded(t); }
+Status DecodeTxn(std::string_view bytes, rpc::Txn* out) { return rpc::DecodeBounded(bytes, out); }
+std::string EncodeLeaseGrant(const LeaseGrant& g) { return rpc::EncodeBounded(g); }
+Status DecodeLeaseGrant(std::string_view bytes, LeaseGrant* out) { return rpc::DecodeBounded(bytes, out); }
+std::string EncodeIdList(const IdList& ids) { return rpc::EncodeBounded(ids); }
+Status DecodeIdList(std::string_view bytes, IdList* out) { return rpc::DecodeBounded(bytes, out); }
 
 consensus::Membership ToConsensus(const MembershipDecree& m) {
   consensus::Membership out;

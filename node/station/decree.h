@@ -12,6 +12,7 @@
 
 #include "consensus/status.h"
 #include "consensus/types.h"
+#include "rpc/client_protocol.h"
 
 namespace ts::station {
 
@@ -19,6 +20,9 @@ enum class DecreeType : uint16_t {
   kKvPut = 1,
   kKvDelete = 2,
   kKvCas = 3,
+  // Transactions (1.3.0; docs/design/transactions.md): compares, then one
+  // branch of puts, deletes and gets, atomically. Also a put with a lease.
+  kKvTxn = 4,
   kVersionMarker = 100,  // the latest software version running the log
   kDowngrade = 101,      // explicit downgrade (or its cancellation)
   // The migration errand (docs/design/versions.md): every node snapshots in the models it
@@ -37,6 +41,10 @@ enum class DecreeType : uint16_t {
   kSessionWrite = 401,   // a write (a key-value or deployment decree) numbered within a session
   kSessionClose = 402,   // the client ends sessions
   kSessionExpire = 403,  // the leader ends sessions whose clients went quiet past their timeout
+  // Leases (1.3.0; docs/design/leases.md): applied by the key-value store.
+  kLeaseGrant = 410,     // grants a lease; its id is the decree's slot
+  kLeaseRevoke = 411,    // a client ends leases: their keys are deleted
+  kLeaseExpire = 412,    // the leader ends leases not kept alive within their TTL: the same
 };
 
 const char* DecreeTypeName(uint16_t type);
@@ -44,6 +52,7 @@ const char* DecreeTypeName(uint16_t type);
 // Decree types come in families that are applied by different parts of the
 // station: the key-value store, the version rules, the deployment state.
 // Unknown types (a newer version's) are kUnknown: recorded, never applied.
+// Lease decrees are of the key-value family: the store applies them.
 enum class DecreeFamily { kKeyValue, kVersion, kDeploy, kMembership, kSession, kUnknown };
 DecreeFamily FamilyOf(uint16_t type);
 
@@ -170,7 +179,16 @@ struct SessionWrite {
   void serialize(A& ar) { ar(session, seq, lowest_pending, decree); }
 };
 
-struct SessionIds {  // kSessionClose and kSessionExpire
+// Leases (model 1, read by software >= 1.3.0). kLeaseRevoke and
+// kLeaseExpire carry an IdList.
+struct LeaseGrant {
+  uint64_t ttl_ms = 0;
+
+  template <class A>
+  void serialize(A& ar) { ar(ttl_ms); }
+};
+
+struct IdList {  // kSessionClose, kSessionExpire, kLeaseRevoke, kLeaseExpire
   std::vector<uint64_t> ids;
 
   template <class A>
@@ -196,8 +214,13 @@ std::string EncodeSessionOpen(const SessionOpen& o);
 Status DecodeSessionOpen(std::string_view bytes, SessionOpen* out);
 std::string EncodeSessionWrite(const SessionWrite& w);
 Status DecodeSessionWrite(std::string_view bytes, SessionWrite* out);
-std::string EncodeSessionIds(const SessionIds& ids);
-Status DecodeSessionIds(std::string_view bytes, SessionIds* out);
+// kKvTxn's payload is the client protocol's transaction (rpc::Txn).
+std::string EncodeTxn(const rpc::Txn& t);
+Status DecodeTxn(std::string_view bytes, rpc::Txn* out);
+std::string EncodeLeaseGrant(const LeaseGrant& g);
+Status DecodeLeaseGrant(std::string_view bytes, LeaseGrant* out);
+std::string EncodeIdList(const IdList& ids);
+Status DecodeIdList(std::string_view bytes, IdList* out);
 
 // Whether an encoded decree is of type `t`, from its first two bytes (the
 // header's type, a little-endian u16), without decoding it.

@@ -2,24 +2,57 @@
 // are decrees. Apply is deterministic (ordered map, no clock, no randomness),
 // so every node that applies the same log holds the same state and the same
 // digest.
+//
+// From 1.3.0 on it also keeps, per key, the slot that last changed it and the
+// lease it is attached to, and the leases themselves
+// (docs/design/leases.md, docs/design/transactions.md). That bookkeeping
+// starts at the first decree of a 1.3.0 type the store applies (StartTracking:
+// every key's slot becomes that slot) and stops at a downgrade below 1.3.0
+// (StopTracking: the leases end, their keys go). Until it starts, the state
+// and its digest are exactly what 1.2.0 keeps, so a 1.2.0 node applying the
+// same decrees agrees with it.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
+#include "consensus/status.h"
 #include "consensus/types.h"
 #include "node/station/decree.h"
+#include "rpc/client_protocol.h"
 
 namespace ts::station {
 
+// Bounds of the lease table (constants: every node must apply alike).
+inline constexpr size_t kLeasesMax = 100'000;
+inline constexpr uint64_t kLeaseTtlMinMs = 1'000;
+inline constexpr uint64_t kLeaseTtlMaxMs = 86'400'000;  // a day
+
 struct KvResult {
-  enum class Code { kOk, kCompareFailed, kNotFound, kUndecodable } code = Code::kOk;
+  enum class Code { kOk, kCompareFailed, kNotFound, kUndecodable, kRefused } code = Code::kOk;
   bool found = false;  // cas failure: whether the key exists
   std::string value;   // cas failure: its current value
+  std::string message;  // kNotFound, kRefused: why (a lease that is gone, a full lease table)
+  uint64_t lease = 0, ttl_ms = 0;         // a lease grant: the new lease (the decree's slot) and its TTL
+  bool txn_succeeded = false;             // a transaction: every compare held
+  std::vector<rpc::TxnOpResult> txn_results;  // a transaction: the answers of the branch that ran
+};
+
+struct KvEntry {
+  std::string value;
+  uint64_t mod_slot = 0;  // the slot that last changed it (0: not tracked yet)
+  uint64_t lease = 0;     // the lease it is attached to (0: none)
+};
+
+struct LeaseRecord {
+  uint64_t ttl_ms = 0;
+  std::set<std::string> keys;
 };
 
 class KvStore {
@@ -32,29 +65,70 @@ class KvStore {
   KvStore& operator=(const KvStore& other);
   KvStore& operator=(KvStore&& other);
 
-  // Applies one chosen key-value decree (model 1: one command; model 2: a
-  // batch applied atomically) in slot order. A failed compare or a missing
-  // key changes nothing; an undecodable payload changes nothing.
-  KvResult Apply(const Decree& d);
+  // Applies one chosen decree of the key-value family (put, delete, cas in
+  // model 1 or as a model-2 batch, a transaction, a lease grant, revoke or
+  // expiry) chosen at `slot`, in slot order. A failed compare, a missing
+  // key or lease, or an undecodable payload changes nothing.
+  KvResult Apply(const Decree& d, consensus::Slot slot);
   std::optional<std::string> Get(const std::string& key) const;
+  const KvEntry* Lookup(std::string_view key) const;
   size_t size() const { return map_.size(); }
-  // Snapshots: replaces the whole map (keys in any order; later duplicates win).
+
+  // The 1.3.0 bookkeeping (see above). StartTracking: from `slot` on; every
+  // key's slot becomes `slot`. StopTracking: ends every lease (deleting its
+  // keys) and forgets the slots; returns how many leases ended.
+  bool tracking() const { return tracking_since_ != 0; }
+  consensus::Slot tracking_since() const { return tracking_since_; }
+  void StartTracking(consensus::Slot slot);
+  size_t StopTracking();
+  const std::map<uint64_t, LeaseRecord>& leases() const { return leases_; }
+  // Why granting a lease of this TTL would be refused now (empty: it would
+  // not): the leader asks before proposing, Apply decides again.
+  std::string LeaseRefusal(uint64_t ttl_ms) const;
+
+  // Snapshots: replaces the whole map (keys in any order; later duplicates
+  // win), untracked; then RestoreMeta puts back the bookkeeping of a
+  // tracking store (DumpMeta: empty when not tracking). RestoreMeta fails
+  // (Corruption, the store unchanged) on malformed bytes or bookkeeping
+  // that disagrees with the map.
   void Restore(std::map<std::string, std::string> map);
-  // An order-independent hash of the whole map, kept up to date by every
-  // change (the sum of one 64-bit hash per key and value), so the state
+  std::string DumpMeta() const;
+  Status RestoreMeta(std::string_view bytes);
+
+  // An order-independent hash of the whole state, kept up to date by every
+  // change (the sum of one 64-bit hash per key and value, plus, while
+  // tracking, one per key's slot and lease and one per lease), so the state
   // digest costs O(1) in the number of keys rather than a walk of the map.
-  uint64_t content_hash() const { return content_hash_; }
+  uint64_t content_hash() const { return value_hash_ + meta_hash_; }
   static uint64_t EntryHash(std::string_view key, std::string_view value);
-  // Visits every key in order (for the state digest and snapshots).
+  // Visits every key and value in order (for the state digest and snapshots).
   template <class F>
   void ForEach(F&& f) const {
-    for (const auto& [k, v] : map_) f(k, v);
+    for (const auto& [k, e] : map_) f(k, e.value);
   }
 
  private:
-  using Map = std::map<std::string, std::string>;
-  using Overlay = std::map<std::string, std::optional<std::string>>;
-  KvResult Stage(uint16_t type, KvCommand& c, Overlay* overlay) const;
+  using Map = std::map<std::string, KvEntry>;
+  // A staged change of one key: nullopt deletes it.
+  struct Staged {
+    std::optional<std::string> value;
+    uint64_t lease = 0;
+  };
+  using Overlay = std::map<std::string, Staged>;
+  struct View {  // a key as staged so far
+    const std::string* value = nullptr;  // null: absent
+    uint64_t mod_slot = 0;
+    uint64_t lease = 0;
+  };
+  View Current(const std::string& key, const Overlay& overlay, consensus::Slot slot) const;
+  KvResult Stage(uint16_t type, KvCommand& c, Overlay* overlay, consensus::Slot slot) const;
+  KvResult StageTxn(rpc::Txn& txn, Overlay* overlay, consensus::Slot slot) const;
+  KvResult ApplyLease(const Decree& d, consensus::Slot slot);
+  void Commit(Overlay& overlay, consensus::Slot slot);
+  void EraseKey(Map::iterator it);
+  uint64_t MetaHashOf(std::string_view key, const KvEntry& e) const;
+  static uint64_t LeaseHash(uint64_t id, uint64_t ttl_ms);
+  void RehashMeta();
   Map::iterator Find(std::string_view key);
   Map::const_iterator Find(std::string_view key) const;
   void Reindex();
@@ -65,7 +139,10 @@ class KvStore {
   // order.
   Map map_;
   std::unordered_map<std::string_view, Map::iterator> index_;
-  uint64_t content_hash_ = 0;
+  std::map<uint64_t, LeaseRecord> leases_;
+  consensus::Slot tracking_since_ = 0;
+  uint64_t value_hash_ = 0;
+  uint64_t meta_hash_ = 0;  // 0 while not tracking
 };
 
 }  // namespace ts::station

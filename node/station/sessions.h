@@ -43,10 +43,13 @@ struct SavedAnswer {
   bool found = false;
   std::string value;
   uint64_t slot = 0;  // where the write was applied
+  uint64_t lease = 0, ttl_ms = 0;  // a lease grant's: the lease (its slot) and its TTL
+  bool txn_succeeded = false;      // a transaction's
+  std::vector<rpc::TxnOpResult> txn_results;
 
   bool operator==(const SavedAnswer&) const = default;
   template <class A>
-  void serialize(A& ar) { ar(code, message, found, value, slot); }
+  void serialize(A& ar) { ar(code, message, found, value, slot, lease, ttl_ms, txn_succeeded, txn_results); }
 };
 
 struct SessionRecord {

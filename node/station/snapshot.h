@@ -124,6 +124,11 @@ inline constexpr char kSnapshotTailTag = 'T';
 // only when a session is open; the header then names the session model and
 // a minimum reader of 1.3.0.
 inline constexpr char kSnapshotSessionsTag = 'S';
+// The key-value store's 1.3.0 bookkeeping (KvStore::DumpMeta: slots per key
+// and leases), after the key-value records and before the sessions, only
+// while the store keeps it; the header then names the transaction model and
+// a minimum reader of 1.3.0.
+inline constexpr char kSnapshotKvMetaTag = 'M';
 // Key-value batches are cut at about this many bytes.
 inline constexpr size_t kSnapshotKvBatchBytes = 1 << 20;
 

@@ -124,6 +124,11 @@ Status Snapshots::Write(RecordSink* out) const {
     h.models[static_cast<uint16_t>(DecreeType::kSessionOpen)] = 1;
     h.min_reader_version = kSessionsSince.ToString();
   }
+  const std::string kv_meta = st_.kv_.DumpMeta();
+  if (!kv_meta.empty()) {
+    h.models[static_cast<uint16_t>(DecreeType::kKvTxn)] = 1;
+    h.min_reader_version = kSessionsSince.ToString();
+  }
   h.kv_keys = st_.kv_.size();
   SequenceHash full(SnapshotDigestHash(h));
   h.full_digest = full.Hex();  // a placeholder of the digest's size
@@ -148,6 +153,9 @@ Status Snapshots::Write(RecordSink* out) const {
   if (batch.pairs() > 0) {
     if (Status s = out->Add(batch.Record()); !s.ok()) return s;
   }
+  if (!kv_meta.empty()) {
+    if (Status s = out->Add(std::string(1, kSnapshotKvMetaTag) + kv_meta); !s.ok()) return s;
+  }
   if (!sessions.empty()) {
     if (Status s = out->Add(std::string(1, kSnapshotSessionsTag) + sessions); !s.ok()) return s;
   }
@@ -156,7 +164,7 @@ Status Snapshots::Write(RecordSink* out) const {
   t.membership = EncodeMembership(st_.members());
   t.genesis_applied = st_.genesis_applied();
   t.deploy = st_.coordinator_.state().SnapshotDump();
-  Station::AddFullDigestRest(full, t.deploy, sessions, t.versions, st_.members(), st_.genesis_applied());
+  Station::AddFullDigestRest(full, t.deploy, sessions, kv_meta, t.versions, st_.members(), st_.genesis_applied());
 #if defined(TS_PLANTED_STATION_BUG) && TS_PLANTED_STATION_BUG == 2
   // Negative control: the snapshot misses the deployment state.
   t.deploy = deploy::DeployState().SnapshotDump();
@@ -299,6 +307,13 @@ StatusOr<Snapshots::Loaded> Snapshots::Read(consensus::Slot slot) const {
     return Status::Corruption("snapshot at slot " + std::to_string(slot) + " holds " + std::to_string(kv.size()) +
                               " keys, its header says " + std::to_string(header->kv_keys));
   }
+  if (!record.empty() && record[0] == kSnapshotKvMetaTag) {
+    loaded->kv_meta = record.substr(1);
+    if (loaded->kv_meta.empty()) {
+      return Status::Corruption("snapshot at slot " + std::to_string(slot) + " has an empty key bookkeeping record");
+    }
+    if (Status s = next(); !s.ok()) return s;
+  }
   if (!record.empty() && record[0] == kSnapshotSessionsTag) {
     loaded->sessions = record.substr(1);
     if (loaded->sessions.empty()) {
@@ -318,7 +333,12 @@ StatusOr<Snapshots::Loaded> Snapshots::Read(consensus::Slot slot) const {
   loaded->versions = tail->versions;
   loaded->genesis_applied = tail->genesis_applied;
   loaded->kv.Restore(std::move(kv));
-  Station::AddFullDigestRest(full, loaded->deploy.SnapshotDump(), loaded->sessions, loaded->versions,
+  if (!loaded->kv_meta.empty()) {
+    if (Status s = loaded->kv.RestoreMeta(loaded->kv_meta); !s.ok()) {
+      return Status::Corruption("snapshot at slot " + std::to_string(slot) + ": " + s.message());
+    }
+  }
+  Station::AddFullDigestRest(full, loaded->deploy.SnapshotDump(), loaded->sessions, loaded->kv_meta, loaded->versions,
                              loaded->membership, loaded->genesis_applied);
   std::string digest = full.Hex();
   if (digest != header->full_digest) {

@@ -188,6 +188,7 @@ void Station::RunDuties() {
   snapshots_.MaybeFetch();
   coordinator_.Supervise();
   client_.MaybeExpireSessions();
+  client_.MaybeExpireLeases();
   client_.ServeReads();
   client_.ExpireWrites();
 }
@@ -298,6 +299,9 @@ bool Station::ApplyDecree(consensus::Slot slot, const std::string& bytes, bool r
   versions_.Observe(d, slot);
   SavedAnswer answer;
   answer.slot = slot;
+  // The key-value store's 1.3.0 bookkeeping starts at the first decree of a
+  // type a 1.2.0 node cannot apply: up to there both keep the same state.
+  if (!kv_.tracking() && IntroducedIn(d.header.type)) kv_.StartTracking(slot);
   switch (FamilyOf(d.header.type)) {
     case DecreeFamily::kSession:  // applies the write inside and answers it
       if (!client_.ApplySession(slot, d, replay_only)) return false;
@@ -318,6 +322,12 @@ bool Station::ApplyDecree(consensus::Slot slot, const std::string& bytes, bool r
                                  std::to_string(client_.sessions().size()) + "); that release has none");
         client_.sessions().Clear();
       }
+      if (versions_.downgrade_to() && *versions_.downgrade_to() < kSessionsSince && kv_.tracking()) {
+        size_t ended = kv_.StopTracking();
+        Log(LogLevel::kWarn, "slot " + std::to_string(slot) + ": the downgrade to " +
+                                 versions_.downgrade_to()->ToString() + " ends every lease (" + std::to_string(ended) +
+                                 ", their keys deleted) and the slots kept per key; that release has neither");
+      }
       break;
     case DecreeFamily::kUnknown:  // CanRead already refused a type we do not know
       break;
@@ -331,7 +341,9 @@ SavedAnswer Station::ApplyWrite(consensus::Slot slot, const Decree& d, bool repl
   if (FamilyOf(d.header.type) == DecreeFamily::kDeploy) {
     return ClientRequests::AnswerOf(slot, coordinator_.Apply(slot, d, replay_only));
   }
-  return ClientRequests::AnswerOf(slot, kv_.Apply(d));
+  KvResult r = kv_.Apply(d, slot);
+  if (d.header.type >= static_cast<uint16_t>(DecreeType::kLeaseGrant)) client_.LeaseApplied(d, r);
+  return ClientRequests::AnswerOf(slot, r);
 }
 
 std::string Station::StateDigest() const {
@@ -362,15 +374,16 @@ std::string Station::FullDigestOf(const KvStore& kv, const deploy::DeployState& 
                                   bool genesis_applied, DigestHash hash) {
   SequenceHash f(hash);
   kv.ForEach([&f](const std::string& k, const std::string& v) { AddFullDigestPair(f, k, v); });
-  AddFullDigestRest(f, deploy.SnapshotDump(), sessions, versions, membership, genesis_applied);
+  AddFullDigestRest(f, deploy.SnapshotDump(), sessions, kv.DumpMeta(), versions, membership, genesis_applied);
   return f.Hex();
 }
 
 void Station::AddFullDigestRest(SequenceHash& f, std::string_view deploy_dump, std::string_view sessions,
-                                const VersionImage& versions, const MembershipDecree& membership,
-                                bool genesis_applied) {
+                                std::string_view kv_meta, const VersionImage& versions,
+                                const MembershipDecree& membership, bool genesis_applied) {
   f.Add(deploy_dump);
   if (!sessions.empty()) f.Add(sessions);  // see StateDigest
+  if (!kv_meta.empty()) f.Add(kv_meta);    // likewise: absent before 1.3.0's bookkeeping starts
   // Only what every node learns alike: the rest of the version state is
   // each node's own view of the decrees it read (a node that resumed on a
   // downgrade's restatements read older models there, needing no newer

@@ -58,6 +58,13 @@ void Station::Request(uint64_t handle, ClientRequest req) {
     case ClientOp::kSessionClose:
     case ClientOp::kSessionKeepAlive:
       return client_.HandleSessionOp(handle, std::move(req));
+    case ClientOp::kLeaseGrant:
+    case ClientOp::kLeaseRevoke:
+    case ClientOp::kLeaseKeepAlive:
+    case ClientOp::kLeaseList:
+      return client_.HandleLeaseOp(handle, std::move(req));
+    case ClientOp::kTxn:
+      return client_.HandleTxn(handle, std::move(req));
     case ClientOp::kVersion:  // the client port answers it (rpc/client_server.cc)
       break;
   }
@@ -142,7 +149,7 @@ void Station::Diverge(uint64_t handle, const ClientRequest& req) {
   Decree d;
   d.header.type = static_cast<uint16_t>(DecreeType::kKvPut);
   d.payload = EncodeKvCommand(c);
-  kv_.Apply(d);
+  kv_.Apply(d, applied_slot_);
   digest_cache_.reset();
   Log(LogLevel::kWarn, "fault injection: put " + c.key + " on this node alone, outside the log");
   ClientResponse r;

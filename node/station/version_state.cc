@@ -12,6 +12,27 @@ bool IsKvType(uint16_t t) {
 
 bool IsSessionType(uint16_t t) { return FamilyOf(t) == DecreeFamily::kSession; }
 
+const Semver* IntroducedIn(uint16_t t) {
+  switch (static_cast<DecreeType>(t)) {
+    case DecreeType::kKvTxn:
+    case DecreeType::kLeaseGrant:
+    case DecreeType::kLeaseRevoke:
+    case DecreeType::kLeaseExpire:
+      return &kSessionsSince;
+    default:
+      return IsSessionType(t) ? &kSessionsSince : nullptr;
+  }
+}
+
+namespace {
+
+const char* FeatureOf(uint16_t t) {
+  if (IsSessionType(t)) return "sessions";
+  return t == static_cast<uint16_t>(DecreeType::kKvTxn) ? "transactions and leased keys" : "leases";
+}
+
+}  // namespace
+
 uint16_t MinModelRead(const Semver& v, uint16_t type) {
   return IsKvType(type) && v >= kKvModel1ReadBefore ? 2 : 1;
 }
@@ -22,7 +43,7 @@ bool ReadsModel(const Semver& v, uint16_t type, uint16_t model) {
 
 uint16_t MaxModelRead(const Semver& v, uint16_t type) {
   if (IsKvType(type)) return v >= kKvModel2Since ? 2 : 1;
-  if (IsSessionType(type)) return v >= kSessionsSince ? 1 : 0;
+  if (const Semver* since = IntroducedIn(type)) return v >= *since ? 1 : 0;
   switch (static_cast<DecreeType>(type)) {
     case DecreeType::kVersionMarker:
     case DecreeType::kDowngrade:
@@ -171,27 +192,26 @@ DecreeHeader VersionState::HeaderFor(uint16_t type) const {
   h.type = type;
   h.model_version = WriteModel(type);
   if (IsKvType(type) && h.model_version == 2) h.min_reader_version = kKvModel2Since.ToString();
-  if (IsSessionType(type)) h.min_reader_version = kSessionsSince.ToString();
+  if (const Semver* since = IntroducedIn(type)) h.min_reader_version = since->ToString();
   return h;
 }
 
 std::string VersionState::WhyNotWritable(uint16_t type) const {
   // Asked before every session write on the leader: text only when refusing.
-  if (!IsSessionType(type)) return "";
-  if (self_ < kSessionsSince) {
-    return "this node runs " + self_.ToString() + "; sessions need " + kSessionsSince.ToString();
-  }
-  if (!latest_marker_ || *latest_marker_ < kSessionsSince) {
-    const std::string since = kSessionsSince.ToString();
-    return "sessions need every node on " + since + " or later: the cluster's latest version marker is " +
+  const Semver* since = IntroducedIn(type);
+  if (since == nullptr) return "";
+  const std::string what = FeatureOf(type);
+  if (self_ < *since) return "this node runs " + self_.ToString() + "; " + what + " need " + since->ToString();
+  if (!latest_marker_ || *latest_marker_ < *since) {
+    return what + " need every node on " + since->ToString() + " or later: the cluster's latest version marker is " +
            (latest_marker_ ? latest_marker_->ToString() : std::string("not written yet")) +
-           " (it moves once a majority runs " + since + ")";
+           " (it moves once a majority runs " + since->ToString() + ")";
   }
-  if (downgrade_to_ && *downgrade_to_ < kSessionsSince) {
-    return "a downgrade to " + downgrade_to_->ToString() + " is in force; that release has no sessions";
+  if (downgrade_to_ && *downgrade_to_ < *since) {
+    return "a downgrade to " + downgrade_to_->ToString() + " is in force; that release has no " + what;
   }
-  if (prepared_downgrade_ && *prepared_downgrade_ < kSessionsSince) {
-    return "a downgrade to " + prepared_downgrade_->ToString() + " is under way; that release has no sessions";
+  if (prepared_downgrade_ && *prepared_downgrade_ < *since) {
+    return "a downgrade to " + prepared_downgrade_->ToString() + " is under way; that release has no " + what;
   }
   return "";
 }
@@ -246,10 +266,15 @@ bool RestateInto(const Semver& target, uint64_t slot, const std::string& bytes, 
     restated = RewriteFor(target, inner);
   }
   if (!restated) {
-    const char* name = DecreeTypeName(d.header.type);
+    const char* name = DecreeTypeName(session_write ? inner.header.type : d.header.type);
     *why = "slot " + std::to_string(slot) + " holds a " + (name ? name : "unknown") + " decree (model " +
            std::to_string(d.header.EffectiveModelVersion()) + ") that " + target.ToString() +
            " cannot read and that cannot be rewritten";
+    // A transaction's or a lease's effect depends on the state it met:
+    // only a snapshot carries it across, so the log must be compacted past it.
+    if (IntroducedIn(session_write ? inner.header.type : d.header.type)) {
+      *why += "; run `tsctl migrate --wait` (which compacts the log past it into a snapshot) and ask again";
+    }
     return false;
   }
   out->push_back(Rewrite{slot, std::move(*restated)});

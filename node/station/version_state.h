@@ -22,7 +22,8 @@
 namespace ts::station {
 
 inline constexpr Semver kKvModel2Since{1, 1, 0};
-// Client sessions (the session decree family, model 1) arrive with 1.3.0.
+// Client sessions (the session decree family, model 1), leases and
+// transactions arrive with 1.3.0.
 inline constexpr Semver kSessionsSince{1, 3, 0};
 // Key-value model 1 is read by software before this version only: N + 2 in
 // the terms of docs/design/versions.md, for which the migration errand must
@@ -36,8 +37,14 @@ uint16_t MaxModelRead(const Semver& v, uint16_t type);
 uint16_t MinModelRead(const Semver& v, uint16_t type);
 // Whether software `v` reads model `model` of decree `type`.
 bool ReadsModel(const Semver& v, uint16_t type, uint16_t model);
+// The key-value commands of 1.0.0 (put, delete, cas), in models 1 and 2.
 bool IsKvType(uint16_t type);
 bool IsSessionType(uint16_t type);
+// The release that brought decree `type`, for the types that came after
+// 1.0.0 as whole new types (sessions, leases, transactions); null for the
+// others. Such a type has model 1, its header names that release as its
+// minimum reader, and a leader writes it only after that release's marker.
+const Semver* IntroducedIn(uint16_t type);
 
 // What a snapshot carries of the version state: everything the applied
 // log says (never this node's own software version, nor what it recorded

@@ -23,6 +23,7 @@
 #include "node/tsctl/tsctl_member.h"
 #include "node/tsctl/tsctl_output.h"
 #include "node/tsctl/tsctl_snapshot.h"
+#include "node/tsctl/tsctl_txn.h"
 #include "node/tsctl/tsctl_format.h"
 
 #ifndef TS_CLIENT_VERSION_STRING
@@ -64,6 +65,10 @@ struct Args {
   std::string snapshot_action;  // "save"
   std::string snapshot_file;
   bool migrate_wait = false;
+  uint64_t put_lease = 0;  // put --lease
+  bool get_meta = false;   // get --meta
+  LeaseArgs lease;
+  TxnArgs txn;
 };
 
 constexpr const char* kFooter =
@@ -132,10 +137,15 @@ std::unique_ptr<CLI::App> BuildApp(Args* a) {
                   "Read the value from FILE, byte for byte (- for stdin): values longer than the shell's argument "
                   "limit, or binary")
       ->excludes(value);
+  put->add_option("--lease", a->put_lease,
+                  "Attach KEY to this lease (tsctl lease grant): it is deleted when the lease ends; a put without "
+                  "--lease detaches it");
 
   CLI::App* get =
       app->add_subcommand("get", "get KEY: print the value of KEY (linearizable read on the leader); exit 1 if absent");
   get->add_option("KEY", a->key, "Key")->required();
+  get->add_flag("--meta", a->get_meta,
+                "Also print the slot that last changed KEY and its lease (--json always has them: mod_slot, lease)");
 
   CLI::App* cas = app->add_subcommand(
       "cas",
@@ -190,6 +200,8 @@ std::unique_ptr<CLI::App> BuildApp(Args* a) {
                       "and its row says so. Exit 0 if every endpoint answered, 6 if one is too old to, 3 if one is "
                       "unreachable");
   AddMemberCommands(*app, &a->member);
+  AddLeaseCommands(*app, &a->lease);
+  AddTxnCommand(*app, &a->txn);
   AddDeployCommands(*app, &a->deploy);
   return app;
 }
@@ -248,6 +260,8 @@ class Command {
     if (name == "snapshot") return SnapshotSave();
     if (name == "migrate") return Migrate();
     if (name == "version") return Version();
+    if (name == "lease") return RunLease(*client_, args_.lease, output_);
+    if (name == "txn") return RunTxn(*client_, args_.txn, output_);
     if (!args_.deploy_path.empty()) return Deploy(args_.deploy_path);
     return Fail(kExitUsage, "unknown command " + name);
   }
@@ -256,33 +270,10 @@ class Command {
     return output_.Fail(code, message, std::move(extra));
   }
 
-  int FailStatus(const ts::Status& s) {
-    int code = s.code() == ts::Status::Code::kInvalidArgument ? kExitUsage : kExitUnavailable;
-    return Fail(code, s.message());
-  }
+  int FailStatus(const ts::Status& s) { return FailCallStatus(output_, s); }
 
   // Maps the answers every write/read command shares; kOk is handled by the caller.
-  int FailResponse(const rpc::ClientResponse& r) {
-    switch (r.code) {
-      case ClientCode::kNotFound:
-        return Fail(kExitFailed, "not found: " + Printable(args_.key), {{"found", false}});
-      case ClientCode::kBadRequest:
-        return Fail(kExitUsage, "bad request: " + r.message);
-      case ClientCode::kCompareFailed:
-        return Fail(kExitFailed, "compare failed: " + r.message);
-      case ClientCode::kOutcomeUnknown:
-        // The write may or may not be applied: a script must read before it
-        // retries, so the JSON says so in a field, not only in the text.
-        return Fail(kExitUnavailable, "outcome unknown: " + r.message, {{"outcome_unknown", true}});
-      case ClientCode::kPermissionDenied:
-        return Fail(kExitDenied, "permission denied: " + r.message);
-      case ClientCode::kUnsupported:
-        // Nothing was done: the node's release predates the op.
-        return Fail(kExitUnsupported, r.message, {{"unsupported", true}, {"node_version", r.node_version}});
-      default:
-        return Fail(kExitError, std::string(rpc::ClientCodeName(r.code)) + ": " + r.message);
-    }
-  }
+  int FailResponse(const rpc::ClientResponse& r) { return FailAnswer(output_, r, Printable(args_.key)); }
 
   void Print(const nlohmann::json& j, const std::string& text) { output_.Print(j, text); }
 
@@ -291,6 +282,7 @@ class Command {
     req.op = op;
     req.key = args_.key;
     req.value = args_.value;
+    if (op == ClientOp::kPut) req.lease = args_.put_lease;
     return client_->Call(std::move(req));
   }
 
@@ -502,9 +494,18 @@ class Command {
            {"key", args_.key},
            {"found", true},
            {"value", r->value},
+           {"mod_slot", r->mod_slot},
+           {"lease", r->lease},
            {"applied_slot", r->slot}},
-          r->value);
+          args_.get_meta ? r->value + "\n" + MetaLine(*r) : r->value);
     return kExitOk;
+  }
+
+  // get --meta's second line.
+  static std::string MetaLine(const rpc::ClientResponse& r) {
+    std::string line = r.mod_slot == 0 ? "changed before the cluster kept slots per key (1.3.0)"
+                                       : "changed at slot " + std::to_string(r.mod_slot);
+    return line + (r.lease != 0 ? ", lease " + std::to_string(r.lease) : ", no lease");
   }
 
   int Cas() {
@@ -598,6 +599,7 @@ int RunTsctl(int argc, const char* const* argv, std::ostream& out, std::ostream&
   assert(commands.size() == 1);
   args.deploy_path = DeployCommandPath(*app);
   args.member.action = MemberAction(*app);
+  args.lease.action = LeaseAction(*app);
   args.put_value_given = app->get_subcommand("put")->count("VALUE") > 0;
   Command command(args, out, err);
   return command.Run(commands.front()->get_name());

@@ -434,4 +434,68 @@ std::string DumpJson(const nlohmann::json& j) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+namespace {
+constexpr char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+}  // namespace
+
+std::string Base64Encode(std::string_view in) {
+  std::string out;
+  out.reserve((in.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 2 < in.size(); i += 3) {
+    uint32_t v = uint32_t(uint8_t(in[i])) << 16 | uint32_t(uint8_t(in[i + 1])) << 8 | uint8_t(in[i + 2]);
+    for (int s = 18; s >= 0; s -= 6) out += kBase64[(v >> s) & 63];
+  }
+  if (i < in.size()) {
+    uint32_t v = uint32_t(uint8_t(in[i])) << 16 | (i + 1 < in.size() ? uint32_t(uint8_t(in[i + 1])) << 8 : 0);
+    out += kBase64[(v >> 18) & 63];
+    out += kBase64[(v >> 12) & 63];
+    out += i + 1 < in.size() ? kBase64[(v >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+StatusOr<std::string> Base64Decode(std::string_view in) {
+  if (in.size() % 4 != 0) return Status::InvalidArgument("base64 text must come in groups of 4 characters");
+  std::string out;
+  out.reserve(in.size() / 4 * 3);
+  for (size_t i = 0; i < in.size(); i += 4) {
+    uint32_t v = 0;
+    int pad = 0;
+    for (size_t k = 0; k < 4; ++k) {
+      char c = in[i + k];
+      int d = -1;
+      if (c >= 'A' && c <= 'Z') d = c - 'A';
+      else if (c >= 'a' && c <= 'z') d = c - 'a' + 26;
+      else if (c >= '0' && c <= '9') d = c - '0' + 52;
+      else if (c == '+') d = 62;
+      else if (c == '/') d = 63;
+      else if (c == '=' && i + 4 == in.size() && k >= 2) d = 0, ++pad;
+      if (d < 0 || (pad > 0 && c != '=')) return Status::InvalidArgument("not base64");
+      v = v << 6 | static_cast<uint32_t>(d);
+    }
+    out += static_cast<char>(v >> 16);
+    if (pad < 2) out += static_cast<char>((v >> 8) & 0xFF);
+    if (pad < 1) out += static_cast<char>(v & 0xFF);
+  }
+  return out;
+}
+
+// A bytes field of a JSON body: "NAME" (text) or "NAME_base64".
+StatusOr<std::string> BytesField(const nlohmann::json& j, const std::string& name, bool required) {
+  if (j.contains(name)) {
+    if (!j[name].is_string()) return Status::InvalidArgument("\"" + name + "\" must be a string");
+    return j[name].get<std::string>();
+  }
+  if (j.contains(name + "_base64")) {
+    if (!j[name + "_base64"].is_string()) return Status::InvalidArgument("\"" + name + "_base64\" must be a string");
+    auto b = Base64Decode(j[name + "_base64"].get<std::string>());
+    if (!b.ok()) return Status::InvalidArgument("\"" + name + "_base64\": " + b.status().message());
+    return b;
+  }
+  if (required) return Status::InvalidArgument("the body needs \"" + name + "\" or \"" + name + "_base64\"");
+  return std::string();
+}
+
 }  // namespace ts::tsctl

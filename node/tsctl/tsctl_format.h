@@ -70,4 +70,11 @@ nlohmann::json LogJson(uint64_t from_slot, const std::vector<rpc::LogRow>& rows)
 // rather than thrown on (values are arbitrary bytes).
 std::string DumpJson(const nlohmann::json& j);
 
+// Base64 (RFC 4648, with padding), for bytes in JSON.
+std::string Base64Encode(std::string_view bytes);
+StatusOr<std::string> Base64Decode(std::string_view text);
+// A bytes field of a JSON object: "NAME" (text) or "NAME_base64"; absent:
+// empty, or InvalidArgument when `required`.
+StatusOr<std::string> BytesField(const nlohmann::json& j, const std::string& name, bool required);
+
 }  // namespace ts::tsctl

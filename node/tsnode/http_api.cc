@@ -1,12 +1,16 @@
 // The HTTP JSON API; see http_api.h.
 #include "node/tsnode/http_api.h"
 
+#include "node/tsctl/tsctl_txn.h"
+
 #include <nlohmann/json.hpp>
 
 #include <array>
 #include <charconv>
+#include <optional>
 
 #include "node/tsctl/tsctl_format.h"
+#include "node/tsctl/tsctl_txn.h"
 #include "rpc/roles.h"
 
 namespace ts::tsnode {
@@ -16,7 +20,6 @@ using rpc::ClientOp;
 
 namespace {
 
-constexpr char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 // Whether `s` is UTF-8 by its byte patterns (a value shown as text too).
 bool ValidUtf8(std::string_view s) {
@@ -37,22 +40,6 @@ bool ValidUtf8(std::string_view s) {
     i += n + 1;
   }
   return true;
-}
-
-// A bytes field of a JSON body: "NAME" (text) or "NAME_base64".
-StatusOr<std::string> BytesField(const nlohmann::json& j, const std::string& name, bool required) {
-  if (j.contains(name)) {
-    if (!j[name].is_string()) return Status::InvalidArgument("\"" + name + "\" must be a string");
-    return j[name].get<std::string>();
-  }
-  if (j.contains(name + "_base64")) {
-    if (!j[name + "_base64"].is_string()) return Status::InvalidArgument("\"" + name + "_base64\" must be a string");
-    auto b = Base64Decode(j[name + "_base64"].get<std::string>());
-    if (!b.ok()) return Status::InvalidArgument("\"" + name + "_base64\": " + b.status().message());
-    return b;
-  }
-  if (required) return Status::InvalidArgument("the body needs \"" + name + "\" or \"" + name + "_base64\"");
-  return std::string();
 }
 
 StatusOr<uint64_t> Number(std::string_view text, const char* what) {
@@ -96,10 +83,10 @@ Status FillFromJson(const nlohmann::json& j, rpc::ClientRequest* req) {
     if (!j["key"].is_string()) return Status::InvalidArgument("\"key\" must be a string");
     req->key = j["key"].get<std::string>();
   }
-  auto value = BytesField(j, "value", false);
+  auto value = tsctl::BytesField(j, "value", false);
   if (!value.ok()) return value.status();
   if (!value->empty()) req->value = std::move(*value);
-  auto expected = BytesField(j, "expected", false);
+  auto expected = tsctl::BytesField(j, "expected", false);
   if (!expected.ok()) return expected.status();
   req->expected = std::move(*expected);
   if (j.contains("expected_absent")) {
@@ -115,6 +102,48 @@ Status FillFromJson(const nlohmann::json& j, rpc::ClientRequest* req) {
     else req->offset = v;
   }
   return FillSessionFields(j, req);
+}
+
+// Sessions and leases have one shape of calls:
+//   POST /v1/R {"ttl_ms": N}: create; POST /v1/R/ID/keepalive; DELETE /v1/R/ID:
+//   end; GET /v1/R: list (leases).
+struct TimedCalls {
+  const char* what;  // "session", "lease"
+  ClientOp create, keepalive, end;
+  std::optional<ClientOp> list;
+  uint64_t rpc::ClientRequest::*id;
+};
+
+StatusOr<rpc::ClientRequest> TimedRoute(std::string_view method, std::string_view rest,
+                                        const StatusOr<nlohmann::json>& json, const TimedCalls& c) {
+  rpc::ClientRequest req;
+  const std::string what = c.what;
+  const std::string usage = what + "s: POST /v1/" + what + (c.list ? ", GET /v1/" + what : std::string()) +
+                            ", POST /v1/" + what + "/ID/keepalive, DELETE /v1/" + what + "/ID";
+  if (rest.empty() && method == "GET" && c.list) {
+    req.op = *c.list;
+    return req;
+  }
+  if (rest.empty() && method == "POST") {
+    if (!json.ok()) return json.status();
+    req.op = c.create;
+    if (Status s = FillSessionFields(*json, &req); !s.ok()) return s;
+    if (req.ttl_ms == 0) return Status::InvalidArgument("the body needs \"ttl_ms\": the " + what + "'s timeout");
+    return req;
+  }
+  std::string_view id = rest.substr(0, rest.find('/'));
+  std::string_view action = rest.size() > id.size() ? rest.substr(id.size() + 1) : std::string_view();
+  auto v = Number(id, (what + " id").c_str());
+  if (!v.ok() || *v == 0) return Status::InvalidArgument("the path is /v1/" + what + "/ID with a " + what + " id");
+  req.*c.id = *v;
+  if (method == "DELETE" && action.empty()) {
+    req.op = c.end;
+  } else if (method == "POST" && action == "keepalive") {
+    req.op = c.keepalive;
+  } else {
+    return Status::InvalidArgument(usage);
+  }
+  return req;
 }
 
 }  // namespace
@@ -143,10 +172,14 @@ StatusOr<rpc::ClientRequest> RequestFromHttp(std::string_view method, std::strin
       req.op = ClientOp::kDelete;
     } else if (method == "PUT" || method == "POST") {
       if (!json.ok()) return json.status();
-      auto value = BytesField(*json, "value", true);
+      auto value = tsctl::BytesField(*json, "value", true);
       if (!value.ok()) return value.status();
       req.op = ClientOp::kPut;
       req.value = std::move(*value);
+      if (json->contains("lease")) {
+        if (!(*json)["lease"].is_number_unsigned()) return Status::InvalidArgument("\"lease\" must be a lease id");
+        req.lease = (*json)["lease"].get<uint64_t>();
+      }
       if (Status s = FillSessionFields(*json, &req); !s.ok()) return s;
     } else {
       return Status::InvalidArgument("/v1/kv/KEY takes GET, PUT and DELETE, not " + std::string(method));
@@ -166,29 +199,23 @@ StatusOr<rpc::ClientRequest> RequestFromHttp(std::string_view method, std::strin
     if (Status s = FillSessionFields(*json, &req); !s.ok()) return s;
     return req;
   }
-  if (route == "session") {
-    // POST /v1/session {"ttl_ms": N}: open; POST /v1/session/ID/keepalive;
-    // DELETE /v1/session/ID: close.
-    if (method == "POST" && rest.empty()) {
-      if (!json.ok()) return json.status();
-      req.op = ClientOp::kSessionOpen;
-      if (Status s = FillSessionFields(*json, &req); !s.ok()) return s;
-      if (req.ttl_ms == 0) return Status::InvalidArgument("the body needs \"ttl_ms\": the session's timeout");
-      return req;
-    }
-    std::string_view id = rest.substr(0, rest.find('/'));
-    std::string_view action = rest.size() > id.size() ? rest.substr(id.size() + 1) : std::string_view();
-    auto v = Number(id, "session id");
-    if (!v.ok() || *v == 0) return Status::InvalidArgument("the path is /v1/session/ID with a session id");
-    req.session = *v;
-    if (method == "DELETE" && action.empty()) {
-      req.op = ClientOp::kSessionClose;
-    } else if (method == "POST" && action == "keepalive") {
-      req.op = ClientOp::kSessionKeepAlive;
-    } else {
-      return Status::InvalidArgument("sessions: POST /v1/session, POST /v1/session/ID/keepalive, DELETE /v1/session/ID");
-    }
+  if (route == "txn") {
+    if (method != "POST" || !rest.empty()) return Status::InvalidArgument("a transaction is POST /v1/txn");
+    if (!json.ok()) return json.status();
+    auto txn = tsctl::TxnFromJson(*json);
+    if (!txn.ok()) return txn.status();
+    req.op = ClientOp::kTxn;
+    req.txn = std::move(*txn);
+    if (Status s = FillSessionFields(*json, &req); !s.ok()) return s;
     return req;
+  }
+  if (route == "lease") {
+    return TimedRoute(method, rest, json, {"lease", ClientOp::kLeaseGrant, ClientOp::kLeaseKeepAlive,
+                                           ClientOp::kLeaseRevoke, ClientOp::kLeaseList, &rpc::ClientRequest::lease});
+  }
+  if (route == "session") {
+    return TimedRoute(method, rest, json, {"session", ClientOp::kSessionOpen, ClientOp::kSessionKeepAlive,
+                                           ClientOp::kSessionClose, std::nullopt, &rpc::ClientRequest::session});
   }
   if (route == "status" || route == "log") {
     if (method != "GET") return Status::InvalidArgument("/v1/" + std::string(route) + " takes GET");
@@ -246,7 +273,7 @@ int HttpStatusOf(ClientCode code) {
   return 500;
 }
 
-HttpAnswer AnswerToHttp(ClientOp op, const rpc::ClientResponse& r) {
+HttpAnswer AnswerToHttp(ClientOp op, const rpc::ClientResponse& r, const rpc::Txn* txn) {
   nlohmann::json j;
   j["code"] = rpc::ClientCodeName(r.code);
   if (!r.message.empty()) j["message"] = r.message;
@@ -261,6 +288,27 @@ HttpAnswer AnswerToHttp(ClientOp op, const rpc::ClientResponse& r) {
         if (ValidUtf8(r.value)) j["value"] = r.value;
         j["value_base64"] = Base64Encode(r.value);
       }
+      if (op == ClientOp::kGet && r.found) {
+        j["mod_slot"] = r.mod_slot;
+        j["lease"] = r.lease;
+      }
+      break;
+    case ClientOp::kTxn:
+      if (r.code == ClientCode::kOk && txn != nullptr) {
+        nlohmann::json t = tsctl::TxnAnswerJson(*txn, r);
+        j["succeeded"] = t["succeeded"];
+        j["results"] = std::move(t["results"]);
+      }
+      break;
+    case ClientOp::kLeaseGrant:
+    case ClientOp::kLeaseKeepAlive:
+      if (r.code == ClientCode::kOk) {
+        j["lease"] = r.lease;
+        j["ttl_ms"] = r.ttl_ms;
+      }
+      break;
+    case ClientOp::kLeaseList:
+      if (r.code == ClientCode::kOk) j["leases"] = tsctl::LeasesJson(r.leases);
       break;
     case ClientOp::kDeployQuery:
     case ClientOp::kDeploy: {
@@ -299,50 +347,6 @@ HttpAnswer AnswerToHttp(ClientOp op, const rpc::ClientResponse& r) {
 HttpAnswer ErrorToHttp(ClientCode code, const std::string& message) {
   nlohmann::json j = {{"code", rpc::ClientCodeName(code)}, {"message", message}};
   return {HttpStatusOf(code), tsctl::DumpJson(j)};
-}
-
-std::string Base64Encode(std::string_view in) {
-  std::string out;
-  out.reserve((in.size() + 2) / 3 * 4);
-  size_t i = 0;
-  for (; i + 2 < in.size(); i += 3) {
-    uint32_t v = uint32_t(uint8_t(in[i])) << 16 | uint32_t(uint8_t(in[i + 1])) << 8 | uint8_t(in[i + 2]);
-    for (int s = 18; s >= 0; s -= 6) out += kBase64[(v >> s) & 63];
-  }
-  if (i < in.size()) {
-    uint32_t v = uint32_t(uint8_t(in[i])) << 16 | (i + 1 < in.size() ? uint32_t(uint8_t(in[i + 1])) << 8 : 0);
-    out += kBase64[(v >> 18) & 63];
-    out += kBase64[(v >> 12) & 63];
-    out += i + 1 < in.size() ? kBase64[(v >> 6) & 63] : '=';
-    out += '=';
-  }
-  return out;
-}
-
-StatusOr<std::string> Base64Decode(std::string_view in) {
-  if (in.size() % 4 != 0) return Status::InvalidArgument("base64 text must come in groups of 4 characters");
-  std::string out;
-  out.reserve(in.size() / 4 * 3);
-  for (size_t i = 0; i < in.size(); i += 4) {
-    uint32_t v = 0;
-    int pad = 0;
-    for (size_t k = 0; k < 4; ++k) {
-      char c = in[i + k];
-      int d = -1;
-      if (c >= 'A' && c <= 'Z') d = c - 'A';
-      else if (c >= 'a' && c <= 'z') d = c - 'a' + 26;
-      else if (c >= '0' && c <= '9') d = c - '0' + 52;
-      else if (c == '+') d = 62;
-      else if (c == '/') d = 63;
-      else if (c == '=' && i + 4 == in.size() && k >= 2) d = 0, ++pad;
-      if (d < 0 || (pad > 0 && c != '=')) return Status::InvalidArgument("not base64");
-      v = v << 6 | static_cast<uint32_t>(d);
-    }
-    out += static_cast<char>(v >> 16);
-    if (pad < 2) out += static_cast<char>((v >> 8) & 0xFF);
-    if (pad < 1) out += static_cast<char>(v & 0xFF);
-  }
-  return out;
 }
 
 }  // namespace ts::tsnode

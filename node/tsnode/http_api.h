@@ -20,6 +20,15 @@
 //   POST   /v1/session            open a session: body {"ttl_ms": N}; the answer's slot is its id
 //   POST   /v1/session/ID/keepalive   restart its timeout (body {})
 //   DELETE /v1/session/ID         close it
+//   POST   /v1/txn                a transaction: body {"compare": [...], "then": [...], "else": [...]}
+//                                 (node/tsctl/tsctl_txn.h gives the form); the answer's "succeeded"
+//                                 and "results" (one per operation of the branch that ran)
+//   POST   /v1/lease              grant a lease: body {"ttl_ms": N}; the answer's "lease" is its id
+//   GET    /v1/lease              the live leases
+//   POST   /v1/lease/ID/keepalive restart its TTL (body {})
+//   DELETE /v1/lease/ID           revoke it: its keys are deleted
+// A put's body may name a lease: {"value": ..., "lease": ID}. A get's
+// answer has "mod_slot" (the slot that last changed the key) and "lease".
 // Writes (PUT /v1/kv/KEY, POST /v1/cas, POST /v1/deploy, /v1/request) go
 // in a session with "session": ID, "seq": N (from 1, repeated by a retry)
 // and optionally "lowest_pending" (default: seq) in their body: a retry is
@@ -39,6 +48,7 @@
 #include <string_view>
 
 #include "consensus/status.h"
+#include "node/tsctl/tsctl_format.h"
 #include "rpc/client_protocol.h"
 
 namespace ts::tsnode {
@@ -59,14 +69,15 @@ struct HttpAnswer {
 };
 
 // A client-protocol answer as an HTTP answer.
-HttpAnswer AnswerToHttp(rpc::ClientOp op, const rpc::ClientResponse& r);
+// `txn`: a transaction's request, whose operations name its results.
+HttpAnswer AnswerToHttp(rpc::ClientOp op, const rpc::ClientResponse& r, const rpc::Txn* txn = nullptr);
 // The answer to a call that could not be made (bad request, or no answer
 // from the node in time): code names the client code.
 HttpAnswer ErrorToHttp(rpc::ClientCode code, const std::string& message);
 
 int HttpStatusOf(rpc::ClientCode code);
 
-std::string Base64Encode(std::string_view bytes);
-StatusOr<std::string> Base64Decode(std::string_view text);
+using tsctl::Base64Decode;  // node/tsctl/tsctl_format.h
+using tsctl::Base64Encode;
 
 }  // namespace ts::tsnode

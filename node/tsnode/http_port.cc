@@ -188,6 +188,7 @@ void HttpPort::ServeApi(const httplib::Request& req, httplib::Response& res, con
     }
   }
   rpc::ClientOp op = call->op;
+  const rpc::Txn txn = call->txn;
   rpc::ClientRequest forward = *call;
   auto answer = call_(std::move(*call));
   if (answer && answer->code == rpc::ClientCode::kNotLeader && !answer->leader_hint.empty()) {
@@ -211,7 +212,7 @@ void HttpPort::ServeApi(const httplib::Request& req, httplib::Response& res, con
     return reply(ErrorToHttp(read ? rpc::ClientCode::kUnavailable : rpc::ClientCode::kOutcomeUnknown,
                              "the node did not answer in time"));
   }
-  reply(AnswerToHttp(op, *answer));
+  reply(AnswerToHttp(op, *answer, &txn));
 }
 
 Status HttpPort::Start() {

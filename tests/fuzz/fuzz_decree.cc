@@ -20,7 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (v->CanRead(d)) v->Observe(d, 1);
   }
   ts::station::KvStore kv;
-  (void)kv.Apply(d);
+  (void)kv.Apply(d, 0);
   (void)ts::station::DescribeDecree(d);
   (void)ts::station::RewriteFor({1, 0, 0}, d);
   return 0;

@@ -297,7 +297,8 @@ TEST(Codec, Decode_RefusesOutOfRangeVariantIndexEitherSign) {
 
 TEST(Codec, Decode_RefusesUnknownClientOpAndResponseCode) {
   std::string req = EncodeClientRequest(SampleRequest(), 1);
-  for (uint8_t op : {0, 20, 99, 255}) {  // 20: one past kSessionKeepAlive
+  const uint8_t past = static_cast<uint8_t>(kLastClientOp) + 1;
+  for (uint8_t op : {uint8_t{0}, past, uint8_t{99}, uint8_t{255}}) {
     req[8] = static_cast<char>(op);
     ClientRequest r;
     Status s = DecodeClientRequest(req, &r, 1);

@@ -114,13 +114,13 @@ TEST(GoldenDecrees, Apply_OldFormatsKeepTheirMeaning) {
     return d;
   };
   KvStore kv;
-  EXPECT_EQ(kv.Apply(read("kv_put_model1")).code, KvResult::Code::kOk);
+  EXPECT_EQ(kv.Apply(read("kv_put_model1"), 0).code, KvResult::Code::kOk);
   EXPECT_EQ(kv.Get("colour"), "blue");
-  EXPECT_EQ(kv.Apply(read("kv_cas_model1")).code, KvResult::Code::kOk);
+  EXPECT_EQ(kv.Apply(read("kv_cas_model1"), 0).code, KvResult::Code::kOk);
   EXPECT_EQ(kv.Get("colour"), "red");
-  EXPECT_EQ(kv.Apply(read("kv_batch_model2")).code, KvResult::Code::kOk);
+  EXPECT_EQ(kv.Apply(read("kv_batch_model2"), 0).code, KvResult::Code::kOk);
   EXPECT_EQ(kv.Get("b"), "2");
-  EXPECT_EQ(kv.Apply(read("kv_delete_model1")).code, KvResult::Code::kOk);
+  EXPECT_EQ(kv.Apply(read("kv_delete_model1"), 0).code, KvResult::Code::kOk);
   EXPECT_FALSE(kv.Get("colour").has_value());
   VersionState a(Semver{1, 0, 0});
   EXPECT_FALSE(a.CanRead(read("kv_batch_model2")));  // model 2 needs 1.1.0

@@ -24,26 +24,26 @@ Decree Make(DecreeType type, KvCommand c) {
 
 TEST(KvStore, Apply_PutThenGetThenDelete) {
   KvStore kv;
-  EXPECT_EQ(kv.Apply(Make(DecreeType::kKvPut, {"k", "v1", "", false})).code, KvResult::Code::kOk);
+  EXPECT_EQ(kv.Apply(Make(DecreeType::kKvPut, {"k", "v1", "", false}), 0).code, KvResult::Code::kOk);
   EXPECT_EQ(kv.Get("k"), "v1");
-  EXPECT_EQ(kv.Apply(Make(DecreeType::kKvDelete, {"k", "", "", false})).code, KvResult::Code::kOk);
+  EXPECT_EQ(kv.Apply(Make(DecreeType::kKvDelete, {"k", "", "", false}), 0).code, KvResult::Code::kOk);
   EXPECT_FALSE(kv.Get("k").has_value());
-  EXPECT_EQ(kv.Apply(Make(DecreeType::kKvDelete, {"k", "", "", false})).code, KvResult::Code::kNotFound);
+  EXPECT_EQ(kv.Apply(Make(DecreeType::kKvDelete, {"k", "", "", false}), 0).code, KvResult::Code::kNotFound);
 }
 
 TEST(KvStore, Apply_CasSucceedsOnlyOnTheExpectedValue) {
   KvStore kv;
-  EXPECT_EQ(kv.Apply(Make(DecreeType::kKvCas, {"k", "a", "", true})).code, KvResult::Code::kOk);
-  KvResult absent_again = kv.Apply(Make(DecreeType::kKvCas, {"k", "b", "", true}));
+  EXPECT_EQ(kv.Apply(Make(DecreeType::kKvCas, {"k", "a", "", true}), 0).code, KvResult::Code::kOk);
+  KvResult absent_again = kv.Apply(Make(DecreeType::kKvCas, {"k", "b", "", true}), 0);
   EXPECT_EQ(absent_again.code, KvResult::Code::kCompareFailed);
   EXPECT_TRUE(absent_again.found);
   EXPECT_EQ(absent_again.value, "a");
-  KvResult wrong = kv.Apply(Make(DecreeType::kKvCas, {"k", "b", "zzz", false}));
+  KvResult wrong = kv.Apply(Make(DecreeType::kKvCas, {"k", "b", "zzz", false}), 0);
   EXPECT_EQ(wrong.code, KvResult::Code::kCompareFailed);
   EXPECT_EQ(kv.Get("k"), "a");
-  EXPECT_EQ(kv.Apply(Make(DecreeType::kKvCas, {"k", "b", "a", false})).code, KvResult::Code::kOk);
+  EXPECT_EQ(kv.Apply(Make(DecreeType::kKvCas, {"k", "b", "a", false}), 0).code, KvResult::Code::kOk);
   EXPECT_EQ(kv.Get("k"), "b");
-  KvResult missing = kv.Apply(Make(DecreeType::kKvCas, {"other", "x", "a", false}));
+  KvResult missing = kv.Apply(Make(DecreeType::kKvCas, {"other", "x", "a", false}), 0);
   EXPECT_EQ(missing.code, KvResult::Code::kCompareFailed);
   EXPECT_FALSE(missing.found);
 }
@@ -52,10 +52,10 @@ TEST(KvStore, Apply_UnknownTypeOrGarbagePayloadIsUndecodableAndChangesNothing) {
   KvStore kv;
   Decree d = Make(DecreeType::kKvPut, {"k", "v", "", false});
   d.header.type = 999;
-  EXPECT_EQ(kv.Apply(d).code, KvResult::Code::kUndecodable);
+  EXPECT_EQ(kv.Apply(d, 0).code, KvResult::Code::kUndecodable);
   d = Make(DecreeType::kKvPut, {"k", "v", "", false});
   d.payload = "\xff\xff\xff\xff\xff\xff\xff\x7f";
-  EXPECT_EQ(kv.Apply(d).code, KvResult::Code::kUndecodable);
+  EXPECT_EQ(kv.Apply(d, 0).code, KvResult::Code::kUndecodable);
   EXPECT_EQ(kv.size(), 0u);
 }
 
@@ -75,23 +75,23 @@ TEST(KvStore, ContentHash_FollowsEveryChangeAndDependsOnlyOnTheState) {
     std::string key = "k" + std::to_string(rng() % 40);
     std::string value = "v" + std::to_string(rng() % 5);
     switch (rng() % 3) {
-      case 0: kv.Apply(Make(DecreeType::kKvPut, {key, value, "", false})); break;
-      case 1: kv.Apply(Make(DecreeType::kKvDelete, {key, "", "", false})); break;
-      default: kv.Apply(Make(DecreeType::kKvCas, {key, value, "v" + std::to_string(rng() % 5), false})); break;
+      case 0: kv.Apply(Make(DecreeType::kKvPut, {key, value, "", false}), 0); break;
+      case 1: kv.Apply(Make(DecreeType::kKvDelete, {key, "", "", false}), 0); break;
+      default: kv.Apply(Make(DecreeType::kKvCas, {key, value, "v" + std::to_string(rng() % 5), false}), 0); break;
     }
     ASSERT_EQ(kv.content_hash(), HashFromScratch(kv)) << "after operation " << i;
   }
   // The same state reached another way hashes alike; one value more or
   // different does not.
   KvStore a, b;
-  a.Apply(Make(DecreeType::kKvPut, {"x", "1", "", false}));
-  a.Apply(Make(DecreeType::kKvPut, {"y", "2", "", false}));
-  b.Apply(Make(DecreeType::kKvPut, {"y", "9", "", false}));
-  b.Apply(Make(DecreeType::kKvPut, {"x", "1", "", false}));
+  a.Apply(Make(DecreeType::kKvPut, {"x", "1", "", false}), 0);
+  a.Apply(Make(DecreeType::kKvPut, {"y", "2", "", false}), 0);
+  b.Apply(Make(DecreeType::kKvPut, {"y", "9", "", false}), 0);
+  b.Apply(Make(DecreeType::kKvPut, {"x", "1", "", false}), 0);
   EXPECT_NE(a.content_hash(), b.content_hash());
-  b.Apply(Make(DecreeType::kKvPut, {"y", "2", "", false}));
+  b.Apply(Make(DecreeType::kKvPut, {"y", "2", "", false}), 0);
   EXPECT_EQ(a.content_hash(), b.content_hash());
-  b.Apply(Make(DecreeType::kKvPut, {"z", "", "", false}));
+  b.Apply(Make(DecreeType::kKvPut, {"z", "", "", false}), 0);
   EXPECT_NE(a.content_hash(), b.content_hash());
   EXPECT_NE(KvStore::EntryHash("ab", "c"), KvStore::EntryHash("a", "bc"));
   // Any one byte of a value, in its words or its tail, changes the hash.
@@ -152,7 +152,7 @@ TEST(KvStore, ApplyBatch_MatchesAReferenceAllOrNothing) {
     d.header.type = b.ops[0].type;
     d.header.model_version = 2;
     d.payload = EncodeKvBatch(b);
-    ASSERT_EQ(kv.Apply(d).code, want) << "round " << round;
+    ASSERT_EQ(kv.Apply(d, 0).code, want) << "round " << round;
     if (want == KvResult::Code::kOk) ref = next;
     ASSERT_EQ(kv.size(), ref.size()) << "round " << round;
     uint64_t sum = 0;
@@ -171,32 +171,32 @@ TEST(KvStore, ApplyBatch_MatchesAReferenceAllOrNothing) {
 // must each find their own entries, and the moved-from store none.
 TEST(KvStore, CopiesAndMoves_EachFindTheirOwnEntries) {
   KvStore a;
-  for (int i = 0; i < 100; ++i) a.Apply(Make(DecreeType::kKvPut, {"key-" + std::to_string(i), "v", "", false}));
+  for (int i = 0; i < 100; ++i) a.Apply(Make(DecreeType::kKvPut, {"key-" + std::to_string(i), "v", "", false}), 0);
   KvStore copy(a);
-  a.Apply(Make(DecreeType::kKvPut, {"key-7", "changed", "", false}));
-  a.Apply(Make(DecreeType::kKvDelete, {"key-8", "", "", false}));
+  a.Apply(Make(DecreeType::kKvPut, {"key-7", "changed", "", false}), 0);
+  a.Apply(Make(DecreeType::kKvDelete, {"key-8", "", "", false}), 0);
   EXPECT_EQ(copy.Get("key-7"), "v");
   EXPECT_EQ(copy.Get("key-8"), "v");
   EXPECT_EQ(copy.size(), 100u);
-  copy.Apply(Make(DecreeType::kKvPut, {"key-9", "copy", "", false}));
+  copy.Apply(Make(DecreeType::kKvPut, {"key-9", "copy", "", false}), 0);
   EXPECT_EQ(a.Get("key-9"), "v");
 
   KvStore moved(std::move(a));
   EXPECT_EQ(moved.Get("key-7"), "changed");
   EXPECT_FALSE(moved.Get("key-8").has_value());
-  EXPECT_EQ(moved.Apply(Make(DecreeType::kKvCas, {"key-7", "again", "changed", false})).code, KvResult::Code::kOk);
+  EXPECT_EQ(moved.Apply(Make(DecreeType::kKvCas, {"key-7", "again", "changed", false}), 0).code, KvResult::Code::kOk);
   EXPECT_EQ(a.size(), 0u);  // NOLINT(bugprone-use-after-move): moved-from is empty by contract
   EXPECT_FALSE(a.Get("key-1").has_value());
 
   KvStore assigned;
-  assigned.Apply(Make(DecreeType::kKvPut, {"other", "x", "", false}));
+  assigned.Apply(Make(DecreeType::kKvPut, {"other", "x", "", false}), 0);
   assigned = copy;
   EXPECT_FALSE(assigned.Get("other").has_value());
   EXPECT_EQ(assigned.Get("key-9"), "copy");
   assigned = std::move(moved);
   EXPECT_EQ(assigned.Get("key-7"), "again");
   EXPECT_EQ(assigned.content_hash(), HashFromScratch(assigned));
-  assigned.Apply(Make(DecreeType::kKvDelete, {"key-7", "", "", false}));
+  assigned.Apply(Make(DecreeType::kKvDelete, {"key-7", "", "", false}), 0);
   EXPECT_FALSE(assigned.Get("key-7").has_value());
   EXPECT_EQ(assigned.size(), 98u);
 }

@@ -38,7 +38,7 @@ TEST(SessionTable, AnswersBelowTheLowestPendingAreDropped_AndSuchWritesRefusedAs
   SavedAnswer a;
   for (uint64_t seq = 1; seq <= 3; ++seq) {
     ASSERT_EQ(t.Admit(W(1, seq, 1), &a), SessionTable::Verdict::kApply);
-    t.Record(1, seq, SavedAnswer{0, "", false, "", seq});
+    t.Record(1, seq, SavedAnswer{0, "", false, "", seq, 0, 0, false, {}});
   }
   EXPECT_EQ(t.answers(), 3u);
   ASSERT_EQ(t.Admit(W(1, 4, 3), &a), SessionTable::Verdict::kApply);
@@ -93,7 +93,7 @@ TEST(SessionTable, DumpAndRestoreKeepEverything_AndAnEmptyTableDumpsToNothing) {
   t.Open(3, SessionOpen{2000});
   SavedAnswer a;
   t.Admit(W(3, 1, 1), &a);
-  t.Record(3, 1, SavedAnswer{2, "compare failed", true, "x", 4});
+  t.Record(3, 1, SavedAnswer{2, "compare failed", true, "x", 4, 0, 0, false, {}});
   SessionTable u;
   ASSERT_TRUE(u.Restore(t.Dump(), 10).ok());
   EXPECT_EQ(u.Dump(), t.Dump());

@@ -182,12 +182,12 @@ TEST(VersionState, RestateInto_OnlyWhatTheTargetCannotRead) {
 TEST(KvStoreModel2, Apply_BatchIsAllOrNothing) {
   KvStore kv;
   Decree d = PutV2("a", "1");
-  ASSERT_EQ(kv.Apply(d).code, KvResult::Code::kOk);
+  ASSERT_EQ(kv.Apply(d, 0).code, KvResult::Code::kOk);
   KvBatch b;
   b.ops.push_back(KvOp{static_cast<uint16_t>(DecreeType::kKvPut), KvCommand{"b", "2", "", false}});
   b.ops.push_back(KvOp{static_cast<uint16_t>(DecreeType::kKvCas), KvCommand{"a", "x", "wrong", false}});
   d.payload = EncodeKvBatch(b);
-  EXPECT_EQ(kv.Apply(d).code, KvResult::Code::kCompareFailed);
+  EXPECT_EQ(kv.Apply(d, 0).code, KvResult::Code::kCompareFailed);
   EXPECT_FALSE(kv.Get("b").has_value());  // the put before the failed compare did not happen
   EXPECT_EQ(kv.Get("a"), "1");
 }

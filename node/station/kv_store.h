@@ -50,6 +50,13 @@ class KvStore {
   void ForEach(F&& f) const {
     for (const auto& [k, v] : map_) f(k, v);
   }
+  // Visits the keys that start with `prefix`, in order.
+  template <class F>
+  void ForEachWithPrefix(const std::string& prefix, F&& f) const {
+    for (auto it = map_.lower_bound(prefix); it != map_.end() && it->first.starts_with(prefix); ++it) {
+      f(it->first, it->second);
+    }
+  }
 
  private:
   using Map = std::map<std::string, std::string>;

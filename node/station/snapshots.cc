@@ -117,8 +117,10 @@ Status Snapshots::Write(RecordSink* out) const {
   h.written_by = st_.versions_.self().ToString();
   uint16_t kv_model = st_.versions_.WriteModel(static_cast<uint16_t>(DecreeType::kKvPut));
   h.models[static_cast<uint16_t>(DecreeType::kKvPut)] = kv_model;
-  h.models[static_cast<uint16_t>(DecreeType::kScheduler)] = 1;
   if (kv_model >= 2) h.min_reader_version = kKvModel2Since.ToString();
+  // Rooms that record executors are scheduler model 2 (coordinator.h).
+  h.models[static_cast<uint16_t>(DecreeType::kScheduler)] = st_.coordinator_.SnapshotModel();
+  if (h.models[static_cast<uint16_t>(DecreeType::kScheduler)] >= 2) h.min_reader_version = kSchedModel2Since.ToString();
   const std::string sessions = st_.client_.sessions().Dump();
   if (!sessions.empty()) {
     h.models[static_cast<uint16_t>(DecreeType::kSessionOpen)] = 1;

@@ -318,6 +318,7 @@ bool Station::ApplyDecree(consensus::Slot slot, const std::string& bytes, bool r
                                  std::to_string(client_.sessions().size()) + "); that release has none");
         client_.sessions().Clear();
       }
+      if (versions_.downgrade_to() && *versions_.downgrade_to() < kSchedModel2Since) coordinator_.ForgetExecutors(slot);
       break;
     case DecreeFamily::kUnknown:  // CanRead already refused a type we do not know
       break;

@@ -96,33 +96,22 @@ Status CheckParams(const std::string& name, const SchedParams& now, const SchedC
   return Status::Ok();
 }
 
-Status ParseRoomList(const nlohmann::json& j, const char* key, std::vector<std::string>* out) {
+// A list of names in field `key`, if present: room ids (ValidName) or
+// executor names (ValidExecutorName).
+Status ParseNameList(const nlohmann::json& j, const char* key, bool executors, std::vector<std::string>* out) {
+  const char* what = executors ? "executor names" : "room ids";
   auto it = j.find(key);
   if (it == j.end()) return Status::Ok();
   if (!it->is_array() || it->size() > kRoomsPerCommandMax) {
     return Status::InvalidArgument(std::string("field '") + key + "' must be a list of at most " +
-                                   std::to_string(kRoomsPerCommandMax) + " room ids");
-  }
-  for (const nlohmann::json& id : *it) {
-    if (!id.is_string() || !ValidName(id.get<std::string>())) {
-      return Status::InvalidArgument(std::string("field '") + key + "' holds an invalid room id");
-    }
-    out->push_back(id.get<std::string>());
-  }
-  return Status::Ok();
-}
-
-// Executor names in field `key` (health: lost_executors), if present.
-Status ParseExecutorList(const nlohmann::json& j, const char* key, std::vector<std::string>* out) {
-  auto it = j.find(key);
-  if (it == j.end()) return Status::Ok();
-  if (!it->is_array() || it->size() > kRoomsPerCommandMax) {
-    return Status::InvalidArgument(std::string("field '") + key + "' must be a list of at most " +
-                                   std::to_string(kRoomsPerCommandMax) + " executor names");
+                                   std::to_string(kRoomsPerCommandMax) + " " + what);
   }
   for (const nlohmann::json& name : *it) {
-    if (!name.is_string() || !ValidExecutorName(name.get<std::string>())) {
-      return Status::InvalidArgument(std::string("field '") + key + "' holds an invalid executor name");
+    bool ok = name.is_string() &&
+              (executors ? ValidExecutorName(name.get<std::string>()) : ValidName(name.get<std::string>()));
+    if (!ok) {
+      return Status::InvalidArgument(std::string("field '") + key + "' holds an invalid " +
+                                     (executors ? "executor name" : "room id"));
     }
     out->push_back(name.get<std::string>());
   }
@@ -208,8 +197,8 @@ StatusOr<SchedCommand> ParseSchedCommand(const nlohmann::json& j) {
       if (Status s = f.OptUint("add", 0, kAddLimitMax, &add); !s.ok()) return s;
       c.add = add.value_or(0);
       if (Status s = f.OptUint("desired", 0, kDesiredMax, &c.desired); !s.ok()) return s;
-      if (Status s = ParseRoomList(j, "delete", &c.rooms); !s.ok()) return s;
-      if (Status s = ParseExecutorList(j, "lost_executors", &c.lost_executors); !s.ok()) return s;
+      if (Status s = ParseNameList(j, "delete", false, &c.rooms); !s.ok()) return s;
+      if (Status s = ParseNameList(j, "lost_executors", true, &c.lost_executors); !s.ok()) return s;
       break;
     }
     case Op::kRoomStatus: {
@@ -227,7 +216,7 @@ StatusOr<SchedCommand> ParseSchedCommand(const nlohmann::json& j) {
           c.statuses[id] = *status;
         }
       }
-      if (Status s = ParseRoomList(j, "gone", &c.gone); !s.ok()) return s;
+      if (Status s = ParseNameList(j, "gone", false, &c.gone); !s.ok()) return s;
       if (Status s = ParseExecutor(f, &c.executor); !s.ok()) return s;
       if (c.statuses.empty() && c.gone.empty()) return Status::InvalidArgument("room_status reports no room");
       break;

@@ -118,7 +118,8 @@ void TwoRoomsOfA(StationCluster& c) {
   Deploy(c, {{"kind", "sched"}, {"op", "create"}, {"scheduler", "s"}, {"desired", 2}});
   ASSERT_TRUE(RunUntilView(c, [](const nlohmann::json& v) { return v["rooms"].size() == 2; }));
   nlohmann::json rooms = nlohmann::json::object();
-  for (const auto& r : Query(c, "sched/s")["rooms"]) rooms[r["id"].get<std::string>()] = "ready";
+  const nlohmann::json view = Query(c, "sched/s");
+  for (const auto& r : view["rooms"]) rooms[r["id"].get<std::string>()] = "ready";
   Deploy(c, {{"kind", "sched"}, {"op", "room_status"}, {"scheduler", "s"}, {"rooms", rooms}, {"executor", "a"}});
 }
 

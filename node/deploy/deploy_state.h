@@ -72,6 +72,8 @@ class DeployState {
 
   // The slot of the last deployment decree that changed the state (0: none).
   uint64_t version() const { return version_; }
+  // See Schedulers::ForgetExecutors.
+  void ForgetExecutors() { schedulers_.ForgetExecutors(); }
   const Schedulers& schedulers() const { return schedulers_; }
   const DesiredLrps& lrps() const { return lrps_; }
   const BlueGreen& blue_green() const { return bg_; }

@@ -5,10 +5,18 @@
 
 namespace ts::deploy {
 
-std::optional<SchedCommand> DecideHealth(const std::string& name, const Scheduler& s) {
+std::optional<SchedCommand> DecideHealth(const std::string& name, const Scheduler& now,
+                                         const std::vector<std::string>& lost) {
+  Scheduler marked;
+  if (!lost.empty()) {
+    marked = now;
+    MarkLost(marked, lost);
+  }
+  const Scheduler& s = lost.empty() ? now : marked;
   SchedCommand c;
   c.op = SchedCommand::Op::kHealth;
   c.scheduler = name;
+  c.lost_executors = lost;
   uint32_t desired = s.params.desired;
   if (s.params.Autoscaled()) {
     desired = s.params.AutoscaledDesired(CountSchedulerRooms(s).occupied);
@@ -19,7 +27,7 @@ std::optional<SchedCommand> DecideHealth(const std::string& name, const Schedule
     for (const auto& [id, r] : s.rooms) {
       if (!r.validation || r.version != s.validating || r.status == RoomStatus::kTerminating) continue;
       have_room = true;
-      validated = validated || r.status == RoomStatus::kReady || r.status == RoomStatus::kOccupied;
+      validated = validated || r.Ready() || (r.status == RoomStatus::kOccupied && !r.lost);
     }
     // Switching is the whole decision: the next loop counts rooms against
     // the new active version.
@@ -35,7 +43,8 @@ std::optional<SchedCommand> DecideHealth(const std::string& name, const Schedule
   std::vector<Room> rooms;
   for (const auto& [id, r] : s.rooms) {
     if (r.validation) continue;
-    rooms.push_back(Room{id, s.IsOld(r) ? r.version : s.active, r.status});
+    RoomStatus status = r.lost && r.status == RoomStatus::kReady ? RoomStatus::kPending : r.status;
+    rooms.push_back(Room{id, s.IsOld(r) ? r.version : s.active, status});
   }
   SchedParams params = s.params;
   params.desired = desired;
@@ -63,7 +72,9 @@ std::optional<SchedCommand> DecideHealth(const std::string& name, const Schedule
       }
     }
   }
-  if (!c.validation_room && c.add == 0 && c.rooms.empty() && !c.desired) return std::nullopt;
+  if (!c.validation_room && c.add == 0 && c.rooms.empty() && !c.desired && c.lost_executors.empty()) {
+    return std::nullopt;
+  }
   return c;
 }
 

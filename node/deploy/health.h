@@ -12,15 +12,37 @@
 //   3. otherwise plain autoscaling to `desired`: add up to the add limit, or
 //      delete the surplus, pending rooms first, then ready ones, never
 //      occupied ones.
+// `lost` names executors whose registration is gone (the coordinator reads
+// them from the key-value store; docs/design/coordinator.md#executors). The
+// decision carries them and is computed as if their rooms were already
+// lost, as applying it makes them first: a lost room is never ready (it
+// counts as pending, or as occupied if it was last reported occupied, so it
+// is deleted last), and a lost validation room validates nothing.
 #pragma once
 
+#include <algorithm>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "node/deploy/schedulers.h"
 
 namespace ts::deploy {
 
-std::optional<SchedCommand> DecideHealth(const std::string& name, const Scheduler& s);
+std::optional<SchedCommand> DecideHealth(const std::string& name, const Scheduler& s,
+                                         const std::vector<std::string>& lost = {});
+
+// The executors, among those running rooms of `s` that are not lost yet,
+// that `live` (a predicate on a name) says are gone, in name order.
+template <class Live>
+std::vector<std::string> LostExecutors(const Scheduler& s, Live&& live) {
+  std::vector<std::string> out;
+  for (const auto& [id, r] : s.rooms) {
+    if (r.executor.empty() || r.lost || r.status == RoomStatus::kTerminating) continue;
+    if (std::find(out.begin(), out.end(), r.executor) == out.end() && !live(r.executor)) out.push_back(r.executor);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 }  // namespace ts::deploy

@@ -12,8 +12,6 @@ namespace {
 
 using Op = SchedCommand::Op;
 
-constexpr uint32_t kDesiredMax = 10000;
-constexpr uint32_t kAddLimitMax = 1000;
 constexpr size_t kRoomsPerCommandMax = 1000;
 
 struct OpName {
@@ -36,10 +34,6 @@ std::optional<RoomStatus> ParseStatus(const std::string& s) {
   if (s == "occupied") return RoomStatus::kOccupied;
   if (s == "terminating") return RoomStatus::kTerminating;
   return std::nullopt;
-}
-
-std::string VersionName(uint32_t major, uint32_t minor) {
-  return "v" + std::to_string(major) + "." + std::to_string(minor);
 }
 
 // The next version of `s` as (major, minor): a major change starts
@@ -102,23 +96,43 @@ Status CheckParams(const std::string& name, const SchedParams& now, const SchedC
   return Status::Ok();
 }
 
-Status ParseRoomList(const nlohmann::json& j, const char* key, std::vector<std::string>* out) {
+// A list of names in field `key`, if present: room ids (ValidName) or
+// executor names (ValidExecutorName).
+Status ParseNameList(const nlohmann::json& j, const char* key, bool executors, std::vector<std::string>* out) {
+  const char* what = executors ? "executor names" : "room ids";
   auto it = j.find(key);
   if (it == j.end()) return Status::Ok();
   if (!it->is_array() || it->size() > kRoomsPerCommandMax) {
     return Status::InvalidArgument(std::string("field '") + key + "' must be a list of at most " +
-                                   std::to_string(kRoomsPerCommandMax) + " room ids");
+                                   std::to_string(kRoomsPerCommandMax) + " " + what);
   }
-  for (const nlohmann::json& id : *it) {
-    if (!id.is_string() || !ValidName(id.get<std::string>())) {
-      return Status::InvalidArgument(std::string("field '") + key + "' holds an invalid room id");
+  for (const nlohmann::json& name : *it) {
+    bool ok = name.is_string() &&
+              (executors ? ValidExecutorName(name.get<std::string>()) : ValidName(name.get<std::string>()));
+    if (!ok) {
+      return Status::InvalidArgument(std::string("field '") + key + "' holds an invalid " +
+                                     (executors ? "executor name" : "room id"));
     }
-    out->push_back(id.get<std::string>());
+    out->push_back(name.get<std::string>());
+  }
+  return Status::Ok();
+}
+
+Status ParseExecutor(const Fields& f, std::string* out) {
+  if (Status s = f.OptString("executor", kNameBytesMax, out); !s.ok()) return s;
+  if (!out->empty() && !ValidExecutorName(*out)) {
+    return Status::InvalidArgument("field 'executor' must be 1..128 characters [A-Za-z0-9._-]");
   }
   return Status::Ok();
 }
 
 }  // namespace
+
+std::string VersionName(uint32_t major, uint32_t minor) {
+  return "v" + std::to_string(major) + "." + std::to_string(minor);
+}
+
+bool ValidExecutorName(const std::string& s) { return ValidName(s) && s.find('/') == std::string::npos; }
 
 uint32_t SchedParams::DesiredReady() const {
   return static_cast<uint32_t>((uint64_t{desired} * ready_target_percent + 99) / 100);
@@ -183,7 +197,8 @@ StatusOr<SchedCommand> ParseSchedCommand(const nlohmann::json& j) {
       if (Status s = f.OptUint("add", 0, kAddLimitMax, &add); !s.ok()) return s;
       c.add = add.value_or(0);
       if (Status s = f.OptUint("desired", 0, kDesiredMax, &c.desired); !s.ok()) return s;
-      if (Status s = ParseRoomList(j, "delete", &c.rooms); !s.ok()) return s;
+      if (Status s = ParseNameList(j, "delete", false, &c.rooms); !s.ok()) return s;
+      if (Status s = ParseNameList(j, "lost_executors", true, &c.lost_executors); !s.ok()) return s;
       break;
     }
     case Op::kRoomStatus: {
@@ -201,7 +216,8 @@ StatusOr<SchedCommand> ParseSchedCommand(const nlohmann::json& j) {
           c.statuses[id] = *status;
         }
       }
-      if (Status s = ParseRoomList(j, "gone", &c.gone); !s.ok()) return s;
+      if (Status s = ParseNameList(j, "gone", false, &c.gone); !s.ok()) return s;
+      if (Status s = ParseExecutor(f, &c.executor); !s.ok()) return s;
       if (c.statuses.empty() && c.gone.empty()) return Status::InvalidArgument("room_status reports no room");
       break;
     }
@@ -231,7 +247,17 @@ nlohmann::json SchedCommandToJson(const SchedCommand& c) {
     j["rooms"] = m;
   }
   if (!c.gone.empty()) j["gone"] = c.gone;
+  if (!c.executor.empty()) j["executor"] = c.executor;
+  if (!c.lost_executors.empty()) j["lost_executors"] = c.lost_executors;
   return j;
+}
+
+std::string SchedPayloadWithoutExecutors(std::string_view payload) {
+  auto j = ParseCommandJson(payload);
+  if (!j.ok()) return "";
+  j->erase("executor");
+  j->erase("lost_executors");
+  return j->dump();
 }
 
 const Scheduler* Schedulers::Find(const std::string& name) const {
@@ -326,8 +352,17 @@ StatusOr<std::string> Schedulers::Apply(const SchedCommand& c, uint64_t slot) {
       result = ApplyHealth(c, slot, s);
       break;
     case Op::kRoomStatus: {
-      uint32_t applied = 0;
+      uint32_t applied = 0, restored = 0;
       std::string skipped;
+      // The executor is back: every room it runs here is no longer lost.
+      if (!c.executor.empty()) {
+        for (auto& [id, room] : s.rooms) {
+          if (room.lost && room.executor == c.executor) {
+            room.lost = false;
+            ++restored;
+          }
+        }
+      }
       for (const auto& [id, st] : c.statuses) {
         auto it = s.rooms.find(id);
         if (it == s.rooms.end() || it->second.status == RoomStatus::kTerminating) {
@@ -335,6 +370,12 @@ StatusOr<std::string> Schedulers::Apply(const SchedCommand& c, uint64_t slot) {
           continue;
         }
         it->second.status = st;
+        if (!c.executor.empty()) {
+          // A lost room another executor reports is now that executor's.
+          restored += it->second.lost ? 1 : 0;
+          it->second.executor = c.executor;
+          it->second.lost = false;
+        }
         ++applied;
       }
       for (const std::string& id : c.gone) {
@@ -345,6 +386,7 @@ StatusOr<std::string> Schedulers::Apply(const SchedCommand& c, uint64_t slot) {
         ++applied;
       }
       result = "applied " + std::to_string(applied) + " room reports";
+      if (restored > 0) result += "; " + std::to_string(restored) + " lost rooms back with " + c.executor;
       if (!skipped.empty()) result += "; skipped " + skipped;
       break;
     }
@@ -358,10 +400,18 @@ std::string Schedulers::ApplyHealth(const SchedCommand& c, uint64_t slot, Schedu
   uint32_t next_room = 0;
   auto add_room = [&](const std::string& version, bool validation) {
     std::string id = c.scheduler + "-" + std::to_string(slot) + "-" + std::to_string(next_room++);
-    s.rooms[id] = RoomRecord{version, RoomStatus::kPending, validation};
+    s.rooms[id] = RoomRecord{version, RoomStatus::kPending, validation, "", false};
   };
+  // First, so that the rest of the decision (computed with these rooms lost,
+  // health.h) meets the state it was computed from.
+  if (!c.lost_executors.empty()) {
+    MarkLost(s, c.lost_executors);
+    std::string names;
+    for (const std::string& e : c.lost_executors) names += (names.empty() ? "" : ", ") + e;
+    result = "executors gone: " + names + " (their rooms are lost)";
+  }
   if (c.desired && *c.desired != s.params.desired) {
-    result = "autoscaled to " + std::to_string(*c.desired) + " rooms";
+    result += std::string(result.empty() ? "" : "; ") + "autoscaled to " + std::to_string(*c.desired) + " rooms";
     s.params.desired = *c.desired;
   }
   if (!c.switch_to.empty()) {
@@ -378,7 +428,7 @@ std::string Schedulers::ApplyHealth(const SchedCommand& c, uint64_t slot, Schedu
       r.from = from;
       r.to = c.switch_to;
       r.started_slot = slot;
-      r.ready_min = CountSchedulerRooms(s).ready;
+      r.ready_min = ReportedReady(s);
       r.ready_start = r.ready_min;
       r.desired_ready = s.params.DesiredReady();
       s.rollout = r;
@@ -405,7 +455,7 @@ std::string Schedulers::ApplyHealth(const SchedCommand& c, uint64_t slot, Schedu
 void Schedulers::AfterApply(Scheduler& s, uint64_t slot) {
   if (!s.rollout || s.rollout->finished_slot != 0) return;
   RolloutCounts c = CountSchedulerRooms(s);
-  s.rollout->ready_min = std::min(s.rollout->ready_min, c.ready);
+  s.rollout->ready_min = std::min(s.rollout->ready_min, ReportedReady(s));
   s.rollout->desired_ready = std::min(s.rollout->desired_ready, s.params.DesiredReady());
   if (c.old_rooms == 0) s.rollout->finished_slot = slot;
 }
@@ -415,12 +465,53 @@ RolloutCounts CountSchedulerRooms(const Scheduler& s) {
   for (const auto& [id, r] : s.rooms) {
     if (r.status == RoomStatus::kTerminating || r.validation) continue;
     ++c.total;
-    if (r.status == RoomStatus::kReady) ++c.ready;
+    if (r.Ready()) ++c.ready;
     if (r.status == RoomStatus::kOccupied) ++c.occupied;
     if (s.IsOld(r)) ++c.old_rooms;
     else ++c.new_rooms;
   }
   return c;
+}
+
+uint32_t ReportedReady(const Scheduler& s) {
+  uint32_t n = 0;
+  for (const auto& [id, r] : s.rooms) n += !r.validation && r.status == RoomStatus::kReady ? 1 : 0;
+  return n;
+}
+
+void MarkLost(Scheduler& s, const std::vector<std::string>& lost) {
+  for (auto& [id, room] : s.rooms) {
+    if (room.status == RoomStatus::kTerminating || room.executor.empty()) continue;
+    if (std::find(lost.begin(), lost.end(), room.executor) != lost.end()) room.lost = true;
+  }
+}
+
+bool Schedulers::TracksExecutors() const {
+  for (const auto& [name, s] : schedulers_) {
+    for (const auto& [id, r] : s.rooms) {
+      if (!r.executor.empty() || r.lost) return true;
+    }
+  }
+  return false;
+}
+
+void Schedulers::ForgetExecutors() {
+  for (auto& [name, s] : schedulers_) {
+    for (auto& [id, r] : s.rooms) {
+      r.executor.clear();
+      r.lost = false;
+    }
+  }
+}
+
+std::map<std::string, uint32_t> Schedulers::RoomsByExecutor() const {
+  std::map<std::string, uint32_t> out;
+  for (const auto& [name, s] : schedulers_) {
+    for (const auto& [id, r] : s.rooms) {
+      if (!r.executor.empty() && r.status != RoomStatus::kTerminating) ++out[r.executor];
+    }
+  }
+  return out;
 }
 
 namespace {
@@ -439,13 +530,17 @@ nlohmann::json SchedulerJson(const std::string& name, const Scheduler& s, bool w
   j["max_surge_percent"] = s.params.max_surge_percent;
   j["add_limit"] = s.params.add_limit;
   if (s.params.Autoscaled()) j["autoscale"] = {{"min", *s.params.autoscale_min}, {"max", *s.params.autoscale_max}};
-  uint32_t pending = 0, terminating = 0;
+  uint32_t pending = 0, terminating = 0, lost = 0;
   for (const auto& [id, r] : s.rooms) {
     if (r.status == RoomStatus::kTerminating) ++terminating;
     else if (r.status == RoomStatus::kPending && !r.validation) ++pending;
+    if (r.lost && !r.validation && r.status != RoomStatus::kTerminating) ++lost;
   }
   j["counts"] = {{"total", c.total},       {"ready", c.ready}, {"occupied", c.occupied}, {"pending", pending},
                  {"terminating", terminating}, {"new", c.new_rooms}, {"old", c.old_rooms}};
+  // Only where executors are tracked, so that a state without them dumps as
+  // a release before 1.3.0 dumps it.
+  if (lost > 0) j["counts"]["lost"] = lost;
   if (s.rollout) {
     const RolloutRecord& r = *s.rollout;
     j["rollout"] = {{"from", r.from},
@@ -469,6 +564,8 @@ nlohmann::json SchedulerJson(const std::string& name, const Scheduler& s, bool w
     for (const auto& [id, r] : s.rooms) {
       nlohmann::json room = {{"id", id}, {"version", r.version}, {"status", RoomStatusName(r.status)}};
       if (r.validation) room["validation"] = true;
+      if (!r.executor.empty()) room["executor"] = r.executor;
+      if (r.lost) room["lost"] = true;
       j["rooms"].push_back(room);
     }
   }
@@ -492,177 +589,6 @@ nlohmann::json Schedulers::Snapshot() const {
   nlohmann::json j = nlohmann::json::object();
   for (const auto& [n, s] : schedulers_) j[n] = SchedulerJson(n, s, true);
   return j;
-}
-
-namespace {
-
-// A version name exactly as VersionName builds it ("v<major>.<minor>", no
-// leading zeros): NextVersion parses the minor number back and would throw
-// on anything else.
-bool ParseVersionName(const std::string& name, uint32_t* major, uint32_t* minor) {
-  auto number = [&name](size_t from, size_t to, uint32_t* out) {
-    if (to <= from || to - from > 10 || (name[from] == '0' && to - from > 1)) return false;
-    uint64_t v = 0;
-    for (size_t i = from; i < to; ++i) {
-      if (name[i] < '0' || name[i] > '9') return false;
-      v = v * 10 + static_cast<uint64_t>(name[i] - '0');
-    }
-    if (v > UINT32_MAX) return false;
-    *out = static_cast<uint32_t>(v);
-    return true;
-  };
-  size_t dot = name.find('.');
-  if (name.size() < 4 || name[0] != 'v' || dot == std::string::npos) return false;
-  return number(1, dot, major) && number(dot + 1, name.size(), minor);
-}
-
-Status RestoreRollout(const SnapshotReader& r, const Scheduler& s, std::optional<RolloutRecord>* out) {
-  if (r.json().is_null()) return Status::Ok();
-  RolloutRecord rec;
-  for (auto [key, version] : {std::pair{"from", &rec.from}, std::pair{"to", &rec.to}}) {
-    if (Status st = r.StringAt(key, version); !st.ok()) return st;
-    if (s.versions.count(*version) == 0) return r.Bad(std::string("'") + key + "' names an unknown version");
-  }
-  if (Status st = r.U64At("started_slot", 0, UINT64_MAX, &rec.started_slot); !st.ok()) return st;
-  if (Status st = r.U64At("finished_slot", 0, UINT64_MAX, &rec.finished_slot); !st.ok()) return st;
-  for (auto [key, field] : {std::pair{"ready_min", &rec.ready_min}, std::pair{"desired_ready", &rec.desired_ready},
-                            std::pair{"created", &rec.created}, std::pair{"deleted", &rec.deleted}}) {
-    if (Status st = r.U32At(key, 0, UINT32_MAX, field); !st.ok()) return st;
-  }
-  if (r.json().contains("ready_start")) {
-    uint32_t start = 0;
-    if (Status st = r.U32At("ready_start", 0, UINT32_MAX, &start); !st.ok()) return st;
-    rec.ready_start = start;
-  }
-  *out = rec;
-  return Status::Ok();
-}
-
-// One scheduler's SchedulerJson(name, s, true), back. Checks what later
-// commands rely on not to fail or throw (every version name parses; the
-// active version, the one being validated and every room's version are known
-// ones) and the invariants Apply keeps. Derived fields (counts,
-// desired_ready, done) are checked by the caller's comparison with a fresh
-// Snapshot().
-Status RestoreScheduler(const SnapshotReader& r, const std::string& name, Scheduler* s) {
-  if (Status st = r.ExpectObject(); !st.ok()) return st;
-  std::string own_name;
-  if (Status st = r.NameAt("scheduler", &own_name); !st.ok()) return st;
-  if (own_name != name) return r.Bad("names scheduler '" + own_name + "'");
-
-  SnapshotReader versions = r;
-  if (Status st = r.At("versions", &versions); !st.ok()) return st;
-  if (Status st = versions.ExpectObject(); !st.ok()) return st;
-  std::map<std::string, uint32_t> minors;
-  for (const auto& [v, major_json] : versions.json().items()) {
-    SnapshotReader one = versions.Child(v, major_json);
-    uint32_t major = 0, minor = 0, stored_major = 0;
-    if (!ParseVersionName(v, &major, &minor) || major == 0) return one.Bad("not a version name v<major>.<minor>");
-    if (Status st = one.U32(1, UINT32_MAX, &stored_major); !st.ok()) return st;
-    if (stored_major != major) return one.Bad("major number differs from the version's name");
-    s->versions[v] = major;
-    minors[v] = minor;
-  }
-  if (Status st = r.StringAt("active_version", &s->active); !st.ok()) return st;
-  if (s->versions.count(s->active) == 0) {
-    return r.Bad("active version " + s->active.substr(0, 64) + " is not a version");
-  }
-  if (Status st = r.StringAt("validating", &s->validating); !st.ok()) return st;
-  // Versions are only ever added: a major update adds the one validated
-  // (the sole version of a new top major number), a minor one the newest of
-  // the active major, and a switch makes the validated one active.
-  uint32_t active_major = s->versions.at(s->active);
-  for (const auto& [v, major] : s->versions) {
-    if (v == s->validating) continue;
-    if (major > active_major) return r.Bad("version " + v + " is above the active one but not being validated");
-    if (major == active_major && minors.at(v) > minors.at(s->active)) {
-      return r.Bad("version " + v + " is newer than the active one");
-    }
-  }
-  if (!s->validating.empty()) {
-    auto it = s->versions.find(s->validating);
-    if (it == s->versions.end() || it->second <= active_major || s->validating != VersionName(it->second, 0)) {
-      return r.Bad("version being validated " + s->validating.substr(0, 64) +
-                   " is not the first of a major version above the active one");
-    }
-  }
-
-  if (Status st = r.U32At("desired", 0, kDesiredMax, &s->params.desired); !st.ok()) return st;
-  if (Status st = r.U32At("ready_target_percent", 0, 100, &s->params.ready_target_percent); !st.ok()) return st;
-  if (Status st = r.U32At("max_surge_percent", 1, 100, &s->params.max_surge_percent); !st.ok()) return st;
-  if (Status st = r.U32At("add_limit", 1, kAddLimitMax, &s->params.add_limit); !st.ok()) return st;
-  if (r.json().contains("autoscale")) {
-    SnapshotReader a = r;
-    uint32_t lo = 0, hi = 0;
-    if (Status st = r.At("autoscale", &a); !st.ok()) return st;
-    if (Status st = a.U32At("min", 0, kDesiredMax, &lo); !st.ok()) return st;
-    if (Status st = a.U32At("max", 1, kDesiredMax, &hi); !st.ok()) return st;
-    if (lo > hi) return a.Bad("min above max");
-    s->params.autoscale_min = lo;
-    s->params.autoscale_max = hi;
-  }
-
-  SnapshotReader rooms = r;
-  if (Status st = r.At("rooms", &rooms); !st.ok()) return st;
-  if (Status st = rooms.ExpectArray(); !st.ok()) return st;
-  for (size_t i = 0; i < rooms.json().size(); ++i) {
-    SnapshotReader room = rooms.Child(std::to_string(i), rooms.json()[i]);
-    if (Status st = room.ExpectObject(); !st.ok()) return st;
-    std::string id, status;
-    RoomRecord rec;
-    if (Status st = room.NameAt("id", &id); !st.ok()) return st;
-    if (!s->rooms.empty() && id <= s->rooms.rbegin()->first) return room.Bad("room ids out of order or repeated");
-    if (Status st = room.StringAt("version", &rec.version); !st.ok()) return st;
-    if (s->versions.count(rec.version) == 0) return room.Bad("runs an unknown version");
-    if (Status st = room.StringAt("status", &status); !st.ok()) return st;
-    // By name rather than through ParseStatus: a second caller makes GCC 12
-    // inline that one so that -Wmaybe-uninitialized fires, falsely, in
-    // ParseSchedCommand.
-    bool known = false;
-    for (RoomStatus candidate :
-         {RoomStatus::kPending, RoomStatus::kReady, RoomStatus::kOccupied, RoomStatus::kTerminating}) {
-      if (status == RoomStatusName(candidate)) {
-        rec.status = candidate;
-        known = true;
-      }
-    }
-    if (!known) return room.Bad("status must be pending, ready, occupied or terminating");
-    if (room.json().contains("validation")) {
-      SnapshotReader validation = room;
-      if (Status st = room.At("validation", &validation); !st.ok()) return st;
-      if (Status st = validation.Bool(&rec.validation); !st.ok()) return st;
-    }
-    s->rooms.emplace_hint(s->rooms.end(), id, std::move(rec));
-  }
-
-  SnapshotReader rollout = r;
-  if (Status st = r.At("rollout", &rollout); !st.ok()) return st;
-  if (!rollout.json().is_null() && !rollout.json().is_object()) return rollout.Bad("must be null or an object");
-  if (Status st = RestoreRollout(rollout, *s, &s->rollout); !st.ok()) return st;
-  // Rooms of an older major version exist only after a major switch, which
-  // starts a rollout that ends when the last of them goes.
-  if (CountSchedulerRooms(*s).old_rooms > 0 && !(s->rollout && s->rollout->finished_slot == 0)) {
-    return rollout.Bad("rooms of an older major version remain, but no rollout is running");
-  }
-  return Status::Ok();
-}
-
-}  // namespace
-
-Status Schedulers::Restore(const nlohmann::json& snapshot) {
-  Schedulers fresh;
-  Status s = RestoreObjectSnapshot(
-      snapshot, "sched", "scheduler",
-      [&fresh](SnapshotReader& one, const std::string& name) {
-        if (!ValidName(name)) return one.Bad("not a valid scheduler name");
-        Scheduler sched;
-        if (Status st = RestoreScheduler(one, name, &sched); !st.ok()) return st;
-        fresh.schedulers_.emplace(name, std::move(sched));
-        return Status::Ok();
-      },
-      [&fresh] { return fresh.Snapshot(); });
-  if (s.ok()) schedulers_.swap(fresh.schedulers_);
-  return s;
 }
 
 }  // namespace ts::deploy

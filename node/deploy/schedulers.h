@@ -12,6 +12,12 @@
 //     decision (switch version, add rooms, delete rooms by id), so the
 //     decision is applied to exactly the state it was computed from;
 //   - the runtime executor (tsagent): room_status.
+// Executors (docs/design/coordinator.md#executors): a room_status may name
+// the executor that sent it; each room then records its executor. A health
+// decree may name executors whose registration is gone: their rooms become
+// *lost* (never counted ready) until that executor's next room_status.
+// Both fields are scheduler model 2 (read from 1.3.0 on); a model-1 decree
+// never changes them (Coordinator::Apply drops them).
 // Apply is deterministic: room ids come from the slot of the decree that
 // created them, containers are ordered, and nothing reads a clock.
 //
@@ -24,6 +30,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -32,6 +39,19 @@
 #include "node/deploy/rollout.h"
 
 namespace ts::deploy {
+
+inline constexpr uint32_t kDesiredMax = 10000;
+inline constexpr uint32_t kAddLimitMax = 1000;
+
+// "v<major>.<minor>": the only spelling of a version name.
+std::string VersionName(uint32_t major, uint32_t minor);
+
+// An executor's name: a ValidName without '/' (it ends the registration
+// key, kExecutorKeyPrefix + name).
+bool ValidExecutorName(const std::string& s);
+// The key-value prefix of executor registrations (reserved-looking, so no
+// application key meets it by chance).
+inline constexpr const char* kExecutorKeyPrefix = "_ts/executors/";
 
 struct SchedParams {
   uint32_t desired = 0;
@@ -69,8 +89,18 @@ struct SchedCommand {
   std::vector<std::string> rooms;                 // delete these rooms, in order
   std::map<std::string, RoomStatus> statuses;     // room_status: room -> new status
   std::vector<std::string> gone;                  // room_status: rooms the executor removed
+  // Model 2 (see above). room_status: the executor reporting ("" : none
+  // named); health: executors whose registration is gone, applied first.
+  std::string executor;
+  std::vector<std::string> lost_executors;
 
   bool Internal() const { return op == Op::kHealth; }
+  // Whether it carries a model-2 field (executor, lost_executors).
+  bool NamesExecutors() const { return !executor.empty() || !lost_executors.empty(); }
+  void DropExecutors() {
+    executor.clear();
+    lost_executors.clear();
+  }
 };
 
 // Parses the JSON form ({"op": "create", "scheduler": "rooms", ...}); checks
@@ -78,11 +108,19 @@ struct SchedCommand {
 // (docs/design/versions.md#formats).
 StatusOr<SchedCommand> ParseSchedCommand(const nlohmann::json& j);
 nlohmann::json SchedCommandToJson(const SchedCommand& c);
+// A scheduler decree's payload in model 1: the model-2 one without its
+// executor fields, everything else as it was ("" if it is not a JSON
+// object). For a downgrade's restatement (node/station/version_state.cc).
+std::string SchedPayloadWithoutExecutors(std::string_view payload);
 
 struct RoomRecord {
   std::string version;
-  RoomStatus status = RoomStatus::kPending;
+  RoomStatus status = RoomStatus::kPending;  // as last reported, also while lost
   bool validation = false;
+  std::string executor;  // the executor that last reported it ("" : none yet, or not tracked)
+  bool lost = false;     // its executor's registration went: never counted ready
+
+  bool Ready() const { return status == RoomStatus::kReady && !lost; }
 };
 
 struct RolloutRecord {
@@ -133,6 +171,16 @@ class Schedulers {
   // Never throws.
   Status Restore(const nlohmann::json& snapshot);
 
+  // Whether any room records an executor or is lost: a snapshot holding
+  // such a state is scheduler model 2 (an older reader must refuse it).
+  bool TracksExecutors() const;
+  // Forgets every room's executor and lost mark (a downgrade to a release
+  // without executors): the state becomes what that release computes from
+  // the same log with the executor fields dropped.
+  void ForgetExecutors();
+  // Executor -> rooms it runs (not terminating), over every scheduler.
+  std::map<std::string, uint32_t> RoomsByExecutor() const;
+
  private:
   std::string ApplyHealth(const SchedCommand& c, uint64_t slot, Scheduler& s);
   void AfterApply(Scheduler& s, uint64_t slot);
@@ -141,8 +189,15 @@ class Schedulers {
 
 // Room counts the rolling update's scenario tables talk about (terminating
 // rooms and the validation room excluded); "new" means the active major
-// version.
+// version. A lost room is never ready (it counts in total, and as occupied
+// if it was last reported occupied: its players are presumed there).
 RolloutCounts CountSchedulerRooms(const Scheduler& s);
+// Ready rooms by their last reported status, lost ones included: what the
+// rollout record keeps (ready_start, ready_min), so that it does not
+// depend on executor tracking, which a downgrade below 1.3.0 forgets.
+uint32_t ReportedReady(const Scheduler& s);
+// Marks lost every room (not terminating) of the executors in `lost`.
+void MarkLost(Scheduler& s, const std::vector<std::string>& lost);
 
 const char* RoomStatusName(RoomStatus s);
 

@@ -71,7 +71,7 @@ void Coordinator::HandleDeploy(uint64_t handle, ClientRequest&& req) {
 void Coordinator::HandleQuery(uint64_t handle, const ClientRequest& req) {
   // Served from this node's applied state (like status); the answer names
   // the slot it reflects so a caller can tell a lagging follower.
-  auto view = deploy_.Query(req.key);
+  auto view = req.key == "executors/" ? StatusOr<nlohmann::json>(LiveExecutors()) : deploy_.Query(req.key);
   if (!view.ok()) return st_.Respond(handle, ErrorFor(req.id, view.status()));
   ClientResponse r;
   r.id = req.id;
@@ -80,10 +80,45 @@ void Coordinator::HandleQuery(uint64_t handle, const ClientRequest& req) {
   st_.Respond(handle, std::move(r));
 }
 
+nlohmann::json Coordinator::LiveExecutors() const {
+  std::map<std::string, uint32_t> rooms = deploy_.schedulers().RoomsByExecutor();
+  nlohmann::json out = nlohmann::json::array();
+  const std::string prefix = deploy::kExecutorKeyPrefix;
+  st_.kv_.ForEachWithPrefix(prefix, [&](const std::string& key, const std::string& value) {
+    // The registration as tsagent wrote it; anything else under the prefix
+    // is shown by name only.
+    nlohmann::json reg = nlohmann::json::parse(value, nullptr, false);
+    nlohmann::json e = {{"name", key.substr(prefix.size())}};
+    if (reg.is_object()) {
+      for (const char* field : {"version", "started"}) {
+        if (reg.contains(field) && reg[field].is_string()) e[field] = reg[field];
+      }
+    }
+    auto it = rooms.find(e["name"].get<std::string>());
+    e["rooms"] = it == rooms.end() ? 0 : it->second;
+    out.push_back(std::move(e));
+  });
+  return out;
+}
+
+void Coordinator::ForgetExecutors(consensus::Slot slot) {
+  if (!deploy_.schedulers().TracksExecutors()) return;
+  deploy_.ForgetExecutors();
+  st_.Log(LogLevel::kWarn, "slot " + std::to_string(slot) + ": the downgrade to " +
+                               st_.versions_.downgrade_to()->ToString() +
+                               " forgets which executor runs each room; that release does not track executors");
+}
+
 bool Coordinator::Propose(deploy::DeployCommand c, PendingDeploy* client) {
   c.validated_at = deploy_.version();  // validated against the state as it is now
+  const uint16_t type = static_cast<uint16_t>(DecreeTypeOf(c.kind));
+  // Executor fields are written only in scheduler model 2, which waits for
+  // the 1.3.0 marker (and stops under a downgrade below it).
+  if (auto* sched = std::get_if<deploy::SchedCommand>(&c.command); sched && st_.versions_.WriteModel(type) < 2) {
+    sched->DropExecutors();
+  }
   Decree d;
-  d.header = st_.versions_.HeaderFor(static_cast<uint16_t>(DecreeTypeOf(c.kind)));
+  d.header = st_.versions_.HeaderFor(type);
   d.payload = c.Payload();
   if (client != nullptr && client->session != 0) {
     d = st_.client_.InSession(d, client->session, client->seq, client->lowest_pending);
@@ -182,7 +217,13 @@ void Coordinator::Run() {
   for (const auto& [name, sched] : deploy_.schedulers().all()) {
     if (sched_health_done_.count(name) != 0) continue;
     sched_health_done_.insert(name);
-    if (auto decision = deploy::DecideHealth(name, sched)) {
+    std::vector<std::string> lost;
+    if (st_.versions_.WriteModel(static_cast<uint16_t>(DecreeType::kScheduler)) >= 2) {
+      lost = deploy::LostExecutors(sched, [this](const std::string& executor) {
+        return st_.kv_.Get(deploy::kExecutorKeyPrefix + executor).has_value();
+      });
+    }
+    if (auto decision = deploy::DecideHealth(name, sched, lost)) {
       deploy::DeployCommand c;
       c.kind = deploy::Kind::kScheduler;
       c.command = std::move(*decision);
@@ -196,6 +237,11 @@ void Coordinator::Run() {
 
 StatusOr<std::string> Coordinator::Apply(consensus::Slot slot, const Decree& d, bool replay_only) {
   auto cmd = deploy::ParseDecreeCommand(*DeployKindOf(d.header.type), d.payload);
+  // A release before 1.3.0 ignores the executor fields of a model-1 decree
+  // (unknown fields), so every node must.
+  if (cmd.ok() && d.header.EffectiveModelVersion() < 2) {
+    if (auto* sched = std::get_if<deploy::SchedCommand>(&cmd->command)) sched->DropExecutors();
+  }
   StatusOr<std::string> outcome = cmd.ok() ? deploy_.Apply(*cmd, slot) : StatusOr<std::string>(cmd.status());
   ++applied_;
   if (!cmd.ok()) {

@@ -14,6 +14,13 @@
 //     validated against the state it will be applied to;
 //   - runs the health-controller loop every health_period_ms, writing one
 //     "health" decree per scheduler that needs one.
+//     Once the log's marker is 1.3.0 or later (scheduler model 2), the
+//     decree also names the executors that run rooms of the scheduler but
+//     whose registration key (deploy::kExecutorKeyPrefix + name, put under a
+//     lease by tsagent) is gone from the key-value store; applying it marks
+//     their rooms lost. Before that marker, and under a downgrade below it,
+//     executors are not tracked: their fields are dropped from every
+//     scheduler decree written, and a model-1 decree never changes them.
 // Every node applies deployment decrees with node/deploy/ in slot order; so
 // a new leader's coordinator starts from state it already holds.
 //
@@ -58,6 +65,12 @@ class Coordinator {
   // Why the coordinator may not run on this node now; empty if it may.
   std::string MayNotRun() const;
   void Stop(const std::string& why);
+  // A downgrade decree below 1.3.0 applied at `slot`: executors are no
+  // longer tracked (Schedulers::ForgetExecutors).
+  void ForgetExecutors(consensus::Slot slot);
+  // The scheduler model a snapshot of the state is written in: 2 once rooms
+  // record executors, else 1 (what a release before 1.3.0 reads).
+  uint16_t SnapshotModel() const { return deploy_.schedulers().TracksExecutors() ? 2 : 1; }
   // The state a checked snapshot holds replaces the applied one.
   void Restore(deploy::DeployState state) { deploy_ = std::move(state); }
 
@@ -82,6 +95,9 @@ class Coordinator {
   };
 
   void Run();
+  // The executors registered now (this node's key-value store), with what
+  // each registered ("name", "version", "started") and its rooms.
+  nlohmann::json LiveExecutors() const;
   bool Propose(deploy::DeployCommand c, PendingDeploy* client);
 
   Station& st_;

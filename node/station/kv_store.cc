@@ -304,41 +304,59 @@ void KvStore::RehashMeta() {
   for (const auto& [id, lease] : leases_) meta_hash_ += LeaseHash(id, lease.ttl_ms);
 }
 
-std::string KvStore::DumpMeta() const {
-  if (!tracking()) return "";
+std::vector<std::string> KvStore::DumpMeta() const {
+  std::vector<std::string> out;
+  if (!tracking()) return out;
   KvMetaImage m;
   m.since = tracking_since_;
-  for (const auto& [k, e] : map_) {
-    if (e.mod_slot != tracking_since_ || e.lease != 0) m.keys.push_back(KeyMeta{k, e.mod_slot, e.lease});
-  }
   for (const auto& [id, lease] : leases_) m.leases.emplace(id, lease.ttl_ms);
-  return rpc::EncodeBounded(m);
+  size_t bytes = m.leases.size() * 16;
+  for (const auto& [k, e] : map_) {
+    if (e.mod_slot == tracking_since_ && e.lease == 0) continue;
+    if (bytes >= kMetaChunkBytes) {
+      out.push_back(rpc::EncodeBounded(m));
+      m = KvMetaImage{tracking_since_, {}, {}};
+      bytes = 0;
+    }
+    m.keys.push_back(KeyMeta{k, e.mod_slot, e.lease});
+    bytes += k.size() + 32;
+  }
+  out.push_back(rpc::EncodeBounded(m));
+  return out;
 }
 
-Status KvStore::RestoreMeta(std::string_view bytes) {
-  KvMetaImage m;
-  if (Status s = rpc::DecodeBounded(bytes, &m); !s.ok()) return Status::Corruption("key bookkeeping: " + s.message());
-  if (m.since == 0) return Status::Corruption("key bookkeeping starts at slot 0");
-  for (const KeyMeta& k : m.keys) {
-    if (Find(k.key) == map_.end()) return Status::Corruption("key bookkeeping names a key the snapshot lacks");
-    if (k.mod_slot < m.since) return Status::Corruption("key bookkeeping: a key changed before tracking started");
-    if (k.lease != 0 && m.leases.count(k.lease) == 0) {
-      return Status::Corruption("key bookkeeping: a key names lease " + std::to_string(k.lease) + ", not in the table");
+Status KvStore::RestoreMeta(const std::vector<std::string>& chunks) {
+  if (chunks.empty()) return Status::Corruption("key bookkeeping: no record");
+  std::vector<KvMetaImage> images(chunks.size());
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    KvMetaImage& m = images[i];
+    if (Status s = rpc::DecodeBounded(chunks[i], &m); !s.ok()) return Status::Corruption("key bookkeeping: " + s.message());
+    if (m.since == 0 || m.since != images[0].since) return Status::Corruption("key bookkeeping: records disagree on its start");
+    if (i > 0 && !m.leases.empty()) return Status::Corruption("key bookkeeping: leases after the first record");
+    for (const KeyMeta& k : m.keys) {
+      if (Find(k.key) == map_.end()) return Status::Corruption("key bookkeeping names a key the snapshot lacks");
+      if (k.mod_slot < m.since) return Status::Corruption("key bookkeeping: a key changed before tracking started");
+      if (k.lease != 0 && images[0].leases.count(k.lease) == 0) {
+        return Status::Corruption("key bookkeeping: a key names lease " + std::to_string(k.lease) + ", not in the table");
+      }
     }
   }
-  for (const auto& [id, ttl] : m.leases) {
+  const KvMetaImage& first = images[0];
+  for (const auto& [id, ttl] : first.leases) {
     if (ttl < kLeaseTtlMinMs || ttl > kLeaseTtlMaxMs) return Status::Corruption("a lease's TTL is out of bounds");
   }
-  if (m.leases.size() > kLeasesMax) return Status::Corruption("more leases than the table holds");
-  tracking_since_ = m.since;
+  if (first.leases.size() > kLeasesMax) return Status::Corruption("more leases than the table holds");
+  tracking_since_ = first.since;
   leases_.clear();
-  for (const auto& [id, ttl] : m.leases) leases_[id].ttl_ms = ttl;
-  for (auto& [k, e] : map_) e.mod_slot = m.since;
-  for (const KeyMeta& k : m.keys) {
-    KvEntry& e = Find(k.key)->second;
-    e.mod_slot = k.mod_slot;
-    e.lease = k.lease;
-    if (k.lease != 0) leases_[k.lease].keys.insert(k.key);
+  for (const auto& [id, ttl] : first.leases) leases_[id].ttl_ms = ttl;
+  for (auto& [k, e] : map_) e.mod_slot = first.since;
+  for (const KvMetaImage& m : images) {
+    for (const KeyMeta& k : m.keys) {
+      KvEntry& e = Find(k.key)->second;
+      e.mod_slot = k.mod_slot;
+      e.lease = k.lease;
+      if (k.lease != 0) leases_[k.lease].keys.insert(k.key);
+    }
   }
   RehashMeta();
   return Status::Ok();

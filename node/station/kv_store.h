@@ -88,12 +88,15 @@ class KvStore {
 
   // Snapshots: replaces the whole map (keys in any order; later duplicates
   // win), untracked; then RestoreMeta puts back the bookkeeping of a
-  // tracking store (DumpMeta: empty when not tracking). RestoreMeta fails
-  // (Corruption, the store unchanged) on malformed bytes or bookkeeping
-  // that disagrees with the map.
+  // tracking store. DumpMeta gives it in chunks of about kMetaChunkBytes (a
+  // snapshot record holds at most 8 MiB), in key order, the first also
+  // holding where tracking started and the lease table; none when not
+  // tracking. RestoreMeta fails (Corruption, the store unchanged) on
+  // malformed bytes or bookkeeping that disagrees with the map.
+  static constexpr size_t kMetaChunkBytes = 1 << 20;
   void Restore(std::map<std::string, std::string> map);
-  std::string DumpMeta() const;
-  Status RestoreMeta(std::string_view bytes);
+  std::vector<std::string> DumpMeta() const;
+  Status RestoreMeta(const std::vector<std::string>& chunks);
 
   // An order-independent hash of the whole state, kept up to date by every
   // change (the sum of one 64-bit hash per key and value, plus, while
@@ -105,6 +108,13 @@ class KvStore {
   template <class F>
   void ForEach(F&& f) const {
     for (const auto& [k, e] : map_) f(k, e.value);
+  }
+  // Visits the keys that start with `prefix`, in order.
+  template <class F>
+  void ForEachWithPrefix(const std::string& prefix, F&& f) const {
+    for (auto it = map_.lower_bound(prefix); it != map_.end() && it->first.starts_with(prefix); ++it) {
+      f(it->first, it->second.value);
+    }
   }
 
  private:

@@ -125,7 +125,7 @@ inline constexpr char kSnapshotTailTag = 'T';
 // a minimum reader of 1.3.0.
 inline constexpr char kSnapshotSessionsTag = 'S';
 // The key-value store's 1.3.0 bookkeeping (KvStore::DumpMeta: slots per key
-// and leases), after the key-value records and before the sessions, only
+// and leases, one record per chunk), after the key-value records and before the sessions, only
 // while the store keeps it; the header then names the transaction model and
 // a minimum reader of 1.3.0.
 inline constexpr char kSnapshotKvMetaTag = 'M';

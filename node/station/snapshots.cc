@@ -117,14 +117,16 @@ Status Snapshots::Write(RecordSink* out) const {
   h.written_by = st_.versions_.self().ToString();
   uint16_t kv_model = st_.versions_.WriteModel(static_cast<uint16_t>(DecreeType::kKvPut));
   h.models[static_cast<uint16_t>(DecreeType::kKvPut)] = kv_model;
-  h.models[static_cast<uint16_t>(DecreeType::kScheduler)] = 1;
   if (kv_model >= 2) h.min_reader_version = kKvModel2Since.ToString();
+  // Rooms that record executors are scheduler model 2 (coordinator.h).
+  h.models[static_cast<uint16_t>(DecreeType::kScheduler)] = st_.coordinator_.SnapshotModel();
+  if (h.models[static_cast<uint16_t>(DecreeType::kScheduler)] >= 2) h.min_reader_version = kSchedModel2Since.ToString();
   const std::string sessions = st_.client_.sessions().Dump();
   if (!sessions.empty()) {
     h.models[static_cast<uint16_t>(DecreeType::kSessionOpen)] = 1;
     h.min_reader_version = kSessionsSince.ToString();
   }
-  const std::string kv_meta = st_.kv_.DumpMeta();
+  const std::vector<std::string> kv_meta = st_.kv_.DumpMeta();
   if (!kv_meta.empty()) {
     h.models[static_cast<uint16_t>(DecreeType::kKvTxn)] = 1;
     h.min_reader_version = kSessionsSince.ToString();
@@ -153,8 +155,8 @@ Status Snapshots::Write(RecordSink* out) const {
   if (batch.pairs() > 0) {
     if (Status s = out->Add(batch.Record()); !s.ok()) return s;
   }
-  if (!kv_meta.empty()) {
-    if (Status s = out->Add(std::string(1, kSnapshotKvMetaTag) + kv_meta); !s.ok()) return s;
+  for (const std::string& chunk : kv_meta) {
+    if (Status s = out->Add(std::string(1, kSnapshotKvMetaTag) + chunk); !s.ok()) return s;
   }
   if (!sessions.empty()) {
     if (Status s = out->Add(std::string(1, kSnapshotSessionsTag) + sessions); !s.ok()) return s;
@@ -307,9 +309,9 @@ StatusOr<Snapshots::Loaded> Snapshots::Read(consensus::Slot slot) const {
     return Status::Corruption("snapshot at slot " + std::to_string(slot) + " holds " + std::to_string(kv.size()) +
                               " keys, its header says " + std::to_string(header->kv_keys));
   }
-  if (!record.empty() && record[0] == kSnapshotKvMetaTag) {
-    loaded->kv_meta = record.substr(1);
-    if (loaded->kv_meta.empty()) {
+  while (!record.empty() && record[0] == kSnapshotKvMetaTag) {
+    loaded->kv_meta.push_back(record.substr(1));
+    if (loaded->kv_meta.back().empty()) {
       return Status::Corruption("snapshot at slot " + std::to_string(slot) + " has an empty key bookkeeping record");
     }
     if (Status s = next(); !s.ok()) return s;

@@ -103,7 +103,7 @@ class Snapshots {
     KvStore kv;
     deploy::DeployState deploy;
     std::string sessions;  // SessionTable::Dump; empty: none
-    std::string kv_meta;   // KvStore::DumpMeta; empty: none (already restored into kv)
+    std::vector<std::string> kv_meta;  // KvStore::DumpMeta; empty: none (already restored into kv)
     VersionImage versions;
     MembershipDecree membership;
     bool genesis_applied = false;

@@ -328,6 +328,7 @@ bool Station::ApplyDecree(consensus::Slot slot, const std::string& bytes, bool r
                                  versions_.downgrade_to()->ToString() + " ends every lease (" + std::to_string(ended) +
                                  ", their keys deleted) and the slots kept per key; that release has neither");
       }
+      if (versions_.downgrade_to() && *versions_.downgrade_to() < kSchedModel2Since) coordinator_.ForgetExecutors(slot);
       break;
     case DecreeFamily::kUnknown:  // CanRead already refused a type we do not know
       break;
@@ -379,11 +380,11 @@ std::string Station::FullDigestOf(const KvStore& kv, const deploy::DeployState& 
 }
 
 void Station::AddFullDigestRest(SequenceHash& f, std::string_view deploy_dump, std::string_view sessions,
-                                std::string_view kv_meta, const VersionImage& versions,
+                                const std::vector<std::string>& kv_meta, const VersionImage& versions,
                                 const MembershipDecree& membership, bool genesis_applied) {
   f.Add(deploy_dump);
   if (!sessions.empty()) f.Add(sessions);  // see StateDigest
-  if (!kv_meta.empty()) f.Add(kv_meta);    // likewise: absent before 1.3.0's bookkeeping starts
+  for (const std::string& chunk : kv_meta) f.Add(chunk);  // likewise: none before 1.3.0's bookkeeping starts
   // Only what every node learns alike: the rest of the version state is
   // each node's own view of the decrees it read (a node that resumed on a
   // downgrade's restatements read older models there, needing no newer

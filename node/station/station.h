@@ -305,7 +305,7 @@ class Station {
   // `sessions`: SessionTable::Dump (empty: no session); `kv_meta`:
   // KvStore::DumpMeta (empty: not tracking).
   static void AddFullDigestRest(SequenceHash& f, std::string_view deploy_dump, std::string_view sessions,
-                                std::string_view kv_meta, const VersionImage& versions, const MembershipDecree& membership,
+                                const std::vector<std::string>& kv_meta, const VersionImage& versions, const MembershipDecree& membership,
                                 bool genesis_applied);
   std::string LogDigestHex() const { return digest_.Hex(); }
   // The version `member` is counted with (self: its own), if ever heard.

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "node/deploy/schedulers.h"
+
 namespace ts::station {
 
 bool IsKvType(uint16_t t) {
@@ -48,8 +50,9 @@ uint16_t MaxModelRead(const Semver& v, uint16_t type) {
     case DecreeType::kVersionMarker:
     case DecreeType::kDowngrade:
     case DecreeType::kMigrate:
-    case DecreeType::kBlueGreen:  // every deployment model is at version 1
     case DecreeType::kScheduler:
+      return v >= kSchedModel2Since ? 2 : 1;
+    case DecreeType::kBlueGreen:  // the other deployment models are at version 1
     case DecreeType::kLrp:
     case DecreeType::kMembership:
       return 1;
@@ -182,6 +185,10 @@ uint64_t VersionState::LastOlderModelSlot(uint16_t type) const {
 uint16_t VersionState::WriteModel(uint16_t type) const {
   uint16_t model = 1;
   if (IsKvType(type) && self_ >= kKvModel2Since && latest_marker_ && *latest_marker_ >= kKvModel2Since) model = 2;
+  if (type == static_cast<uint16_t>(DecreeType::kScheduler) && self_ >= kSchedModel2Since && latest_marker_ &&
+      *latest_marker_ >= kSchedModel2Since) {
+    model = 2;
+  }
   if (downgrade_to_) model = std::min(model, MaxModelRead(*downgrade_to_, type));
   if (prepared_downgrade_) model = std::min(model, MaxModelRead(*prepared_downgrade_, type));
   return std::max<uint16_t>(model, 1);
@@ -192,6 +199,9 @@ DecreeHeader VersionState::HeaderFor(uint16_t type) const {
   h.type = type;
   h.model_version = WriteModel(type);
   if (IsKvType(type) && h.model_version == 2) h.min_reader_version = kKvModel2Since.ToString();
+  if (type == static_cast<uint16_t>(DecreeType::kScheduler) && h.model_version == 2) {
+    h.min_reader_version = kSchedModel2Since.ToString();
+  }
   if (const Semver* since = IntroducedIn(type)) h.min_reader_version = since->ToString();
   return h;
 }
@@ -218,6 +228,17 @@ std::string VersionState::WhyNotWritable(uint16_t type) const {
 
 std::optional<std::string> RewriteFor(const Semver& target, const Decree& d) {
   if (d.header.EffectiveModelVersion() <= MaxModelRead(target, d.header.type)) return EncodeDecree(d);
+  if (d.header.type == static_cast<uint16_t>(DecreeType::kScheduler) && d.header.EffectiveModelVersion() == 2) {
+    // Model 1 is model 2 without the executor fields: the target applies
+    // the rest alike, and the downgrade decree makes newer nodes forget
+    // executors too (Coordinator::ForgetExecutors).
+    Decree v1 = d;
+    v1.header.model_version = 1;
+    v1.header.min_reader_version.clear();
+    v1.payload = deploy::SchedPayloadWithoutExecutors(d.payload);
+    if (v1.payload.empty()) return std::nullopt;
+    return EncodeDecree(v1);
+  }
   if (!IsKvType(d.header.type) || d.header.EffectiveModelVersion() != 2) return std::nullopt;
   KvBatch b;
   if (!DecodeKvBatch(d.payload, &b).ok() || b.ops.size() != 1 || !IsKvType(b.ops[0].type)) return std::nullopt;

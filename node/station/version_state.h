@@ -25,6 +25,10 @@ inline constexpr Semver kKvModel2Since{1, 1, 0};
 // Client sessions (the session decree family, model 1), leases and
 // transactions arrive with 1.3.0.
 inline constexpr Semver kSessionsSince{1, 3, 0};
+// Scheduler model 2 (a room_status naming its executor, a health decree
+// naming executors that are gone; docs/design/coordinator.md#executors)
+// arrives with 1.3.0.
+inline constexpr Semver kSchedModel2Since{1, 3, 0};
 // Key-value model 1 is read by software before this version only: N + 2 in
 // the terms of docs/design/versions.md, for which the migration errand must
 // have run.

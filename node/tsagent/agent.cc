@@ -27,6 +27,7 @@ std::optional<nlohmann::json> SimAgent::Step(const nlohmann::json& view, uint64_
   for (const nlohmann::json& r : view.at("rooms")) {
     const std::string id = r.at("id").get<std::string>();
     const std::string status = r.at("status").get<std::string>();
+    const bool lost = r.value("lost", false);
     seen.insert(id);
     auto it = mine.find(id);
     if (status == "terminating") {
@@ -37,6 +38,15 @@ std::optional<nlohmann::json> SimAgent::Step(const nlohmann::json& view, uint64_
       gone.push_back(id);
       continue;
     }
+    if (it == mine.end() && (lost || (!executor_.empty() && r.value("executor", std::string()) == executor_))) {
+      // Adopted: it runs here from now on; a pending one is up next step.
+      mine.insert(id);
+      ever_created_.insert(id);
+      ++counters_.adopted;
+      if (status != "pending") statuses[id] = status;
+      continue;
+    }
+    if (it == mine.end() && OthersRoom(r)) continue;
     if (it == mine.end()) {
       if (status != "pending") {
         ++counters_.lost;  // the state says it runs; nothing here runs it
@@ -53,6 +63,8 @@ std::optional<nlohmann::json> SimAgent::Step(const nlohmann::json& view, uint64_
     // Created on an earlier step: it is up now. Said again while the state
     // still shows it pending (a report lost with a leader change).
     if (status == "pending") statuses[id] = "ready";
+    // Marked lost while it ran here (the lease lapsed): said again.
+    else if (lost) statuses[id] = status;
   }
   MovePlayers(view, statuses);
   for (auto it = mine.begin(); it != mine.end();) {
@@ -68,6 +80,7 @@ std::optional<nlohmann::json> SimAgent::Step(const nlohmann::json& view, uint64_
   nlohmann::json cmd = {{"kind", "sched"}, {"op", "room_status"}, {"scheduler", name}};
   if (!statuses.empty()) cmd["rooms"] = statuses;
   if (!gone.empty()) cmd["gone"] = gone;
+  if (registered_ && !executor_.empty()) cmd["executor"] = executor_;
   return cmd;
 }
 
@@ -80,7 +93,7 @@ void SimAgent::MovePlayers(const nlohmann::json& view, nlohmann::json& statuses)
   auto major = [&](const std::string& v) { return versions.contains(v) ? versions[v].get<uint32_t>() : 0u; };
   std::vector<std::pair<bool, std::string>> ready, occupied;  // (old version?, id)
   for (const nlohmann::json& r : view.at("rooms")) {
-    if (r.value("validation", false)) continue;
+    if (r.value("validation", false) || r.value("lost", false) || OthersRoom(r)) continue;
     const std::string id = r.at("id").get<std::string>();
     const std::string status = r.at("status").get<std::string>();
     bool old = major(r.value("version", active)) != major(active);
@@ -94,6 +107,11 @@ void SimAgent::MovePlayers(const nlohmann::json& view, nlohmann::json& statuses)
   size_t have = occupied.size();
   for (size_t i = 0; have < wanted && i < ready.size(); ++i, ++have) statuses[ready[i].second] = "occupied";
   for (size_t i = 0; have > wanted && i < occupied.size(); ++i, --have) statuses[occupied[i].second] = "ready";
+}
+
+bool SimAgent::OthersRoom(const nlohmann::json& r) const {
+  const std::string executor = r.value("executor", std::string());
+  return !executor.empty() && executor != executor_ && !r.value("lost", false);
 }
 
 std::optional<nlohmann::json> SimAgent::StepLrp(const nlohmann::json& lrp) const {
@@ -114,7 +132,7 @@ nlohmann::json SimAgent::Report() const {
   return {{"created", counters_.created},     {"destroyed", counters_.destroyed},
           {"running", running()},             {"reported", counters_.reported},
           {"lost", counters_.lost},           {"duplicated", counters_.duplicated},
-          {"stale_views", counters_.stale_views}};
+          {"stale_views", counters_.stale_views}, {"adopted", counters_.adopted}};
 }
 
 }  // namespace ts::tsagent

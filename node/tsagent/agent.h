@@ -21,6 +21,14 @@
 // Views older than one already acted on (a lagging node answered) are
 // ignored, so the ledger never goes backwards.
 //
+// Executors (docs/design/coordinator.md#executors): the agent has a name
+// and, while it is registered under a lease (registration.h), names itself
+// in every room_status, so each room records its executor. It adopts the
+// rooms the state says it runs (a restart under the same name) and the
+// rooms of executors that are gone (lost): it runs them from now on and
+// reports their status, which makes them count again. Rooms of another
+// live executor are left alone.
+//
 // Desired LRPs (docs/design/coordinator.md#desired-lrps): while an LRP's
 // update is in progress, StepLrp restarts one instance per step on the new
 // definition and reports it (instance_moved), so an update completes after
@@ -44,6 +52,7 @@ struct AgentCounters {
   uint64_t lost = 0;
   uint64_t duplicated = 0;
   uint64_t stale_views = 0;
+  uint64_t adopted = 0;  // rooms taken over: lost ones, or its own after a restart
 };
 
 class SimAgent {
@@ -57,6 +66,13 @@ class SimAgent {
   // of desired (which an autoscaler, whose desired follows occupancy, would
   // chase down to its minimum).
   void set_players(uint32_t n) { players_ = n; }
+
+  // The executor's name, and whether it is registered now: only then does
+  // a report name it (an unregistered name would make the coordinator
+  // count its rooms as lost).
+  void set_executor(std::string name) { executor_ = std::move(name); }
+  void set_registered(bool r) { registered_ = r; }
+  const std::string& executor() const { return executor_; }
 
   // `view`: the scheduler's JSON (tsctl sched show NAME --json's "view"),
   // read at `applied_slot`. Returns the room_status command to send, if any.
@@ -73,8 +89,13 @@ class SimAgent {
   // Adds to `statuses` the moves that keep the wanted share occupied.
   void MovePlayers(const nlohmann::json& view, nlohmann::json& statuses) const;
 
+  // Whether room `r` of a view runs on another executor that is not lost.
+  bool OthersRoom(const nlohmann::json& r) const;
+
   uint32_t occupied_percent_;
   std::optional<uint32_t> players_;
+  std::string executor_;
+  bool registered_ = false;
   std::map<std::string, uint64_t> last_slot_;                  // per scheduler
   std::map<std::string, std::set<std::string>> rooms_;  // scheduler -> rooms it runs
   std::set<std::string> ever_created_;

@@ -3,12 +3,14 @@
 // carries out the coordinator's decisions (node/tsagent/agent.h) and reports room
 // status back as commands. On SIGINT/SIGTERM it prints its ledger as one line
 // (and writes it to --report after every step) so scripts can check that no
-// room was lost or duplicated.
+// room was lost or duplicated. It registers its executor under a lease
+// (node/tsagent/registration.h) and revokes it on SIGINT/SIGTERM.
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -17,9 +19,13 @@
 #include <utility>
 #include <vector>
 
+#include <unistd.h>
+
 #include "node/client/client.h"
 #include "node/client/endpoints.h"
+#include "node/deploy/schedulers.h"
 #include "node/tsagent/agent.h"
+#include "node/tsagent/registration.h"
 #include "node/version/version.h"
 
 namespace {
@@ -49,7 +55,22 @@ struct Flags {
   std::optional<uint32_t> players;
   std::vector<std::string> occupancy_schedule;  // SECONDS:PERCENT% or SECONDS:PLAYERS, validated, in the order given
   uint32_t give_up_s = 0;  // 0: retry for ever
+  std::string executor;    // empty: DefaultExecutorName()
+  uint32_t lease_ttl_ms = 10000;
 };
+
+// HOSTNAME-PID, with any character a name may not hold replaced by '-'.
+std::string DefaultExecutorName() {
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') std::snprintf(host, sizeof host, "tsagent");
+  std::string name = std::string(host).substr(0, 100) + "-" + std::to_string(getpid());
+  for (char& ch : name) {
+    bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' ||
+              ch == '_' || ch == '-';
+    if (!ok) ch = '-';
+  }
+  return name;
+}
 
 void AddFlags(CLI::App& app, Flags& f) {
   app.add_flag("--simulate", f.simulate, "Simulate rooms (the only executor there is; required)");
@@ -90,6 +111,14 @@ void AddFlags(CLI::App& app, Flags& f) {
           "SECONDS:PERCENT"));
   app.add_option("--scheduler", f.only, "Only these schedulers (repeatable; default: all)");
   app.add_option("--report", f.report_path, "Write the ledger (JSON) to this file after every step");
+  app.add_option("--executor", f.executor,
+                 "This executor's name, registered as _ts/executors/NAME under a lease and recorded by each room "
+                 "it reports ([A-Za-z0-9._-], at most 128; default HOSTNAME-PID)");
+  app.add_option("--lease-ttl-ms", f.lease_ttl_ms,
+                 "TTL of the registration's lease; kept alive every TTL/3. Once the agent is gone this long, the "
+                 "coordinator counts its rooms as lost")
+      ->check(CLI::Range(1000u, 600000u))
+      ->capture_default_str();
   app.add_option("--give-up-after-s", f.give_up_s,
                  "Exit 3 once the cluster has not answered for this long (0: keep retrying, saying so every 10 s)")
       ->capture_default_str();
@@ -143,6 +172,66 @@ std::optional<std::pair<nlohmann::json, uint64_t>> Query(ts::client::Client& cli
   return std::make_pair(std::move(j), r->slot);
 }
 
+// The registration's lease operations through the client library.
+class ClientLeases : public ts::tsagent::LeaseApi {
+ public:
+  explicit ClientLeases(ts::client::Client& client) : client_(client) {}
+  ts::tsagent::LeaseReply Grant(uint64_t ttl_ms) override {
+    ts::rpc::ClientRequest req;
+    req.op = ts::rpc::ClientOp::kLeaseGrant;
+    req.ttl_ms = ttl_ms;
+    return Send(std::move(req));
+  }
+  ts::tsagent::LeaseReply Put(const std::string& key, const std::string& value, uint64_t lease) override {
+    ts::rpc::ClientRequest req;
+    req.op = ts::rpc::ClientOp::kPut;
+    req.key = key;
+    req.value = value;
+    req.lease = lease;
+    return Send(std::move(req));
+  }
+  ts::tsagent::LeaseReply KeepAlive(uint64_t lease) override {
+    ts::rpc::ClientRequest req;
+    req.op = ts::rpc::ClientOp::kLeaseKeepAlive;
+    req.lease = lease;
+    return Send(std::move(req));
+  }
+  ts::tsagent::LeaseReply Revoke(uint64_t lease) override {
+    ts::rpc::ClientRequest req;
+    req.op = ts::rpc::ClientOp::kLeaseRevoke;
+    req.lease = lease;
+    return Send(std::move(req));
+  }
+
+ private:
+  ts::tsagent::LeaseReply Send(ts::rpc::ClientRequest req) {
+    using Kind = ts::tsagent::LeaseReply::Kind;
+    ts::tsagent::LeaseReply out;
+    auto r = client_.Call(std::move(req));
+    if (!r.ok()) {
+      out.message = r.status().message();
+      return out;
+    }
+    out.message = r->message;
+    out.lease = r->lease;
+    out.ttl_ms = r->ttl_ms;
+    switch (r->code) {
+      case ts::rpc::ClientCode::kOk: out.kind = Kind::kOk; break;
+      case ts::rpc::ClientCode::kNotFound: out.kind = Kind::kGone; break;
+      case ts::rpc::ClientCode::kUnsupported: out.kind = Kind::kUnsupported; break;
+      default: out.kind = Kind::kFailed; break;
+    }
+    return out;
+  }
+  ts::client::Client& client_;
+};
+
+uint64_t NowMs() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
 ts::StatusOr<ts::rpc::ClientResponse> SendCommand(ts::client::Client& client, const nlohmann::json& cmd) {
   ts::rpc::ClientRequest req;
   req.op = ts::rpc::ClientOp::kDeploy;
@@ -183,7 +272,8 @@ void StepLrps(ts::client::Client& client, const ts::tsagent::SimAgent& agent) {
 }
 
 // False when it gave up on an unreachable cluster (--give-up-after-s).
-bool RunUntilSignalled(ts::client::Client& client, ts::tsagent::SimAgent& agent, const Flags& f) {
+bool RunUntilSignalled(ts::client::Client& client, ts::tsagent::SimAgent& agent, ts::tsagent::Registration& reg,
+                       const Flags& f) {
   auto start = std::chrono::steady_clock::now();
   size_t next_change = 0;
   while (!g_stop) {
@@ -206,10 +296,13 @@ bool RunUntilSignalled(ts::client::Client& client, ts::tsagent::SimAgent& agent,
       return false;
     }
     auto next = std::chrono::steady_clock::now() + std::chrono::milliseconds(f.period_ms);
+    reg.Tick(NowMs());
+    agent.set_registered(reg.registered());
     StepSchedulers(client, agent, f.only);
     StepLrps(client, agent);
     WriteReport(f.report_path, agent.Report());
     while (!g_stop && std::chrono::steady_clock::now() < next) {
+      reg.Tick(NowMs());  // keepalives stay on time whatever --period-ms is
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }
@@ -240,6 +333,11 @@ int main(int argc, char** argv) {
     std::cerr << "tsagent: " << tls.status().message() << '\n';
     return 2;
   }
+  if (f.executor.empty()) f.executor = DefaultExecutorName();
+  if (!ts::deploy::ValidExecutorName(f.executor)) {
+    std::cerr << "tsagent: --executor '" << f.executor << "' is not a name of 1..128 characters [A-Za-z0-9._-]\n";
+    return 2;
+  }
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
   ts::client::ClientOptions o;
@@ -249,10 +347,24 @@ int main(int argc, char** argv) {
   ts::client::Client client(std::move(o));
   ts::tsagent::SimAgent agent(f.occupied_percent);
   if (f.players) agent.set_players(*f.players);
-  std::cerr << "tsagent: simulating rooms, period " << f.period_ms << " ms, "
+  agent.set_executor(f.executor);
+  ClientLeases leases(client);
+  ts::tsagent::RegistrationOptions ro;
+  ro.name = f.executor;
+  ro.version = std::string(ts::kProjectVersion);
+  ro.ttl_ms = f.lease_ttl_ms;
+  {
+    std::time_t t = std::time(nullptr);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+    ro.started = buf;
+  }
+  ts::tsagent::Registration reg(ro, leases, [](const std::string& line) { std::cerr << "tsagent: " << line << '\n'; });
+  std::cerr << "tsagent: executor " << f.executor << " simulating rooms, period " << f.period_ms << " ms, "
             << (f.players ? std::to_string(*f.players) + " rooms" : std::to_string(f.occupied_percent) + "%")
             << " occupied\n";
-  bool ran = RunUntilSignalled(client, agent, f);
+  bool ran = RunUntilSignalled(client, agent, reg, f);
+  reg.Shutdown();
   nlohmann::json rep = agent.Report();
   WriteReport(f.report_path, rep);
   std::cout << "tsagent: created=" << rep["created"] << " destroyed=" << rep["destroyed"] << " running=" << rep["running"]

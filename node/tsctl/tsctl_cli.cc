@@ -468,8 +468,11 @@ class Command {
       nlohmann::json view = nlohmann::json::parse(r->value, nullptr, false);
       if (view.is_discarded()) return Fail(kExitError, "node answered with malformed JSON");
       if (path != "rollout status") {
-        if (args_.json) out_ << DumpJson({{"ok", true}, {"applied_slot", r->slot}, {"view", view}}) << '\n';
-        else out_ << FormatDeployView(path, view);
+        std::optional<nlohmann::json> executors = path == "sched show" ? LiveExecutors() : std::nullopt;
+        nlohmann::json j = {{"ok", true}, {"applied_slot", r->slot}, {"view", view}};
+        if (path == "sched show") j["executors"] = executors ? *executors : nlohmann::json(nullptr);
+        if (args_.json) out_ << DumpJson(j) << '\n';
+        else out_ << FormatDeployView(path, view) << (path == "sched show" ? FormatExecutors(executors) : "");
         return kExitOk;
       }
       bool done = false;
@@ -483,6 +486,19 @@ class Command {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(200));  // polling interval of --watch
     }
+  }
+
+  // The executors registered now (tsctl_deploy.h); nullopt if the cluster
+  // does not track them.
+  std::optional<nlohmann::json> LiveExecutors() {
+    rpc::ClientRequest req;
+    req.op = ClientOp::kDeployQuery;
+    req.key = kExecutorsQueryKey;
+    auto r = client_->Call(std::move(req));
+    if (!r.ok() || r->code != ClientCode::kOk) return std::nullopt;
+    nlohmann::json j = nlohmann::json::parse(r->value, nullptr, false);
+    if (j.is_discarded() || !j.is_array()) return std::nullopt;
+    return j;
   }
 
   int Get() {

@@ -287,6 +287,20 @@ std::string FormatRolloutStatus(const nlohmann::json& s, bool* done) {
   return o.str();
 }
 
+std::string FormatExecutors(const std::optional<nlohmann::json>& executors) {
+  if (!executors) return "executors: not tracked by this cluster (it runs a release before 1.3.0)\n";
+  if (!executors->is_array() || executors->empty()) return "executors: none registered\n";
+  std::ostringstream o;
+  o << "executors (live: registered under a lease):\n";
+  for (const nlohmann::json& e : *executors) {
+    o << "  " << e.value("name", std::string("?")) << "  rooms " << e.value("rooms", 0u);
+    if (e.contains("version")) o << "  version " << e["version"].get<std::string>();
+    if (e.contains("started")) o << "  started " << e["started"].get<std::string>();
+    o << "\n";
+  }
+  return o.str();
+}
+
 std::string FormatDeployView(const std::string& path, const nlohmann::json& view) {
   std::ostringstream o;
   if (path == "sched show") {
@@ -297,11 +311,16 @@ std::string FormatDeployView(const std::string& path, const nlohmann::json& view
       o << "\n  desired " << s["desired"] << AutoscaleNote(s) << "  desired ready " << s["desired_ready"] << " (" << s["ready_target_percent"]
         << "%)  max surge " << s["max_surge_percent"] << "%  add limit " << s["add_limit"] << "\n  rooms " << c["total"]
         << ": ready " << c["ready"] << ", occupied " << c["occupied"] << ", pending " << c["pending"]
-        << ", terminating " << c["terminating"] << "; new " << c["new"] << ", old " << c["old"] << "\n";
+        << ", terminating " << c["terminating"] << "; new " << c["new"] << ", old " << c["old"]
+        << (c.contains("lost") ? "; lost " + c["lost"].dump() + " (executor gone, not counted ready)" : "") << "\n";
       if (s.contains("rooms")) {
         for (const nlohmann::json& r : s["rooms"]) {
-          o << "    " << r["id"].get<std::string>() << "  " << r["version"].get<std::string>() << "  "
-            << r["status"].get<std::string>() << (r.contains("validation") ? "  (validation)" : "") << "\n";
+          // A lost room shows "lost" and the status its executor last reported.
+          std::string status = r["status"].get<std::string>();
+          if (r.value("lost", false)) status = "lost (was " + status + ")";
+          o << "    " << r["id"].get<std::string>() << "  " << r["version"].get<std::string>() << "  " << status
+            << (r.contains("executor") ? "  executor " + r["executor"].get<std::string>() : "")
+            << (r.contains("validation") ? "  (validation)" : "") << "\n";
         }
       }
     };

@@ -46,6 +46,13 @@ StatusOr<nlohmann::json> BuildDeployCommand(const std::string& path, const Deplo
 
 // Text for `show`: one block per object, stable field order.
 std::string FormatDeployView(const std::string& path, const nlohmann::json& view);
+// `sched show` also asks for the live executors with this query key; a
+// node before 1.3.0 refuses it (bad request), and then there are none to show.
+inline constexpr const char* kExecutorsQueryKey = "executors/";
+// Text for the live executors (the "executors/" query's answer); nullopt: the
+// cluster does not track executors.
+std::string FormatExecutors(const std::optional<nlohmann::json>& executors);
+
 // `tsctl rollout status`: one line like kubectl's, and whether it is done.
 std::string FormatRolloutStatus(const nlohmann::json& sched, bool* done);
 

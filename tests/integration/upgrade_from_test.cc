@@ -382,6 +382,37 @@ class UpgradeFromTest : public ClusterFixture {
     return RunCommand(argv, "", timeout);
   }
 
+  // Whether a release has leases and transactions (1.3.0 on).
+  static bool LeasesIn(const std::string& version) {
+    int major = 0, minor = 0;
+    std::sscanf(version.c_str(), "%d.%d", &major, &minor);
+    return major > 1 || (major == 1 && minor >= 3);
+  }
+
+  // After the marker of a release that brings them: a service registered
+  // under a lease and a lock taken by a transaction, through this build's
+  // tsctl, then both released; the key under the lease goes with it.
+  void UseLeasesAndTransactions() {
+    CommandResult grant = Tsctl(TS_TSCTL_PATH, {"--json", "lease", "grant", "30"});
+    ASSERT_EQ(grant.code, 0) << grant.out << grant.err;
+    const std::string lease = std::to_string(nlohmann::json::parse(grant.out)["lease"].get<uint64_t>());
+    CommandResult reg = Tsctl(TS_TSCTL_PATH, {"put", "svc/web-1", "127.0.0.1:8080", "--lease", lease});
+    ASSERT_EQ(reg.code, 0) << reg.err;
+    CommandResult lock = Tsctl(TS_TSCTL_PATH, {"txn", "--if", "absent(lock)", "--then", "put lock upgrade-test"});
+    EXPECT_EQ(lock.code, 0) << lock.out << lock.err;
+    CommandResult again = Tsctl(TS_TSCTL_PATH, {"txn", "--if", "absent(lock)", "--then", "put lock other"});
+    EXPECT_EQ(again.code, 1) << "the lock is taken: " << again.out << again.err;
+    CommandResult got = Tsctl(TS_TSCTL_PATH, {"--json", "get", "svc/web-1"});
+    ASSERT_EQ(got.code, 0) << got.err;
+    auto g = nlohmann::json::parse(got.out);
+    EXPECT_EQ(std::to_string(g["lease"].get<uint64_t>()), lease);
+    EXPECT_GT(g["mod_slot"].get<uint64_t>(), 0u);
+    EXPECT_EQ(Tsctl(TS_TSCTL_PATH, {"lease", "keepalive", lease}).code, 0);
+    EXPECT_EQ(Tsctl(TS_TSCTL_PATH, {"txn", "--if", "value(lock) = upgrade-test", "--then", "delete lock"}).code, 0);
+    EXPECT_EQ(Tsctl(TS_TSCTL_PATH, {"lease", "revoke", lease}).code, 0);
+    EXPECT_EQ(Tsctl(TS_TSCTL_PATH, {"get", "svc/web-1"}).code, 1) << "the key went with its lease";
+  }
+
   // Waits until every live node answers, no node is missing a decree the
   // leader has chosen, and their digests agree.
   void WaitCaughtUp(const std::string& step) {
@@ -573,8 +604,20 @@ TEST_F(UpgradeFromTest, RollsNodeByNodeToThisBuildAndBackUnderLoad) {
   CommandResult v = Tsctl(TS_TSCTL_PATH, {"version"});
   EXPECT_EQ(v.code, 0) << v.out << v.err;
   WaitForWrites(writers, 5, "after the upgrade");
+  const bool brings_leases = !LeasesIn(old_version_);
+  if (brings_leases) UseLeasesAndTransactions();
 
   // Back: the downgrade decree first, then the old binaries node by node.
+  // A release without leases cannot read the lease and transaction decrees
+  // just written: the downgrade is refused until the migration errand has
+  // compacted the log past them.
+  if (brings_leases) {
+    CommandResult refused = Tsctl(TS_TSCTL_PATH, {"downgrade", "--to", old_version_});
+    EXPECT_EQ(refused.code, 2) << refused.out << refused.err;
+    EXPECT_NE(refused.err.find("tsctl migrate --wait"), std::string::npos) << refused.err;
+    CommandResult migrate = Tsctl(TS_TSCTL_PATH, {"migrate", "--wait", "--timeout-ms", "30000"}, milliseconds(40000));
+    ASSERT_EQ(migrate.code, 0) << migrate.out << migrate.err;
+  }
   CommandResult down = Tsctl(TS_TSCTL_PATH, {"downgrade", "--to", old_version_});
   ASSERT_EQ(down.code, 0) << down.out << down.err;
   ASSERT_TRUE(WaitFor([&] {

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 namespace ts::tsagent {
 namespace {
 
@@ -89,6 +91,79 @@ TEST(SimAgent, StepLrp_MovesOneInstanceAtATimeToTheNewDefinition) {
   EXPECT_EQ((*cmd)["definition_id"], "v2");
   lrp["update_in_progress"] = false;
   EXPECT_EQ(a.StepLrp(lrp), std::nullopt);
+}
+
+// A view of scheduler "s" whose rooms carry executor fields:
+// (id, status, executor, lost).
+nlohmann::json ExecView(std::vector<std::tuple<std::string, std::string, std::string, bool>> rooms) {
+  nlohmann::json j = {{"scheduler", "s"}, {"rooms", nlohmann::json::array()}};
+  for (auto& [id, st, executor, lost] : rooms) {
+    nlohmann::json r = {{"id", id}, {"status", st}, {"version", "v1.0"}};
+    if (!executor.empty()) r["executor"] = executor;
+    if (lost) r["lost"] = true;
+    j["rooms"].push_back(r);
+  }
+  return j;
+}
+
+TEST(SimAgent, Step_NamesItsExecutorOnlyWhileRegistered) {
+  SimAgent a(0);
+  a.set_executor("e1");
+  a.Step(View({{"r1", "pending"}, {"r2", "pending"}}), 1);
+  auto cmd = a.Step(View({{"r1", "pending"}, {"r2", "pending"}}), 2);
+  ASSERT_TRUE(cmd.has_value());
+  EXPECT_FALSE(cmd->contains("executor")) << "not registered: a name the cluster does not know would mark rooms lost";
+  a.set_registered(true);
+  cmd = a.Step(View({{"r1", "pending"}, {"r2", "ready"}}), 3);
+  ASSERT_TRUE(cmd.has_value());
+  EXPECT_EQ((*cmd)["executor"], "e1");
+}
+
+TEST(SimAgent, Step_ReportsItsOwnLostRoomsAgainSoTheyCountOnceMore) {
+  SimAgent a(0);
+  a.set_executor("e1");
+  a.set_registered(true);
+  a.Step(ExecView({{"r1", "pending", "", false}}), 1);
+  a.Step(ExecView({{"r1", "pending", "", false}}), 2);
+  EXPECT_EQ(a.Step(ExecView({{"r1", "ready", "e1", false}}), 3), std::nullopt) << "nothing to say";
+  auto cmd = a.Step(ExecView({{"r1", "ready", "e1", true}}), 4);  // its lease lapsed meanwhile
+  ASSERT_TRUE(cmd.has_value());
+  EXPECT_EQ((*cmd)["rooms"], nlohmann::json({{"r1", "ready"}}));
+  EXPECT_EQ((*cmd)["executor"], "e1");
+  EXPECT_EQ(a.counters().lost, 0u);
+}
+
+TEST(SimAgent, Step_AdoptsLostRoomsAndItsOwnAfterARestartButLeavesOthersAlone) {
+  SimAgent a(0);  // a new process: it created nothing
+  a.set_players(1);  // r2's players stay
+  a.set_executor("e2");
+  a.set_registered(true);
+  auto cmd = a.Step(ExecView({{"r1", "ready", "e1", true},       // e1 is gone: adopted
+                              {"r2", "occupied", "e2", false},  // its own, from before a restart
+                              {"r3", "ready", "e3", false},     // e3 lives: not ours
+                              {"r4", "pending", "e1", true}}),  // adopted, up next step
+                    1);
+  ASSERT_TRUE(cmd.has_value());
+  EXPECT_EQ((*cmd)["rooms"], nlohmann::json({{"r1", "ready"}, {"r2", "occupied"}}));
+  EXPECT_EQ(a.counters().adopted, 3u);
+  EXPECT_EQ(a.counters().lost, 0u) << "a room of another live executor is not a lost one";
+  EXPECT_EQ(a.running(), 3u);
+  cmd = a.Step(ExecView({{"r1", "ready", "e2", false},
+                         {"r2", "occupied", "e2", false},
+                         {"r3", "ready", "e3", false},
+                         {"r4", "pending", "e1", true}}),
+               2);
+  ASSERT_TRUE(cmd.has_value());
+  EXPECT_EQ((*cmd)["rooms"], nlohmann::json({{"r4", "ready"}}));
+}
+
+TEST(SimAgent, Step_WithoutExecutorFieldsBehavesAsBefore) {
+  SimAgent a(0);
+  a.set_executor("e1");
+  a.set_registered(true);
+  a.Step(View({{"r9", "ready"}}), 1);  // a room it never created, of no known executor
+  EXPECT_EQ(a.counters().lost, 1u);
+  EXPECT_EQ(a.counters().adopted, 0u);
 }
 
 }  // namespace

@@ -147,6 +147,47 @@ TEST(HttpApi, AnswersCarryTheCodeTheirStatusAndTheValue) {
   }
 }
 
+TEST(HttpApi, TransactionsAndLeases) {
+  auto txn = Req("POST", "txn", "", R"({"compare":[{"key":"a","exists":false}],"then":[{"put":{"key":"a","value":"1"}},{"get":{"key":"a"}}],"session":5,"seq":2})");
+  ASSERT_TRUE(txn.ok()) << txn.status().ToString();
+  EXPECT_EQ(txn->op, ClientOp::kTxn);
+  EXPECT_EQ(txn->txn.then_ops.size(), 2u);
+  EXPECT_EQ(txn->session, 5u);
+  EXPECT_FALSE(Req("POST", "txn", "", R"({"then":[{"put":{"key":"a"}}]})").ok()) << "a put without a value";
+  EXPECT_FALSE(Req("GET", "txn", "").ok());
+  auto grant = Req("POST", "lease", "", R"({"ttl_ms":10000})");
+  ASSERT_TRUE(grant.ok());
+  EXPECT_EQ(grant->op, ClientOp::kLeaseGrant);
+  EXPECT_EQ(Req("GET", "lease", "")->op, ClientOp::kLeaseList);
+  auto keep = Req("POST", "lease", "9/keepalive");
+  ASSERT_TRUE(keep.ok());
+  EXPECT_EQ(keep->op, ClientOp::kLeaseKeepAlive);
+  EXPECT_EQ(keep->lease, 9u);
+  EXPECT_EQ(Req("DELETE", "lease", "9")->op, ClientOp::kLeaseRevoke);
+  EXPECT_FALSE(Req("POST", "lease", "", "{}").ok()) << "no TTL";
+  EXPECT_FALSE(Req("GET", "session", "").ok()) << "sessions are not listed";
+  auto put = Req("PUT", "kv", "svc/a", R"({"value":"up","lease":9})");
+  ASSERT_TRUE(put.ok());
+  EXPECT_EQ(put->lease, 9u);
+  // Answers: a transaction's results name the operations of its branch.
+  rpc::ClientResponse r;
+  r.slot = 30;
+  r.txn_succeeded = true;
+  r.txn_results = {rpc::TxnOpResult{}, rpc::TxnOpResult{true, "1", 30, 0}};
+  auto j = nlohmann::json::parse(AnswerToHttp(ClientOp::kTxn, r, &txn->txn).body);
+  EXPECT_EQ(j["succeeded"], true);
+  EXPECT_EQ(j["results"][1]["op"], "get");
+  EXPECT_EQ(j["results"][1]["mod_slot"], 30);
+  rpc::ClientResponse got;
+  got.found = true;
+  got.value = "up";
+  got.mod_slot = 31;
+  got.lease = 9;
+  j = nlohmann::json::parse(AnswerToHttp(ClientOp::kGet, got).body);
+  EXPECT_EQ(j["mod_slot"], 31);
+  EXPECT_EQ(j["lease"], 9);
+}
+
 TEST(HttpApi, Base64RoundTripsEveryLength) {
   std::string bytes;
   for (int n = 0; n < 300; ++n) {

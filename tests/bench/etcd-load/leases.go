@@ -30,12 +30,18 @@ import (
 // after the start, then every P: evenly spread; at most --in-flight at
 // once), with latencies and failures.
 //
+// --lease-to-leader (the default): the lease clients connect to the leader
+// only, as tsbench's do; a follower would forward each keepalive to the
+// leader over its peer HTTP, work tsnode's clients never cause.
+//
 // At both edges of the window the leader's raft index (Status of every
 // endpoint) gives the raft entries of the window; after it, Leases() says
 // how many leases are still alive. The leases are left to expire.
 type leaseOptions struct {
-	clients          []*clientv3.Client
+	clients          []*clientv3.Client // the connections the leases use
+	status           *clientv3.Client   // for Status and Leases (balanced over every endpoint)
 	endpoints        []string
+	toLeader         bool
 	leases           int
 	ttl              int64
 	stream           bool
@@ -178,14 +184,14 @@ func runLeases(o leaseOptions) int {
 
 	time.Sleep(time.Until(windowStart))
 	t1 := time.Now()
-	idx1, leader, ok1 := leaderRaftIndex(o.clients[0], o.endpoints)
+	idx1, leader, ok1 := leaderRaftIndex(o.status, o.endpoints)
 	time.Sleep(time.Until(windowEnd))
 	t2 := time.Now()
-	idx2, _, ok2 := leaderRaftIndex(o.clients[0], o.endpoints)
+	idx2, _, ok2 := leaderRaftIndex(o.status, o.endpoints)
 	alive := int64(-1)
 	{
 		c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if l, err := o.clients[0].Leases(c); err == nil {
+		if l, err := o.status.Leases(c); err == nil {
 			live := make(map[clientv3.LeaseID]bool, len(l.Leases))
 			for _, s := range l.Leases {
 				live[s.ID] = true
@@ -200,6 +206,11 @@ func runLeases(o leaseOptions) int {
 		cancel()
 	}
 	stop()
+	if o.toLeader {
+		for _, c := range o.clients {
+			c.Close()
+		}
+	}
 
 	run.mu.Lock()
 	defer run.mu.Unlock()
@@ -212,7 +223,7 @@ func runLeases(o leaseOptions) int {
 	out := map[string]interface{}{
 		"op": "lease", "leader": leader, "connections": len(o.clients), "in_flight": o.inFlight,
 		"leases": o.leases, "lease_ttl_s": o.ttl, "keepalive_every_s": round3(period.Seconds()),
-		"keepalive": method, "key_size": o.keySize, "value_size": len(o.value),
+		"keepalive": method, "to_leader": o.toLeader, "key_size": o.keySize, "value_size": len(o.value),
 		"setup_s": round3(setupEnd.Sub(start).Seconds()), "setup_errors": run.setupErrors,
 		"duration_s": o.duration, "warmup_s": o.warmup,
 		"ops": run.keepalives, "ops_per_sec": round3(perSec),

@@ -110,6 +110,8 @@ func main() {
 	keepalive := flag.String("keepalive", "stream", "--op lease: stream (clientv3's KeepAlive: one stream per "+
 		"connection, each lease renewed TTL/3 after its last answer, checked every 500 ms) or once "+
 		"(KeepAliveOnce every TTL/3 exactly: a gRPC stream opened per keepalive)")
+	leaseToLeader := flag.Bool("lease-to-leader", true, "--op lease: connect to the leader only, as tsbench "+
+		"does (false: balance over --endpoints, and a follower forwards each keepalive to the leader)")
 	duration := flag.Float64("duration", 10, "measured seconds (after the warm-up)")
 	warmup := flag.Float64("warmup", 1, "seconds of load before measuring (not counted)")
 	seed := flag.Int64("seed", 1, "seed of the key and value choice")
@@ -155,18 +157,21 @@ func main() {
 	eps := strings.Split(*endpoints, ",")
 	quiet := zap.NewProductionConfig()
 	quiet.Level = zap.NewAtomicLevelAt(zap.FatalLevel)
-	clients := make([]*clientv3.Client, *connections)
-	for i := range clients {
+	dial := func(eps []string) *clientv3.Client {
 		c, err := clientv3.New(clientv3.Config{
 			Endpoints:   eps,
 			DialTimeout: 5 * time.Second,
 			LogConfig:   &quiet,
 		})
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "etcd-load: cannot connect to %s: %v\n", *endpoints, err)
+			fmt.Fprintf(os.Stderr, "etcd-load: cannot connect to %s: %v\n", strings.Join(eps, ","), err)
 			os.Exit(3)
 		}
-		clients[i] = c
+		return c
+	}
+	clients := make([]*clientv3.Client, *connections)
+	for i := range clients {
+		clients[i] = dial(eps)
 	}
 	// Wait until the cluster answers (one linearizable read), so the warm-up
 	// does not start against a cluster that is not serving yet.
@@ -191,7 +196,20 @@ func main() {
 	case "preload":
 		os.Exit(runPreload(clients[0].KV, *keys, *keySize, value))
 	case "lease":
-		os.Exit(runLeases(leaseOptions{clients: clients, endpoints: eps, leases: *leases, ttl: *leaseTTL,
+		leaseClients := clients
+		if *leaseToLeader {
+			_, leader, ok := leaderRaftIndex(clients[0], eps)
+			if !ok {
+				fmt.Fprintf(os.Stderr, "etcd-load: no member of %s says it leads\n", *endpoints)
+				os.Exit(3)
+			}
+			leaseClients = make([]*clientv3.Client, len(clients))
+			for i := range leaseClients {
+				leaseClients[i] = dial([]string{leader})
+			}
+		}
+		os.Exit(runLeases(leaseOptions{clients: leaseClients, status: clients[0], endpoints: eps, leases: *leases,
+			ttl: *leaseTTL, toLeader: *leaseToLeader,
 			stream: *keepalive == "stream", inFlight: *inFlight, keySize: *keySize, value: value,
 			warmup: *warmup, duration: *duration}))
 	}

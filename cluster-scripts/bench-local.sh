@@ -15,7 +15,9 @@
 #   --sessions-ab N  then N pairs of run (a) (10 s each), alternately without
 #                    and with client sessions (tsbench --no-sessions): what
 #                    exactly-once writes cost (runs (a) and (b) use sessions,
-#                    tsbench's default)
+#                    tsbench's default); with the nodes' CPU per put of each
+#                    run (utime+stime of the three, over the run, warm-up
+#                    included), steadier than puts/s on a busy machine
 #   --tls            mutual TLS on every port (local-cluster.sh start --tls); tsbench
 #                    connects with the admin certificate
 #   --json           print one JSON object {machine, tls, a, b} instead of text
@@ -78,11 +80,17 @@ result_b=$("$tsbench" "${common[@]}" --in-flight 1 --connections 1 --duration "$
 ab="[]"
 if [[ $sessions_ab -gt 0 ]]; then
   ab_runs=()
+  node_pids=()
+  for f in "$CLUSTER_DIR"/node[0-9]*.pid; do node_pids+=("$(cat "$f")"); done
+  clk_tck=$(getconf CLK_TCK)
   for ((i = 1; i <= sessions_ab; i++)); do
     for mode in --no-sessions ""; do
       echo "bench-local.sh: sessions A/B pair $i of $sessions_ab: (a) ${mode:-with sessions}, 10 s" >&2
+      before=$(tspy bench_local ticks "${node_pids[@]}")
       r=$("$tsbench" "${common[@]}" --in-flight 64 --connections 8 --duration 10 ${mode:+"$mode"}) ||
         die "tsbench sessions A/B run failed: $r"
+      after=$(tspy bench_local ticks "${node_pids[@]}")
+      r=$(tspy bench_local with-cpu "$r" "$((after - before))" "$clk_tck") || die "could not add the CPU to: $r"
       ab_runs+=("$r")
     done
   done

@@ -1,13 +1,18 @@
 """bench-local.sh's report: its two tsbench results, as text or one JSON object.
 
   python3 -m tsscripts.bench_local JSON(0|1) TLS(0|1) RESULT_A RESULT_B [AB_RUNS]
+  python3 -m tsscripts.bench_local ticks PID...          utime+stime (clock ticks) of the processes, summed
+  python3 -m tsscripts.bench_local with-cpu RESULT TICKS CLK_TCK
+      RESULT with server_cpu_us_per_op: the nodes' CPU over the run per counted put
 
 AB_RUNS: a JSON list of run (a)'s repeats, alternately without and with
-sessions (bench-local.sh --sessions-ab); summarized by sessions_ab().
+sessions (bench-local.sh --sessions-ab); summarized by sessions_ab(). The
+nodes' CPU per put moves less with a busy machine than puts/s do.
 """
 import json
 import sys
 
+from tsscripts.bench_vs_etcd import ticks_of
 from tsscripts.common import machine
 
 
@@ -24,11 +29,28 @@ def sessions_ab(runs):
     if not without or not with_:
         return {"runs": runs, "error": "no run of one kind (did the cluster refuse sessions?)"}
     w, s = median(without), median(with_)
-    return {"pairs": len(without), "without_median": w, "with_median": s,
-            "change_pct": round(100.0 * (s - w) / w, 2), "without": without, "with": with_}
+    out = {"pairs": len(without), "without_median": w, "with_median": s,
+           "change_pct": round(100.0 * (s - w) / w, 2), "without": without, "with": with_}
+    cpu_without = [r["server_cpu_us_per_op"] for r in runs if r.get("sessions", 0) == 0 and "server_cpu_us_per_op" in r]
+    cpu_with = [r["server_cpu_us_per_op"] for r in runs if r.get("sessions", 0) > 0 and "server_cpu_us_per_op" in r]
+    if cpu_without and cpu_with:
+        cw, cs = median(cpu_without), median(cpu_with)
+        out.update({"cpu_us_per_op_without_median": cw, "cpu_us_per_op_with_median": cs,
+                    "cpu_change_pct": round(100.0 * (cs - cw) / cw, 2),
+                    "cpu_us_per_op_without": cpu_without, "cpu_us_per_op_with": cpu_with})
+    return out
 
 
 def main(argv):
+    if argv[:1] == ["ticks"]:
+        print(sum(ticks_of(p) or 0 for p in argv[1:]))
+        return
+    if argv[:1] == ["with-cpu"] and len(argv) == 4:
+        r = json.loads(argv[1])
+        if r.get("ops"):
+            r["server_cpu_us_per_op"] = round(int(argv[2]) / int(argv[3]) * 1e6 / r["ops"], 1)
+        print(json.dumps(r))
+        return
     as_json, tls = argv[0] == "1", argv[1] == "1"
     a, b = json.loads(argv[2]), json.loads(argv[3])
     ab = sessions_ab(json.loads(argv[4]) if len(argv) > 4 else [])
@@ -49,6 +71,9 @@ def main(argv):
     if ab and "error" not in ab:
         print(f"sessions A/B, {ab['pairs']} pairs of (a) for 10 s: median {ab['without_median']:.0f} puts/s without, "
               f"{ab['with_median']:.0f} with ({ab['change_pct']:+.2f}%)")
+        if "cpu_change_pct" in ab:
+            print(f"  the nodes' CPU per put (all three): median {ab['cpu_us_per_op_without_median']:.1f} µs without, "
+                  f"{ab['cpu_us_per_op_with_median']:.1f} µs with ({ab['cpu_change_pct']:+.2f}%)")
     elif ab:
         print(f"sessions A/B: {ab['error']}")
 

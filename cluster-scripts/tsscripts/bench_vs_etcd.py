@@ -75,7 +75,8 @@ def record_lease(side, name, desc, samples_path, tck, r, round_, endpoints, idle
     if per_server is None:
         sys.exit(f"bench-vs-etcd.sh: {side} {name}: too few CPU samples inside the window")
     eps = endpoints.split(",")
-    leader = eps.index(r["leader"]) if r.get("leader") in eps else None
+    # After a leader change in the window no one server is "the leader's" CPU.
+    leader = eps.index(r["leader"]) if r.get("leader") in eps and not r.get("leader_changed") else None
     r["cpu_s_per_s"] = per_server
     r["cpu_span_s"] = span
     r["servers_cpu_ms_per_s"] = round(sum(per_server) * 1000, 1)

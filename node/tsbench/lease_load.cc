@@ -26,6 +26,7 @@
 #include <set>
 
 #include "node/tsbench/bench.h"
+#include "node/tsbench/link.h"
 
 namespace ts::bench {
 namespace {
@@ -46,6 +47,7 @@ struct Edge {
   double unix_ms = 0;
   bool known = false;
   uint64_t chosen_slot = 0;
+  uint64_t node = 0;  // the node that answered (a leader change moves the edges apart)
 };
 
 class LeaseLoad {
@@ -60,9 +62,8 @@ class LeaseLoad {
         phase_timer_(io_),
         deadline_timer_(io_) {
     for (uint32_t i = 0; i < o_.connections; ++i) {
-      auto c = std::make_unique<Conn>();
+      auto c = std::make_unique<Conn>(io_);
       c->target = leader;
-      c->retry_timer = std::make_unique<asio::steady_timer>(io_);
       conns_.push_back(std::move(c));
     }
   }
@@ -110,13 +111,7 @@ class LeaseLoad {
       return planned + period * ((t - planned) / period + 1);
     }
   };
-  struct Conn {
-    HostPort target;
-    std::unique_ptr<rpc::AsyncClient> client;
-    uint64_t generation = 0;
-    bool ready = false;
-    std::unique_ptr<asio::steady_timer> retry_timer;
-  };
+  using Conn = Link;
 
   void Connect(Conn& c) {
     c.client = std::make_unique<rpc::AsyncClient>(io_, rpc::kDefaultFrameBytesMax, o_.tls);
@@ -134,18 +129,7 @@ class LeaseLoad {
   }
 
   void Retarget(Conn& c, const HostPort& target, milliseconds delay) {
-    ++c.generation;
-    c.ready = false;
-    if (c.client) {
-      retired_.push_back(std::move(c.client));
-      retired_.back()->Close();
-    }
-    c.target = target;
-    const uint64_t gen = c.generation;
-    c.retry_timer->expires_after(delay);
-    c.retry_timer->async_wait([this, &c, gen](std::error_code ec) {
-      if (!ec && !finished_ && gen == c.generation) Connect(c);
-    });
+    c.Retarget(target, delay, &retired_, &finished_, [this, &c] { Connect(c); });
   }
 
   Conn* ReadyConn() {
@@ -256,9 +240,14 @@ class LeaseLoad {
       return;
     }
     if (resp.code == ClientCode::kNotLeader) {
+      // To the leader it names; a node that does not know the leader's
+      // address yet names none: try the next endpoint, or the connection
+      // would keep asking a follower.
       auto hint = rpc::ParseHostPort(resp.leader_hint);
-      if (hint.ok() && hint->ToString() != c.target.ToString() && gen == c.generation) {
+      if (gen == c.generation && hint.ok() && hint->ToString() != c.target.ToString()) {
         Retarget(c, *hint, milliseconds(0));
+      } else if (gen == c.generation) {
+        Retarget(c, endpoints_[next_endpoint_++ % endpoints_.size()], kReconnectDelay);
       }
     } else if (resp.code != ClientCode::kUnavailable && resp.code != ClientCode::kBusy &&
                resp.code != ClientCode::kOutcomeUnknown) {
@@ -323,6 +312,7 @@ class LeaseLoad {
         if (r.ok() && r->code == ClientCode::kOk) {
           edge.known = true;
           edge.chosen_slot = r->status.chosen_slot;
+          edge.node = r->status.id;
         }
         next();
       });
@@ -367,20 +357,15 @@ class LeaseLoad {
     pump_timer_.cancel();
     phase_timer_.cancel();
     deadline_timer_.cancel();
-    for (auto& c : conns_) {
-      c->retry_timer->cancel();
-      if (c->client) {
-        retired_.push_back(std::move(c->client));
-        retired_.back()->Close();
-      }
-    }
+    for (auto& c : conns_) c->Stop(&retired_);
   }
 
   void Print() const {
     const double setup_s =
         setup_end_ == Clock::time_point{} ? 0 : std::chrono::duration<double>(setup_end_ - start_).count();
     const double window_s = (end_edge_.unix_ms - start_edge_.unix_ms) / 1000;
-    const bool slots_known = start_edge_.known && end_edge_.known && window_s > 0;
+    const bool slots_known =
+        start_edge_.known && end_edge_.known && start_edge_.node == end_edge_.node && window_s > 0;
     const uint64_t slots = slots_known ? end_edge_.chosen_slot - start_edge_.chosen_slot : 0;
     const double per_s = static_cast<double>(keepalives_) / o_.duration_s;
     nlohmann::json j = {{"op", "lease"},
@@ -416,6 +401,9 @@ class LeaseLoad {
       j["window_slots"] = slots;
       j["decrees_per_sec"] = Round3(static_cast<double>(slots) / window_s);
     }
+    if (start_edge_.known && end_edge_.known && start_edge_.node != end_edge_.node) {
+      j["leader_changed"] = true;  // the decrees of the window are not known
+    }
     if (!fatal_.empty()) j["fatal"] = fatal_;
     if (o_.json) {
       std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
@@ -434,6 +422,9 @@ class LeaseLoad {
     if (slots_known) {
       std::printf("decrees the leader chose in the window: %llu (%.2f per s)\n", static_cast<unsigned long long>(slots),
                   static_cast<double>(slots) / window_s);
+    } else if (start_edge_.node != end_edge_.node) {
+      std::printf("the leader changed in the window (node %llu, then %llu): its decrees are not known\n",
+                  static_cast<unsigned long long>(start_edge_.node), static_cast<unsigned long long>(end_edge_.node));
     }
     if (!first_error_.empty()) std::printf("first error: %s\n", first_error_.c_str());
   }
@@ -446,7 +437,7 @@ class LeaseLoad {
   asio::io_context io_;
   asio::steady_timer pump_timer_, phase_timer_, deadline_timer_;
   std::vector<std::unique_ptr<Conn>> conns_;
-  std::vector<std::unique_ptr<rpc::AsyncClient>> retired_;
+  Retired retired_;
   std::priority_queue<Job, std::vector<Job>, std::greater<Job>> queue_;
   size_t next_conn_ = 0, next_endpoint_ = 0;
   uint64_t outstanding_ = 0;

@@ -38,6 +38,7 @@
 #include "node/client/endpoints.h"
 #include "node/tsbench/bench.h"
 #include "node/tsbench/latency_histogram.h"
+#include "node/tsbench/link.h"
 #include "node/version/version.h"
 #include "rpc/client_connection.h"
 
@@ -71,10 +72,9 @@ class Worker {
   }
 
   void AddConnection(const HostPort& target, uint32_t slots) {
-    auto c = std::make_unique<Conn>();
+    auto c = std::make_unique<Conn>(io_);
     c->target = target;
     c->parked = slots;
-    c->retry_timer = std::make_unique<asio::steady_timer>(io_);
     if (o_.rate > 0) {
       // This connection's share of the rate.
       c->interval = std::chrono::duration_cast<Clock::duration>(
@@ -100,15 +100,11 @@ class Worker {
   const Counters& counters() const { return counters_; }
 
  private:
-  struct Conn {
-    HostPort target;
-    std::unique_ptr<rpc::AsyncClient> client;
-    uint64_t generation = 0;  // bumped whenever the connection is replaced
-    bool ready = false;
+  struct Conn : Link {
+    using Link::Link;
     uint32_t parked = 0;       // request slots waiting for a connection
     uint32_t outstanding = 0;  // sent, not answered
     size_t next_endpoint = 0;  // where to go after a failed connect
-    std::unique_ptr<asio::steady_timer> retry_timer;
     Clock::duration interval{0};      // --rate: at most one request per interval on this connection
     Clock::time_point next_send{};    // --rate: the earliest time of the next request
     uint64_t session = 0;             // 0: writes without one
@@ -177,22 +173,7 @@ class Worker {
   // on the old connection come back through OnResponse with an old
   // generation and are re-issued on the new one.
   void Retarget(Conn& c, const HostPort& target, milliseconds delay) {
-    ++c.generation;
-    c.ready = false;
-    if (c.client) {
-      retired_.push_back(std::move(c.client));
-      retired_.back()->Close();
-    }
-    c.target = target;
-    if (delay.count() == 0) {
-      Connect(c);
-      return;
-    }
-    uint64_t gen = c.generation;
-    c.retry_timer->expires_after(delay);
-    c.retry_timer->async_wait([this, &c, gen](std::error_code ec) {
-      if (!ec && !finished_ && gen == c.generation) Connect(c);
-    });
+    c.Retarget(target, delay, &retired_, &finished_, [this, &c] { Connect(c); });
   }
 
   void Issue(Conn& c) {
@@ -378,13 +359,7 @@ class Worker {
     finished_ = true;
     end_timer_.cancel();
     drain_timer_.cancel();
-    for (auto& c : conns_) {
-      c->retry_timer->cancel();
-      if (c->client) {
-        retired_.push_back(std::move(c->client));
-        retired_.back()->Close();
-      }
-    }
+    for (auto& c : conns_) c->Stop(&retired_);
   }
 
   const BenchOptions& o_;
@@ -398,7 +373,7 @@ class Worker {
   asio::steady_timer end_timer_;
   asio::steady_timer drain_timer_;
   std::vector<std::unique_ptr<Conn>> conns_;
-  std::vector<std::unique_ptr<rpc::AsyncClient>> retired_;  // closed; kept until the loop is done with them
+  Retired retired_;
   uint64_t outstanding_ = 0;
   uint64_t delayed_ = 0;
   bool finished_ = false;

@@ -85,7 +85,10 @@ def bench_local(r):
             ["", "median puts/s", "runs"],
             [["without sessions", ab["without_median"], ", ".join(f"{x:.0f}" for x in ab["without"])],
              ["with sessions", ab["with_median"], ", ".join(f"{x:.0f}" for x in ab["with"])],
-             ["change", f"{ab['change_pct']:+.2f}%", ""]])
+             ["change", f"{ab['change_pct']:+.2f}%", ""]] +
+            ([[f"without sessions, values {ab['pad_bytes']} bytes longer", ab["padded_median"],
+               ", ".join(f"{x:.0f}" for x in ab["padded"])],
+              ["change (padded)", f"{ab['padded_change_pct']:+.2f}%", ""]] if "padded_median" in ab else []))
         if "cpu_change_pct" in ab:
             out += ["", "The nodes' CPU (user+sys, all three) per put in those runs:", ""] + table(
                 ["", "median µs/put", "runs"],
@@ -93,7 +96,10 @@ def bench_local(r):
                   ", ".join(f"{x:.1f}" for x in ab["cpu_us_per_op_without"])],
                  ["with sessions", ab["cpu_us_per_op_with_median"],
                   ", ".join(f"{x:.1f}" for x in ab["cpu_us_per_op_with"])],
-                 ["change", f"{ab['cpu_change_pct']:+.2f}%", ""]])
+                 ["change", f"{ab['cpu_change_pct']:+.2f}%", ""]] +
+                ([[f"without sessions, values {ab['pad_bytes']} bytes longer", ab["cpu_us_per_op_padded_median"],
+                   ", ".join(f"{x:.1f}" for x in ab["cpu_us_per_op_padded"])]]
+                 if "cpu_us_per_op_padded_median" in ab else []))
     return out
 
 

@@ -187,7 +187,7 @@ func runLeases(o leaseOptions) int {
 	idx1, leader, ok1 := leaderRaftIndex(o.status, o.endpoints)
 	time.Sleep(time.Until(windowEnd))
 	t2 := time.Now()
-	idx2, _, ok2 := leaderRaftIndex(o.status, o.endpoints)
+	idx2, leader2, ok2 := leaderRaftIndex(o.status, o.endpoints)
 	alive := int64(-1)
 	{
 		c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -234,7 +234,9 @@ func runLeases(o leaseOptions) int {
 		"window_start_unix_ms": round3(unixMs(t1)), "window_end_unix_ms": round3(unixMs(t2)),
 		"first_error": run.firstErr,
 	}
-	if ok1 && ok2 && t2.After(t1) {
+	if ok1 && ok2 && leader != leader2 {
+		out["leader_changed"] = true // the raft entries of the window are not known
+	} else if ok1 && ok2 && t2.After(t1) {
 		out["window_slots"] = idx2 - idx1
 		out["decrees_per_sec"] = round3(float64(idx2-idx1) / t2.Sub(t1).Seconds())
 	}

@@ -124,6 +124,9 @@ inline std::string SeedValue(const BenchOptions& o) {
   return v;
 }
 
+constexpr size_t kTxnCompares = 4;  // --op txn: compares and puts per transaction
+constexpr size_t kTxnPuts = 4;
+
 inline double Ms(uint64_t ns) { return static_cast<double>(ns) / 1e6; }
 
 // Rounds to 3 decimals for JSON, as the text output shows them.

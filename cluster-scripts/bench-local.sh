@@ -7,7 +7,7 @@
 # the cluster on exit, whatever happens.
 #
 #   cluster-scripts/bench-local.sh [--duration-a S] [--duration-b S] [--warmup S] [--tls] [--json]
-#                                  [--sessions-ab N] [--write-docs]
+#                                  [--sessions-ab N [--sessions-ab-pad B]] [--write-docs]
 #
 #   --duration-a S   measured seconds of run (a) (default 20)
 #   --duration-b S   measured seconds of run (b) (default 10)
@@ -15,7 +15,13 @@
 #   --sessions-ab N  then N pairs of run (a) (10 s each), alternately without
 #                    and with client sessions (tsbench --no-sessions): what
 #                    exactly-once writes cost (runs (a) and (b) use sessions,
-#                    tsbench's default)
+#                    tsbench's default); with the nodes' CPU per put of each
+#                    run (utime+stime of the three, over the run, warm-up
+#                    included), steadier than puts/s on a busy machine
+#   --sessions-ab-pad B  a third run in each pair: without sessions, values
+#                    B bytes longer (65: what a session-write adds to a put's
+#                    decree, tests/bench/tssessioncost): how much of the
+#                    sessions' cost is their bytes rather than their code
 #   --tls            mutual TLS on every port (local-cluster.sh start --tls); tsbench
 #                    connects with the admin certificate
 #   --json           print one JSON object {machine, tls, a, b} instead of text
@@ -36,6 +42,7 @@ json=0
 docs=0
 tls=0
 sessions_ab=0
+sessions_pad=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --duration-a) need_value "$1" is_seconds $# "${2:-}" seconds; duration_a=$2; shift ;;
@@ -44,10 +51,14 @@ while [[ $# -gt 0 ]]; do
     --tls) tls=1 ;;
     --sessions-ab) [[ $# -ge 2 && "$2" =~ ^[1-9][0-9]?$ ]] || die "--sessions-ab needs a count of pairs (1-99)"
                    sessions_ab=$2; shift ;;
+    --sessions-ab-pad) [[ $# -ge 2 && "$2" =~ ^[1-9][0-9]{0,4}$ ]] || die "--sessions-ab-pad needs a byte count (1-99999)"
+                       sessions_pad=$2; shift ;;
     *) bench_flag "$1" ;;
   esac
   shift
 done
+
+[[ $sessions_pad -eq 0 || $sessions_ab -gt 0 ]] || die "--sessions-ab-pad adds a run to each pair of --sessions-ab N: give both"
 
 bench_dirs .cluster-bench
 tsbench=$(ts_bin tsbench)
@@ -78,11 +89,24 @@ result_b=$("$tsbench" "${common[@]}" --in-flight 1 --connections 1 --duration "$
 ab="[]"
 if [[ $sessions_ab -gt 0 ]]; then
   ab_runs=()
+  node_pids=()
+  for f in "$CLUSTER_DIR"/node[0-9]*.pid; do node_pids+=("$(cat "$f")"); done
+  clk_tck=$(getconf CLK_TCK)
+  modes=(--no-sessions with)
+  [[ $sessions_pad -eq 0 ]] || modes+=(padded)
   for ((i = 1; i <= sessions_ab; i++)); do
-    for mode in --no-sessions ""; do
-      echo "bench-local.sh: sessions A/B pair $i of $sessions_ab: (a) ${mode:-with sessions}, 10 s" >&2
-      r=$("$tsbench" "${common[@]}" --in-flight 64 --connections 8 --duration 10 ${mode:+"$mode"}) ||
-        die "tsbench sessions A/B run failed: $r"
+    for mode in "${modes[@]}"; do
+      echo "bench-local.sh: sessions A/B pair $i of $sessions_ab: (a) $mode, 10 s" >&2
+      args=("${common[@]}" --in-flight 64 --connections 8 --duration 10)
+      case $mode in
+        --no-sessions) args+=(--no-sessions) ;;
+        padded) args+=(--no-sessions)  # and the value size raised by the pad
+                for k in "${!args[@]}"; do [[ "${args[k]}" != --value-size ]] || args[k + 1]=$((100 + sessions_pad)); done ;;
+      esac
+      before=$(tspy bench_local ticks "${node_pids[@]}")
+      r=$("$tsbench" "${args[@]}") || die "tsbench sessions A/B run failed: $r"
+      after=$(tspy bench_local ticks "${node_pids[@]}")
+      r=$(tspy bench_local with-cpu "$r" "$((after - before))" "$clk_tck") || die "could not add the CPU to: $r"
       ab_runs+=("$r")
     done
   done

@@ -6,7 +6,7 @@
 # cluster (then stopped), then the whole series against a fresh tsnode
 # cluster (local-cluster.sh; then stopped): only one cluster runs at a time.
 # Load: tests/bench/etcd-load (Go, clientv3; built here into
-# BUILD_DIR/etcd-load when main.go is newer) and tsbench, both closed-loop with
+# BUILD_DIR/etcd-load when a .go file is newer) and tsbench, both closed-loop with
 # the same semantics: 16-byte keys drawn uniformly, only requests that complete
 # inside the measured window count. Workloads:
 #   put-1      puts, 1 in flight, 1 connection, 100-byte values, 100000 keys
@@ -16,16 +16,35 @@
 #   get-64     linearizable gets, 64 in flight, 8 connections, over --get-keys
 #              keys preloaded by a --preload-s put run (64 in flight)
 #   mixed-64   half puts, half linearizable gets, 64 in flight, same keys
-# Each: a warm-up run of --warmup s (not counted), then the measured run.
+#   txn4-64    transactions of 4 value compares and 4 puts over random keys
+#              (etcd: Txn), 64 in flight, 8 connections, over --txn-keys keys
+#              preloaded with the value the compares expect (--op preload:
+#              128 keys a transaction), so the compares hold; the report
+#              counts those that took the else branch
+#   leases-10k --leases leases of --lease-ttl s, one key attached to each,
+#              all kept alive every TTL/3 (tsnode: one keepalive request each;
+#              etcd: clientv3's keepalive stream), 8 connections, 64 in flight
+# Each: a warm-up run of --warmup s (not counted), then the measured run;
+# leases-10k instead runs once: its setup (grants paced over TTL/3, then a
+# put per lease), --warmup s of keepalives, then the measured window.
 # Server CPU per op: utime+stime of every server process (/proc/PID/stat,
 # summed over the N servers) sampled right before the measured run starts and
 # right after it exits (the warm-up is its own earlier run), divided by the
 # ops the measured run counted; it includes the load generator's connection
 # setup and the drain of its last answers (a few ms).
+# Leases cost CPU without ops: for leases-10k a sampler reads every server's
+# utime+stime every 0.1 s, from 3 s before the run (idle) to its end; the
+# report gives each side's CPU per second inside the generator's window (the
+# leader's, from its place in the endpoints, and all servers'), idle CPU per
+# second before the run, CPU per keepalive, and the decrees (tsnode: slots
+# the leader chose; etcd: the leader's raft index) per second in the window,
+# in a table of its own (and the JSON's workloads).
 #
 #   cluster-scripts/bench-vs-etcd.sh [--duration S] [--warmup S] [--nodes N]
 #                                    [--rounds R] [--only etcd|tsnode]
-#                                    [--get-keys K] [--preload-s S] [--json] [--write-docs]
+#                                    [--get-keys K] [--preload-s S] [--txn-keys K]
+#                                    [--leases N] [--lease-ttl S] [--workloads W,...]
+#                                    [--json] [--write-docs]
 #
 #   --duration S     measured seconds of each run (default 10)
 #   --warmup S       warm-up seconds before each run (default 2; 0: none)
@@ -38,6 +57,10 @@
 #   --only SIDE      run one side only (etcd or tsnode); ratios are then "-"
 #   --get-keys K     keyspace of get-64 and mixed-64 (default 1000)
 #   --preload-s S    seconds of the put run that preloads it (default 3)
+#   --txn-keys K     keyspace of txn4-64 (default 10000)
+#   --leases N       live leases of leases-10k (default 10000; 1..100000)
+#   --lease-ttl S    their TTL in whole seconds (default 9: keepalives every 3 s)
+#   --workloads W,.. run only these workloads, in the usual order (default: all)
 #   --json           print one JSON object {machine, settings, workloads, limits}
 #   --write-docs     print the JSON object and merge it into benchmarks.md in docs/
 #                    (tsscripts.benchreport; BENCH_DOCS names another file)
@@ -65,12 +88,25 @@ nodes=3
 only=""
 get_keys=1000
 preload_s=3
+txn_keys=10000
+leases=10000
+lease_ttl=9
+only_workloads=""
+idle_s=3
 rounds=1
 json=0
 docs=0
 is_nodes() { [[ "$1" =~ ^[1-7]$ ]]; }
 is_rounds() { [[ "$1" =~ ^[1-9]$ ]]; }
 is_side() { [[ "$1" == etcd || "$1" == tsnode ]]; }
+is_lease_count() { [[ "$1" =~ ^[1-9][0-9]{0,5}$ ]] && (("$1" <= 100000)); }
+is_ttl() { [[ "$1" =~ ^[1-9][0-9]{0,4}$ ]] && (("$1" >= 2 && "$1" <= 86400)); }
+workload_names=(put-1 put-64 put-256 put4k-64 get-64 mixed-64 txn4-64 leases-10k)
+is_workload_list() {
+  local w
+  [[ -n "$1" ]] || return 1
+  for w in ${1//,/ }; do [[ " ${workload_names[*]} " == *" $w "* ]] || return 1; done
+}
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --duration) need_value "$1" is_positive_seconds $# "${2:-}" "seconds (> 0)"; duration=$2; shift ;;
@@ -80,6 +116,11 @@ while [[ $# -gt 0 ]]; do
     --only) need_value "$1" is_side $# "${2:-}" "etcd or tsnode"; only=$2; shift ;;
     --get-keys) need_value "$1" is_count $# "${2:-}" "a positive number"; get_keys=$2; shift ;;
     --preload-s) need_value "$1" is_positive_seconds $# "${2:-}" "seconds (> 0)"; preload_s=$2; shift ;;
+    --txn-keys) need_value "$1" is_count $# "${2:-}" "a positive number"; txn_keys=$2; shift ;;
+    --leases) need_value "$1" is_lease_count $# "${2:-}" "1..100000"; leases=$2; shift ;;
+    --lease-ttl) need_value "$1" is_ttl $# "${2:-}" "whole seconds, 2..86400"; lease_ttl=$2; shift ;;
+    --workloads) need_value "$1" is_workload_list $# "${2:-}" "names from: ${workload_names[*]}"
+                 only_workloads=$2; shift ;;
     *) bench_flag "$1" ;;
   esac
   shift
@@ -107,9 +148,15 @@ if [[ $run_tsnode -eq 1 ]]; then
   need_bins tsnode tsctl tsbench tslimits
 fi
 
-# etcd-load, rebuilt only when its source is newer than the binary. GOPATH
+# etcd-load, rebuilt only when a source file is newer than the binary. GOPATH
 # mode, offline: clientv3 and its dependencies come from golang-etcd-server-dev.
-if [[ $run_etcd -eq 1 ]] && [[ ! -x "$etcd_load" || "$etcd_load_src/main.go" -nt "$etcd_load" ]]; then
+etcd_load_stale() {
+  local f
+  [[ -x "$etcd_load" ]] || return 0
+  for f in "$etcd_load_src"/*.go; do [[ "$f" -nt "$etcd_load" ]] && return 0; done
+  return 1
+}
+if [[ $run_etcd -eq 1 ]] && etcd_load_stale; then
   say "building $etcd_load"
   mkdir -p "$build_dir/etcd-load"
   (cd "$etcd_load_src" && GO111MODULE=off GOFLAGS='' GOPATH="$gosrc" GOCACHE="$build_dir/etcd-load/gocache" \
@@ -120,6 +167,7 @@ fi
 # ---- processes we started, and their cleanup ----------------------------------------------
 etcd_pids=()
 gen_pid=""
+sampler_pid=""
 tsnode_started=0
 export CLUSTER_DIR="$bench_dir/tsnode"
 failed=1
@@ -157,6 +205,7 @@ stop_tsnode() {
 cleanup() {
   trap - INT TERM
   if [[ -n "$gen_pid" ]]; then kill -TERM "$gen_pid" 2>/dev/null || true; wait "$gen_pid" 2>/dev/null || true; fi
+  stop_sampler
   stop_etcd
   stop_tsnode
   if [[ $failed -eq 0 ]]; then rm -rf "$bench_dir"; else say "logs kept in $bench_dir"; fi
@@ -176,6 +225,20 @@ run_bg() {
   wait "$gen_pid" || rc=$?
   gen_pid=""
   return "$rc"
+}
+
+# The CPU sampler of a lease run (tsscripts.bench_vs_etcd sample): started
+# as its own process so that its pid is known, and stopped by pid.
+start_sampler() {  # OUT PIDS...
+  local out=$1
+  shift
+  PYTHONPATH="$ts_root/cluster-scripts${PYTHONPATH:+:$PYTHONPATH}" python3 -m tsscripts.bench_vs_etcd sample \
+    "$out" "$@" &
+  sampler_pid=$!
+}
+stop_sampler() {
+  if [[ -n "$sampler_pid" ]]; then kill -TERM "$sampler_pid" 2>/dev/null || true; wait "$sampler_pid" 2>/dev/null || true; fi
+  sampler_pid=""
 }
 
 # ---- a fresh bench dir ---------------------------------------------------------------------
@@ -206,14 +269,21 @@ cpu_ticks() {
 clk_tck=$(getconf CLK_TCK)
 
 # Workloads: name op in_flight connections value_size keys description
-workloads=(
+# (the lease workload last: its leases expire after the run, with decrees)
+all_workloads=(
   "put-1 put 1 1 100 100000 puts, 1 in flight"
   "put-64 put 64 8 100 100000 puts, 64 in flight"
   "put-256 put 256 16 100 100000 puts, 256 in flight"
   "put4k-64 put 64 8 4096 100000 4 KiB puts, 64 in flight"
   "get-64 get 64 8 100 $get_keys linearizable gets, 64 in flight"
   "mixed-64 mixed 64 8 100 $get_keys half puts half gets, 64 in flight"
+  "txn4-64 txn 64 8 100 $txn_keys transactions of 4 value compares and 4 puts, 64 in flight"
+  "leases-10k lease 64 8 100 $leases $leases live leases of $lease_ttl s, keepalives every TTL/3"
 )
+workloads=()
+for w in "${all_workloads[@]}"; do
+  if [[ -z "$only_workloads" || ",$only_workloads," == *",${w%% *},"* ]]; then workloads+=("$w"); fi
+done
 results="$bench_dir/results.jsonl"
 : >"$results"
 
@@ -224,7 +294,27 @@ gen_cmd() {
   local side=$1 eps=$2 op=$3 inf=$4 conns=$5 vsize=$6 keys=$7 w=$8 d=$9
   local common=(--endpoints "$eps" --op "$op" --in-flight "$inf" --connections "$conns" --value-size "$vsize"
     --key-size 16 --keys "$keys" --warmup "$w" --duration "$d")
+  [[ $op != lease ]] || common+=(--leases "$keys" --lease-ttl "$lease_ttl")
   if [[ $side == etcd ]]; then cmd=("$etcd_load" "${common[@]}"); else cmd=("$tsbench" "${common[@]}" --json); fi
+}
+
+# run_lease SIDE ENDPOINTS NAME DESC KEYS PIDS...: the lease workload, one run
+# (setup, warm-up and window), with the CPU sampler from idle_s before it.
+run_lease() {
+  local side=$1 eps=$2 name=$3 desc=$4 keys=$5 out="$bench_dir/gen.out" rc idle_end
+  shift 5
+  local samples="$bench_dir/cpu-$side-$name-$round.txt"
+  say "$side $name: $desc: idle ${idle_s} s, then setup, ${warmup} s warm-up, ${duration} s (round $round of $rounds)"
+  : >"$samples"
+  start_sampler "$samples" "$@"
+  sleep "$idle_s"
+  idle_end=$(date +%s%3N)
+  gen_cmd "$side" "$eps" lease 64 8 100 "$keys" "$warmup" "$duration"
+  rc=0; run_bg "$out" "${cmd[@]}" || rc=$?
+  stop_sampler
+  [[ $rc -eq 0 ]] || die "$side $name: no keepalive succeeded (load generator exit $rc): $(cat "$out")"
+  tspy bench_vs_etcd record-lease "$side" "$name" "$desc" "$samples" "$clk_tck" "$(cat "$out")" "$round" "$eps" \
+    "$idle_end" >>"$results"
 }
 
 # run_side SIDE ENDPOINTS PIDS...: every workload against one running cluster;
@@ -236,6 +326,16 @@ run_side() {
   local pids=("$@") w name op inf conns vsize keys desc out="$bench_dir/gen.out" rc before after
   for w in "${workloads[@]}"; do
     read -r name op inf conns vsize keys desc <<<"$w"
+    if [[ $op == lease ]]; then
+      run_lease "$side" "$eps" "$name" "$desc" "$keys" "${pids[@]}"
+      continue
+    fi
+    if [[ $op == txn ]]; then
+      say "$side: preloading $keys keys (every key once, 128 a transaction)"
+      gen_cmd "$side" "$eps" preload 1 1 "$vsize" "$keys" 0 1
+      rc=0; run_bg "$out" "${cmd[@]}" || rc=$?
+      [[ $rc -eq 0 ]] || die "$side: the preload for $name failed (exit $rc): $(cat "$out")"
+    fi
     if [[ $op == get ]]; then
       say "$side: preloading $keys keys (${preload_s} s of puts, 64 in flight)"
       gen_cmd "$side" "$eps" put 64 8 "$vsize" "$keys" 0 "$preload_s"
@@ -329,7 +429,9 @@ fi
 tsnode_version=$("$(ts_bin tsnode)" --version 2>/dev/null || echo unknown)
 report_rc=0
 result=$(tspy bench_vs_etcd report "$json" "${etcd_version:-not run}" "$tsnode_version" "$nodes" "$duration" "$warmup" \
-  "$get_keys" "$preload_s" "$ts_root" "$results" "$limits" "$rounds") || report_rc=$?
+  "$get_keys" "$preload_s" "$ts_root" "$results" "$limits" "$rounds" \
+  "{\"txn_keys\": $txn_keys, \"leases\": $leases, \"lease_ttl_s\": $lease_ttl, \"lease_idle_s\": $idle_s}") ||
+  report_rc=$?
 [[ $report_rc -eq 0 ]] || die "could not build the report (results in $results)"
 publish bench-vs-etcd "$docs" "$result"
 failed=0

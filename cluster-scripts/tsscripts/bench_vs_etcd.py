@@ -3,12 +3,21 @@
   python3 -m tsscripts.bench_vs_etcd record SIDE WORKLOAD DESCRIPTION CPU_TICKS CLK_TCK RESULT ROUND
       one measured run as a JSON line: the load generator's RESULT with the
       servers' CPU time per op
+  python3 -m tsscripts.bench_vs_etcd sample OUT PID...
+      until killed (or its parent is gone): every 0.1 s a line "unix_ms ticks_1 ... ticks_n" to OUT,
+      the utime+stime of each server process
+  python3 -m tsscripts.bench_vs_etcd record-lease SIDE WORKLOAD DESCRIPTION SAMPLES CLK_TCK RESULT ROUND
+      ENDPOINTS IDLE_END_UNIX_MS
+      a lease run as a JSON line: the servers' CPU per second inside the generator's window (and
+      before the run, idle), the leader's among them (its place in ENDPOINTS), and per keepalive
   python3 -m tsscripts.bench_vs_etcd report JSON(0|1) ETCD_VERSION TSNODE_VERSION NODES DURATION WARMUP
-      GET_KEYS PRELOAD_S DATA_DIR RESULTS_JSONL LIMITS_JSON ROUNDS
+      GET_KEYS PRELOAD_S DATA_DIR RESULTS_JSONL LIMITS_JSON ROUNDS [LEASE_SETTINGS_JSON]
       the table of both sides (or one JSON object {machine, settings, workloads, limits})
 """
 import json
+import os
 import sys
+import time
 
 from tsscripts.common import machine
 
@@ -24,8 +33,90 @@ def record(side, name, desc, ticks, tck, r, round_):
     print(json.dumps({"side": side, "workload": name, "description": desc, "result": r}))
 
 
+def ticks_of(pid):
+    """utime + stime (clock ticks) of a process, None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            rest = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return int(rest[11]) + int(rest[12])  # fields 14 and 15
+
+
+def sample(out, *pids):
+    parent = os.getppid()
+    with open(out, "a") as f:
+        while os.getppid() == parent:
+            ticks = [ticks_of(p) for p in pids]
+            if None in ticks:
+                return
+            f.write(f"{time.time() * 1000:.1f} " + " ".join(map(str, ticks)) + "\n")
+            f.flush()
+            time.sleep(0.1)
+
+
+def cpu_between(samples, t_from, t_to, tck):
+    """Each server's CPU seconds per second between the first sample at or after t_from and the
+    last at or before t_to (unix ms), and that span in seconds; None if fewer than two samples."""
+    inside = [s for s in samples if t_from <= s[0] <= t_to]
+    if len(inside) < 2 or inside[-1][0] <= inside[0][0]:
+        return None, 0
+    a, b = inside[0], inside[-1]
+    span = (b[0] - a[0]) / 1000
+    return [round((y - x) / tck / span, 4) for x, y in zip(a[1:], b[1:])], round(span, 3)
+
+
+def record_lease(side, name, desc, samples_path, tck, r, round_, endpoints, idle_end_ms):
+    tck, r = int(tck), json.loads(r)
+    r["round"] = int(round_)
+    samples = [[float(x) for x in line.split()] for line in open(samples_path) if line.strip()]
+    per_server, span = cpu_between(samples, r["window_start_unix_ms"], r["window_end_unix_ms"], tck)
+    idle, idle_span = cpu_between(samples, samples[0][0] if samples else 0, float(idle_end_ms), tck)
+    if per_server is None:
+        sys.exit(f"bench-vs-etcd.sh: {side} {name}: too few CPU samples inside the window")
+    eps = endpoints.split(",")
+    # After a leader change in the window no one server is "the leader's" CPU.
+    leader = eps.index(r["leader"]) if r.get("leader") in eps and not r.get("leader_changed") else None
+    r["cpu_s_per_s"] = per_server
+    r["cpu_span_s"] = span
+    r["servers_cpu_ms_per_s"] = round(sum(per_server) * 1000, 1)
+    r["leader_cpu_ms_per_s"] = round(per_server[leader] * 1000, 1) if leader is not None else None
+    if idle is not None:
+        r["idle_cpu_s_per_s"] = idle
+        r["idle_span_s"] = idle_span
+        r["idle_servers_cpu_ms_per_s"] = round(sum(idle) * 1000, 1)
+        r["idle_leader_cpu_ms_per_s"] = round(idle[leader] * 1000, 1) if leader is not None else None
+    kps = r.get("keepalives_per_sec") or 0
+    r["cpu_us_per_op"] = round(sum(per_server) * 1e6 / kps, 1) if kps > 0 else None
+    print(json.dumps({"side": side, "workload": name, "description": desc, "result": r}))
+
+
+def is_lease(r):
+    return r is not None and r.get("op") == "lease"
+
+
+def lease_rows(rows, order):
+    """One row per lease workload and side: keepalives/s, CPU per second (leader, all servers,
+    idle before), CPU per keepalive, decrees (raft entries) per second, failures and leases lost."""
+    out = []
+    for n in order:
+        for s in ("etcd", "tsnode"):
+            r = rows[n].get(s)
+            if is_lease(r):
+                out.append([n, s, r["keepalives_per_sec"], r.get("leader_cpu_ms_per_s"),
+                            r.get("servers_cpu_ms_per_s"), r.get("idle_leader_cpu_ms_per_s"),
+                            r.get("idle_servers_cpu_ms_per_s"), r.get("cpu_us_per_op"), r.get("decrees_per_sec"),
+                            r.get("errors"), r.get("leases_lost"), r.get("leases_alive_at_end")])
+    return out
+
+
+LEASE_HEAD = ["workload", "side", "keepalives/s", "leader CPU ms/s", "all servers CPU ms/s",
+              "idle: leader ms/s", "idle: all ms/s", "CPU µs/keepalive", "decrees (raft entries)/s",
+              "failures", "leases lost", "alive at end"]
+
+
 def report(as_json, etcd_version, tsnode_version, nodes, duration, warmup, get_keys, preload_s, fs_path, results,
-           limits_path, rounds):
+           limits_path, rounds, lease_settings="{}"):
     limits = json.load(open(limits_path))
     as_json = as_json == "1"
     rows = {}
@@ -45,6 +136,8 @@ def report(as_json, etcd_version, tsnode_version, nodes, duration, warmup, get_k
         if len(rs) > 1:
             rows[name].setdefault("runs", {})[side] = rs
     for w in rows.values():
+        if is_lease(w.get("etcd")) or is_lease(w.get("tsnode")):
+            continue  # paced, not a throughput: its own table compares the cost
         if "etcd" in w and "tsnode" in w and w["etcd"]["ops_per_sec"] > 0:
             w["ratio_ops_per_sec"] = round(w["tsnode"]["ops_per_sec"] / w["etcd"]["ops_per_sec"], 3)
             e, t = runs[(w["name"], "etcd")], runs[(w["name"], "tsnode")]
@@ -56,6 +149,7 @@ def report(as_json, etcd_version, tsnode_version, nodes, duration, warmup, get_k
     settings = {"nodes": int(nodes), "rounds": int(rounds), "duration_s": float(duration), "warmup_s": float(warmup),
                 "key_size": 16, "get_keys": int(get_keys), "preload_s": float(preload_s),
                 "cpu_per_op": "server utime+stime over the measured run, summed over the nodes, / ops counted"}
+    settings.update(json.loads(lease_settings))
     if not order:
         sys.exit("bench-vs-etcd.sh: no results")
     if as_json:
@@ -72,14 +166,17 @@ def report(as_json, etcd_version, tsnode_version, nodes, duration, warmup, get_k
     table = [head]
     for n in order:
         w = rows[n]
+        if is_lease(w.get("etcd")) or is_lease(w.get("tsnode")):
+            continue
         ratio = f"{w['ratio_ops_per_sec']:.2f}" if "ratio_ops_per_sec" in w else "-"
         table.append([n] + side(w.get("etcd")) + side(w.get("tsnode")) + [ratio])
-    widths = [max(len(row[i]) for row in table) for i in range(len(head))]
-    for k, row in enumerate(table):
-        print("  ".join(c.ljust(widths[i]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(row)))
-        if k == 0:
-            print("  ".join("-" * x for x in widths))
+    print_table(table)
     print()
+    leases = lease_rows(rows, order)
+    if leases:
+        print_table([LEASE_HEAD] + [["-" if c is None else str(c) for c in row] for row in leases])
+        print(f"leases: {lease_note(settings)}")
+        print()
     print(f"{nodes} nodes per cluster on loopback, fsync on ({fs}); {float(duration):g} s measured after "
           f"{float(warmup):g} s warm-up; 16-byte keys, 100-byte values unless noted; "
           f"gets over {get_keys} keys preloaded by {float(preload_s):g} s of puts")
@@ -99,6 +196,8 @@ def report(as_json, etcd_version, tsnode_version, nodes, duration, warmup, get_k
                 continue
             if r.get("errors"):
                 notes.append(f"{s}: {r['errors']} errors (first: {r.get('first_error', '')})")
+            if r["op"] == "txn":
+                notes.append(f"{s}: {r.get('txn_else', 0)} of {r.get('ops', 0)} transactions took the else branch")
             if r["op"] in ("get", "mixed") and r.get("ops"):
                 gets = r["ops"] if r["op"] == "get" else r["ops"] / 2
                 notes.append(f"{s}: {r.get('not_found', 0)} gets of absent keys (of ~{gets:.0f})")
@@ -117,10 +216,31 @@ def report(as_json, etcd_version, tsnode_version, nodes, duration, warmup, get_k
               + (f"; tsnode put-1 p50 {put1['p50_ms']:.3f} ms = {put1['p50_ms'] / floor:.2f}x the floor" if put1 else ""))
 
 
+def print_table(table):
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    for k, row in enumerate(table):
+        print("  ".join(c.ljust(widths[i]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(row)))
+        if k == 0:
+            print("  ".join("-" * x for x in widths))
+
+
+def lease_note(settings):
+    return (f"{settings.get('leases', '-')} leases of {settings.get('lease_ttl_s', '-')} s TTL, one key each, kept "
+            "alive every TTL/3 over 8 connections to the leader (tsnode: one keepalive request each; etcd: "
+            "clientv3's keepalive stream, which renews TTL/3 after the last answer, checked every 500 ms); CPU per "
+            "second "
+            "inside the generator's window (idle: the same servers before the run's setup), decrees = slots the "
+            "leader chose (tsnode) or raft entries the leader appended (etcd) in the window")
+
+
 def main(argv):
     if argv[:1] == ["record"] and len(argv) == 8:
         record(*argv[1:])
-    elif argv[:1] == ["report"] and len(argv) == 13:
+    elif argv[:1] == ["sample"] and len(argv) >= 3:
+        sample(*argv[1:])
+    elif argv[:1] == ["record-lease"] and len(argv) == 10:
+        record_lease(*argv[1:])
+    elif argv[:1] == ["report"] and len(argv) in (13, 14):
         report(*argv[1:])
     else:
         sys.exit(__doc__)

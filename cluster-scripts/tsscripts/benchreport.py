@@ -24,6 +24,8 @@ import re
 import subprocess
 import sys
 
+from tsscripts.bench_vs_etcd import LEASE_HEAD, is_lease, lease_note, lease_rows
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TITLE = "# Benchmarks"
 INTRO = """Written by the bench scripts, never by hand: `cluster-scripts/bench-*.sh --write-docs`
@@ -83,7 +85,21 @@ def bench_local(r):
             ["", "median puts/s", "runs"],
             [["without sessions", ab["without_median"], ", ".join(f"{x:.0f}" for x in ab["without"])],
              ["with sessions", ab["with_median"], ", ".join(f"{x:.0f}" for x in ab["with"])],
-             ["change", f"{ab['change_pct']:+.2f}%", ""]])
+             ["change", f"{ab['change_pct']:+.2f}%", ""]] +
+            ([[f"without sessions, values {ab['pad_bytes']} bytes longer", ab["padded_median"],
+               ", ".join(f"{x:.0f}" for x in ab["padded"])],
+              ["change (padded)", f"{ab['padded_change_pct']:+.2f}%", ""]] if "padded_median" in ab else []))
+        if "cpu_change_pct" in ab:
+            out += ["", "The nodes' CPU (user+sys, all three) per put in those runs:", ""] + table(
+                ["", "median µs/put", "runs"],
+                [["without sessions", ab["cpu_us_per_op_without_median"],
+                  ", ".join(f"{x:.1f}" for x in ab["cpu_us_per_op_without"])],
+                 ["with sessions", ab["cpu_us_per_op_with_median"],
+                  ", ".join(f"{x:.1f}" for x in ab["cpu_us_per_op_with"])],
+                 ["change", f"{ab['cpu_change_pct']:+.2f}%", ""]] +
+                ([[f"without sessions, values {ab['pad_bytes']} bytes longer", ab["cpu_us_per_op_padded_median"],
+                   ", ".join(f"{x:.1f}" for x in ab["cpu_us_per_op_padded"])]]
+                 if "cpu_us_per_op_padded_median" in ab else []))
     return out
 
 
@@ -145,12 +161,17 @@ def bench_vs_etcd(r):
     def side(x):
         return [None] * 4 if x is None else [x["ops_per_sec"], x["p50_ms"], x["p99_ms"], x["cpu_us_per_op"]]
     rows = [[w["name"]] + side(w.get("etcd")) + side(w.get("tsnode")) + [w.get("ratio_ops_per_sec")]
-            for w in r["workloads"]]
+            for w in r["workloads"] if not (is_lease(w.get("etcd")) or is_lease(w.get("tsnode")))]
     m = r.get("machine", {})
-    return (settings_line(r.get("settings")) + [f"etcd {m.get('etcd_version', '-')}, tsnode "
-                                                 f"{m.get('tsnode_version', '-')}.", ""] +
-            table(["workload", "etcd ops/s", "p50 ms", "p99 ms", "CPU µs/op", "tsnode ops/s", "p50 ms", "p99 ms",
-                   "CPU µs/op", "tsnode / etcd"], rows))
+    out = (settings_line(r.get("settings")) + [f"etcd {m.get('etcd_version', '-')}, tsnode "
+                                                f"{m.get('tsnode_version', '-')}.", ""] +
+           table(["workload", "etcd ops/s", "p50 ms", "p99 ms", "CPU µs/op", "tsnode ops/s", "p50 ms", "p99 ms",
+                  "CPU µs/op", "tsnode / etcd"], rows))
+    ws = {w["name"]: w for w in r["workloads"]}
+    leases = lease_rows(ws, [w["name"] for w in r["workloads"]])
+    if leases:
+        out += ["", "Leases: " + lease_note(r.get("settings", {})) + ".", ""] + table(LEASE_HEAD, leases)
+    return out
 
 
 def generic(r):

@@ -193,7 +193,8 @@ std::unique_ptr<CLI::App> BuildApp(Args* a) {
       "away the log below, so no decree or snapshot in an older model remains. Then versions that read only the "
       "newer models may join; `tsctl status` says whether any older-model data remains");
   migrate->add_flag("--wait", a->migrate_wait,
-                    "Wait (up to --timeout-ms) until no endpoint reports older-model data");
+                    "Wait (up to --timeout-ms) until every endpoint has compacted its log up to the migrate decree "
+                    "and none reports older-model data");
   app->add_subcommand("version",
                       "Print tsctl's version and wire versions, then each endpoint's software version and the wire "
                       "versions it speaks (one row per endpoint); a node of 1.1.0 or older does not know this command "
@@ -362,6 +363,9 @@ class Command {
         for (const auto& s : client_->StatusOfAll()) {
           if (!s.ok()) older = "a node did not answer";
           else if (!s->older_model_data.empty()) older = "node " + std::to_string(s->id) + " holds " + s->older_model_data;
+          else if (s->compacted_slot < r->slot) {
+            older = "node " + std::to_string(s->id) + " has not compacted its log up to the migrate decree yet";
+          }
           if (!older.empty()) break;
         }
         if (older.empty() || std::chrono::steady_clock::now() >= deadline) break;

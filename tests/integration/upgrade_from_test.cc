@@ -615,7 +615,9 @@ TEST_F(UpgradeFromTest, RollsNodeByNodeToThisBuildAndBackUnderLoad) {
     CommandResult refused = Tsctl(TS_TSCTL_PATH, {"downgrade", "--to", old_version_});
     EXPECT_EQ(refused.code, 2) << refused.out << refused.err;
     EXPECT_NE(refused.err.find("tsctl migrate --wait"), std::string::npos) << refused.err;
-    CommandResult migrate = Tsctl(TS_TSCTL_PATH, {"migrate", "--wait", "--timeout-ms", "30000"}, milliseconds(40000));
+    CommandResult migrate = RunCommand(
+        {TS_TSCTL_PATH, "--endpoints", Endpoints(*cluster_), "--timeout-ms", "30000", "migrate", "--wait"}, "",
+        milliseconds(40000));
     ASSERT_EQ(migrate.code, 0) << migrate.out << migrate.err;
   }
   CommandResult down = Tsctl(TS_TSCTL_PATH, {"downgrade", "--to", old_version_});

@@ -4,7 +4,8 @@
 //
 //	etcd-load --endpoints 127.0.0.1:2379,... [--connections C] [--in-flight N]
 //	          [--key-size 16] [--value-size 100] [--keys 100000]
-//	          [--op put|get|mixed] [--duration S] [--warmup S] [--seed X]
+//	          [--op put|get|mixed|txn|lease|preload] [--duration S] [--warmup S] [--seed X]
+//	          [--leases N] [--lease-ttl S] [--keepalive stream|once]
 //
 // --connections clientv3 clients are opened (each its own gRPC connection,
 // balancing over all endpoints as clientv3 does); --in-flight goroutines,
@@ -14,6 +15,9 @@
 // write one random printable value of --value-size bytes. get is a
 // linearizable Get (clientv3's default); an absent key counts as answered
 // (not_found), as in tsbench. mixed: half puts, half gets, chosen at random.
+// txn: each request a Txn of 4 compares value(k) = V and 4 puts of V
+// (txn.go), V the value preload writes; preload writes V to every key and
+// exits. lease: many leases kept alive (leases.go).
 // The first --warmup seconds are not counted; only requests that complete
 // inside the --duration window that follows count (throughput = those ops
 // divided by --duration; latency percentiles by nearest rank over them).
@@ -52,6 +56,7 @@ const abandonAfter = 5 * time.Second
 type result struct {
 	ops       uint64
 	notFound  uint64
+	txnElse   uint64 // --op txn: answered, but the compares failed (the else branch ran)
 	errors    uint64
 	abandoned uint64 // still unanswered when the run ended
 	firstErr  string
@@ -97,7 +102,16 @@ func main() {
 	keySize := flag.Int("key-size", 16, "key size (bytes)")
 	valueSize := flag.Int("value-size", 100, "value size (bytes) of puts")
 	keys := flag.Uint64("keys", 100000, "keyspace: keys are drawn uniformly from this many")
-	op := flag.String("op", "put", "put, get (linearizable; absent keys count as answered) or mixed (half each)")
+	op := flag.String("op", "put", "put, get (linearizable; absent keys count as answered), mixed (half each), "+
+		"txn (4 value compares and 4 puts, as tsbench --op txn), lease (as tsbench --op lease) or "+
+		"preload (write the value to every key, 128 a Txn, then exit)")
+	leases := flag.Int("leases", 10000, "--op lease: leases to grant and keep alive")
+	leaseTTL := flag.Int64("lease-ttl", 9, "--op lease: the leases' TTL in seconds (keepalives every TTL/3)")
+	keepalive := flag.String("keepalive", "stream", "--op lease: stream (clientv3's KeepAlive: one stream per "+
+		"connection, each lease renewed TTL/3 after its last answer, checked every 500 ms) or once "+
+		"(KeepAliveOnce every TTL/3 exactly: a gRPC stream opened per keepalive)")
+	leaseToLeader := flag.Bool("lease-to-leader", true, "--op lease: connect to the leader only, as tsbench "+
+		"does (false: balance over --endpoints, and a follower forwards each keepalive to the leader)")
 	duration := flag.Float64("duration", 10, "measured seconds (after the warm-up)")
 	warmup := flag.Float64("warmup", 1, "seconds of load before measuring (not counted)")
 	seed := flag.Int64("seed", 1, "seed of the key and value choice")
@@ -111,8 +125,22 @@ func main() {
 	if *connections < 1 || *inFlight < 1 || *keySize < 1 || *valueSize < 0 || *keys < 1 {
 		bad("--connections, --in-flight, --key-size and --keys must be >= 1, --value-size >= 0")
 	}
-	if *op != "put" && *op != "get" && *op != "mixed" {
-		bad("--op must be put, get or mixed, not %q", *op)
+	switch *op {
+	case "put", "get", "mixed", "txn", "lease", "preload":
+	default:
+		bad("--op must be put, get, mixed, txn, lease or preload, not %q", *op)
+	}
+	if *op == "txn" && *keys < txnPuts {
+		bad("--op txn draws %d distinct keys a transaction: --keys %d is too few", txnPuts, *keys)
+	}
+	if *leases < 1 || *leases > 100000 || *leaseTTL < 2 || *leaseTTL > 86400 {
+		bad("--leases must be 1..100000 and --lease-ttl 2..86400 seconds")
+	}
+	if *keepalive != "stream" && *keepalive != "once" {
+		bad("--keepalive must be stream or once, not %q", *keepalive)
+	}
+	if *op == "lease" && len(strconv.Itoa(*leases-1))+1 > *keySize {
+		bad("--key-size %d cannot hold %d lease keys", *keySize, *leases)
 	}
 	if *duration <= 0 || *warmup < 0 {
 		bad("--duration must be > 0 and --warmup >= 0")
@@ -129,18 +157,21 @@ func main() {
 	eps := strings.Split(*endpoints, ",")
 	quiet := zap.NewProductionConfig()
 	quiet.Level = zap.NewAtomicLevelAt(zap.FatalLevel)
-	clients := make([]*clientv3.Client, *connections)
-	for i := range clients {
+	dial := func(eps []string) *clientv3.Client {
 		c, err := clientv3.New(clientv3.Config{
 			Endpoints:   eps,
 			DialTimeout: 5 * time.Second,
 			LogConfig:   &quiet,
 		})
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "etcd-load: cannot connect to %s: %v\n", *endpoints, err)
+			fmt.Fprintf(os.Stderr, "etcd-load: cannot connect to %s: %v\n", strings.Join(eps, ","), err)
 			os.Exit(3)
 		}
-		clients[i] = c
+		return c
+	}
+	clients := make([]*clientv3.Client, *connections)
+	for i := range clients {
+		clients[i] = dial(eps)
 	}
 	// Wait until the cluster answers (one linearizable read), so the warm-up
 	// does not start against a cluster that is not serving yet.
@@ -160,6 +191,28 @@ func main() {
 		valueBytes[i] = byte(33 + valueRng.Intn(94))
 	}
 	value := string(valueBytes)
+
+	switch *op {
+	case "preload":
+		os.Exit(runPreload(clients[0].KV, *keys, *keySize, value))
+	case "lease":
+		leaseClients := clients
+		if *leaseToLeader {
+			_, leader, ok := leaderRaftIndex(clients[0], eps)
+			if !ok {
+				fmt.Fprintf(os.Stderr, "etcd-load: no member of %s says it leads\n", *endpoints)
+				os.Exit(3)
+			}
+			leaseClients = make([]*clientv3.Client, len(clients))
+			for i := range leaseClients {
+				leaseClients[i] = dial([]string{leader})
+			}
+		}
+		os.Exit(runLeases(leaseOptions{clients: leaseClients, status: clients[0], endpoints: eps, leases: *leases,
+			ttl: *leaseTTL, toLeader: *leaseToLeader,
+			stream: *keepalive == "stream", inFlight: *inFlight, keySize: *keySize, value: value,
+			warmup: *warmup, duration: *duration}))
+	}
 
 	t0 := time.Now()
 	windowStart := t0.Add(time.Duration(*warmup * float64(time.Second)))
@@ -185,8 +238,10 @@ func main() {
 				key := keyOf(uint64(rng.Int63n(int64(*keys))), *keySize)
 				get := *op == "get" || (*op == "mixed" && rng.Intn(2) == 1)
 				var err error
-				notFound := false
-				if get {
+				notFound, elseBranch := false, false
+				if *op == "txn" {
+					elseBranch, err = doTxn(ctx, kv, rng, *keys, *keySize, value)
+				} else if get {
 					var resp *clientv3.GetResponse
 					resp, err = kv.Get(ctx, key)
 					if err == nil && len(resp.Kvs) == 0 {
@@ -216,6 +271,9 @@ func main() {
 					if notFound {
 						r.notFound++
 					}
+					if elseBranch {
+						r.txnElse++
+					}
 					r.latencies = append(r.latencies, now.Sub(start))
 				}
 			}
@@ -231,6 +289,7 @@ func main() {
 		r := &results[i]
 		total.ops += r.ops
 		total.notFound += r.notFound
+		total.txnElse += r.txnElse
 		total.errors += r.errors
 		total.abandoned += r.abandoned
 		if total.firstErr == "" {
@@ -270,13 +329,22 @@ func main() {
 		"op":          *op,
 		"endpoints":   *endpoints,
 	}
-	enc := json.NewEncoder(os.Stdout)
-	if err := enc.Encode(out); err != nil {
-		os.Exit(1)
+	if *op == "txn" {
+		out["txn_compares"] = txnCompares
+		out["txn_puts"] = txnPuts
+		out["txn_else"] = total.txnElse
 	}
+	printJSON(out)
 	if total.ops == 0 {
 		fmt.Fprintf(os.Stderr, "etcd-load: no request succeeded (errors %d, first: %q; %d abandoned unanswered)\n",
 			total.errors, total.firstErr, total.abandoned)
+		os.Exit(1)
+	}
+}
+
+// printJSON prints one JSON object on a line of stdout (exit 1 if it cannot).
+func printJSON(out map[string]interface{}) {
+	if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
 		os.Exit(1)
 	}
 }

@@ -69,7 +69,7 @@ ClientResponse ClientRequests::LeaseReadAnswer(const ClientRequest& req, ClientR
     return resp;
   }
   auto it = leases.find(req.lease);
-  if (it == leases.end()) return LeaseGone(req);
+  if (it == leases.end() || leases_expiring_.count(req.lease) != 0) return LeaseGone(req);
   lease_timers_.Touch(req.lease, it->second.ttl_ms, st_.now_ms_);
   resp.lease = req.lease;
   resp.ttl_ms = it->second.ttl_ms;
@@ -78,7 +78,10 @@ ClientResponse ClientRequests::LeaseReadAnswer(const ClientRequest& req, ClientR
 
 void ClientRequests::LeaseApplied(const Decree& d, const KvResult& r) {
   if (r.lease != 0) lease_timers_.Touch(r.lease, r.ttl_ms, st_.now_ms_);  // a grant
-  if (d.header.type == static_cast<uint16_t>(DecreeType::kLeaseExpire)) lease_expiry_in_flight_until_ms_ = 0;
+  if (d.header.type == static_cast<uint16_t>(DecreeType::kLeaseExpire)) {
+    lease_expiry_in_flight_until_ms_ = 0;
+    leases_expiring_.clear();
+  }
 }
 
 std::string ClientRequests::TxnRefusal(const rpc::Txn& txn) const {
@@ -167,8 +170,10 @@ void ClientRequests::MaybeExpireLeases() {
   Decree d;
   d.header = st_.versions_.HeaderFor(static_cast<uint16_t>(DecreeType::kLeaseExpire));
   d.payload = EncodeIdList(IdList{ended});
+  leases_expiring_.clear();  // an earlier expiry not applied in time was not chosen
   if (st_.ProposeDecree(d).ok()) {
     lease_expiry_in_flight_until_ms_ = now + st_.options_.request_timeout_ms;
+    leases_expiring_.insert(ended.begin(), ended.end());
     st_.Log(LogLevel::kInfo, "expiring " + std::to_string(ended.size()) +
                                  " lease(s) not kept alive within their TTL, first " + std::to_string(ended.front()));
   }

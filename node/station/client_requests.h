@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <set>
 
 #include "consensus/types.h"
 #include "node/station/decree.h"
@@ -133,6 +134,9 @@ class ClientRequests {
   SessionTable sessions_;
   LeaseTimers lease_timers_;
   uint64_t lease_expiry_in_flight_until_ms_ = 0;
+  // The leases of the expiry decree in flight: a keepalive for one of them
+  // is answered "not found", never ok just before the decree ends it.
+  std::set<uint64_t> leases_expiring_;
   uint64_t next_lease_check_ms_ = 0;
   bool lease_lapsed_ = false;  // this leader's own lease lapsed: every lease timer starts again
   uint64_t expiry_in_flight_until_ms_ = 0;  // an expiry decree proposed, not yet applied

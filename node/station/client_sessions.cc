@@ -80,7 +80,9 @@ void ClientRequests::HandleSessionOp(uint64_t handle, ClientRequest&& req) {
 
 void ClientRequests::StartedLeading() {
   sessions_.RestartTimers(st_.now_ms_);
+#if !defined(TS_PLANTED_STATION_BUG) || TS_PLANTED_STATION_BUG != 6  // negative control: old deadlines kept
   lease_timers_.RestartAll(st_.kv_.leases(), st_.now_ms_);
+#endif
 }
 
 bool ClientRequests::AnsweredBeforeProposing(uint64_t handle, const ClientRequest& req) {

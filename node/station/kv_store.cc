@@ -449,7 +449,7 @@ uint64_t HashBytes(std::string_view bytes, uint64_t h) {
     h = std::rotl(h, 27) * 5 + 0x52dce729;
   }
   uint64_t tail = 0;
-  std::memcpy(&tail, p, n);
+  if (n != 0) std::memcpy(&tail, p, n);  // p may be null for an empty view
   h ^= std::rotl(tail * k1, 31) * k2;
   return h ^ (bytes.size() * k2);  // the length closes the string: ("ab","c") and ("a","bc") differ
 }

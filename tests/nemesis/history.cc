@@ -17,6 +17,7 @@ const char* KindName(Kind k) {
     case Kind::kGet: return "get";
     case Kind::kCas: return "cas";
     case Kind::kDelete: return "delete";
+    case Kind::kTxn: return "txn";  // never in the register history (txn_lease_clients.h keeps its own)
   }
   return "?";
 }

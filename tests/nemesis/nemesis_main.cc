@@ -51,6 +51,13 @@ int main(int argc, char** argv) {
   app.add_option("--clients", o.clients, "workload client threads")
       ->check(CLI::Range(size_t{1}, size_t{64}))
       ->capture_default_str();
+  app.add_option("--txn-clients", o.txn_clients, "transaction client threads (checked with the registers)")
+      ->check(CLI::Range(size_t{0}, size_t{16}))
+      ->capture_default_str();
+  app.add_option("--lease-clients", o.lease_clients,
+                 "lease client threads (grant, attach a key, keep alive or let lapse; lease-safety check)")
+      ->check(CLI::Range(size_t{0}, size_t{16}))
+      ->capture_default_str();
   app.add_option("--keys", o.keys, "register keys in use at any moment")
       ->check(CLI::Range(size_t{1}, size_t{1000}))
       ->capture_default_str();
@@ -67,7 +74,7 @@ int main(int argc, char** argv) {
   app.add_flag("--keep", o.keep, "keep the history, data dirs and node logs even after a pass");
   app.add_flag("--negative-control", o.negative_control,
                "self-test: write behind the history's back before the final reads; must report "
-               "violations=1 lost=1 (and exit 1)");
+               "violations=3 lost=1 (and exit 1)");
   app.footer("Exit: 0 pass; 1 violations or lost writes; 2 setup failed; 3 the cluster did not recover after "
              "healing; 130 interrupted.");
   try {
@@ -86,6 +93,8 @@ int main(int argc, char** argv) {
   o.repro_command = SelfPath(argv[0]) + " --seed " + std::to_string(o.seed) + " --duration " +
                     std::to_string(o.duration_s) + " --nodes " + std::to_string(o.nodes) + " --faults " +
                     ts::nemesis::FaultKindsToString(o.faults) + " --clients " + std::to_string(o.clients) +
+                    " --txn-clients " + std::to_string(o.txn_clients) + " --lease-clients " +
+                    std::to_string(o.lease_clients) +
                     " --keys " + std::to_string(o.keys) + " --rotate-s " + std::to_string(o.rotate_s) +
                     " --fresh-percent " + std::to_string(o.fresh_percent) + " --client-timeout-ms " +
                     std::to_string(o.client_timeout_ms) + (o.negative_control ? " --negative-control" : "");

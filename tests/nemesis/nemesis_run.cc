@@ -21,6 +21,7 @@
 #include "tests/integration/cluster_harness.h"
 #include "tests/nemesis/checker.h"
 #include "tests/nemesis/fault_runner.h"
+#include "tests/nemesis/txn_lease_clients.h"
 #include "tests/nemesis/workload.h"
 
 namespace ts::nemesis {
@@ -88,6 +89,10 @@ void TamperBehindHistory(const integration::ProcessCluster& cluster, const std::
   auto r = c.Call(put);
   Say("negative control: put(%s, %s) unrecorded: %s", put.key.c_str(), put.value.c_str(),
       r.ok() ? rpc::ClientCodeName(r->code) : r.status().ToString().c_str());
+  put.key = TxnLeaseClients::FirstKey();
+  auto t = c.Call(put);
+  Say("negative control: put(%s, %s) of a transaction key, unrecorded: %s", put.key.c_str(), put.value.c_str(),
+      t.ok() ? rpc::ClientCodeName(t->code) : t.status().ToString().c_str());
   if (fresh_key.empty()) {
     Say("negative control: no acknowledged write-once put to delete");
     return;
@@ -106,6 +111,7 @@ struct Verdicts {
   FreshVerdict fresh;
   size_t unknown = 0, not_applied = 0, total_ops = 0;
   size_t premature_votes = 0;  // replaced nodes bound as voters before they caught up
+  size_t txn_lease = 0;        // the transaction history not linearizable; a lease ended early or never
   uint64_t longest_gap_ns = 0;
 };
 
@@ -132,8 +138,14 @@ class NemesisRun {
       return 130;
     }
     int rc = AwaitRecovery();
+    if (rc == 0) {
+      leases_left_ = txn_lease_->AwaitLeasesEnded(milliseconds(30'000));
+      Say("[%6.1fs] leases after healing: %s", ElapsedS(), leases_left_.empty() ? "all ended, keys gone"
+                                                                                 : leases_left_.c_str());
+    }
     if (o_.negative_control) TamperBehindHistory(*cluster_, AcknowledgedFreshKey());
     const auto fresh_values = ReadEverythingBack();
+    txn_lease_->FinalReads();
     const Verdicts v = Check(fresh_values);
     if (rc == 0 && v.fresh.unread > 0) rc = 3;
     return Conclude(rc, v);
@@ -236,6 +248,14 @@ class NemesisRun {
     workload_.client = cluster_->ClientOptionsFor(milliseconds(o_.client_timeout_ms));
     for (size_t id = 0; id < o_.clients; ++id) {
       clients_.emplace_back([this, id] { RunClient(id, workload_, stop_, *rec_, counters_, epoch_); });
+    }
+    txn_lease_ = std::make_unique<TxnLeaseClients>(workload_.client, o_.seed, workload_.rotate_ms, *rec_,
+                                                   o_.negative_control);
+    for (size_t id = 0; id < o_.txn_clients; ++id) {
+      clients_.emplace_back([this, id] { txn_lease_->RunTxnClient(id, stop_); });
+    }
+    for (size_t id = 0; id < o_.lease_clients; ++id) {
+      clients_.emplace_back([this, id] { txn_lease_->RunLeaseClient(id, stop_); });
     }
   }
 
@@ -441,6 +461,15 @@ class NemesisRun {
         v.registers.keys, v.registers.states, std::chrono::duration<double>(Clock::now() - check_start).count(),
         v.unknown, v.not_applied, v.fresh.acknowledged, static_cast<double>(v.longest_gap_ns) / 1e9);
     for (const std::string& e : v.registers.explanations) Say("VIOLATION: %s", e.c_str());
+    const Clock::time_point txn_start = Clock::now();
+    for (const std::string& e : {txn_lease_->CheckTransactions(o_.max_states), txn_lease_->LeaseViolation(),
+                                 leases_left_}) {
+      if (e.empty()) continue;
+      ++v.txn_lease;
+      Say("VIOLATION: %s", e.c_str());
+    }
+    Say("%s; checked in %.1f s", txn_lease_->Summary().c_str(),
+        std::chrono::duration<double>(Clock::now() - txn_start).count());
     for (const ReplaceRecord& r : runner_->replacements()) {
       if (r.lag_when_voting <= kPrematureVoteLag) continue;
       ++v.premature_votes;
@@ -489,7 +518,7 @@ class NemesisRun {
   // Keeps the evidence of a failed run (or removes the temporary history of
   // a clean one), stops the nodes and prints the summary line.
   int Conclude(int rc, const Verdicts& v) {
-    const size_t violations = v.registers.violations + v.fresh.violations + v.premature_votes;
+    const size_t violations = v.registers.violations + v.fresh.violations + v.premature_votes + v.txn_lease;
     const size_t lost = v.fresh.lost;
     if (violations > 0 || lost > 0) rc = 1;
     if (rc != 0 || !problems_.empty()) {
@@ -523,6 +552,8 @@ class NemesisRun {
   WorkloadCounters counters_;
   std::atomic<bool> stop_{false};
   std::vector<std::thread> clients_;
+  std::unique_ptr<TxnLeaseClients> txn_lease_;
+  std::string leases_left_;  // after healing: what of the leases did not end
   size_t faults_ = 0;
   size_t skipped_ = 0;  // planned faults not run (behind schedule, or the cluster did not settle)
   bool unsettled_ = false;  // the cluster did not settle before a fault: the rest are skipped

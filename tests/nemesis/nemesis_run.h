@@ -19,6 +19,8 @@ struct NemesisOptions {
   uint64_t seed = 0;
   std::string history_path;  // empty: a temporary file, removed after a pass
   size_t clients = 4;
+  size_t txn_clients = 1;    // transaction clients (txn_lease_clients.h)
+  size_t lease_clients = 1;  // lease clients
   size_t keys = 8;
   uint64_t rotate_s = 10;
   uint32_t fresh_percent = 15;
@@ -26,9 +28,10 @@ struct NemesisOptions {
   uint64_t max_states = 20'000'000;  // per key
   bool keep = false;
   // Negative control: just before the final reads, write a value no client
-  // recorded into one register key and delete one acknowledged write-once
-  // key, both behind the history's back. The run must then report
-  // violations=1 lost=1.
+  // recorded into one register key and one transaction key, and delete one
+  // acknowledged write-once key, all behind the history's back; during the
+  // run, delete a kept-alive lease's key behind the lease check's back. The
+  // run must then report violations=3 lost=1.
   bool negative_control = false;
   std::string repro_command;  // printed on failure
 };

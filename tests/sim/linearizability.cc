@@ -9,15 +9,18 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <set>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace ts::sim {
 namespace {
 
-using State = std::optional<std::string>;
+using Register = std::optional<std::string>;
 
-// Applies `op` to `s`; false if its (known) answer is impossible from `s`.
-bool Step(const KvOperation& op, const State& s, State* next) {
+// Applies `op` (not a transaction) to register `s`; false if its (known)
+// answer is impossible from `s`.
+bool StepRegister(const KvOperation& op, const Register& s, Register* next) {
   bool known = op.return_ns.has_value();
   *next = s;
   switch (op.kind) {
@@ -38,9 +41,97 @@ bool Step(const KvOperation& op, const State& s, State* next) {
       if (known && op.ok != s.has_value()) return false;
       *next = std::nullopt;
       return true;
+    case KvOperation::Kind::kTxn:
+      return false;
   }
   return false;
 }
+
+size_t HashRegister(const Register& r) { return r ? std::hash<std::string>()(*r) : 0x9e3779b9; }
+
+// One key's register: the state of a part that is one key and no
+// transaction.
+struct RegisterModel {
+  using State = Register;
+  explicit RegisterModel(const std::vector<const KvOperation*>&) {}
+  State Initial() const { return std::nullopt; }
+  bool Step(const KvOperation& op, const State& s, State* next) const { return StepRegister(op, s, next); }
+  static size_t Hash(const State& s) { return HashRegister(s); }
+};
+
+bool CheckHolds(const TxnCheck& c, const Register& cell) {
+  if (c.target == TxnCheck::Target::kExists) {
+    bool want = c.op == TxnCheck::Op::kEqual ? c.exists : !c.exists;
+    return cell.has_value() == want;
+  }
+  if (!cell) return false;  // a missing key satisfies no value compare
+  switch (c.op) {
+    case TxnCheck::Op::kEqual: return *cell == c.value;
+    case TxnCheck::Op::kNotEqual: return *cell != c.value;
+    case TxnCheck::Op::kLess: return *cell < c.value;
+    case TxnCheck::Op::kGreater: return *cell > c.value;
+  }
+  return false;
+}
+
+// Many keys, each a register: the state of a part with transactions.
+struct MultiKeyModel {
+  using State = std::vector<Register>;
+  explicit MultiKeyModel(const std::vector<const KvOperation*>& ops) {
+    for (const KvOperation* op : ops)
+      for (const std::string& k : op->Keys()) index.emplace(k, 0);
+    int i = 0;
+    for (auto& [k, idx] : index) idx = i++;
+  }
+  State Initial() const { return State(index.size()); }
+  int At(const std::string& key) const { return index.at(key); }
+
+  bool Step(const KvOperation& op, const State& s, State* next) const {
+    if (op.kind != KvOperation::Kind::kTxn) {
+      *next = s;
+      int i = At(op.key);
+      return StepRegister(op, s[i], &(*next)[i]);
+    }
+    bool known = op.return_ns.has_value();
+    bool holds = true;
+    for (const TxnCheck& c : op.compares) {
+      if (!CheckHolds(c, s[At(c.key)])) {
+        holds = false;
+        break;
+      }
+    }
+    if (known && holds != op.txn_succeeded) return false;
+    const std::vector<TxnStep>& steps = holds ? op.then_ops : op.else_ops;
+    if (known && op.txn_results.size() != steps.size()) return false;
+    *next = s;
+    for (size_t i = 0; i < steps.size(); ++i) {
+      Register& cell = (*next)[At(steps[i].key)];
+      switch (steps[i].kind) {
+        case TxnStep::Kind::kPut:
+          cell = steps[i].value;
+          break;
+        case TxnStep::Kind::kDelete:
+          if (known && op.txn_results[i].found != cell.has_value()) return false;
+          cell = std::nullopt;
+          break;
+        case TxnStep::Kind::kGet:
+          if (known && (op.txn_results[i].found != cell.has_value() ||
+                        (cell.has_value() && *cell != op.txn_results[i].value))) {
+            return false;
+          }
+          break;
+      }
+    }
+    return true;
+  }
+  static size_t Hash(const State& s) {
+    size_t h = s.size();
+    for (const Register& r : s) h = h * 31u ^ HashRegister(r);
+    return h;
+  }
+
+  std::map<std::string, int> index;  // key -> its place in the state
+};
 
 struct Event {
   int op;
@@ -49,29 +140,21 @@ struct Event {
   int prev = -1, next = -1;
 };
 
+template <class State>
 struct MemoKey {
   std::vector<uint64_t> bits;
   State state;
   bool operator==(const MemoKey&) const = default;
 };
 
+template <class Model>
 struct MemoHash {
-  size_t operator()(const MemoKey& k) const {
-    size_t h = k.state ? std::hash<std::string>()(*k.state) : 0x9e3779b9;
+  size_t operator()(const MemoKey<typename Model::State>& k) const {
+    size_t h = Model::Hash(k.state);
     for (uint64_t w : k.bits) h = h * 1000003u ^ std::hash<uint64_t>()(w);
     return h;
   }
 };
-
-std::string Describe(const KvOperation& op) {
-  static const char* kNames[] = {"put", "get", "cas", "delete"};
-  std::string s = std::string(kNames[static_cast<int>(op.kind)]) + "(" + op.key;
-  if (op.kind == KvOperation::Kind::kPut || op.kind == KvOperation::Kind::kCas) s += ", " + op.value;
-  s += ")";
-  if (!op.return_ns) return s + " -> unknown";
-  if (op.kind == KvOperation::Kind::kGet) return s + (op.ok ? " -> " + op.result : " -> not found");
-  return s + (op.ok ? " -> ok" : " -> failed");
-}
 
 // The history as a doubly linked list of call and return events, sorted by
 // time (at equal times calls first: the permissive reading of a clock that
@@ -121,12 +204,15 @@ void Unlift(std::vector<Event>& ev, int call) {
 }
 
 // Wing and Gong's search with Lowe's memo of (linearized set, state).
-LinearizabilityResult CheckKey(const std::vector<const KvOperation*>& ops, uint64_t max_states) {
+template <class Model>
+LinearizabilityResult Search(const std::vector<const KvOperation*>& ops, uint64_t max_states) {
+  using State = typename Model::State;
+  const Model model(ops);
   LinearizabilityResult r;
   std::vector<Event> ev = BuildEvents(ops);
   std::vector<uint64_t> bits((ops.size() + 63) / 64, 0);
-  State state;
-  std::unordered_set<MemoKey, MemoHash> memo;
+  State state = model.Initial();
+  std::unordered_set<MemoKey<State>, MemoHash<Model>> memo;
   std::vector<std::pair<int, State>> stack;
   size_t deepest = 0;
   int entry = ev[0].next;
@@ -139,9 +225,9 @@ LinearizabilityResult CheckKey(const std::vector<const KvOperation*>& ops, uint6
     const Event& e = ev[entry];
     if (e.is_call) {
       State next;
-      if (Step(*ops[e.op], state, &next)) {
+      if (model.Step(*ops[e.op], state, &next)) {
         bits[e.op / 64] |= uint64_t{1} << (e.op % 64);
-        if (memo.insert(MemoKey{bits, next}).second) {
+        if (memo.insert(MemoKey<State>{bits, next}).second) {
           stack.push_back({entry, state});
           state = std::move(next);
           Lift(ev, entry);
@@ -173,15 +259,122 @@ LinearizabilityResult CheckKey(const std::vector<const KvOperation*>& ops, uint6
 
 }  // namespace
 
+std::vector<std::string> KvOperation::Keys() const {
+  if (kind != Kind::kTxn) return {key};
+  std::vector<std::string> out;
+  for (const TxnCheck& c : compares) out.push_back(c.key);
+  for (const auto* steps : {&then_ops, &else_ops})
+    for (const TxnStep& s : *steps) out.push_back(s.key);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::string Describe(const KvOperation& op) {
+  static const char* kNames[] = {"put", "get", "cas", "delete", "txn"};
+  std::string s = std::string(kNames[static_cast<int>(op.kind)]) + "(";
+  if (op.kind != KvOperation::Kind::kTxn) {
+    s += op.key;
+    if (op.kind == KvOperation::Kind::kPut || op.kind == KvOperation::Kind::kCas) s += ", " + op.value;
+    s += ")";
+    if (!op.return_ns) return s + " -> unknown";
+    if (op.kind == KvOperation::Kind::kGet) return s + (op.ok ? " -> " + op.result : " -> not found");
+    return s + (op.ok ? " -> ok" : " -> failed");
+  }
+  static const char* kOps[] = {"=", "!=", "<", ">"};
+  std::string sep = "if ";
+  for (const TxnCheck& c : op.compares) {
+    s += sep + (c.target == TxnCheck::Target::kExists
+                    ? std::string(c.exists == (c.op == TxnCheck::Op::kEqual) ? "exists(" : "absent(") + c.key + ")"
+                    : "value(" + c.key + ") " + kOps[static_cast<int>(c.op)] + " " + c.value);
+    sep = " and ";
+  }
+  auto steps = [](const std::vector<TxnStep>& v) {
+    std::string out;
+    for (const TxnStep& t : v) {
+      static const char* kSteps[] = {"put", "delete", "get"};
+      out += std::string(out.empty() ? "" : ", ") + kSteps[static_cast<int>(t.kind)] + " " + t.key +
+             (t.kind == TxnStep::Kind::kPut ? " " + t.value : "");
+    }
+    return out;
+  };
+  s += " then [" + steps(op.then_ops) + "] else [" + steps(op.else_ops) + "])";
+  if (!op.return_ns) return s + " -> unknown";
+  s += op.txn_succeeded ? " -> then [" : " -> else [";
+  for (size_t i = 0; i < op.txn_results.size(); ++i) {
+    s += (i ? ", " : "") + (op.txn_results[i].found ? op.txn_results[i].value.empty() ? std::string("found")
+                                                                                       : op.txn_results[i].value
+                                                    : std::string("absent"));
+  }
+  return s + "]";
+}
+
+std::vector<std::vector<size_t>> IndependentParts(const std::vector<KvOperation>& history) {
+  // Union-find over keys; each operation joins the keys it touches.
+  std::unordered_map<std::string, int> id;
+  std::vector<int> parent;
+  auto find = [&](int x) {
+    while (parent[x] != x) x = parent[x] = parent[parent[x]];
+    return x;
+  };
+  auto key_id = [&](const std::string& k) {
+    auto [it, fresh] = id.emplace(k, static_cast<int>(parent.size()));
+    if (fresh) parent.push_back(it->second);
+    return it->second;
+  };
+  std::vector<int> first_key(history.size());
+  for (size_t i = 0; i < history.size(); ++i) {
+    const KvOperation& op = history[i];
+    if (op.kind != KvOperation::Kind::kTxn) {
+      first_key[i] = key_id(op.key);
+      continue;
+    }
+    std::vector<std::string> keys = op.Keys();
+    first_key[i] = keys.empty() ? -1 : key_id(keys[0]);
+    for (size_t k = 1; k < keys.size(); ++k) {
+      int a = find(first_key[i]), b = find(key_id(keys[k]));
+      if (a != b) parent[b] = a;
+    }
+  }
+  std::vector<std::vector<size_t>> parts;
+  std::unordered_map<int, size_t> part_of;  // root key -> part
+  for (size_t i = 0; i < history.size(); ++i) {
+    if (first_key[i] < 0) continue;  // a transaction of no key touches nothing
+    auto [it, fresh] = part_of.emplace(find(first_key[i]), parts.size());
+    if (fresh) parts.emplace_back();
+    parts[it->second].push_back(i);
+  }
+  return parts;
+}
+
+LinearizabilityResult CheckPart(const std::vector<const KvOperation*>& ops, uint64_t max_states) {
+  bool one_register = true;
+  for (const KvOperation* op : ops) {
+    if (op->kind == KvOperation::Kind::kTxn || op->key != ops.front()->key) {
+      one_register = false;
+      break;
+    }
+  }
+  LinearizabilityResult r =
+      one_register ? Search<RegisterModel>(ops, max_states) : Search<MultiKeyModel>(ops, max_states);
+  if (!r.ok) {
+    std::set<std::string> keys;
+    for (const KvOperation* op : ops)
+      for (const std::string& k : op->Keys()) keys.insert(k);
+    for (const std::string& k : keys) r.key += (r.key.empty() ? "" : " ") + k;
+  }
+  return r;
+}
+
 LinearizabilityResult CheckLinearizable(const std::vector<KvOperation>& history, uint64_t max_states) {
-  std::map<std::string, std::vector<const KvOperation*>> by_key;
-  for (const KvOperation& op : history) by_key[op.key].push_back(&op);
   LinearizabilityResult total;
-  for (const auto& [key, ops] : by_key) {
-    LinearizabilityResult r = CheckKey(ops, max_states);
+  for (const std::vector<size_t>& part : IndependentParts(history)) {
+    std::vector<const KvOperation*> ops;
+    ops.reserve(part.size());
+    for (size_t i : part) ops.push_back(&history[i]);
+    LinearizabilityResult r = CheckPart(ops, max_states);
     total.states_explored += r.states_explored;
     if (!r.ok) {
-      r.key = key;
       r.states_explored = total.states_explored;
       return r;
     }

@@ -21,8 +21,10 @@
 #include <vector>
 
 #include "tests/sim/deploy_workload.h"
+#include "tests/sim/lease_workload.h"
 #include "tests/sim/session_workload.h"
 #include "tests/sim/station_cluster.h"
+#include "tests/sim/txn_workload.h"
 
 namespace ts::sim {
 namespace {
@@ -62,8 +64,12 @@ class Run {
         c_(nodes_, rng_(), WithLedger(OptionsFor(rng_), ledger_.get()), /*spares=*/layer ? 0 : 1),
         deploy_(c_, rng_()),
         sessions_(c_, ledger_, rng_(), 3) {
-    c_.network().SetClockDrift(20000);  // 2%: within what the lease's drift margin tolerates
+    c_.network().SetClockDrift(LeaseWorkload::kClockDriftPpm);  // 2%: within the lease's drift margin
     if (layer) layer_ = layer(c_, rng_());
+    if (!layer) {
+      txns_.emplace(c_, rng_(), 2);
+      leases_.emplace(c_, rng_(), 2);
+    }
     for (NodeId id = 1; id <= nodes_; ++id) bound_.insert({id, 0});  // the bootstrap members
     c_.AddReadyObserver([this](NodeId id, const station::Ready& r) { CheckVotes(id, r); });
   }
@@ -95,7 +101,7 @@ class Run {
   }
 
   SimResult Go() {
-    uint64_t end = c_.now_ms() + o_.duration_ms;
+    uint64_t end = end_ms_ = c_.now_ms() + o_.duration_ms;
     uint64_t next_fault = c_.now_ms() + 500;
     uint64_t next_check = c_.now_ms() + 1000;
     while (c_.now_ms() < end && r_.ok) {
@@ -147,6 +153,13 @@ class Run {
     if (layer_) layer_->AfterStep();
     deploy_.Step(operator_active);
     sessions_.Step(operator_active);
+    if (txns_) txns_->Step(operator_active);
+    if (leases_) {
+      // Leases stop being kept alive a TTL before faults stop, so most have
+      // lapsed by the time the end's checks wait for them.
+      leases_->Step(operator_active && c_.now_ms() + 2000 < end_ms_);
+      Fail(leases_->violation());
+    }
     Fail(c_.CheckInvariants());
     CheckLeasesAndCoordinators();
     CollectWriteReplies();
@@ -562,6 +575,14 @@ class Run {
       Fail("deployments did not finish within " + std::to_string(o_.heal_limit_ms) + "ms after faults healed: " +
            why + DescribeNodes());
     }
+    // Every lease lapsed when faults stopped: each ends, its keys gone,
+    // within its TTL (at most 2 s) and the heal limit.
+    deadline = c_.now_ms() + o_.heal_limit_ms + 2000;
+    while (leases_ && !leases_->AllEnded(&why) && c_.now_ms() < deadline) Step(false);
+    if (leases_ && !leases_->AllEnded(&why)) {
+      Fail("leases did not end within " + std::to_string(o_.heal_limit_ms + 2000) +
+           "ms after their keepalives stopped and faults healed: " + why + DescribeNodes());
+    }
     if (layer_) {
       // The plan may have moved a node a moment ago: let links open and
       // heartbeats flow before judging views.
@@ -674,6 +695,18 @@ class Run {
       }
     }
     Fail(sessions_.Check());
+    if (txns_) {
+      Fail(txns_->Check());
+      r_.txns = txns_->transactions();
+      r_.txns_else = txns_->else_branches();
+      r_.txn_history_unknown = txns_->unknown();
+    }
+    if (leases_) {
+      r_.leases_granted = leases_->leases_granted();
+      r_.lease_keepalives = leases_->keepalives();
+      r_.lease_reads = leases_->lease_reads();
+      r_.lease_vanished = leases_->keys_vanished();
+    }
     r_.acknowledged = acked_.size();
     r_.session_writes = sessions_.acknowledged();
     r_.session_retries = sessions_.retries();
@@ -699,6 +732,9 @@ class Run {
   NodeId spare_ = c_.members().size() > nodes_ ? static_cast<NodeId>(nodes_ + 1) : 0;
   DeployWorkload deploy_;
   SessionWorkload sessions_;
+  std::optional<TxnWorkload> txns_;
+  std::optional<LeaseWorkload> leases_;
+  uint64_t end_ms_ = 0;  // when faults stop
   std::unique_ptr<SimLayer> layer_;
   SimResult r_;
   uint64_t next_value_ = 0;
@@ -759,6 +795,13 @@ SweepResult SweepSeeds(SimOptions o, uint64_t count, size_t max_failures,
     t.installs += r.installs;
     t.session_writes += r.session_writes;
     t.session_retries += r.session_retries;
+    t.txns += r.txns;
+    t.txns_else += r.txns_else;
+    t.txn_history_unknown += r.txn_history_unknown;
+    t.leases_granted += r.leases_granted;
+    t.lease_keepalives += r.lease_keepalives;
+    t.lease_reads += r.lease_reads;
+    t.lease_vanished += r.lease_vanished;
     t.last_trace_hash = r.trace_hash;
     if (!r.ok) {
       ++t.failed;
@@ -769,12 +812,13 @@ SweepResult SweepSeeds(SimOptions o, uint64_t count, size_t max_failures,
 }
 
 std::string SweepResult::Summary() const {
-  char line[700];
+  char line[1000];
   std::snprintf(line, sizeof line,
                 "seeds=%llu failed=%llu acknowledged=%llu faults=%llu write_faults=%llu version_steps=%llu "
                 "deploy_decrees=%llu (stale %llu) coordinator_handovers=%llu wipes=%llu foreign_disks=%llu "
                 "refusals=%llu member_decrees=%llu snapshots=%llu (torn %llu) installs=%llu crashes_writing=%llu "
-                "session_writes=%llu (retried %llu) simulated_hours=%.2f",
+                "session_writes=%llu (retried %llu) txns=%llu (else %llu, unknown writes %llu) leases=%llu "
+                "(keepalives %llu, reads %llu, vanished %llu) simulated_hours=%.2f",
                 (unsigned long long)seeds, (unsigned long long)failed, (unsigned long long)acknowledged,
                 (unsigned long long)faults, (unsigned long long)write_faults, (unsigned long long)version_steps,
                 (unsigned long long)deploy_decrees, (unsigned long long)deploy_stale,
@@ -782,7 +826,10 @@ std::string SweepResult::Summary() const {
                 (unsigned long long)foreign_disks, (unsigned long long)refusals, (unsigned long long)member_changes,
                 (unsigned long long)snapshots, (unsigned long long)snapshots_torn, (unsigned long long)installs,
                 (unsigned long long)crashes_writing, (unsigned long long)session_writes,
-                (unsigned long long)session_retries, simulated_ms / 3600000.0);
+                (unsigned long long)session_retries, (unsigned long long)txns, (unsigned long long)txns_else,
+                (unsigned long long)txn_history_unknown, (unsigned long long)leases_granted,
+                (unsigned long long)lease_keepalives, (unsigned long long)lease_reads,
+                (unsigned long long)lease_vanished, simulated_ms / 3600000.0);
   return line;
 }
 

@@ -3,7 +3,10 @@
 // duplication, delay/reordering, symmetric and asymmetric partitions, crashes
 // that lose unsynced writes, torn writes and failed fsyncs (the node stops),
 // clock drift within the configured bound) while clients write keys and an
-// operator and a simulated executor drive deployments (deploy_workload.h).
+// operator and a simulated executor drive deployments (deploy_workload.h),
+// clients with sessions retry their writes (session_workload.h), and, in
+// plain runs, clients make transactions (txn_workload.h) and hold leases
+// (lease_workload.h).
 // Invariants are checked throughout; the seed alone determines the run.
 #pragma once
 
@@ -53,6 +56,15 @@ struct SimResult {
   uint64_t installs = 0;        // snapshots installed from a peer
   uint64_t session_writes = 0;  // writes acknowledged to clients with sessions
   uint64_t session_retries = 0; // of their attempts, sent again (lost answer, unknown outcome, no leader)
+  // The transaction and lease workloads (plain runs only: a downgrade ends
+  // leases early by design, and transactions hold downgrades back).
+  uint64_t txns = 0;             // transactions answered (either branch)
+  uint64_t txns_else = 0;        // of those, the else branch ran
+  uint64_t txn_history_unknown = 0;  // writes and transactions of unknown outcome in the checked history
+  uint64_t leases_granted = 0;
+  uint64_t lease_keepalives = 0;  // answered ok
+  uint64_t lease_reads = 0;       // gets of leased keys answered
+  uint64_t lease_vanished = 0;    // of those, answered "not found" (the lease had ended)
 };
 
 // What a layer adds to a run: the versioned simulation plugs in a schedule
@@ -97,6 +109,8 @@ struct SweepResult {
            simulated_ms = 0, deploy_decrees = 0, deploy_stale = 0, coordinator_handovers = 0, wipes = 0,
            foreign_disks = 0, refusals = 0, member_changes = 0, snapshots = 0, snapshots_torn = 0, installs = 0, crashes_writing = 0;
   uint64_t session_writes = 0, session_retries = 0;
+  uint64_t txns = 0, txns_else = 0, txn_history_unknown = 0, leases_granted = 0, lease_keepalives = 0,
+           lease_reads = 0, lease_vanished = 0;
   uint64_t last_trace_hash = 0;
   std::vector<std::string> failures;  // "seed S: what broke\n  replay: COMMAND"
   std::string Summary() const;        // one line of the totals

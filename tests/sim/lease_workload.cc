@@ -14,13 +14,12 @@ LeaseWorkload::LeaseWorkload(StationCluster& c, uint64_t seed, size_t clients)
 void LeaseWorkload::Step(bool active) {
   for (Client& cl : clients_) {
     if (cl.handle != 0) {
-      if (auto r = c_.TakeReply(cl.handle)) {
-        cl.handle = 0;
+      bool lost = false;
+      if (auto r = c_.Poll(cl.handle, &lost)) {
         OnAnswer(cl, *r);
-      } else if (!c_.Pending(cl.handle)) {
+      } else if (lost) {
         // Its node crashed before answering: a grant or put may have been
         // applied. Either lapses; start over with a new lease.
-        cl.handle = 0;
         if (cl.op != ClientOp::kLeaseKeepAlive) cl.phase = Client::Phase::kGrant;
         cl.next_ms = c_.now_ms() + 10;
       }

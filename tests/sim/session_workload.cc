@@ -16,12 +16,11 @@ SessionWorkload::SessionWorkload(StationCluster& c, std::shared_ptr<SessionLedge
 void SessionWorkload::Step(bool active) {
   for (Client& cl : clients_) {
     if (cl.handle != 0) {
-      if (auto r = c_.TakeReply(cl.handle)) {
-        cl.handle = 0;
+      bool lost = false;
+      if (auto r = c_.Poll(cl.handle, &lost)) {
         OnAnswer(cl, *r);
-      } else if (!c_.Pending(cl.handle)) {
+      } else if (lost) {
         // Its node crashed before answering: the attempt may have been applied.
-        cl.handle = 0;
         if (cl.opening) {
           cl.opening = false;
           cl.next_ms = c_.now_ms() + 50;

@@ -403,6 +403,16 @@ bool StationCluster::RunUntil(const std::function<bool()>& pred, uint64_t limit_
   return StepUntil([this] { Run(1); }, pred, limit_ms);
 }
 
+std::optional<rpc::ClientResponse> StationCluster::Poll(uint64_t& handle, bool* lost) {
+  *lost = false;
+  std::optional<rpc::ClientResponse> r = TakeReply(handle);
+  if (r || !Pending(handle)) {
+    *lost = !r;
+    handle = 0;
+  }
+  return r;
+}
+
 std::optional<NodeId> StationCluster::Leader() const {
   return SoleLeader(members(), [this](NodeId id) { return IsUp(id) ? &station(id).replica() : nullptr; });
 }

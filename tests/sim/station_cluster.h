@@ -53,6 +53,10 @@ class StationCluster {
   std::optional<rpc::ClientResponse> TakeReply(uint64_t handle);
   // Whether `handle` can still be answered (its node has not crashed since).
   bool Pending(uint64_t handle) const;
+  // For a client that keeps one request in flight in `handle`: its answer
+  // once given, or *lost set when its node crashed before answering; either
+  // way `handle` becomes 0. nullopt with *lost false: still waiting.
+  std::optional<rpc::ClientResponse> Poll(uint64_t& handle, bool* lost);
 
   std::optional<NodeId> Leader() const;  // the one live station in role leader
   bool HasStableLeader() const;          // a leader with a lease that serves reads

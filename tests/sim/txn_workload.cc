@@ -21,12 +21,11 @@ void TxnWorkload::Step(bool active) {
   for (size_t i = 0; i < clients_.size(); ++i) {
     Client& cl = clients_[i];
     if (cl.handle != 0) {
-      if (auto r = c_.TakeReply(cl.handle)) {
-        cl.handle = 0;
+      bool lost = false;
+      if (auto r = c_.Poll(cl.handle, &lost)) {
         OnAnswer(cl, *r);
-      } else if (!c_.Pending(cl.handle)) {
+      } else if (lost) {
         // Its node crashed before answering: a write may have been applied.
-        cl.handle = 0;
         if (cl.op.kind != Kind::kGet) {
           history_.push_back(cl.op);
           ++unknown_;

@@ -2,6 +2,7 @@
 with a deadline, free loopback ports, percentiles and the machine's facts."""
 import os
 import platform
+import random
 import signal
 import socket
 import subprocess
@@ -39,17 +40,28 @@ def wait_for(what, cond, cluster, deadline_s=60.0, poll_s=0.05):
         time.sleep(poll_s)
 
 
+_handed_out = set()
+
+
 def free_ports(n):
-    """n distinct free loopback TCP ports, held open together while chosen so that none repeats."""
-    socks = []
-    for _ in range(n):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
+    """n distinct free loopback TCP ports, random below Linux's ephemeral range (32768 on), never one this
+    process handed out before. A port the kernel picks (bind to 0, or an outgoing connection's source) can be
+    taken by any process before the node binds it; one of these only by another picker choosing it too."""
+    ports = []
+    for _ in range(10000):
+        if len(ports) == n:
+            return ports
+        port = random.randint(10000, 32767)
+        if port in _handed_out:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed_out.add(port)
+        ports.append(port)
+    raise Failed(f"cannot pick {n} free ports in 10000-32767")
 
 
 def percentile(values, q):

@@ -13,6 +13,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <random>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -42,24 +45,35 @@ bool WaitFor(const std::function<bool()>& pred, std::chrono::milliseconds timeou
   return pred();
 }
 
+// Ports come from below Linux's ephemeral range (32768 on): a port the
+// kernel picks for bind(0) or as an outgoing connection's source can be
+// taken by any process between our pick and the node's bind, while one of
+// these is taken only by another test picking the same random port. A port
+// is handed out once per process (a node of an earlier cluster may not have
+// bound its port yet), and must be bindable now.
 std::vector<uint16_t> FreePorts(size_t n) {
-  std::vector<int> fds;
+  static std::mutex mu;
+  static std::set<uint16_t> handed_out;
+  static std::mt19937 rng(static_cast<uint32_t>(getpid()) ^
+                          static_cast<uint32_t>(std::chrono::steady_clock::now().time_since_epoch().count()));
+  std::lock_guard<std::mutex> lock(mu);
   std::vector<uint16_t> ports;
-  for (size_t i = 0; i < n; ++i) {
+  for (int tries = 0; ports.size() < n; ++tries) {
+    if (tries > 10000) throw std::runtime_error("cannot pick a free port in 10000-32767");
+    auto port = static_cast<uint16_t>(std::uniform_int_distribution<int>(10000, 32767)(rng));
+    if (handed_out.count(port)) continue;
     int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) throw std::runtime_error("cannot pick a free port: no socket");
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = 0;
-    socklen_t len = sizeof a;
-    if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-        getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-      throw std::runtime_error("cannot pick a free port");
-    }
-    fds.push_back(fd);
-    ports.push_back(ntohs(a.sin_port));
+    a.sin_port = htons(port);
+    const bool free = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    close(fd);
+    if (!free) continue;
+    handed_out.insert(port);
+    ports.push_back(port);
   }
-  for (int fd : fds) close(fd);
   return ports;
 }
 
@@ -282,6 +296,18 @@ std::optional<size_t> ProcessCluster::LeaderIndex() const {
 
 bool ProcessCluster::WaitForLeader(std::chrono::milliseconds timeout) const {
   return WaitForLeaderIndex(timeout).has_value();
+}
+
+bool ProcessCluster::WaitForFormed(std::chrono::milliseconds timeout) const {
+  return WaitFor([&] {
+    if (!LeaderIndex()) return false;
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (!Alive(i)) continue;
+      auto s = StatusOf(i);
+      if (!s || !s->voter) return false;
+    }
+    return true;
+  }, timeout);
 }
 
 std::optional<size_t> ProcessCluster::WaitForLeaderIndex(std::chrono::milliseconds timeout) const {

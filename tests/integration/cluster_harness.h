@@ -92,6 +92,11 @@ class ProcessCluster {
   // WaitForLeaderIndex, since leadership can change between two calls.
   std::optional<size_t> LeaderIndex() const;
   bool WaitForLeader(std::chrono::milliseconds timeout) const;
+  // A leader, and every running node a voter. A bootstrap member that starts
+  // after the others chose the genesis joins as a learner (its empty data
+  // dir could be a lost disk) and votes once the leader saw it catch up: a
+  // test that restarts nodes as another version waits for this first.
+  bool WaitForFormed(std::chrono::milliseconds timeout) const;
   // Polls LeaderIndex until it has a value or `timeout` (scaled) passes.
   std::optional<size_t> WaitForLeaderIndex(std::chrono::milliseconds timeout) const;
   // Waits until every live node has applied the same slot with the same digest.
@@ -141,7 +146,8 @@ class ClusterFixture : public ::testing::Test {
   std::unique_ptr<ProcessCluster> cluster_;
 };
 
-// Picks `n` distinct free loopback ports (bound together, then released).
+// Picks `n` free loopback ports below the kernel's ephemeral range, never one
+// this process handed out before (cluster_harness.cc says why).
 std::vector<uint16_t> FreePorts(size_t n);
 
 // Asks node i alone (a direct connection: fault requests are never

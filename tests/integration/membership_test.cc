@@ -66,6 +66,7 @@ class MembershipTest : public ::testing::Test {
 // and the rebuilt node votes again.
 TEST_F(MembershipTest, EmptyDataDir_AnAcknowledgedWriteIsNeverLost) {
   cluster_ = std::make_unique<ProcessCluster>(3, std::vector<std::string>{"--fault-injection"});
+  ASSERT_TRUE(cluster_->WaitForFormed(10s)) << "the scenario needs three voters";
   auto leader = cluster_->WaitForLeaderIndex(10s);
   ASSERT_TRUE(leader.has_value());
   size_t cut = (*leader + 1) % 3, other = (*leader + 2) % 3;
@@ -170,7 +171,7 @@ TEST_F(MembershipTest, ForeignDataDir_IsRefusedOnBothSides) {
 TEST_F(MembershipTest, AddPromoteReplaceRemove_UnderWriteLoad_NoWriteLost) {
   cluster_ = std::make_unique<ProcessCluster>(3);
   size_t spare = cluster_->AddSpare();
-  ASSERT_TRUE(cluster_->WaitForLeader(10s));
+  ASSERT_TRUE(cluster_->WaitForFormed(10s));
   std::atomic<bool> stop{false};
   std::mutex mu;
   std::map<std::string, std::string> acked;

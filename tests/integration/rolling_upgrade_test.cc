@@ -84,7 +84,7 @@ class RollingUpgradeTest : public ClusterFixture {
 
   void WalkFourStages(size_t n) {
     cluster_ = ClusterOf(n, kA);
-    ASSERT_TRUE(cluster_->WaitForLeader(10s));
+    ASSERT_TRUE(cluster_->WaitForFormed(10s));
     ASSERT_TRUE(Write("k0", "a"));
     size_t minority = (n - 1) / 2;
     // Stage 1: B is a minority; A keeps leading, also across a leader crash.
@@ -161,6 +161,7 @@ TEST_F(RollingUpgradeTest, FourStages_FiveNodes) { WalkFourStages(5); }
 // Handshake_ANewLinkFromAPeerClosesItsOldOne pins that down.)
 TEST_F(RollingUpgradeTest, VersionView_APausedNodeLearnsTheVersionOfAPeerRestartedMeanwhile) {
   cluster_ = ClusterOf(3, kA);
+  ASSERT_TRUE(cluster_->WaitForFormed(10s));
   for (int round = 0; round < 2; ++round) {
     SCOPED_TRACE("round " + std::to_string(round + 1));
     ASSERT_TRUE(WaitFor([&] { return LeaderVersion() == kA; }, 10s)) << "B is a minority: A leads";
@@ -200,6 +201,7 @@ TEST_F(RollingUpgradeTest, Tie_EachTiedVersionMayLeadTheOtherNever) {
     EXPECT_EQ(LeaderVersion(), expect);
     for (size_t i : later) cluster_->Start(i);
     ASSERT_TRUE(Write("tie", "x"));
+    ASSERT_TRUE(cluster_->WaitForFormed(10s)) << "the later nodes joined after the genesis: learners until bound";
     ASSERT_TRUE(WaitFor([&] {
       auto s = cluster_->StatusOf(4);
       return s && !s->eligible && s->ineligible_reason.find("most common") != std::string::npos;
@@ -219,7 +221,7 @@ TEST_F(RollingUpgradeTest, Tie_EachTiedVersionMayLeadTheOtherNever) {
 
 TEST_F(RollingUpgradeTest, UnreadableDecree_NodeKeepsRecordingAndIsNeverElected) {
   cluster_ = ClusterOf(3, kB);
-  ASSERT_TRUE(cluster_->WaitForLeader(10s));
+  ASSERT_TRUE(cluster_->WaitForFormed(10s));
   ASSERT_TRUE(Write("x", "1"));
   ASSERT_TRUE(Write("y", "2"));  // model 2 now that B's marker is applied
   cluster_->RestartAs(2, kA);    // an old binary on node 3
@@ -245,7 +247,7 @@ TEST_F(RollingUpgradeTest, UnreadableDecree_NodeKeepsRecordingAndIsNeverElected)
 
 TEST_F(RollingUpgradeTest, Downgrade_WithoutItANeverLeadsWithItAReadsEverything) {
   cluster_ = ClusterOf(3, kB);
-  ASSERT_TRUE(cluster_->WaitForLeader(10s));
+  ASSERT_TRUE(cluster_->WaitForFormed(10s));
   ASSERT_TRUE(Write("before", "b0"));
   ASSERT_TRUE(Write("during", "b1"));  // model 2
   cluster_->RestartAs(2, kA);
@@ -301,7 +303,7 @@ TEST_F(RollingUpgradeTest, Downgrade_WithoutItANeverLeadsWithItAReadsEverything)
 // apply everything.
 TEST_F(RollingUpgradeTest, Downgrade_UnderWriteLoadTheTargetResumesForGood) {
   cluster_ = ClusterOf(3, kB);
-  ASSERT_TRUE(cluster_->WaitForLeader(10s));
+  ASSERT_TRUE(cluster_->WaitForFormed(10s));
   ASSERT_TRUE(Write("before", "b0"));  // model 2, after B's marker
   cluster_->RestartAs(2, kA);
   ASSERT_TRUE(WaitFor([&] {

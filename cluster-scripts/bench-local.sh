@@ -20,7 +20,7 @@
 #                    run (utime+stime of the three, over the run, warm-up
 #                    included), steadier than puts/s on a busy machine
 #   --sessions-ab-pad B  a third run in each pair: without sessions, values
-#                    B bytes longer (65: what a session-write adds to a put's
+#                    B bytes longer (11: what a session write adds to a put's
 #                    decree, tests/bench/tssessioncost): how much of the
 #                    sessions' cost is their bytes rather than their code
 #   --tls            mutual TLS on every port (local-cluster.sh start --tls); tsbench

@@ -63,7 +63,7 @@ void ClientRequests::ProposeFor(uint64_t handle, const ClientRequest& req, Decre
     return st_.Respond(handle, Answer(req.id, ClientCode::kUnavailable, "leader is recovering the log; retry"));
   }
   if (req.session != 0 && AnsweredBeforeProposing(handle, req)) return;
-  if (req.session != 0) d = InSession(d, req.session, req.seq, req.lowest_pending);
+  if (req.session != 0) d = InSession(std::move(d), req.session, req.seq, req.lowest_pending);
   auto slot = st_.ProposeDecree(d);
   if (!slot.ok()) {
     if (slot.status().code() == Status::Code::kNotLeader) {

@@ -61,7 +61,7 @@ class ClientRequests {
   // saved); else restarts the session's timeout and returns false.
   bool AnsweredBeforeProposing(uint64_t handle, const rpc::ClientRequest& req);
   // Wraps `d` into the session write of (session, seq, lowest_pending).
-  Decree InSession(const Decree& d, uint64_t session, uint64_t seq, uint64_t lowest_pending) const;
+  Decree InSession(Decree&& d, uint64_t session, uint64_t seq, uint64_t lowest_pending) const;
   // Applies a chosen session decree (and, for a session write, the write
   // inside it). False if this node cannot read the write inside.
   bool ApplySession(consensus::Slot slot, const Decree& d, bool replay_only);

@@ -101,10 +101,11 @@ bool ClientRequests::AnsweredBeforeProposing(uint64_t handle, const ClientReques
   return false;
 }
 
-Decree ClientRequests::InSession(const Decree& d, uint64_t session, uint64_t seq, uint64_t lowest_pending) const {
+Decree ClientRequests::InSession(Decree&& d, uint64_t session, uint64_t seq, uint64_t lowest_pending) const {
   Decree outer;
   outer.header = st_.versions_.HeaderFor(static_cast<uint16_t>(DecreeType::kSessionWrite));
-  outer.payload = EncodeSessionWrite(SessionWrite{session, seq, lowest_pending, EncodeDecree(d)});
+  outer.payload = EncodeSessionWrite(
+      SessionWrite{session, seq, lowest_pending, d.header.type, d.header.model_version, std::move(d.payload)});
   return outer;
 }
 
@@ -131,15 +132,14 @@ bool ClientRequests::ApplySession(consensus::Slot slot, const Decree& d, bool re
     }
     case DecreeType::kSessionWrite: {
       SessionWrite w;
-      Decree inner;
-      if (!DecodeSessionWrite(d.payload, &w).ok() || !DecodeDecree(w.decree, &inner).ok() ||
-          (FamilyOf(inner.header.type) != DecreeFamily::kKeyValue &&
-           FamilyOf(inner.header.type) != DecreeFamily::kDeploy)) {
+      if (!DecodeSessionWrite(d.payload, &w).ok() ||
+          (FamilyOf(w.type) != DecreeFamily::kKeyValue && FamilyOf(w.type) != DecreeFamily::kDeploy)) {
         // Written by a leader that built it: every node skips it alike.
         answer = Undecodable(slot);
         sessions_.NoteAppliedNothing(slot);
         break;
       }
+      Decree inner = InnerDecree(&w, d.tag);
       if (!st_.versions_.CanRead(inner)) return false;
       if (sessions_.Admit(w, &answer) == SessionTable::Verdict::kAnswered) {
         sessions_.NoteAppliedNothing(slot);

@@ -121,7 +121,7 @@ bool Coordinator::Propose(deploy::DeployCommand c, PendingDeploy* client) {
   d.header = st_.versions_.HeaderFor(type);
   d.payload = c.Payload();
   if (client != nullptr && client->session != 0) {
-    d = st_.client_.InSession(d, client->session, client->seq, client->lowest_pending);
+    d = st_.client_.InSession(std::move(d), client->session, client->seq, client->lowest_pending);
   }
   auto slot = st_.ProposeDecree(d);
   if (!slot.ok()) {

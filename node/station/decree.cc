@@ -99,8 +99,11 @@ std::string DescribeDecree(const Decree& d) {
     }
     case DecreeType::kSessionWrite: {
       SessionWrite w;
+      if (!DecodeSessionWrite(d.payload, &w).ok()) return "session write ?";
       Decree inner;
-      if (!DecodeSessionWrite(d.payload, &w).ok() || !DecodeDecree(w.decree, &inner).ok()) return "session write ?";
+      inner.header.type = w.type;
+      inner.header.model_version = w.model_version;
+      inner.payload = std::move(w.payload);
       const char* inner_name = DecreeTypeName(inner.header.type);
       std::string what = DescribeDecree(inner);
       return "session " + std::to_string(w.session) + " #" + std::to_string(w.seq) + ": " +
@@ -159,8 +162,57 @@ std::string EncodeMembership(const MembershipDecree& m) { return rpc::EncodeBoun
 Status DecodeMembership(std::string_view bytes, MembershipDecree* out) { return rpc::DecodeBounded(bytes, out); }
 std::string EncodeSessionOpen(const SessionOpen& o) { return rpc::EncodeBounded(o); }
 Status DecodeSessionOpen(std::string_view bytes, SessionOpen* out) { return rpc::DecodeBounded(bytes, out); }
-std::string EncodeSessionWrite(const SessionWrite& w) { return rpc::EncodeBounded(w); }
-Status DecodeSessionWrite(std::string_view bytes, SessionWrite* out) { return rpc::DecodeBounded(bytes, out); }
+namespace {
+
+void PutVarint(uint64_t v, std::string* out) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+
+// Reads one varint from *in and advances it; false if it is truncated,
+// longer than 10 bytes, overflows 64 bits or ends in a needless zero byte.
+bool GetVarint(std::string_view* in, uint64_t* v) {
+  *v = 0;
+  for (size_t i = 0; i < 10 && i < in->size(); ++i) {
+    const auto byte = static_cast<uint8_t>((*in)[i]);
+    if (i == 9 && byte > 1) return false;
+    *v |= uint64_t{byte & 0x7fu} << (7 * i);
+    if ((byte & 0x80) == 0) {
+      if (byte == 0 && i > 0) return false;
+      in->remove_prefix(i + 1);
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string EncodeSessionWrite(const SessionWrite& w) {
+  std::string out;
+  out.reserve(16 + w.payload.size());
+  for (uint64_t v : {w.session, w.seq, w.lowest_pending, uint64_t{w.type}, uint64_t{w.model_version}}) {
+    PutVarint(v, &out);
+  }
+  out += w.payload;
+  return out;
+}
+
+Status DecodeSessionWrite(std::string_view bytes, SessionWrite* out) {
+  uint64_t type = 0, model = 0;
+  if (!GetVarint(&bytes, &out->session) || !GetVarint(&bytes, &out->seq) ||
+      !GetVarint(&bytes, &out->lowest_pending) || !GetVarint(&bytes, &type) || !GetVarint(&bytes, &model)) {
+    return Status::InvalidArgument("session write: a truncated or malformed number");
+  }
+  if (type > 0xffff || model > 0xffff) return Status::InvalidArgument("session write: type or model past 16 bits");
+  out->type = static_cast<uint16_t>(type);
+  out->model_version = static_cast<uint16_t>(model);
+  out->payload.assign(bytes);
+  return Status::Ok();
+}
 std::string EncodeTxn(const rpc::Txn& t) { return rpc::EncodeBounded(t); }
 Status DecodeTxn(std::string_view bytes, rpc::Txn* out) { return rpc::DecodeBounded(bytes, out); }
 std::string EncodeLeaseGrant(const LeaseGrant& g) { return rpc::EncodeBounded(g); }

@@ -169,14 +169,21 @@ struct SessionOpen {
   void serialize(A& ar) { ar(ttl_ms); }
 };
 
+// A write made in a session: its numbers, then the write itself as its
+// decree type, model and payload (a key-value or deployment decree). The
+// write's header follows from its type and model (HeaderOf in
+// version_state.h) and the outer decree's tag serves it, so neither is
+// stored twice. Not Cereal: EncodeSessionWrite's compact layout, since every
+// byte of it is in every exactly-once write.
 struct SessionWrite {
   uint64_t session = 0;
   uint64_t seq = 0;             // the write's number within the session (a retry repeats it)
   uint64_t lowest_pending = 0;  // the client waits for no answer below this seq
-  std::string decree;           // the write itself: an encoded key-value or deployment decree
+  uint16_t type = 0;            // the write's decree type
+  uint16_t model_version = 0;   // its model (0: version 1)
+  std::string payload;          // its payload
 
-  template <class A>
-  void serialize(A& ar) { ar(session, seq, lowest_pending, decree); }
+  bool operator==(const SessionWrite&) const = default;
 };
 
 // Leases (model 1, read by software >= 1.3.0). kLeaseRevoke and
@@ -212,6 +219,10 @@ std::string EncodeMembership(const MembershipDecree& m);
 Status DecodeMembership(std::string_view bytes, MembershipDecree* out);
 std::string EncodeSessionOpen(const SessionOpen& o);
 Status DecodeSessionOpen(std::string_view bytes, SessionOpen* out);
+// Layout: session, seq, lowest_pending, type and model_version as LEB128
+// varints (7 bits a byte, low first, at most 10 bytes, no overlong
+// trailing zero byte), then the payload to the end. Decoding refuses a
+// truncated or overlong varint and a type or model past 16 bits.
 std::string EncodeSessionWrite(const SessionWrite& w);
 Status DecodeSessionWrite(std::string_view bytes, SessionWrite* out);
 // kKvTxn's payload is the client protocol's transaction (rpc::Txn).

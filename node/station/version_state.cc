@@ -194,10 +194,20 @@ uint16_t VersionState::WriteModel(uint16_t type) const {
   return std::max<uint16_t>(model, 1);
 }
 
-DecreeHeader VersionState::HeaderFor(uint16_t type) const {
+DecreeHeader VersionState::HeaderFor(uint16_t type) const { return HeaderOf(type, WriteModel(type)); }
+
+Decree InnerDecree(SessionWrite* w, const RequestTag& tag) {
+  Decree d;
+  d.header = HeaderOf(w->type, w->model_version);
+  d.tag = tag;
+  d.payload = std::move(w->payload);
+  return d;
+}
+
+DecreeHeader HeaderOf(uint16_t type, uint16_t model) {
   DecreeHeader h;
   h.type = type;
-  h.model_version = WriteModel(type);
+  h.model_version = model;
   if (IsKvType(type) && h.model_version == 2) h.min_reader_version = kKvModel2Since.ToString();
   if (type == static_cast<uint16_t>(DecreeType::kScheduler) && h.model_version == 2) {
     h.min_reader_version = kSchedModel2Since.ToString();
@@ -269,7 +279,6 @@ bool RestateInto(const Semver& target, uint64_t slot, const std::string& bytes, 
   }
   if (Reads(target, d)) return true;
   std::optional<std::string> restated;
-  SessionWrite w;
   Decree inner;
   const bool session_write = d.header.type == static_cast<uint16_t>(DecreeType::kSessionWrite);
   if (session_write && !applied_nothing) {
@@ -282,8 +291,8 @@ bool RestateInto(const Semver& target, uint64_t slot, const std::string& bytes, 
     restated = RewriteFor(target, d);
   } else if (!session_write || *applied_nothing) {
     restated = std::string();  // it changed nothing but the session table, which the target has not
-  } else if (DecodeSessionWrite(d.payload, &w).ok() && DecodeDecree(w.decree, &inner).ok() &&
-             !IsSessionType(inner.header.type)) {
+  } else if (SessionWrite w; DecodeSessionWrite(d.payload, &w).ok() && !IsSessionType(w.type)) {
+    inner = InnerDecree(&w, d.tag);
     restated = RewriteFor(target, inner);
   }
   if (!restated) {

@@ -49,6 +49,13 @@ bool IsSessionType(uint16_t type);
 // others. Such a type has model 1, its header names that release as its
 // minimum reader, and a leader writes it only after that release's marker.
 const Semver* IntroducedIn(uint16_t type);
+// The header of a decree of `type` in model `model`: the minimum reader
+// follows from the two (what VersionState::HeaderFor writes, and how a
+// session write's inner decree is rebuilt).
+DecreeHeader HeaderOf(uint16_t type, uint16_t model);
+// The write a session-write decree carries, as a decree of its own with
+// the outer decree's tag; takes the payload out of *w (its numbers stay).
+Decree InnerDecree(SessionWrite* w, const RequestTag& tag);
 
 // What a snapshot carries of the version state: everything the applied
 // log says (never this node's own software version, nor what it recorded

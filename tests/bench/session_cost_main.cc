@@ -20,6 +20,7 @@
 
 #include "node/station/decree.h"
 #include "node/station/sessions.h"
+#include "node/station/version_state.h"
 
 namespace {
 
@@ -61,8 +62,8 @@ Decree Wrapped(const Decree& inner, uint64_t seq) {
   outer.header.type = static_cast<uint16_t>(DecreeType::kSessionWrite);
   outer.header.min_reader_version = "1.3.0";
   outer.tag = inner.tag;
-  outer.payload = ts::station::EncodeSessionWrite(
-      ts::station::SessionWrite{7, seq, seq > 8 ? seq - 8 : 1, ts::station::EncodeDecree(inner)});
+  outer.payload = ts::station::EncodeSessionWrite(ts::station::SessionWrite{
+      7, seq, seq > 8 ? seq - 8 : 1, inner.header.type, inner.header.model_version, inner.payload});
   return outer;
 }
 
@@ -100,12 +101,12 @@ int main(int argc, char** argv) {
     }
   });
   const double dec_session = BestNsPerWrite(repeats, writes, [&](int) {
-    Decree outer, inner;
+    Decree outer;
     ts::station::SessionWrite w;
     ts::station::KvBatch b;
     if (ts::station::DecodeDecree(session_bytes, &outer).ok() &&
-        ts::station::DecodeSessionWrite(outer.payload, &w).ok() && ts::station::DecodeDecree(w.decree, &inner).ok() &&
-        ts::station::DecodeKvBatch(inner.payload, &b).ok()) {
+        ts::station::DecodeSessionWrite(outer.payload, &w).ok() &&
+        ts::station::DecodeKvBatch(ts::station::InnerDecree(&w, outer.tag).payload, &b).ok()) {
       g_sink += b.ops.size();
     }
   });
@@ -119,7 +120,10 @@ int main(int argc, char** argv) {
     }
     ++seq;
     const uint64_t lowest = seq > static_cast<uint64_t>(in_flight) ? seq - in_flight + 1 : 1;
-    ts::station::SessionWrite w{7, seq, lowest, {}};
+    ts::station::SessionWrite w;
+    w.session = 7;
+    w.seq = seq;
+    w.lowest_pending = lowest;
     ts::station::SavedAnswer a;
     if (t.Admit(w, &a) == ts::station::SessionTable::Verdict::kApply) {
       a.slot = 1000 + seq;

@@ -72,6 +72,15 @@ Status Driver::LoadTls() {
 }
 
 Status Driver::Start() {
+  // Settings first: a refused start leaves no data dir and no identity.
+  station::StationOptions& so = options_.station;
+  so.consensus.members.clear();
+  for (const auto& [id, addr] : options_.members) so.consensus.members.push_back(id);
+  // Leave room for framing and the message's other fields under the cap.
+  so.consensus.message_bytes_max = std::max<size_t>(1024, options_.frame_bytes_max / 2);
+  if (Status s = so.consensus.Validate(); !s.ok()) {
+    return Status::InvalidArgument("consensus settings: " + s.message());
+  }
   if (Status s = LoadTls(); !s.ok()) return s;
   std::error_code ec;
   std::filesystem::create_directories(options_.data_dir, ec);
@@ -87,7 +96,6 @@ Status Driver::Start() {
                  "version; an older tsnode cannot open this data dir)",
                  options_.data_dir, moved);
   }
-  station::StationOptions& so = options_.station;
   if (Status s = store_->CheckIdentity({so.cluster_id, so.consensus.id}); !s.ok()) return s;
   auto boot = store_->LoadBootstrap();
   if (!boot.ok()) return boot.status();
@@ -100,9 +108,7 @@ Status Driver::Start() {
 
   station::StationBootstrap sb;
   sb.consensus = std::move(*boot);
-  so.consensus.members.clear();
   for (const auto& [id, addr] : options_.members) {
-    so.consensus.members.push_back(id);
     so.peer_addrs[id] = addr.ToString();
     if (id != so.consensus.id) peer_addrs_[id] = addr;
   }
@@ -110,8 +116,6 @@ Status Driver::Start() {
     auto v = store_->GetMeta("version/" + std::to_string(id));
     if (v.ok() && id != so.consensus.id) sb.versions[id] = *v;
   }
-  // Leave room for framing and the message's other fields under the cap.
-  so.consensus.message_bytes_max = std::max<size_t>(1024, options_.frame_bytes_max / 2);
   so.restatement_bytes_max = options_.frame_bytes_max / 4;
   if (options_.advertise_client_addr.host.empty()) options_.advertise_client_addr = options_.client_addr;
   so.client_addr = options_.advertise_client_addr.ToString();

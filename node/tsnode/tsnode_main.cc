@@ -46,6 +46,23 @@ ts::StatusOr<std::map<ts::consensus::NodeId, ts::rpc::HostPort>> ParseMembers(co
 }
 
 // An address that listens on every interface but that no one can dial.
+// Why the consensus timing and size flags cannot work together, in the
+// flags' own names (empty: they can). Checked before the data dir is
+// touched; the driver checks the whole consensus configuration again.
+std::string TimingFlagsRefusal(const ts::consensus::Config& cc, size_t frame_bytes_max) {
+  const std::string hb = std::to_string(cc.heartbeat_ms), lease = std::to_string(cc.lease_ms);
+  if (cc.heartbeat_ms == 0) return "--heartbeat-ms must be at least 1";
+  if (cc.lease_ms < 2 * cc.heartbeat_ms) {
+    return "--lease-ms " + lease + " must be at least two heartbeat periods (--heartbeat-ms " + hb + ": at least " +
+           std::to_string(2 * cc.heartbeat_ms) + ")";
+  }
+  if (cc.drift_ms >= cc.lease_ms) {
+    return "--drift-ms " + std::to_string(cc.drift_ms) + " must be shorter than --lease-ms " + lease;
+  }
+  if (frame_bytes_max < 2048) return "--frame-bytes-max must be at least 2048 (a peer message is up to half a frame)";
+  return "";
+}
+
 bool IsWildcardHost(const std::string& host) { return host == "0.0.0.0" || host == "::" || host == "*"; }
 
 // An address only this host reaches.
@@ -201,46 +218,56 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  auto fail = [](const std::string& why) {
+  // A refused flag exits 2 (as a malformed command line does) and touches
+  // nothing on disk; a start that fails later exits 1.
+  auto say = [](const std::string& why) {
     spdlog::critical("{}", why);
     std::cerr << "tsnode: " << why << "\n";
+  };
+  auto fail = [&](const std::string& why) {
+    say(why);
     return 1;
   };
+  auto refuse = [&](const std::string& why) {
+    say(why);
+    return 2;
+  };
   auto members = ParseMembers(peers);
-  if (!members.ok()) return fail(members.status().message());
+  if (!members.ok()) return refuse(members.status().message());
   o.members = std::move(*members);
   cc.id = id;
   o.initial_cluster_new = initial_state == "new";
-  if (!o.members.count(cc.id)) return fail("--id " + std::to_string(id) + " is not listed in --peers");
+  if (!o.members.count(cc.id)) return refuse("--id " + std::to_string(id) + " is not listed in --peers");
   auto ca = ts::rpc::ParseHostPort(client_addr);
-  if (!ca.ok()) return fail("--client-addr: " + ca.status().message());
+  if (!ca.ok()) return refuse("--client-addr: " + ca.status().message());
   o.client_addr = *ca;
   auto advertised = ts::rpc::ParseHostPort(advertise_client_addr.empty() ? client_addr : advertise_client_addr);
-  if (!advertised.ok()) return fail("--advertise-client-addr: " + advertised.status().message());
+  if (!advertised.ok()) return refuse("--advertise-client-addr: " + advertised.status().message());
   if (IsWildcardHost(advertised->host)) {
-    return fail("--client-addr " + client_addr + " listens on every address, which clients on other hosts cannot "
+    return refuse("--client-addr " + client_addr + " listens on every address, which clients on other hosts cannot "
                 "dial: give --advertise-client-addr HOST:PORT, the address they reach this node at");
   }
   o.advertise_client_addr = *advertised;
   if (!http_addr.empty()) {
     auto h = ts::rpc::ParseHostPort(http_addr);
-    if (!h.ok()) return fail("--http-addr: " + h.status().message());
+    if (!h.ok()) return refuse("--http-addr: " + h.status().message());
     o.http_addr = *h;
   }
   if (!peer_listen_addr.empty()) {
     auto pl = ts::rpc::ParseHostPort(peer_listen_addr);
-    if (!pl.ok()) return fail("--peer-listen-addr: " + pl.status().message());
+    if (!pl.ok()) return refuse("--peer-listen-addr: " + pl.status().message());
     o.peer_listen_addr = *pl;
   }
   if (IsWildcardHost(o.members.at(cc.id).host)) {
-    return fail("--peers gives node " + std::to_string(id) + " the wildcard address " + o.members.at(cc.id).ToString() +
+    return refuse("--peers gives node " + std::to_string(id) + " the wildcard address " + o.members.at(cc.id).ToString() +
                 ", which peers cannot dial: list the address peers reach it at, and listen on the wildcard with "
                 "--peer-listen-addr");
   }
-  if (!ts::station::IsSemver(cc.software_version)) return fail("--software-version '" + cc.software_version + "' is not X.Y.Z");
+  if (!ts::station::IsSemver(cc.software_version)) return refuse("--software-version '" + cc.software_version + "' is not X.Y.Z");
   if (!o.tls.empty() && (o.tls.ca.empty() || o.tls.cert.empty() || o.tls.key.empty())) {
-    return fail("TLS needs all three of --tls-ca, --tls-cert and --tls-key");
+    return refuse("TLS needs all three of --tls-ca, --tls-cert and --tls-key");
   }
+  if (std::string why = TimingFlagsRefusal(cc, o.frame_bytes_max); !why.empty()) return refuse(why);
   if (o.tls.empty()) {
     std::vector<std::pair<std::string, std::string>> open_to_others;
     auto check = [&](const char* what, const ts::rpc::HostPort& hp) {

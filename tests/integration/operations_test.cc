@@ -75,13 +75,47 @@ TEST(TsnodeFlags, WildcardAddressesNeedTheAddressesOthersDial) {
   std::string dir = TempDir("ts-wild");
   CommandResult r = RunCommand({kTsnode, "--id", "1", "--peers", "1=127.0.0.1:1", "--client-addr", "0.0.0.0:7100",
                                 "--data-dir", dir + "/d"});
-  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--advertise-client-addr"), std::string::npos) << r.err;
   r = RunCommand({kTsnode, "--id", "1", "--peers", "1=0.0.0.0:7000", "--client-addr", "127.0.0.1:7100", "--data-dir",
                   dir + "/d"});
-  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--peer-listen-addr"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(dir + "/d")) << "refused before touching the data dir";
+  std::filesystem::remove_all(dir);
+}
+
+// A flag refused at start (alone, or against another) exits 2, names the
+// flag, and leaves the data dir as it was: not created, or still empty, so
+// no identity is left behind for a later start to trip over.
+TEST(TsnodeFlags, RefusedFlagsNameTheFlag_AndLeaveTheDataDirUntouched) {
+  std::string dir = TempDir("ts-flags");
+  std::filesystem::create_directories(dir + "/empty");
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--heartbeat-ms", "0"}, "--heartbeat-ms"},
+      {{"--lease-ms", "1"}, "--lease-ms"},
+      {{"--heartbeat-ms", "100", "--lease-ms", "150"}, "--lease-ms"},
+      {{"--drift-ms", "5000"}, "--drift-ms"},
+      {{"--frame-bytes-max", "100"}, "--frame-bytes-max"},
+      {{"--software-version", "one"}, "--software-version"},
+      {{"--tls-ca", dir + "/ca.pem"}, "--tls-cert"},
+      {{"--id", "4"}, "--peers"},
+  };
+  for (const std::string& data_dir : {dir + "/absent", dir + "/empty"}) {
+    for (const auto& [flags, named] : cases) {
+      std::vector<std::string> argv = {kTsnode, "--peers", "1=127.0.0.1:1", "--client-addr", "127.0.0.1:2",
+                                       "--data-dir", data_dir, "--initial-cluster-state", "new"};
+      if (flags[0] != "--id") argv.insert(argv.begin() + 1, {"--id", "1"});
+      argv.insert(argv.end(), flags.begin(), flags.end());
+      CommandResult r = RunCommand(argv);
+      SCOPED_TRACE(flags[0] + " " + flags[1] + " on " + data_dir);
+      EXPECT_EQ(r.code, 2) << r.err;
+      EXPECT_NE(r.err.find(named), std::string::npos) << "the refusal names " << named << ": " << r.err;
+      EXPECT_EQ(std::filesystem::exists(data_dir) && !std::filesystem::is_empty(data_dir), false)
+          << "a refused start left something in the data dir";
+    }
+    EXPECT_EQ(std::filesystem::exists(data_dir), data_dir == dir + "/empty");
+  }
   std::filesystem::remove_all(dir);
 }
 

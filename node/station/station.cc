@@ -180,6 +180,7 @@ void Station::Persisted(const Ready& ready) {
 // deadlines. Each is cheap when idle.
 void Station::RunDuties() {
   NoteRoleChange();
+  WarnWithoutLeader();
   version_duties_.UpdateEligibility();
   version_duties_.MaybeProposeMarker();  // a leadership that needs a marker proposes it first
   membership_.MaybeProposeGenesis();
@@ -211,6 +212,44 @@ StatusOr<consensus::Slot> Station::ProposeDecree(Decree& d) {
   auto slot = replica_->Propose(EncodeDecree(d));
   if (slot.ok()) ready_.proposed.push_back(Proposed{*slot, replica_->GetStatus().promised, d.header});
   return slot;
+}
+
+void Station::WarnWithoutLeader() {
+  constexpr uint64_t kFirstAfterMs = 3000, kEveryMs = 5000;
+  consensus::ReplicaStatus s = replica_->GetStatus();
+  if (s.leader_heard) {
+    if (leaderless_since_ms_ != 0 && now_ms_ >= leaderless_since_ms_ + kFirstAfterMs) {  // it was warned of
+      Log(LogLevel::kInfo, "a leader holds its lease again (node " + std::to_string(s.leader) + "), after " +
+                               std::to_string((now_ms_ - leaderless_since_ms_) / 1000) + " s without one");
+    }
+    leaderless_since_ms_ = 0;
+    return;
+  }
+  if (leaderless_since_ms_ == 0) {
+    leaderless_since_ms_ = std::max<uint64_t>(now_ms_, 1);
+    next_leaderless_warning_ms_ = now_ms_ + kFirstAfterMs;
+    return;
+  }
+  if (now_ms_ < next_leaderless_warning_ms_) return;
+  next_leaderless_warning_ms_ = now_ms_ + kEveryMs;
+  std::string heard, silent;
+  size_t heard_count = 0;
+  for (const auto& [id, p] : peers_) {
+    const bool recent = p.heard && now_ms_ < p.last_heard_ms + kFirstAfterMs;
+    std::string& list = recent ? heard : silent;
+    list += (list.empty() ? "" : ",") + std::to_string(id);
+    heard_count += recent ? 1 : 0;
+  }
+  const size_t members = peers_.size() + 1;
+  std::string what = s.role == Role::kLeader ? "this node leads at ballot " + consensus::ToString(s.promised) +
+                                                   " but holds no lease (too few members answer its heartbeats)"
+                                             : "no leader holds a lease";
+  Log(LogLevel::kWarn,
+      what + " for " + std::to_string((now_ms_ - leaderless_since_ms_) / 1000) + " s: writes and linearizable " +
+          "reads are refused. This node hears " + std::to_string(heard_count) + " of its " +
+          std::to_string(members - 1) + " peers (" + (heard.empty() ? "none" : heard) + "; silent: " +
+          (silent.empty() ? "none" : silent) + "); a leader needs " + std::to_string(members / 2 + 1) + " of " +
+          std::to_string(members) + " members. Check those nodes and the links to them");
 }
 
 void Station::NoteRoleChange() {

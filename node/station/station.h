@@ -350,6 +350,9 @@ class Station {
   // Applies a key-value or deployment decree; its outcome is the client's answer.
   SavedAnswer ApplyWrite(consensus::Slot slot, const Decree& d, bool replay_only);
   void NoteRoleChange();
+  // A warning every few seconds while no leader holds a lease here: how
+  // long, and which peers this node hears (a leader needs a majority).
+  void WarnWithoutLeader();
   void Log(LogLevel level, std::string text);
   void Respond(uint64_t handle, rpc::ClientResponse r);
   // Proposes `d` (tagged here) and reports it to observers; the slot, or
@@ -387,6 +390,8 @@ class Station {
 
   consensus::Role last_role_ = consensus::Role::kFollower;
   consensus::NodeId last_leader_ = consensus::kNoNode;
+  uint64_t leaderless_since_ms_ = 0;          // 0: a leader holds its lease
+  uint64_t next_leaderless_warning_ms_ = 0;
 
   // StateDigest() at one applied slot: status requests ask for it, and it
   // reads the whole state.

@@ -190,6 +190,39 @@ TEST(Station, Follower_RedirectsToTheLeadersClientAddress) {
   EXPECT_EQ(r->leader_hint, "sim:" + std::to_string(l));
 }
 
+// Quorum loss is loud: a node that no leader holds a lease over warns every
+// few seconds, naming the peers it hears and the silent ones, and says when
+// a leader is back; a healthy cluster says nothing of the kind.
+TEST(Station, WithoutALeader_ANodeWarnsEveryFewSeconds_AndSaysWhenOneIsBack) {
+  StationCluster c(3, 4);
+  std::map<consensus::NodeId, std::vector<std::string>> warnings, back;
+  c.AddReadyObserver([&](consensus::NodeId id, const station::Ready& r) {
+    for (const station::LogEvent& e : r.events) {
+      if (e.text.find("holds a lease") != std::string::npos || e.text.find("holds its lease again") != std::string::npos) {
+        (e.level == station::LogLevel::kWarn ? warnings : back)[id].push_back(e.text);
+      }
+    }
+  });
+  consensus::NodeId l = StableLeader(c);
+  c.Run(10000);
+  EXPECT_TRUE(warnings.empty()) << "a healthy cluster warned: " << warnings.begin()->second.front();
+  consensus::NodeId f = l % 3 + 1, other = f % 3 + 1;
+  c.Crash(l);
+  c.Crash(other);
+  c.Run(12500);
+  ASSERT_EQ(warnings[f].size(), 2u) << "after 3 s, then every 5 s";
+  const std::string& w = warnings[f].back();
+  EXPECT_NE(w.find("no leader holds a lease for 8 s"), std::string::npos) << w;
+  EXPECT_NE(w.find("hears 0 of its 2 peers (none; silent: "), std::string::npos) << w;
+  EXPECT_NE(w.find("a leader needs 2 of 3 members"), std::string::npos) << w;
+  c.Restart(l);
+  c.Restart(other);
+  ASSERT_TRUE(c.RunUntil([&] { return c.HasStableLeader(); }, 10000));
+  c.Run(100);
+  ASSERT_EQ(back[f].size(), 1u);
+  EXPECT_NE(back[f].front().find("a leader holds its lease again"), std::string::npos) << back[f].front();
+}
+
 TEST(Station, WriteThatCannotBeChosen_IsAnsweredOutcomeUnknown) {
   StationCluster c(3, 3);
   consensus::NodeId l = StableLeader(c);

@@ -348,6 +348,11 @@ std::optional<StatusOr<rpc::ClientResponse>> Client::Attempt(CallState& call, co
   if (attempt.count() <= 0) return GiveUp(call);
   ++stats_.attempts;
   StatusOr<rpc::ClientResponse> r = conn.Call(req, attempt);
+  if (!r.ok() && r.status().code() == Status::Code::kInvalidArgument) {
+    // Refused before it was sent (over the frame cap): a bad request,
+    // whatever node it would have gone to; never "outcome unknown".
+    return Status::InvalidArgument(r.status().message() + "; nothing was sent");
+  }
   if (!r.ok()) {
     DropConnection(target);
     ForgetLeader(target);

@@ -81,7 +81,8 @@ constexpr const char* kFooter =
     "plaintext. The certificate's OU is the client's role: read (get, status, log), write (also put, cas,\n"
     "delete) or admin (everything); cluster-scripts/gen-certs.sh makes them.\n"
     "Exit codes: 0 ok; 1 not found or compare failed; 2 bad arguments or bad request;\n"
-    "3 cluster unreachable, no leader, busy or outcome unknown; 4 internal error on a node;\n"
+    "3 cluster unreachable, no leader, busy or outcome unknown; 4 internal error on a node, or a local\n"
+    "file that failed midway;\n"
     "5 permission denied (the certificate's role does not allow the command); 6 unsupported: the node's\n"
     "release does not know the command (the message names the release it needs); nothing was done.\n"
     "On failure exactly one line is written to stderr (with --json, also {\"ok\":false,\"error\":...} on stdout).";

@@ -12,7 +12,7 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailed = 1;       // the cluster answered no: not found, compare failed
 inline constexpr int kExitUsage = 2;        // bad arguments, or a request the node calls malformed
 inline constexpr int kExitUnavailable = 3;  // cluster unreachable, no leader, outcome unknown, busy
-inline constexpr int kExitError = 4;        // internal error reported by a node
+inline constexpr int kExitError = 4;        // internal error reported by a node, or a local file tsctl cannot write
 inline constexpr int kExitDenied = 5;       // the client certificate's role does not allow it
 inline constexpr int kExitUnsupported = 6;  // the node's release does not know the op; a newer one does
 

@@ -1,7 +1,9 @@
 // SaveSnapshot; see tsctl_snapshot.h.
 #include "node/tsctl/tsctl_snapshot.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 
 #include "storage/snapshot_format.h"
@@ -59,6 +61,14 @@ StatusOr<SavedSnapshot> TryOnce(client::Client& client, const std::string& path)
 }  // namespace
 
 StatusOr<SavedSnapshot> SaveSnapshot(client::Client& client, const std::string& path) {
+  // A file that cannot be written is the caller's mistake, found before the
+  // cluster is asked to take a snapshot.
+  if (std::FILE* f = std::fopen((path + ".part").c_str(), "wb")) {
+    std::fclose(f);
+  } else {
+    return Status::InvalidArgument("cannot write " + path + ".part: " + std::strerror(errno) +
+                                   " (the snapshot goes there first, then is renamed to " + path + ")");
+  }
   Status last;
   for (int i = 0; i < kAttempts; ++i) {
     auto saved = TryOnce(client, path);

@@ -324,7 +324,11 @@ void AddTxnCommand(CLI::App& app, TxnArgs* a) {
 }
 
 int FailCallStatus(Output& out, const Status& s) {
-  return out.Fail(s.code() == Status::Code::kInvalidArgument ? kExitUsage : kExitUnavailable, s.message());
+  switch (s.code()) {
+    case Status::Code::kInvalidArgument: return out.Fail(kExitUsage, s.message());
+    case Status::Code::kIoError: return out.Fail(kExitError, s.message());  // tsctl's own files
+    default: return out.Fail(kExitUnavailable, s.message());
+  }
 }
 
 int FailAnswer(Output& out, const rpc::ClientResponse& r, const std::string& what) {

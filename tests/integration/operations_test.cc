@@ -229,6 +229,15 @@ TEST_F(OperationsTest, PutTakesAValueLongerThanACommandLineFromStdin) {
   auto none = Tsctl({"--endpoints", Endpoints(*cluster_), "put", "k"});
   EXPECT_EQ(none.code, 2);
   EXPECT_NE(none.err.find("--value-file"), std::string::npos) << none.err;
+  // Over the frame cap: refused before it is sent, so a bad request (2),
+  // never "outcome unknown" (3), and nothing is written.
+  CommandResult huge = RunCommand({kTsctl, "--endpoints", Endpoints(*cluster_), "put", "huge", "--value-file", "-"},
+                                  std::string(5'000'000, 'x'), 20s);
+  EXPECT_EQ(huge.code, 2) << huge.err;
+  EXPECT_NE(huge.err.find("nothing was sent"), std::string::npos) << huge.err;
+  auto absent = c.Call(Req(rpc::ClientOp::kGet, "huge"));
+  ASSERT_TRUE(absent.ok());
+  EXPECT_EQ(absent->code, rpc::ClientCode::kNotFound);
 }
 
 // Every node listens for peers on the wildcard address and advertises its

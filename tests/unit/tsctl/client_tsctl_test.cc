@@ -273,6 +273,15 @@ TEST(Tsctl, Put_unreachableClusterExitsThreeWithOneLine) {
   EXPECT_EQ(r.out, "");
 }
 
+// A file tsctl cannot write is a bad argument, found before any node is
+// asked (the endpoint here answers nothing: asking it would exit 3).
+TEST(Tsctl, SnapshotSave_toAnUnwritablePathExitsTwoBeforeAskingTheCluster) {
+  rpc::HostPort a{"127.0.0.1", ClosedPort()};
+  Result r = Tsctl({"--endpoints", a.ToString(), "--timeout-ms", "300", "snapshot", "save", "/nonexistent/dir/x"});
+  ExpectOneLineFailure(r, kExitUsage);
+  EXPECT_NE(r.err.find("cannot write /nonexistent/dir/x.part"), std::string::npos) << r.err;
+}
+
 TEST(Tsctl, Put_nodeAnswersOutcomeUnknownExitsThreeAndSaysSoInJson) {
   FakeNode node(client::testing::Leading(
       [](const ClientRequest&) { return Code(ClientCode::kOutcomeUnknown, "timed out"); }));

@@ -1,11 +1,49 @@
 #include "node/tsnode/flag_sources.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <string_view>
 #include <ostream>
 
 namespace ts::tsnode {
+
+namespace {
+
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+std::string DescribeConfigError(const CLI::App& app, const std::string& what) {
+  const std::string marker = "not able to parse ";
+  const size_t at = what.find(marker);
+  if (at == std::string::npos) return what;
+  const std::string key = what.substr(at + marker.size());
+  std::string best;
+  size_t best_distance = 4;  // further than 3 edits is no suggestion
+  for (const CLI::Option* o : app.get_options()) {
+    for (const std::string& name : o->get_lnames()) {
+      if (size_t d = EditDistance(key, name); d < best_distance) {
+        best_distance = d;
+        best = name;
+      }
+    }
+  }
+  return "unknown key '" + key + "' in the config file" + (best.empty() ? "" : "; did you mean '" + best + "'?");
+}
 
 std::string EnvNameFor(const std::string& env_prefix, const std::string& long_name) {
   std::string out = env_prefix + "_";

@@ -30,6 +30,11 @@ std::vector<std::string> WithEnvironment(const CLI::App& app, int argc, const ch
 // --print-config was given.
 bool PrintConfigIfAsked(const CLI::App& app, std::ostream& out);
 
+// A config-file parse error in the file's own terms: "unknown key 'K' in
+// the config file; did you mean 'L'?" for the key CLI11 could not place
+// (its own text says "INI" whatever the file's format); else `what`.
+std::string DescribeConfigError(const CLI::App& app, const std::string& what);
+
 // The environment variable AddFlagSources names for a long flag name
 // ("data-dir" -> "TSNODE_DATA_DIR").
 std::string EnvNameFor(const std::string& env_prefix, const std::string& long_name);

@@ -203,9 +203,9 @@ int main(int argc, char** argv) {
     app.parse(static_cast<int>(args_c.size()), args_c.data());
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);
-    std::cerr << "tsnode: " << e.what() << (e.get_name() == "ConfigError" ? " (config file keys are the long flag names "
-                                                                            "of --help, without the dashes)"
-                                                                          : " (see --help)")
+    const bool config = e.get_name() == "ConfigError";
+    std::cerr << "tsnode: " << (config ? ts::tsnode::DescribeConfigError(app, e.what()) : std::string(e.what()))
+              << (config ? " (config file keys are the long flag names of --help, without the dashes)" : " (see --help)")
               << "\n";
     return 2;
   }

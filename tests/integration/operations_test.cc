@@ -67,7 +67,10 @@ TEST(TsnodeFlags, ConfigFileThenEnvironmentThenCommandLine) {
   std::ofstream(dir + "/tsnode.toml", std::ios::app) << "heartbeat-msec = 5\n";
   CommandResult bad = RunCommand({kTsnode, "--config", dir + "/tsnode.toml", "--print-config"});
   EXPECT_EQ(bad.code, 2);
-  EXPECT_NE(bad.err.find("heartbeat-msec"), std::string::npos) << "a misspelt key is named: " << bad.err;
+  EXPECT_NE(bad.err.find("unknown key 'heartbeat-msec' in the config file; did you mean 'heartbeat-ms'?"),
+            std::string::npos)
+      << "a misspelt key is named, with the flag it is closest to: " << bad.err;
+  EXPECT_EQ(bad.err.find("INI"), std::string::npos) << "the file is TOML: " << bad.err;
   std::filesystem::remove_all(dir);
 }
 

@@ -88,25 +88,30 @@ StatusOr<std::vector<rpc::HostPort>> ResolveEndpoints(const std::string& flag_va
   const char* env = std::getenv(kEndpointsEnvVar);
   if (env != nullptr && !Trim(env).empty()) return ParseEndpointList(env, std::string("$") + kEndpointsEnvVar);
 
+  const char* cluster_dir = std::getenv(kClusterDirEnvVar);
+  const std::string file = cluster_dir != nullptr && !Trim(cluster_dir).empty()
+                               ? std::string(cluster_dir) + "/endpoints"
+                               : std::string(kEndpointsFile);
   errno = 0;  // ifstream reports no reason; open(2)'s errno is the best we have
-  std::ifstream in(kEndpointsFile, std::ios::binary);
+  std::ifstream in(file, std::ios::binary);
   if (in) {
     std::string contents;
     contents.resize(kEndpointsFileBytesMax + 1);
     in.read(contents.data(), static_cast<std::streamsize>(contents.size()));
-    if (in.bad()) return Status::IoError(std::string(kEndpointsFile) + ": read failed");
+    if (in.bad()) return Status::IoError(file + ": read failed");
     contents.resize(static_cast<size_t>(in.gcount()));
     if (contents.size() > kEndpointsFileBytesMax) {
-      return Status::InvalidArgument(std::string(kEndpointsFile) + ": larger than " +
-                                     std::to_string(kEndpointsFileBytesMax) + " bytes; not an endpoints file");
+      return Status::InvalidArgument(file + ": larger than " + std::to_string(kEndpointsFileBytesMax) +
+                                     " bytes; not an endpoints file");
     }
-    return ParseEndpointsFile(contents, kEndpointsFile);
+    return ParseEndpointsFile(contents, file);
   }
   int err = errno;
   std::string why = err == ENOENT || err == 0 ? "it does not exist" : std::strerror(err);
-  return Status::InvalidArgument(std::string("no cluster endpoints: pass --endpoints host:port,..., or set $") +
-                                 kEndpointsEnvVar + ", or run where " + kEndpointsFile + " exists (" + why +
-                                 " here; cluster-scripts/local-cluster.sh start 3 writes it)");
+  return Status::InvalidArgument(std::string("no cluster endpoints: pass --endpoints host:port,..., set $") +
+                                 kEndpointsEnvVar + ", or have the file " + file + " (" + why +
+                                 "; cluster-scripts/local-cluster.sh start 3 writes it, in $" + kClusterDirEnvVar +
+                                 " if set)");
 }
 
 std::string JoinEndpoints(const std::vector<rpc::HostPort>& endpoints) {

@@ -2,9 +2,10 @@
 // client ports. Three sources, first non-empty one wins:
 //   1. the --endpoints flag ("host:port,host:port"),
 //   2. the environment variable $TSCTL_ENDPOINTS (same syntax),
-//   3. the file .cluster/endpoints in the current directory, written by
-//      cluster-scripts/local-cluster.sh (one host:port per line; blank lines
-//      and '#' comments allowed).
+//   3. the file endpoints in $CLUSTER_DIR if that is set, else
+//      .cluster/endpoints in the current directory: what
+//      cluster-scripts/local-cluster.sh writes in its cluster directory (one
+//      host:port per line; blank lines and '#' comments allowed).
 // A source that is present but malformed is an error: it is never skipped in
 // favour of the next one, so a typo cannot silently send commands to another
 // cluster.
@@ -22,6 +23,7 @@ namespace ts::client {
 
 inline constexpr const char* kEndpointsEnvVar = "TSCTL_ENDPOINTS";
 inline constexpr const char* kEndpointsFile = ".cluster/endpoints";
+inline constexpr const char* kClusterDirEnvVar = "CLUSTER_DIR";  // local-cluster.sh's directory
 
 // Parses a comma-separated list "host:port,host:port". Whitespace around
 // items is ignored; an empty list, an empty item, a bad host:port or a
@@ -37,7 +39,7 @@ StatusOr<std::vector<rpc::HostPort>> ParseEndpointsFile(std::string_view content
 
 // Resolves the endpoints by the precedence above. `flag_value` is the
 // --endpoints flag as given (empty: not given). Reads $TSCTL_ENDPOINTS and
-// ./.cluster/endpoints relative to the current directory. If no source gives
+// $CLUSTER_DIR/endpoints or ./.cluster/endpoints. If no source gives
 // an endpoint the error names all three sources.
 StatusOr<std::vector<rpc::HostPort>> ResolveEndpoints(const std::string& flag_value);
 

@@ -75,7 +75,7 @@ std::string DefaultExecutorName() {
 void AddFlags(CLI::App& app, Flags& f) {
   app.add_flag("--simulate", f.simulate, "Simulate rooms (the only executor there is; required)");
   app.add_option("--endpoints", f.endpoints,
-                 "Client endpoints host:port,... (else $TSCTL_ENDPOINTS, else .cluster/endpoints)");
+                 "Client endpoints host:port,... (else $TSCTL_ENDPOINTS, else $CLUSTER_DIR/endpoints or .cluster/endpoints)");
   app.add_option("--cacert", f.cacert, "TLS: PEM file of the cluster's CA (else $TSCTL_CACERT)");
   app.add_option("--cert", f.cert, "TLS: PEM file of the agent's certificate, OU=admin (else $TSCTL_CERT)");
   app.add_option("--key", f.key, "TLS: PEM file of the agent's key (else $TSCTL_KEY)");

@@ -456,7 +456,7 @@ int main(int argc, char** argv) {
       "the client protocol, to the leader; or many leases kept alive); prints throughput and latency percentiles",
       "tsbench"};
   app.add_option("--endpoints", o.endpoints,
-                 "Client endpoints host:port,...; else $TSCTL_ENDPOINTS, else ./.cluster/endpoints");
+                 "Client endpoints host:port,...; else $TSCTL_ENDPOINTS, else $CLUSTER_DIR/endpoints or ./.cluster/endpoints");
   app.add_option("--cacert", o.cacert, "TLS: PEM file of the cluster's CA (else $TSCTL_CACERT)");
   app.add_option("--cert", o.cert, "TLS: PEM file of this client's certificate, OU=write or admin (else $TSCTL_CERT)");
   app.add_option("--key", o.key, "TLS: PEM file of this client's key (else $TSCTL_KEY)");

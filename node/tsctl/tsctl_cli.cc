@@ -72,8 +72,8 @@ struct Args {
 };
 
 constexpr const char* kFooter =
-    "Endpoints: --endpoints, else $TSCTL_ENDPOINTS (same syntax), else the file .cluster/endpoints in the\n"
-    "current directory (one host:port per line, '#' comments), as written by cluster-scripts/local-cluster.sh.\n"
+    "Endpoints: --endpoints, else $TSCTL_ENDPOINTS (same syntax), else the file endpoints in $CLUSTER_DIR if set,\n"
+    "else .cluster/endpoints (one host:port per line, '#' comments), as cluster-scripts/local-cluster.sh writes it.\n"
     "Requests follow the leader's address when a follower answers; a write whose answer is lost is reported\n"
     "as 'outcome unknown', never retried. A value starting with '-' goes after '--': tsctl put k -- -1.\n"
     "Global options may come before or after the command (tsctl get KEY --json).\n"

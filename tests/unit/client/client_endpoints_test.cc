@@ -70,6 +70,9 @@ class ResolveEndpointsTest : public ::testing::Test {
     old_cwd_ = fs::current_path();
     const char* env = std::getenv(kEndpointsEnvVar);
     if (env != nullptr) old_env_ = env;
+    const char* cluster_dir = std::getenv(kClusterDirEnvVar);
+    if (cluster_dir != nullptr) old_cluster_dir_ = cluster_dir;
+    ::unsetenv(kClusterDirEnvVar);
     dir_ = fs::temp_directory_path() / ("ts_endpoints_test_" + std::to_string(::getpid()) + "_" +
                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
@@ -84,6 +87,10 @@ class ResolveEndpointsTest : public ::testing::Test {
       ::setenv(kEndpointsEnvVar, old_env_->c_str(), 1);
     else
       ::unsetenv(kEndpointsEnvVar);
+    if (old_cluster_dir_)
+      ::setenv(kClusterDirEnvVar, old_cluster_dir_->c_str(), 1);
+    else
+      ::unsetenv(kClusterDirEnvVar);
   }
   void WriteFile(const std::string& contents) {
     fs::create_directories(dir_ / ".cluster");
@@ -93,6 +100,7 @@ class ResolveEndpointsTest : public ::testing::Test {
   fs::path dir_;
   fs::path old_cwd_;
   std::optional<std::string> old_env_;
+  std::optional<std::string> old_cluster_dir_;
 };
 
 TEST_F(ResolveEndpointsTest, FlagWinsOverEnvironmentAndFile) {
@@ -110,6 +118,21 @@ TEST_F(ResolveEndpointsTest, EnvironmentWinsOverFileWhenNoFlag) {
 TEST_F(ResolveEndpointsTest, FileIsUsedWhenNeitherFlagNorEnvironment) {
   WriteFile("# cluster\n10.0.0.3:3\n10.0.0.5:5\n");
   EXPECT_EQ(Joined(ResolveEndpoints("")), "10.0.0.3:3,10.0.0.5:5");
+}
+
+// local-cluster.sh keeps its cluster in $CLUSTER_DIR when that is set: the
+// endpoints file there wins over ./.cluster/endpoints, and is named when absent.
+TEST_F(ResolveEndpointsTest, ClusterDirNamesTheFileLocalClusterWrote) {
+  WriteFile("10.0.0.3:3\n");
+  fs::create_directories(dir_ / "elsewhere");
+  std::ofstream(dir_ / "elsewhere" / "endpoints") << "10.0.0.7:7\n";
+  ::setenv(kClusterDirEnvVar, (dir_ / "elsewhere").c_str(), 1);
+  EXPECT_EQ(Joined(ResolveEndpoints("")), "10.0.0.7:7");
+  ::setenv(kClusterDirEnvVar, (dir_ / "absent").c_str(), 1);
+  auto r = ResolveEndpoints("");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find((dir_ / "absent" / "endpoints").string()), std::string::npos)
+      << r.status().message();
 }
 
 TEST_F(ResolveEndpointsTest, EmptyEnvironmentVariableCountsAsUnset) {

@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include <cmath>
+#include <iomanip>
 #include <sstream>
 
 #include "node/station/version.h"
@@ -43,6 +45,18 @@ std::string Label(const std::string& v) {
   return out;
 }
 
+// A sample's value: integers in full ("1089953", never ostream's default
+// "1.08995e+06", which also loses digits), others with every digit a
+// double carries.
+std::string Number(double v) {
+  if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 9007199254740992.0) {
+    return std::to_string(static_cast<int64_t>(v));
+  }
+  std::ostringstream o;
+  o << std::setprecision(17) << v;
+  return o.str();
+}
+
 class Exposition {
  public:
   // One metric family; `samples` are (labels, value) pairs.
@@ -50,7 +64,7 @@ class Exposition {
               const std::vector<std::pair<std::string, double>>& samples) {
     o_ << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n';
     for (const auto& [labels, value] : samples) {
-      o_ << name << (labels.empty() ? "" : "{" + labels + "}") << ' ' << value << '\n';
+      o_ << name << (labels.empty() ? "" : "{" + labels + "}") << ' ' << Number(value) << '\n';
     }
   }
   void One(const std::string& name, const char* type, const std::string& help, double value) {
@@ -63,11 +77,11 @@ class Exposition {
     uint64_t cumulative = 0;
     for (size_t i = 0; i < h.bounds.size(); ++i) {
       cumulative += i < h.counts.size() ? h.counts[i] : 0;
-      o_ << name << "_bucket{le=\"" << h.bounds[i] << "\"} " << cumulative << '\n';
+      o_ << name << "_bucket{le=\"" << Number(h.bounds[i]) << "\"} " << cumulative << '\n';
     }
     if (h.counts.size() > h.bounds.size()) cumulative += h.counts[h.bounds.size()];
     o_ << name << "_bucket{le=\"+Inf\"} " << cumulative << '\n';
-    o_ << name << "_sum " << h.sum << '\n' << name << "_count " << cumulative << '\n';
+    o_ << name << "_sum " << Number(h.sum) << '\n' << name << "_count " << cumulative << '\n';
   }
   std::string str() const { return o_.str(); }
 

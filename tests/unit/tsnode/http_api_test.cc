@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "node/tsnode/http_api.h"
+#include "node/tsnode/http_port.h"
 
 namespace ts::tsnode {
 namespace {
@@ -186,6 +187,19 @@ TEST(HttpApi, TransactionsAndLeases) {
   j = nlohmann::json::parse(AnswerToHttp(ClientOp::kGet, got).body);
   EXPECT_EQ(j["mod_slot"], 31);
   EXPECT_EQ(j["lease"], 9);
+}
+
+// /metrics writes integers in full: a snapshot of 1,089,953 bytes is
+// "1089953", not ostream's default "1.08995e+06" (which also drops digits).
+TEST(HttpApi, MetricsWriteIntegersInFull) {
+  rpc::NodeStatus s;
+  s.id = 1;
+  s.snapshot_bytes = 1'089'953;
+  s.applied_slot = 12'345'678'901ull;
+  const std::string text = PrometheusText(s);
+  EXPECT_NE(text.find("ts_snapshot_bytes 1089953\n"), std::string::npos) << text;
+  EXPECT_NE(text.find(" 12345678901\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("e+"), std::string::npos) << text;
 }
 
 TEST(HttpApi, Base64RoundTripsEveryLength) {

@@ -23,6 +23,7 @@
 #include "node/tsctl/tsctl_member.h"
 #include "node/tsctl/tsctl_output.h"
 #include "node/tsctl/tsctl_snapshot.h"
+#include "node/tsctl/tsctl_endpoint.h"
 #include "node/tsctl/tsctl_txn.h"
 #include "node/tsctl/tsctl_format.h"
 
@@ -205,6 +206,7 @@ std::unique_ptr<CLI::App> BuildApp(Args* a) {
   AddLeaseCommands(*app, &a->lease);
   AddTxnCommand(*app, &a->txn);
   AddDeployCommands(*app, &a->deploy);
+  AddEndpointCommands(*app);
   return app;
 }
 
@@ -264,6 +266,7 @@ class Command {
     if (name == "version") return Version();
     if (name == "lease") return RunLease(*client_, args_.lease, output_);
     if (name == "txn") return RunTxn(*client_, args_.txn, output_);
+    if (name == "endpoint") return RunEndpointHealth(*client_, args_.timeout_ms, output_);
     if (!args_.deploy_path.empty()) return Deploy(args_.deploy_path);
     return Fail(kExitUsage, "unknown command " + name);
   }

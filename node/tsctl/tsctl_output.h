@@ -42,6 +42,16 @@ class Output {
       out_ << text << '\n';
   }
 
+  // A result that is also a failure: `j` (with "ok": false) or `text` on
+  // stdout, as Print does, and the one-line `summary` on stderr; returns
+  // `code`. For commands whose every row is printed, failed ones included.
+  int PrintFailed(int code, const nlohmann::json& j, const std::string& text, const std::string& summary) {
+    assert(code != kExitOk);
+    Print(j, text);
+    err_ << OneLine(summary) << '\n';
+    return code;
+  }
+
   // A progress line of a long command, in text mode only (the JSON object
   // comes once, at the end).
   void Progress(const std::string& line) {

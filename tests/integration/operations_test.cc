@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "tests/integration/cluster_harness.h"
 #include "tests/integration/run_command.h"
@@ -214,6 +215,30 @@ TEST_F(OperationsTest, StatusExitsNonZeroWithoutAQuorum) {
       << last.out << last.err;
   EXPECT_NE(last.err.find("no quorum"), std::string::npos) << last.err;
   EXPECT_NE(last.out.find("unreachable"), std::string::npos) << "the table still shows every node:\n" << last.out;
+}
+
+// tsctl endpoint health asks each endpoint on its own: all healthy with a
+// quorum; without one, the survivor says no leader holds a lease, the dead
+// ones are unreachable, and the exit code is 3.
+TEST_F(OperationsTest, EndpointHealthChecksEveryNodeOnItsOwn) {
+  cluster_ = std::make_unique<ProcessCluster>(3);
+  ASSERT_TRUE(cluster_->WaitForFormed(10000ms));
+  std::string all = Endpoints(*cluster_);
+  tsctl::testing::Result ok;
+  EXPECT_TRUE(WaitFor([&] { return (ok = Tsctl({"--endpoints", all, "endpoint", "health"})).code == 0; }, 5000ms))
+      << ok.out << ok.err;
+  EXPECT_EQ(tsctl::testing::Lines(ok.out), 3u) << ok.out;
+  auto j = nlohmann::json::parse(Tsctl({"--endpoints", all, "--json", "endpoint", "health"}).out);
+  EXPECT_EQ(j["healthy"], 3) << j.dump();
+  cluster_->Kill(1);
+  cluster_->Kill(2);
+  tsctl::testing::Result bad;
+  EXPECT_TRUE(WaitFor([&] {
+    bad = Tsctl({"--endpoints", all, "--timeout-ms", "1000", "endpoint", "health"});
+    return bad.code == 3 && bad.out.find("no leader holding a lease") != std::string::npos;
+  }, 5000ms)) << bad.out << bad.err;
+  EXPECT_NE(bad.out.find("is unhealthy: unreachable"), std::string::npos) << bad.out;
+  EXPECT_EQ(bad.err, "3 of 3 endpoints unhealthy\n") << "two unreachable, one without a leader";
 }
 
 TEST_F(OperationsTest, PutTakesAValueLongerThanACommandLineFromStdin) {

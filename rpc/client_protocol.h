@@ -174,9 +174,10 @@ struct LeaseInfo {
 };
 
 // Range reads (wire version 3 on; docs/design/ranges.md). The flags of a
-// request, and of its answer: kRangeSerializable there says the page is the
-// answering node's applied state (it may trail the leader), kRangeMore that
-// more keys follow (range_after is the token of the next page).
+// request; its answer repeats them (so kRangeSerializable there says the
+// page is the answering node's applied state, which may trail the leader)
+// and adds kRangeMore when more keys follow (range_after is the token of the
+// next page).
 inline constexpr uint8_t kRangeKeysOnly = 1;      // entries without their values
 inline constexpr uint8_t kRangeCountOnly = 2;     // no entries: total counts the keys past `after`
 inline constexpr uint8_t kRangeSerializable = 4;  // any node, from its applied state, no lease
@@ -427,7 +428,7 @@ struct ClientResponse {
   std::vector<TxnOpResult> txn_results;  // kTxn: one per operation of the branch that ran
   std::vector<RangeEntry> range;  // kRange: the page, in key order
   std::string range_after;        // kRange: the token of the next page (with kRangeMore)
-  uint8_t range_flags = 0;        // kRange: kRangeMore, kRangeSerializable
+  uint8_t range_flags = 0;        // kRange: the request's, and kRangeMore
 
   // The status travels as a nested byte string: empty when status.id is 0
   // (no status: every answer but kStatus and kMember, so a get's answer

@@ -29,7 +29,7 @@ void ClientRequests::HandleRange(uint64_t handle, ClientRequest&& req) {
 ClientResponse ClientRequests::RangeAnswer(const ClientRequest& req, ClientResponse resp) const {
   RangeBounds bounds;
   bounds.bytes_max = std::min(st_.options_.range_page_bytes_max, kRangePageBytesMax);
-  resp.range_flags = req.range_flags & rpc::kRangeSerializable;
+  resp.range_flags = req.range_flags;  // the answer says what it is
   if (Status s = ReadRange(st_.kv_, st_.cluster_uuid(), req, bounds, &resp); !s.ok()) {
     return Answer(req.id, ClientCode::kBadRequest, s.message());
   }

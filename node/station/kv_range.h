@@ -49,8 +49,8 @@ std::string RangeRequestRefusal(const rpc::ClientRequest& req, const std::string
                                 size_t key_bytes_max);
 
 // One page of `kv` for `req` (op kRange: prefix in key, limit, after,
-// range_flags), into `resp`: range, range_after and range_flags (kRangeMore),
-// or total alone when counting. `cluster_uuid` is the one the tokens name.
+// range_flags), into `resp`: range, range_after and kRangeMore in
+// range_flags, or total alone when counting. `cluster_uuid` is the one the tokens name.
 // InvalidArgument when the token is malformed or is another cluster's or
 // another prefix's; resp is then untouched.
 Status ReadRange(const KvStore& kv, const std::string& cluster_uuid, const rpc::ClientRequest& req,

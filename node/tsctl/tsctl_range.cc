@@ -51,13 +51,13 @@ nlohmann::json RangeEntryJson(const rpc::RangeEntry& e, bool keys_only) {
   return j;
 }
 
-nlohmann::json RangeAnswerJson(const rpc::ClientResponse& r, uint8_t request_flags) {
+nlohmann::json RangeAnswerJson(const rpc::ClientResponse& r) {
   nlohmann::json j;
-  if (request_flags & rpc::kRangeCountOnly) {
+  if (r.range_flags & rpc::kRangeCountOnly) {
     j["count"] = r.total;
   } else {
     nlohmann::json entries = nlohmann::json::array();
-    for (const rpc::RangeEntry& e : r.range) entries.push_back(RangeEntryJson(e, request_flags & rpc::kRangeKeysOnly));
+    for (const rpc::RangeEntry& e : r.range) entries.push_back(RangeEntryJson(e, r.range_flags & rpc::kRangeKeysOnly));
     j["entries"] = std::move(entries);
     j["more"] = (r.range_flags & rpc::kRangeMore) != 0;
     if (r.range_flags & rpc::kRangeMore) j["after"] = r.range_after;
@@ -84,7 +84,7 @@ int RunRange(client::Client& client, const RangeArgs& a, Output& out) {
     if (r->code != ClientCode::kOk) return FailAnswer(out, *r, "prefix " + Printable(a.prefix));
     ++pages;
     if (a.count) {
-      nlohmann::json j = RangeAnswerJson(*r, req.range_flags);
+      nlohmann::json j = RangeAnswerJson(*r);
       j["ok"] = true;
       j["op"] = "range";
       j["prefix"] = a.prefix;

@@ -41,8 +41,9 @@ int RunRange(client::Client& client, const RangeArgs& a, Output& out);
 // One entry as JSON: "key" (when UTF-8) and "key_base64", "value" (when
 // UTF-8) and "value_base64" unless keys only, "mod_slot", "lease".
 nlohmann::json RangeEntryJson(const rpc::RangeEntry& e, bool keys_only);
-// A page's answer: "entries", "more" and, when more follow, "after" (the
-// token); counting: "count"; and "serializable" when the node said so.
-nlohmann::json RangeAnswerJson(const rpc::ClientResponse& r, uint8_t request_flags);
+// A page's answer (its range_flags repeat the request's): "entries", "more"
+// and, when more follow, "after" (the token); counting: "count"; and
+// "serializable".
+nlohmann::json RangeAnswerJson(const rpc::ClientResponse& r);
 
 }  // namespace ts::tsctl

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "node/tsctl/tsctl_format.h"
+#include "node/tsctl/tsctl_range.h"
 #include "node/tsctl/tsctl_txn.h"
 #include "rpc/roles.h"
 
@@ -288,6 +289,9 @@ HttpAnswer AnswerToHttp(ClientOp op, const rpc::ClientResponse& r, const rpc::Tx
       break;
     case ClientOp::kLeaseList:
       if (r.code == ClientCode::kOk) j["leases"] = tsctl::LeasesJson(r.leases);
+      break;
+    case ClientOp::kRange:
+      if (r.code == ClientCode::kOk) j.update(tsctl::RangeAnswerJson(r));
       break;
     case ClientOp::kDeployQuery:
     case ClientOp::kDeploy: {

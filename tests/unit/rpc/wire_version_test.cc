@@ -401,5 +401,49 @@ TEST(AsyncClientWire, ANodeOfVersion2_AWriteInASessionIsRefusedBeforeSending) {
   EXPECT_EQ(s.requests, 0u);
 }
 
+// Range reads (kRange) exist from wire version 3 on: a node of version 2
+// (1.2.0) never receives one; the client answers the typed refusal itself.
+TEST(AsyncClientWire, ANodeOfVersion2_ARangeReadIsRefusedBeforeSending) {
+  EXPECT_EQ(MinWireVersionOf(ClientOp::kRange), 3);
+  asio::io_context io;
+  Server s(io);
+  s.server.SetIdentity("1.2.0-test", 2);
+  AsyncClient c(io);
+  std::optional<Status> connected;
+  c.Connect({"127.0.0.1", s.server.bound_port()}, [&](Status st) { connected = st; });
+  ASSERT_TRUE(RunUntil(io, [&] { return connected.has_value(); }));
+  ASSERT_TRUE(connected->ok()) << connected->ToString();
+  EXPECT_EQ(c.wire_version(), 2);
+  std::optional<StatusOr<ClientResponse>> r;
+  ClientRequest range;
+  range.op = ClientOp::kRange;
+  range.key = "svc/";
+  c.Send(range, [&](StatusOr<ClientResponse> x) { r = std::move(x); });
+  ASSERT_TRUE(r.has_value()) << "answered at once, never sent";
+  ASSERT_TRUE(r->ok());
+  EXPECT_EQ((*r)->code, ClientCode::kUnsupported);
+  EXPECT_NE((*r)->message.find("range needs wire version 3 (1.3.0 or later)"), std::string::npos) << (*r)->message;
+  EXPECT_EQ(s.requests, 0u);
+  // Its fields travel in version 3 only, both ways.
+  range.after = "00ff";
+  range.range_flags = kRangeKeysOnly;
+  ClientRequest back;
+  ASSERT_TRUE(DecodeClientRequest(EncodeClientRequest(range, 3), &back, 3).ok());
+  EXPECT_EQ(back.after, "00ff");
+  EXPECT_EQ(back.range_flags, kRangeKeysOnly);
+  ClientResponse page;
+  page.range.push_back(RangeEntry{"svc/a", "1", 7, 0});
+  page.range_after = "abcd";
+  page.range_flags = kRangeMore;
+  ClientResponse got;
+  ASSERT_TRUE(DecodeClientResponse(EncodeClientResponse(page, 3), &got, 3).ok());
+  EXPECT_EQ(got.range, page.range);
+  EXPECT_EQ(got.range_after, "abcd");
+  EXPECT_EQ(got.range_flags, kRangeMore);
+  ClientResponse old;
+  ASSERT_TRUE(DecodeClientResponse(EncodeClientResponse(page, 2), &old, 2).ok());
+  EXPECT_TRUE(old.range.empty()) << "a 1.2.0 reader never sees them";
+}
+
 }  // namespace
 }  // namespace ts::rpc

@@ -270,6 +270,8 @@ TEST(StationRange, LinearizableOnTheLeader_RedirectedByFollowers_SerializableAny
   auto on_follower = sim::CallNode(c, f, RangeReq("svc/", 2, "", rpc::kRangeSerializable | rpc::kRangeKeysOnly));
   ASSERT_TRUE(on_follower.has_value());
   EXPECT_TRUE(on_follower->range[0].value.empty());
+  EXPECT_EQ(on_follower->range_flags & ~rpc::kRangeMore, rpc::kRangeSerializable | rpc::kRangeKeysOnly)
+      << "the answer repeats the request's flags";
   auto on_leader = sim::CallNode(c, l, RangeReq("svc/", 10, on_follower->range_after));
   ASSERT_TRUE(on_leader.has_value());
   EXPECT_EQ(KeysOf(*on_leader), (std::vector<std::string>{"svc/2", "svc/3", "svc/4"}));

@@ -44,7 +44,7 @@ FakeNode::Script RangeLeader(const station::KvStore* kv, std::vector<rpc::Client
       return Code(ClientCode::kBadRequest, why);
     }
     rpc::ClientResponse a = Ok(321);
-    a.range_flags = r.range_flags & rpc::kRangeSerializable;
+    a.range_flags = r.range_flags;
     Status s = station::ReadRange(*kv, kUuid, r, {}, &a);
     if (!s.ok()) return Code(ClientCode::kBadRequest, s.message());
     return a;

@@ -211,8 +211,9 @@ def report(as_json, etcd_version, tsnode_version, nodes, duration, warmup, get_k
             continue
         ratio = f"{w['ratio_ops_per_sec']:.2f}" if "ratio_ops_per_sec" in w else "-"
         table.append([n] + side(w.get("etcd")) + side(w.get("tsnode")) + [ratio])
-    print_table(table)
-    print()
+    if len(table) > 1:
+        print_table(table)
+        print()
     leases = lease_rows(rows, order)
     if leases:
         print_table([LEASE_HEAD] + [["-" if c is None else str(c) for c in row] for row in leases])

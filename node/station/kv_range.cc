@@ -139,34 +139,34 @@ Status ReadRange(const KvStore& kv, const std::string& cluster_uuid, const Clien
   const std::string& prefix = req.key;
   const bool inclusive = !resume->has_value();
   const std::string& from = inclusive ? prefix : **resume;
-  if (req.range_flags & rpc::kRangeCountOnly) {
-    uint64_t count = 0;
-    kv.ForEachFrom(from, inclusive, [&](const std::string& k, const KvEntry&) {
-      if (!k.starts_with(prefix)) return false;
-      ++count;
-      return true;
-    });
-    resp->total = count;
-    return Status::Ok();
-  }
+  const bool counting = req.range_flags & rpc::kRangeCountOnly;
   const bool keys_only = req.range_flags & rpc::kRangeKeysOnly;
   const uint32_t entries_max = std::clamp<uint32_t>(req.limit, 1, std::max<uint32_t>(bounds.entries_max, 1));
+  uint64_t count = 0;
   size_t bytes = 0;
+  const std::string* last_counted = nullptr;
   bool more = false;
   kv.ForEachFrom(from, inclusive, [&](const std::string& k, const KvEntry& e) {
     if (!k.starts_with(prefix)) return false;
+    if (counting) {
+      if (count >= std::max<uint64_t>(bounds.count_max, 1)) return !(more = true);
+      ++count;
+      last_counted = &k;  // a key of the map: stays put while the page is read
+      return true;
+    }
     const size_t cost = k.size() + (keys_only ? 0 : e.value.size());
     if (resp->range.size() >= entries_max || (!resp->range.empty() && bytes + cost > bounds.bytes_max)) {
-      more = true;
-      return false;
+      return !(more = true);
     }
     bytes += cost;
     resp->range.push_back(rpc::RangeEntry{k, keys_only ? std::string() : e.value, e.mod_slot, e.lease});
     return true;
   });
+  if (counting) resp->total = count;
   if (more) {
     resp->range_flags |= rpc::kRangeMore;
-    resp->range_after = EncodeRangeToken(RangeToken{cluster_uuid, prefix, resp->range.back().key});
+    const std::string& last = counting ? *last_counted : resp->range.back().key;
+    resp->range_after = EncodeRangeToken(RangeToken{cluster_uuid, prefix, last});
   }
   return Status::Ok();
 }

@@ -18,6 +18,10 @@ namespace ts::station {
 // A page holds at most this many entries, whatever the limit asked; a
 // larger limit is clamped (the answer says more follow).
 inline constexpr uint32_t kRangeEntriesMax = 10'000;
+// A counting page counts at most this many keys (then says more follow, with
+// the token of the last key it counted): a count holds the node's loop for a
+// bounded time, whatever the prefix holds.
+inline constexpr uint64_t kRangeCountMax = 100'000;
 // The largest page, in bytes of keys and values, a node may be configured
 // with (StationOptions::range_page_bytes_max). A single entry larger than
 // the page's bound still goes, alone in its page.
@@ -40,6 +44,7 @@ StatusOr<RangeToken> DecodeRangeToken(std::string_view text);
 struct RangeBounds {
   uint32_t entries_max = kRangeEntriesMax;
   size_t bytes_max = kRangePageBytesMax;
+  uint64_t count_max = kRangeCountMax;
 };
 
 // The checks of a range request that need no state: the prefix's length
@@ -49,8 +54,9 @@ std::string RangeRequestRefusal(const rpc::ClientRequest& req, const std::string
                                 size_t key_bytes_max);
 
 // One page of `kv` for `req` (op kRange: prefix in key, limit, after,
-// range_flags), into `resp`: range, range_after and kRangeMore in
-// range_flags, or total alone when counting. `cluster_uuid` is the one the tokens name.
+// range_flags), into `resp`: range (none when counting: total counts the
+// keys instead), and with more keys to come kRangeMore in range_flags and
+// the token of the next page in range_after. `cluster_uuid` is the one the tokens name.
 // InvalidArgument when the token is malformed or is another cluster's or
 // another prefix's; resp is then untouched.
 Status ReadRange(const KvStore& kv, const std::string& cluster_uuid, const rpc::ClientRequest& req,

@@ -59,9 +59,9 @@ nlohmann::json RangeAnswerJson(const rpc::ClientResponse& r) {
     nlohmann::json entries = nlohmann::json::array();
     for (const rpc::RangeEntry& e : r.range) entries.push_back(RangeEntryJson(e, r.range_flags & rpc::kRangeKeysOnly));
     j["entries"] = std::move(entries);
-    j["more"] = (r.range_flags & rpc::kRangeMore) != 0;
-    if (r.range_flags & rpc::kRangeMore) j["after"] = r.range_after;
   }
+  j["more"] = (r.range_flags & rpc::kRangeMore) != 0;
+  if (r.range_flags & rpc::kRangeMore) j["after"] = r.range_after;
   j["serializable"] = (r.range_flags & rpc::kRangeSerializable) != 0;
   return j;
 }
@@ -75,7 +75,7 @@ int RunRange(client::Client& client, const RangeArgs& a, Output& out) {
                                          (a.count ? rpc::kRangeCountOnly : 0) |
                                          (a.serializable ? rpc::kRangeSerializable : 0));
   nlohmann::json all = nlohmann::json::array();
-  uint64_t printed = 0, pages = 0;
+  uint64_t printed = 0, pages = 0, counted = 0;
   for (;;) {
     req.limit = static_cast<uint32_t>(a.limit == 0 ? kRangePageEntries
                                                    : std::min<uint64_t>(kRangePageEntries, a.limit - printed));
@@ -83,13 +83,17 @@ int RunRange(client::Client& client, const RangeArgs& a, Output& out) {
     if (!r.ok()) return FailCallStatus(out, r.status());
     if (r->code != ClientCode::kOk) return FailAnswer(out, *r, "prefix " + Printable(a.prefix));
     ++pages;
-    if (a.count) {
-      nlohmann::json j = RangeAnswerJson(*r);
-      j["ok"] = true;
-      j["op"] = "range";
-      j["prefix"] = a.prefix;
-      j["applied_slot"] = r->slot;
-      out.Print(j, std::to_string(r->total));
+    const bool more = (r->range_flags & rpc::kRangeMore) != 0;
+    if (a.count) {  // a page counts a bounded number of keys; the sum is the count
+      counted += r->total;
+      if (more) {
+        req.after = r->range_after;
+        continue;
+      }
+      nlohmann::json j = {{"ok", true},         {"op", "range"},         {"prefix", a.prefix}, {"count", counted},
+                          {"pages", pages},     {"applied_slot", r->slot},
+                          {"serializable", (r->range_flags & rpc::kRangeSerializable) != 0}};
+      out.Print(j, std::to_string(counted));
       return kExitOk;
     }
     for (const rpc::RangeEntry& e : r->range) {
@@ -101,7 +105,6 @@ int RunRange(client::Client& client, const RangeArgs& a, Output& out) {
       }
     }
     printed += r->range.size();
-    const bool more = (r->range_flags & rpc::kRangeMore) != 0;
     if (!more || (a.limit != 0 && printed >= a.limit)) {
       if (out.json()) {
         nlohmann::json j = {{"ok", true},           {"op", "range"}, {"prefix", a.prefix}, {"entries", std::move(all)},

@@ -34,16 +34,17 @@ void AddRangeOptions(CLI::App& get, RangeArgs* a);
 // Why these arguments cannot run (empty: they can); `key_given`: get's KEY.
 std::string RangeArgsRefusal(const RangeArgs& a, bool key_given);
 // Pages through the prefix: text as it goes (a key line, then its value line;
-// keys only: a line each; --count: the number), or one JSON object at the
-// end. Exit codes as every command's; no key under the prefix is exit 0.
+// keys only: a line each; --count: the sum of every counting page's count),
+// or one JSON object at the end. Exit codes as every command's; no key under
+// the prefix is exit 0.
 int RunRange(client::Client& client, const RangeArgs& a, Output& out);
 
 // One entry as JSON: "key" (when UTF-8) and "key_base64", "value" (when
 // UTF-8) and "value_base64" unless keys only, "mod_slot", "lease".
 nlohmann::json RangeEntryJson(const rpc::RangeEntry& e, bool keys_only);
-// A page's answer (its range_flags repeat the request's): "entries", "more"
-// and, when more follow, "after" (the token); counting: "count"; and
-// "serializable".
+// A page's answer (its range_flags repeat the request's): "entries" (or,
+// counting, "count": the keys this page counted), "more" and, when more
+// follow, "after" (the token); and "serializable".
 nlohmann::json RangeAnswerJson(const rpc::ClientResponse& r);
 
 }  // namespace ts::tsctl

@@ -196,7 +196,7 @@ TEST(KvRange, PagesAreBoundedByBytes_AValueLargerThanTheBoundGoesAlone) {
   for (const auto& e : keys.range) EXPECT_TRUE(e.value.empty());
 }
 
-TEST(KvRange, CountOnlyCountsPastTheTokenWithoutEntries) {
+TEST(KvRange, CountOnlyCountsPastTheTokenWithoutEntries_ABoundedNumberAPage) {
   KvStore kv = StoreOf({{"a", "1"}, {"b/1", "1"}, {"b/2", "2"}, {"b/3", "3"}, {"c", "1"}});
   ClientResponse all = Page(kv, RangeReq("b/", 0, "", rpc::kRangeCountOnly));
   EXPECT_EQ(all.total, 3u);
@@ -205,6 +205,24 @@ TEST(KvRange, CountOnlyCountsPastTheTokenWithoutEntries) {
   ClientResponse first = Page(kv, RangeReq("b/", 1));
   EXPECT_EQ(Page(kv, RangeReq("b/", 0, first.range_after, rpc::kRangeCountOnly)).total, 2u);
   EXPECT_EQ(Page(kv, RangeReq("", 0, "", rpc::kRangeCountOnly)).total, 5u);
+  // A count is bounded too: past count_max keys it says more follow, and the
+  // pages' counts add up to the whole.
+  RangeBounds b;
+  b.count_max = 2;
+  uint64_t sum = 0;
+  size_t pages = 0;
+  std::string after;
+  for (;; ++pages) {
+    ClientResponse c = Page(kv, RangeReq("", 0, after, rpc::kRangeCountOnly), b);
+    EXPECT_LE(c.total, 2u);
+    EXPECT_TRUE(c.range.empty());
+    sum += c.total;
+    if ((c.range_flags & rpc::kRangeMore) == 0) break;
+    after = c.range_after;
+    ASSERT_LT(pages, 10u);
+  }
+  EXPECT_EQ(sum, 5u);
+  EXPECT_EQ(pages, 2u) << "pages of 2, 2 and 1";
 }
 
 // ---- the station, on the simulated cluster

@@ -256,7 +256,7 @@ Status HttpPort::Start() {
                         {"rocksdb_crc32c", storage::RocksDbCrc32c()}};
     res.set_content(j.dump(), "application/json");
   });
-  for (const char* route : {"kv", "deploy", "session"}) {
+  for (const char* route : {"kv", "deploy", "session", "lease"}) {
     std::string pattern = std::string("/v1/") + route + "/(.*)";
     auto handler = [this, route](const httplib::Request& req, httplib::Response& res) { ServeApi(req, res, route); };
     server_->Get(pattern, handler);
@@ -264,7 +264,7 @@ Status HttpPort::Start() {
     server_->Post(pattern, handler);
     server_->Delete(pattern, handler);
   }
-  for (const char* route : {"status", "log", "cas", "request", "deploy", "session", "kv"}) {
+  for (const char* route : {"status", "log", "cas", "request", "deploy", "session", "kv", "txn", "lease"}) {
     std::string pattern = std::string("/v1/") + route;
     auto handler = [this, route](const httplib::Request& req, httplib::Response& res) { ServeApi(req, res, route); };
     server_->Get(pattern, handler);

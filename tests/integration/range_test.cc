@@ -149,5 +149,28 @@ TEST_F(RangeTest, TheHttpPortServesPages_AFollowersForwardedToTheLeader) {
   EXPECT_EQ(bad.out, "400");
 }
 
+// The HTTP port routes every call http_api.h lists, the transaction and
+// lease calls among them (a call it does not route is a bare 404).
+TEST_F(RangeTest, TheHttpPortRoutesTransactionsAndLeasesToo) {
+  ASSERT_TRUE(cluster_->WaitForLeaderIndex(5000ms).has_value());
+  auto post = [&](const std::string& path, const std::string& body) {
+    CommandResult r = RunCommand({"/usr/bin/curl", "-s", "-X", "POST", "-d", body,
+                                  "http://127.0.0.1:" + std::to_string(http_[0]) + path});
+    auto j = nlohmann::json::parse(r.out, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << path << ": " << r.out;
+    return j;
+  };
+  auto grant = post("/v1/lease", R"({"ttl_ms":10000})");
+  ASSERT_EQ(grant["code"], "ok") << grant.dump();
+  const std::string id = std::to_string(grant["lease"].get<uint64_t>());
+  EXPECT_EQ(post("/v1/lease/" + id + "/keepalive", "{}")["code"], "ok");
+  auto txn = post("/v1/txn", R"({"compare":[{"key":"q","value":"x"}],"then":[{"get":{"key":"s"}}]})");
+  EXPECT_EQ(txn["code"], "ok") << txn.dump();
+  EXPECT_EQ(txn["succeeded"], true);
+  CommandResult list =
+      RunCommand({"/usr/bin/curl", "-s", "http://127.0.0.1:" + std::to_string(http_[0]) + "/v1/lease"});
+  EXPECT_NE(list.out.find("\"leases\""), std::string::npos) << list.out;
+}
+
 }  // namespace
 }  // namespace ts::integration

@@ -24,9 +24,17 @@
 #   leases-10k --leases leases of --lease-ttl s, one key attached to each,
 #              all kept alive every TTL/3 (tsnode: one keepalive request each;
 #              etcd: clientv3's keepalive stream), 8 connections, 64 in flight
+#   range-100k --range-keys keys (default 100000) under one prefix, preloaded
+#              128 a transaction, then read back whole in linearizable pages
+#              of 1,000 (etcd: Get with a range end and a limit), one page at
+#              a time: the time, keys/s, each page's latency, the servers'
+#              CPU over the read, and the largest peak resident memory
+#              (VmHWM from /proc/PID/status) of any server after the preload
+#              and after the read; a table of its own
 # Each: a warm-up run of --warmup s (not counted), then the measured run;
 # leases-10k instead runs once: its setup (grants paced over TTL/3, then a
-# put per lease), --warmup s of keepalives, then the measured window.
+# put per lease), --warmup s of keepalives, then the measured window;
+# range-100k runs once, without a warm-up.
 # Server CPU per op: utime+stime of every server process (/proc/PID/stat,
 # summed over the N servers) sampled right before the measured run starts and
 # right after it exits (the warm-up is its own earlier run), divided by the
@@ -43,7 +51,8 @@
 #   cluster-scripts/bench-vs-etcd.sh [--duration S] [--warmup S] [--nodes N]
 #                                    [--rounds R] [--only etcd|tsnode]
 #                                    [--get-keys K] [--preload-s S] [--txn-keys K]
-#                                    [--leases N] [--lease-ttl S] [--workloads W,...]
+#                                    [--leases N] [--lease-ttl S] [--range-keys K]
+#                                    [--workloads W,...]
 #                                    [--json] [--write-docs]
 #
 #   --duration S     measured seconds of each run (default 10)
@@ -60,6 +69,7 @@
 #   --txn-keys K     keyspace of txn4-64 (default 10000)
 #   --leases N       live leases of leases-10k (default 10000; 1..100000)
 #   --lease-ttl S    their TTL in whole seconds (default 9: keepalives every 3 s)
+#   --range-keys K   keys range-100k loads and reads (default 100000)
 #   --workloads W,.. run only these workloads, in the usual order (default: all)
 #   --json           print one JSON object {machine, settings, workloads, limits}
 #   --write-docs     print the JSON object and merge it into benchmarks.md in docs/
@@ -91,6 +101,7 @@ preload_s=3
 txn_keys=10000
 leases=10000
 lease_ttl=9
+range_keys=100000
 only_workloads=""
 idle_s=3
 rounds=1
@@ -101,7 +112,7 @@ is_rounds() { [[ "$1" =~ ^[1-9]$ ]]; }
 is_side() { [[ "$1" == etcd || "$1" == tsnode ]]; }
 is_lease_count() { [[ "$1" =~ ^[1-9][0-9]{0,5}$ ]] && (("$1" <= 100000)); }
 is_ttl() { [[ "$1" =~ ^[1-9][0-9]{0,4}$ ]] && (("$1" >= 2 && "$1" <= 86400)); }
-workload_names=(put-1 put-64 put-256 put4k-64 get-64 mixed-64 txn4-64 leases-10k)
+workload_names=(put-1 put-64 put-256 put4k-64 get-64 mixed-64 txn4-64 range-100k leases-10k)
 is_workload_list() {
   local w
   [[ -n "$1" ]] || return 1
@@ -119,6 +130,7 @@ while [[ $# -gt 0 ]]; do
     --txn-keys) need_value "$1" is_count $# "${2:-}" "a positive number"; txn_keys=$2; shift ;;
     --leases) need_value "$1" is_lease_count $# "${2:-}" "1..100000"; leases=$2; shift ;;
     --lease-ttl) need_value "$1" is_ttl $# "${2:-}" "whole seconds, 2..86400"; lease_ttl=$2; shift ;;
+    --range-keys) need_value "$1" is_count $# "${2:-}" "a positive number"; range_keys=$2; shift ;;
     --workloads) need_value "$1" is_workload_list $# "${2:-}" "names from: ${workload_names[*]}"
                  only_workloads=$2; shift ;;
     *) bench_flag "$1" ;;
@@ -278,6 +290,7 @@ all_workloads=(
   "get-64 get 64 8 100 $get_keys linearizable gets, 64 in flight"
   "mixed-64 mixed 64 8 100 $get_keys half puts half gets, 64 in flight"
   "txn4-64 txn 64 8 100 $txn_keys transactions of 4 value compares and 4 puts, 64 in flight"
+  "range-100k range 1 1 100 $range_keys $range_keys keys read back in pages of 1,000"
   "leases-10k lease 64 8 100 $leases $leases live leases of $lease_ttl s, keepalives every TTL/3"
 )
 workloads=()
@@ -317,6 +330,35 @@ run_lease() {
     "$idle_end" >>"$results"
 }
 
+# Each server's peak resident memory so far (VmHWM, kB), comma-separated.
+vmhwm_kb() {
+  local pid out=""
+  for pid in "$@"; do
+    out+="${out:+,}$(awk '/^VmHWM:/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)"
+  done
+  echo "$out"
+}
+
+# run_range SIDE ENDPOINTS NAME DESC KEYS PIDS...: the range workload, once:
+# the preload, then the read, with each server's VmHWM after each.
+run_range() {
+  local side=$1 eps=$2 name=$3 desc=$4 keys=$5 out="$bench_dir/gen.out" rc hwm_load before after
+  shift 5
+  say "$side: preloading $keys keys for $name (128 a transaction)"
+  gen_cmd "$side" "$eps" preload 1 1 100 "$keys" 0 1
+  rc=0; run_bg "$out" "${cmd[@]}" || rc=$?
+  [[ $rc -eq 0 ]] || die "$side: the preload for $name failed (exit $rc): $(cat "$out")"
+  hwm_load=$(vmhwm_kb "$@")
+  say "$side $name: $desc (round $round of $rounds)"
+  gen_cmd "$side" "$eps" range 1 1 100 "$keys" 0 1
+  before=$(cpu_ticks "$@")
+  rc=0; run_bg "$out" "${cmd[@]}" || rc=$?
+  after=$(cpu_ticks "$@")
+  [[ $rc -eq 0 ]] || die "$side $name: the read failed (load generator exit $rc): $(cat "$out")"
+  tspy bench_vs_etcd record-range "$side" "$name" "$desc" "$((after - before))" "$clk_tck" "$(cat "$out")" \
+    "$round" "$hwm_load" "$(vmhwm_kb "$@")" >>"$results"
+}
+
 # run_side SIDE ENDPOINTS PIDS...: every workload against one running cluster;
 # the results are those of round $round.
 round=1
@@ -328,6 +370,10 @@ run_side() {
     read -r name op inf conns vsize keys desc <<<"$w"
     if [[ $op == lease ]]; then
       run_lease "$side" "$eps" "$name" "$desc" "$keys" "${pids[@]}"
+      continue
+    fi
+    if [[ $op == range ]]; then
+      run_range "$side" "$eps" "$name" "$desc" "$keys" "${pids[@]}"
       continue
     fi
     if [[ $op == txn ]]; then
@@ -430,7 +476,7 @@ tsnode_version=$("$(ts_bin tsnode)" --version 2>/dev/null || echo unknown)
 report_rc=0
 result=$(tspy bench_vs_etcd report "$json" "${etcd_version:-not run}" "$tsnode_version" "$nodes" "$duration" "$warmup" \
   "$get_keys" "$preload_s" "$ts_root" "$results" "$limits" "$rounds" \
-  "{\"txn_keys\": $txn_keys, \"leases\": $leases, \"lease_ttl_s\": $lease_ttl, \"lease_idle_s\": $idle_s}") ||
+  "{\"txn_keys\": $txn_keys, \"leases\": $leases, \"lease_ttl_s\": $lease_ttl, \"lease_idle_s\": $idle_s, \"range_keys\": $range_keys}") ||
   report_rc=$?
 [[ $report_rc -eq 0 ]] || die "could not build the report (results in $results)"
 publish bench-vs-etcd "$docs" "$result"

@@ -51,11 +51,15 @@ enum class ClientOp : uint8_t {
   // Transactions (docs/design/transactions.md): compares, then one branch of puts, deletes and
   // gets, applied atomically as one decree.
   kTxn = 24,             // txn; the answer's txn_succeeded says which branch ran, txn_results its answers
+  // Range reads (docs/design/ranges.md): one page of the keys under a prefix.
+  kRange = 25,           // key: the prefix ("" every key), limit: entries wanted (1..; capped), after: the
+                         // token of the previous page ("" the first), range_flags; the answer's range,
+                         // range_after, range_flags, total (kRangeCountOnly: the count) and slot (applied)
 };
 
 // The last op this build knows, and the lowest wire version that can carry
 // each op (a client never sends an op the node's range cannot take).
-inline constexpr ClientOp kLastClientOp = ClientOp::kTxn;
+inline constexpr ClientOp kLastClientOp = ClientOp::kRange;
 inline uint8_t MinWireVersionOf(ClientOp op) {
   return op >= ClientOp::kSessionOpen ? 3 : op == ClientOp::kVersion ? 2 : 1;
 }
@@ -169,6 +173,27 @@ struct LeaseInfo {
   void serialize(A& ar) { ar(id, ttl_ms, remaining_ms, keys); }
 };
 
+// Range reads (wire version 3 on; docs/design/ranges.md). The flags of a
+// request; its answer repeats them (so kRangeSerializable there says the
+// page is the answering node's applied state, which may trail the leader)
+// and adds kRangeMore when more keys follow (range_after is the token of the
+// next page).
+inline constexpr uint8_t kRangeKeysOnly = 1;      // entries without their values
+inline constexpr uint8_t kRangeCountOnly = 2;     // no entries: total counts the keys past `after`
+inline constexpr uint8_t kRangeSerializable = 4;  // any node, from its applied state, no lease
+inline constexpr uint8_t kRangeMore = 8;          // answer only
+// One key of a page.
+struct RangeEntry {
+  std::string key;
+  std::string value;  // empty with kRangeKeysOnly
+  uint64_t mod_slot = 0;
+  uint64_t lease = 0;
+
+  bool operator==(const RangeEntry&) const = default;
+  template <class A>
+  void serialize(A& ar) { ar(key, value, mod_slot, lease); }
+};
+
 struct ClientRequest;
 // The lowest wire version that carries all of a request: its op's, and 3
 // for a write in a session (an older node would drop the session fields
@@ -195,11 +220,14 @@ struct ClientRequest {
   uint64_t ttl_ms = 0;  // kSessionOpen, kLeaseGrant: how long it lives without a write or keepalive
   uint64_t lease = 0;   // kPut: attach the key to this lease; kLeaseRevoke, kLeaseKeepAlive: the lease
   Txn txn;              // kTxn
+  std::string after;    // kRange: the token of the page before ("" the first)
+  uint8_t range_flags = 0;  // kRange: kRangeKeysOnly | kRangeCountOnly | kRangeSerializable
 
   template <class A>
   void serialize(A& ar) {
     ar(id, op, key, value, expected, expected_absent, from_slot, limit, offset);
     if (WireVersionOf(ar) >= 3) ar(session, seq, lowest_pending, ttl_ms, lease, txn);
+    if (WireVersionOf(ar) >= 3) ar(after, range_flags);
   }
 };
 
@@ -398,6 +426,9 @@ struct ClientResponse {
   std::vector<LeaseInfo> leases;  // kLeaseList
   bool txn_succeeded = false;     // kTxn: every compare held (the then branch ran)
   std::vector<TxnOpResult> txn_results;  // kTxn: one per operation of the branch that ran
+  std::vector<RangeEntry> range;  // kRange: the page, in key order
+  std::string range_after;        // kRange: the token of the next page (with kRangeMore)
+  uint8_t range_flags = 0;        // kRange: the request's, and kRangeMore
 
   // The status travels as a nested byte string: empty when status.id is 0
   // (no status: every answer but kStatus and kMember, so a get's answer
@@ -409,6 +440,7 @@ struct ClientResponse {
     ar(id, code, message, leader_hint, slot, found, value, nested, log, total);
     if (WireVersionOf(ar) >= 2) ar(node_version, wire_version_min, wire_version_max);
     if (WireVersionOf(ar) >= 3) ar(mod_slot, lease, ttl_ms, leases, txn_succeeded, txn_results);
+    if (WireVersionOf(ar) >= 3) ar(range, range_after, range_flags);
   }
   template <class A>
   void load(A& ar) {
@@ -416,6 +448,7 @@ struct ClientResponse {
     ar(id, code, message, leader_hint, slot, found, value, nested, log, total);
     if (WireVersionOf(ar) >= 2) ar(node_version, wire_version_min, wire_version_max);
     if (WireVersionOf(ar) >= 3) ar(mod_slot, lease, ttl_ms, leases, txn_succeeded, txn_results);
+    if (WireVersionOf(ar) >= 3) ar(range, range_after, range_flags);
     if (!nested.empty()) DecodeNodeStatusOrThrow(nested, &status, WireVersionOf(ar));
   }
 };

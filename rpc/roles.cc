@@ -38,6 +38,7 @@ const char* ClientOpName(ClientOp op) {
     case ClientOp::kLeaseKeepAlive: return "lease-keepalive";
     case ClientOp::kLeaseList: return "lease-list";
     case ClientOp::kTxn: return "txn";
+    case ClientOp::kRange: return "range";
   }
   return "unknown";
 }
@@ -50,6 +51,7 @@ ClientRole RequiredRole(ClientOp op) {
     case ClientOp::kDeployQuery:
     case ClientOp::kVersion:
     case ClientOp::kLeaseList:
+    case ClientOp::kRange:
       return ClientRole::kRead;
     case ClientOp::kPut:
     case ClientOp::kCas:

@@ -10,6 +10,10 @@
       ENDPOINTS IDLE_END_UNIX_MS
       a lease run as a JSON line: the servers' CPU per second inside the generator's window (and
       before the run, idle), the leader's among them (its place in ENDPOINTS), and per keepalive
+  python3 -m tsscripts.bench_vs_etcd record-range SIDE WORKLOAD DESCRIPTION CPU_TICKS CLK_TCK RESULT ROUND
+      HWM_AFTER_LOAD_KB HWM_AFTER_READ_KB
+      a range run as a JSON line: the generator's RESULT, the servers' CPU over the read, and each
+      server's peak resident memory (VmHWM, comma-separated kB) after the load and after the read
   python3 -m tsscripts.bench_vs_etcd report JSON(0|1) ETCD_VERSION TSNODE_VERSION NODES DURATION WARMUP
       GET_KEYS PRELOAD_S DATA_DIR RESULTS_JSONL LIMITS_JSON ROUNDS [LEASE_SETTINGS_JSON]
       the table of both sides (or one JSON object {machine, settings, workloads, limits})
@@ -91,6 +95,41 @@ def record_lease(side, name, desc, samples_path, tck, r, round_, endpoints, idle
     print(json.dumps({"side": side, "workload": name, "description": desc, "result": r}))
 
 
+def record_range(side, name, desc, ticks, tck, r, round_, hwm_load, hwm_read):
+    r = json.loads(r)
+    r["round"] = int(round_)
+    r["ops_per_sec"] = r["keys_per_sec"]  # a run's rank among rounds
+    r["server_cpu_s"] = round(int(ticks) / int(tck), 3)
+    r["vmhwm_kb_after_load"] = [int(x) for x in hwm_load.split(",")]
+    r["vmhwm_kb_after_read"] = [int(x) for x in hwm_read.split(",")]
+    print(json.dumps({"side": side, "workload": name, "description": desc, "result": r}))
+
+
+def is_range(r):
+    return r is not None and r.get("op") == "range"
+
+
+def range_rows(rows, order):
+    """One row per range workload and side: keys read, pages, seconds, keys/s, page latency, server
+    CPU, and the largest peak resident memory (VmHWM) of any server after the load and after the read."""
+    out = []
+    for n in order:
+        for s in ("etcd", "tsnode"):
+            r = rows[n].get(s)
+            if is_range(r):
+                out.append([n, s, r["keys"], r["pages"], r["seconds"], round(r["keys_per_sec"]), r["p50_ms"],
+                            r["p99_ms"], r.get("server_cpu_s"), round(max(r["vmhwm_kb_after_load"]) / 1024, 1),
+                            round(max(r["vmhwm_kb_after_read"]) / 1024, 1)])
+    return out
+
+
+RANGE_HEAD = ["workload", "side", "keys", "pages", "seconds", "keys/s", "page p50 ms", "page p99 ms",
+              "server CPU s", "VmHWM after load MiB", "VmHWM after read MiB"]
+RANGE_NOTE = ("the keys under one prefix read back in linearizable pages of 1,000 (values included), one page at "
+              "a time, after a preload of 128 keys a transaction; VmHWM: the largest peak resident memory of any "
+              "server since its start, after the preload and after the read; server CPU: all servers, over the read")
+
+
 def is_lease(r):
     return r is not None and r.get("op") == "lease"
 
@@ -138,6 +177,8 @@ def report(as_json, etcd_version, tsnode_version, nodes, duration, warmup, get_k
     for w in rows.values():
         if is_lease(w.get("etcd")) or is_lease(w.get("tsnode")):
             continue  # paced, not a throughput: its own table compares the cost
+        if is_range(w.get("etcd")) or is_range(w.get("tsnode")):
+            continue  # one read of the whole prefix: its own table
         if "etcd" in w and "tsnode" in w and w["etcd"]["ops_per_sec"] > 0:
             w["ratio_ops_per_sec"] = round(w["tsnode"]["ops_per_sec"] / w["etcd"]["ops_per_sec"], 3)
             e, t = runs[(w["name"], "etcd")], runs[(w["name"], "tsnode")]
@@ -166,16 +207,22 @@ def report(as_json, etcd_version, tsnode_version, nodes, duration, warmup, get_k
     table = [head]
     for n in order:
         w = rows[n]
-        if is_lease(w.get("etcd")) or is_lease(w.get("tsnode")):
+        if any(f(w.get(x)) for f in (is_lease, is_range) for x in ("etcd", "tsnode")):
             continue
         ratio = f"{w['ratio_ops_per_sec']:.2f}" if "ratio_ops_per_sec" in w else "-"
         table.append([n] + side(w.get("etcd")) + side(w.get("tsnode")) + [ratio])
-    print_table(table)
-    print()
+    if len(table) > 1:
+        print_table(table)
+        print()
     leases = lease_rows(rows, order)
     if leases:
         print_table([LEASE_HEAD] + [["-" if c is None else str(c) for c in row] for row in leases])
         print(f"leases: {lease_note(settings)}")
+        print()
+    ranges = range_rows(rows, order)
+    if ranges:
+        print_table([RANGE_HEAD] + [["-" if c is None else str(c) for c in row] for row in ranges])
+        print(f"ranges: {RANGE_NOTE}")
         print()
     print(f"{nodes} nodes per cluster on loopback, fsync on ({fs}); {float(duration):g} s measured after "
           f"{float(warmup):g} s warm-up; 16-byte keys, 100-byte values unless noted; "
@@ -196,6 +243,8 @@ def report(as_json, etcd_version, tsnode_version, nodes, duration, warmup, get_k
                 continue
             if r.get("errors"):
                 notes.append(f"{s}: {r['errors']} errors (first: {r.get('first_error', '')})")
+            if r["op"] == "range":
+                continue
             if r["op"] == "txn":
                 notes.append(f"{s}: {r.get('txn_else', 0)} of {r.get('ops', 0)} transactions took the else branch")
             if r["op"] in ("get", "mixed") and r.get("ops"):
@@ -240,6 +289,8 @@ def main(argv):
         sample(*argv[1:])
     elif argv[:1] == ["record-lease"] and len(argv) == 10:
         record_lease(*argv[1:])
+    elif argv[:1] == ["record-range"] and len(argv) == 10:
+        record_range(*argv[1:])
     elif argv[:1] == ["report"] and len(argv) in (13, 14):
         report(*argv[1:])
     else:

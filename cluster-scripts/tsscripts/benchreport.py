@@ -24,7 +24,8 @@ import re
 import subprocess
 import sys
 
-from tsscripts.bench_vs_etcd import LEASE_HEAD, is_lease, lease_note, lease_rows
+from tsscripts.bench_vs_etcd import LEASE_HEAD, RANGE_HEAD, RANGE_NOTE, is_lease, is_range, lease_note, lease_rows, \
+    range_rows
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TITLE = "# Benchmarks"
@@ -161,7 +162,7 @@ def bench_vs_etcd(r):
     def side(x):
         return [None] * 4 if x is None else [x["ops_per_sec"], x["p50_ms"], x["p99_ms"], x["cpu_us_per_op"]]
     rows = [[w["name"]] + side(w.get("etcd")) + side(w.get("tsnode")) + [w.get("ratio_ops_per_sec")]
-            for w in r["workloads"] if not (is_lease(w.get("etcd")) or is_lease(w.get("tsnode")))]
+            for w in r["workloads"] if not any(f(w.get(x)) for f in (is_lease, is_range) for x in ("etcd", "tsnode"))]
     m = r.get("machine", {})
     out = (settings_line(r.get("settings")) + [f"etcd {m.get('etcd_version', '-')}, tsnode "
                                                 f"{m.get('tsnode_version', '-')}.", ""] +
@@ -171,6 +172,9 @@ def bench_vs_etcd(r):
     leases = lease_rows(ws, [w["name"] for w in r["workloads"]])
     if leases:
         out += ["", "Leases: " + lease_note(r.get("settings", {})) + ".", ""] + table(LEASE_HEAD, leases)
+    ranges = range_rows(ws, [w["name"] for w in r["workloads"]])
+    if ranges:
+        out += ["", "Ranges: " + RANGE_NOTE + ".", ""] + table(RANGE_HEAD, ranges)
     return out
 
 

@@ -89,7 +89,7 @@ bool IsWriteOp(ClientOp op) {
   // A lease keepalive writes no decree (the leader restarts a timer), so it
   // may be sent again like a read.
   return IsLeaderOp(op) && op != ClientOp::kGet && op != ClientOp::kDeployQuery && op != ClientOp::kSnapshot &&
-         op != ClientOp::kLeaseKeepAlive && op != ClientOp::kLeaseList;
+         op != ClientOp::kLeaseKeepAlive && op != ClientOp::kLeaseList && op != ClientOp::kRange;
 }
 
 bool IsSessionWrite(ClientOp op) {

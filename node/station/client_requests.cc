@@ -205,6 +205,7 @@ ClientResponse ClientRequests::ReadAnswer(const ClientRequest& req) {
   resp.id = req.id;
   resp.slot = st_.applied_slot_;
   if (req.op == ClientOp::kLeaseKeepAlive || req.op == ClientOp::kLeaseList) return LeaseReadAnswer(req, resp);
+  if (req.op == ClientOp::kRange) return RangeAnswer(req, std::move(resp));
   const KvEntry* e = st_.kv_.Lookup(req.key);
   resp.found = e != nullptr;
   if (e) {

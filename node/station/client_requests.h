@@ -84,6 +84,10 @@ class ClientRequests {
   const LeaseTimers& lease_timers() const { return lease_timers_; }
   const SessionTable& sessions() const { return sessions_; }
   SessionTable& sessions() { return sessions_; }
+  // ---- Range reads (client_range.cc; docs/design/ranges.md). kRange:
+  // linearizable through HandleRead, or serializable, answered now from
+  // this node's applied state.
+  void HandleRange(uint64_t handle, rpc::ClientRequest&& req);
   // Answers the reads the lease and the applied slot now allow.
   void ServeReads();
   // Answers the writes whose deadline passed (at most every 50 ms).
@@ -127,6 +131,7 @@ class ClientRequests {
   // The answer of a read the lease allows now (get, lease keepalive, lease list).
   rpc::ClientResponse ReadAnswer(const rpc::ClientRequest& req);
   rpc::ClientResponse LeaseReadAnswer(const rpc::ClientRequest& req, rpc::ClientResponse resp);
+  rpc::ClientResponse RangeAnswer(const rpc::ClientRequest& req, rpc::ClientResponse resp) const;
   // The answer to a request naming a lease the applied state lacks.
   rpc::ClientResponse LeaseGone(const rpc::ClientRequest& req) const;
 

@@ -109,6 +109,14 @@ class KvStore {
   void ForEach(F&& f) const {
     for (const auto& [k, e] : map_) f(k, e.value);
   }
+  // Visits the entries from `from` on (past it, unless `inclusive`), in key
+  // order, while f(key, entry) returns true (range reads, kv_range.h).
+  template <class F>
+  void ForEachFrom(const std::string& from, bool inclusive, F&& f) const {
+    for (auto it = inclusive ? map_.lower_bound(from) : map_.upper_bound(from); it != map_.end(); ++it) {
+      if (!f(it->first, it->second)) return;
+    }
+  }
   // Visits the keys that start with `prefix`, in order.
   template <class F>
   void ForEachWithPrefix(const std::string& prefix, F&& f) const {

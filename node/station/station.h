@@ -87,6 +87,9 @@ struct StationOptions {
   size_t key_bytes_max = 4096;
   size_t value_bytes_max = 1 << 20;
   size_t restatement_bytes_max = 1 << 20;  // a downgrade decree's restatements, at most
+  // A range read's page holds at most this many bytes of keys and values
+  // (at most kRangePageBytesMax; tsnode: half a frame, so a page fits one).
+  size_t range_page_bytes_max = 2u << 20;
   bool fault_injection = false;  // accept ClientOp::kFault (tests and nemesis only)
   uint64_t health_period_ms = 1000;  // the coordinator's health-controller loop (docs/design/coordinator.md)
   size_t deploy_queue_max = 1024;    // deployment commands waiting; Busy beyond

@@ -65,6 +65,8 @@ void Station::Request(uint64_t handle, ClientRequest req) {
       return client_.HandleLeaseOp(handle, std::move(req));
     case ClientOp::kTxn:
       return client_.HandleTxn(handle, std::move(req));
+    case ClientOp::kRange:
+      return client_.HandleRange(handle, std::move(req));
     case ClientOp::kVersion:  // the client port answers it (rpc/client_server.cc)
       break;
   }

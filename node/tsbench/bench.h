@@ -39,7 +39,7 @@ struct BenchOptions {
   double duration_s = 10;
   double warmup_s = 1;
   uint64_t keys = 100000;
-  std::string op = "put";  // put, get, mixed, txn, lease, preload
+  std::string op = "put";  // put, get, mixed, txn, lease, preload, range
   uint32_t threads = 1;
   uint64_t seed = 1;
   int64_t timeout_ms = 5000;
@@ -147,5 +147,8 @@ StatusOr<HostPort> FindLeader(const BenchOptions& o, const std::vector<HostPort>
 int RunLeases(const BenchOptions& o, const std::vector<HostPort>& endpoints, const HostPort& leader);  // lease_load.cc
 int RunPreload(const BenchOptions& o, const std::vector<HostPort>& endpoints);                         // one_shot.cc
 int RunMember(const BenchOptions& o, const std::vector<HostPort>& endpoints);                          // one_shot.cc
+// --op range reads in pages of this many entries.
+constexpr uint32_t kRangeBenchPage = 1000;
+int RunRange(const BenchOptions& o, const std::vector<HostPort>& endpoints);                           // one_shot.cc
 
 }  // namespace ts::bench

@@ -1,7 +1,9 @@
 // tsbench's requests that are not a load: the leader discovery, --member
-// (one membership request) and --op preload (every key of the keyspace
-// written once, so that --op get and --op txn find them).
+// (one membership request), --op preload (every key of the keyspace
+// written once, so that --op get and --op txn find them) and --op range
+// (the whole keyspace read back, a page at a time).
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -73,6 +75,58 @@ int RunPreload(const BenchOptions& o, const std::vector<HostPort>& endpoints) {
   } else {
     std::printf("tsbench preload: %llu keys in %llu transactions, %.3f s\n", static_cast<unsigned long long>(o.keys),
                 static_cast<unsigned long long>(transactions), seconds);
+  }
+  return 0;
+}
+
+// --op range: every key of the keyspace (the prefix "k" of KeyOf) read
+// back in linearizable pages of kRangeBenchPage, one page at a time, values
+// included. Prints {"op": "range", keys, pages, seconds, keys_per_sec, and
+// p50_ms, p99_ms, max_ms of a page}; exit 0, or 1 if a page failed or it
+// read fewer than --keys keys (the keyspace was not preloaded).
+int RunRange(const BenchOptions& o, const std::vector<HostPort>& endpoints) {
+  client::Client client(OptionsOf(o, endpoints));
+  (void)client.FindLeader();  // outside the measurement
+  rpc::ClientRequest req;
+  req.op = ClientOp::kRange;
+  req.key = "k";
+  req.limit = kRangeBenchPage;
+  uint64_t keys = 0, bytes = 0;
+  std::vector<double> page_ms;
+  const auto start = Clock::now();
+  for (;;) {
+    const auto sent = Clock::now();
+    auto r = client.Call(req);
+    if (!r.ok() || r->code != ClientCode::kOk) {
+      std::cerr << "range: page " << page_ms.size() + 1 << " failed: "
+                << (r.ok() ? std::string(rpc::ClientCodeName(r->code)) + ": " + r->message : r.status().message())
+                << '\n';
+      return 1;
+    }
+    page_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - sent).count());
+    keys += r->range.size();
+    for (const rpc::RangeEntry& e : r->range) bytes += e.key.size() + e.value.size();
+    if ((r->range_flags & rpc::kRangeMore) == 0) break;
+    req.after = std::move(r->range_after);
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  std::vector<double> sorted = page_ms;
+  std::sort(sorted.begin(), sorted.end());
+  auto pct = [&](double q) { return sorted[std::min(sorted.size() - 1, size_t(std::ceil(q * sorted.size())) - 1)]; };
+  nlohmann::json j = {{"op", "range"},           {"keys", keys},
+                      {"bytes", bytes},          {"pages", page_ms.size()},
+                      {"page_entries", kRangeBenchPage}, {"seconds", Round3(seconds)},
+                      {"keys_per_sec", Round3(keys / seconds)}, {"p50_ms", Round3(pct(0.5))},
+                      {"p99_ms", Round3(pct(0.99))}, {"max_ms", Round3(sorted.back())}};
+  if (o.json) {
+    std::cout << j.dump() << '\n';
+  } else {
+    std::printf("tsbench range: %llu keys in %zu pages of %u, %.3f s (page p50 %.3f ms, p99 %.3f ms)\n",
+                static_cast<unsigned long long>(keys), page_ms.size(), kRangeBenchPage, seconds, pct(0.5), pct(0.99));
+  }
+  if (keys < o.keys) {
+    std::cerr << "range: read " << keys << " keys, the keyspace holds " << o.keys << " (preload it first)\n";
+    return 1;
   }
   return 0;
 }

@@ -420,6 +420,7 @@ int Run(BenchOptions o) {
   o.tls = std::move(*tls);
   if (!o.member.empty()) return RunMember(o, *endpoints);
   if (o.op == "preload") return RunPreload(o, *endpoints);
+  if (o.op == "range") return RunRange(o, *endpoints);
   auto leader = FindLeader(o, *endpoints);
   if (!leader.ok()) {
     std::cerr << "cannot find the leader: " << leader.status().message() << '\n';
@@ -486,8 +487,9 @@ int main(int argc, char** argv) {
                  "the else branch); lease (grant --leases leases of --lease-ttl, put one key with each, then "
                  "keep every one alive every TTL/3: keepalives/s, failures, leases lost, and the decrees the "
                  "leader chose in the window); preload (write V to every key of --keys, 128 keys a "
-                 "transaction, then exit: no load)")
-      ->check(CLI::IsMember({"put", "get", "mixed", "txn", "lease", "preload"}))
+                 "transaction, then exit: no load); range (read every key of --keys back, in linearizable pages "
+                 "of 1,000, one at a time: the time, and each page's latency)")
+      ->check(CLI::IsMember({"put", "get", "mixed", "txn", "lease", "preload", "range"}))
       ->capture_default_str();
   app.add_option("--leases", o.leases, "--op lease: leases to grant and keep alive")
       ->check(CLI::Range(1u, 100000u))
@@ -554,7 +556,7 @@ int main(int argc, char** argv) {
               << o.keys << " is too few\n";
     return 2;
   }
-  if ((o.op == "lease" || o.op == "preload") && (o.rate > 0 || o.record_acks())) {
+  if ((o.op == "lease" || o.op == "preload" || o.op == "range") && (o.rate > 0 || o.record_acks())) {
     std::cerr << "bad arguments: --rate, --series and --ack-log apply to the closed loop (put, get, mixed, txn), "
                  "not to --op " << o.op << '\n';
     return 2;

@@ -22,6 +22,7 @@
 #include "node/tsctl/tsctl_deploy.h"
 #include "node/tsctl/tsctl_member.h"
 #include "node/tsctl/tsctl_output.h"
+#include "node/tsctl/tsctl_range.h"
 #include "node/tsctl/tsctl_snapshot.h"
 #include "node/tsctl/tsctl_endpoint.h"
 #include "node/tsctl/tsctl_txn.h"
@@ -70,6 +71,8 @@ struct Args {
   bool get_meta = false;   // get --meta
   LeaseArgs lease;
   TxnArgs txn;
+  RangeArgs range;  // get --prefix
+  bool get_key_given = false;
 };
 
 constexpr const char* kFooter =
@@ -143,11 +146,14 @@ std::unique_ptr<CLI::App> BuildApp(Args* a) {
                   "Attach KEY to this lease (tsctl lease grant): it is deleted when the lease ends; a put without "
                   "--lease detaches it");
 
-  CLI::App* get =
-      app->add_subcommand("get", "get KEY: print the value of KEY (linearizable read on the leader); exit 1 if absent");
-  get->add_option("KEY", a->key, "Key")->required();
+  CLI::App* get = app->add_subcommand(
+      "get",
+      "get KEY: print the value of KEY (linearizable read on the leader); exit 1 if absent. get --prefix PREFIX: "
+      "every key under PREFIX and its value, a page at a time (exit 0 if there is none)");
+  get->add_option("KEY", a->key, "Key");
   get->add_flag("--meta", a->get_meta,
                 "Also print the slot that last changed KEY and its lease (--json always has them: mod_slot, lease)");
+  AddRangeOptions(*get, &a->range);
 
   CLI::App* cas = app->add_subcommand(
       "cas",
@@ -226,6 +232,8 @@ class Command {
     if (name == "put" && !args_.put_value_given && args_.value_file.empty()) {
       return Fail(kExitUsage, "bad arguments: put takes KEY VALUE, or KEY --value-file FILE (- for stdin)");
     }
+    std::string get_refusal = name == "get" ? RangeArgsRefusal(args_.range, args_.get_key_given) : "";
+    if (!get_refusal.empty()) return Fail(kExitUsage, get_refusal);
     auto member_id = CheckMemberArgs(args_.member);
     if (!member_id.ok()) return Fail(kExitUsage, member_id.status().message());
     StatusOr<nlohmann::json> deploy_command = nlohmann::json();
@@ -255,7 +263,7 @@ class Command {
   int Dispatch(const std::string& name, consensus::NodeId member_id) {
     if (name == "status") return ShowStatus();
     if (name == "put") return Put();
-    if (name == "get") return Get();
+    if (name == "get") return args_.range.given ? RunRange(*client_, args_.range, output_) : Get();
     if (name == "cas") return Cas();
     if (name == "delete") return Delete();
     if (name == "log") return Log();
@@ -625,6 +633,8 @@ int RunTsctl(int argc, const char* const* argv, std::ostream& out, std::ostream&
   args.member.action = MemberAction(*app);
   args.lease.action = LeaseAction(*app);
   args.put_value_given = app->get_subcommand("put")->count("VALUE") > 0;
+  args.get_key_given = app->get_subcommand("get")->count("KEY") > 0;
+  args.range.given = app->get_subcommand("get")->count("--prefix") > 0;
   Command command(args, out, err);
   return command.Run(commands.front()->get_name());
 }

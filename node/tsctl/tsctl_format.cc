@@ -69,6 +69,26 @@ std::string Dash(uint64_t v) { return v == 0 ? "-" : std::to_string(v); }
 
 }  // namespace
 
+bool ValidUtf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    auto c = static_cast<unsigned char>(s[i]);
+    size_t n = 0;
+    if (c >= 0x80) {
+      if ((c >> 5) == 0x6) n = 1;
+      else if ((c >> 4) == 0xE) n = 2;
+      else if ((c >> 3) == 0x1E) n = 3;
+      else return false;
+    }
+    if (i + n >= s.size() && n > 0) return false;
+    for (size_t k = 1; k <= n; ++k) {
+      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return false;
+    }
+    i += n + 1;
+  }
+  return true;
+}
+
 std::string Printable(std::string_view bytes, size_t bytes_max) {
   std::string out;
   size_t n = std::min(bytes.size(), bytes_max);

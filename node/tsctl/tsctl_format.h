@@ -70,6 +70,9 @@ nlohmann::json LogJson(uint64_t from_slot, const std::vector<rpc::LogRow>& rows)
 // rather than thrown on (values are arbitrary bytes).
 std::string DumpJson(const nlohmann::json& j);
 
+// Whether `s` is UTF-8 by its byte patterns (bytes shown in JSON as text too).
+bool ValidUtf8(std::string_view s);
+
 // Base64 (RFC 4648, with padding), for bytes in JSON.
 std::string Base64Encode(std::string_view bytes);
 StatusOr<std::string> Base64Decode(std::string_view text);

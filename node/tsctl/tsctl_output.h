@@ -52,6 +52,12 @@ class Output {
     return code;
   }
 
+  // A line on `err` for a person, after a result that succeeded (what to
+  // do next), in text mode only.
+  void Note(const std::string& line) {
+    if (!json_) err_ << OneLine(line) << '\n';
+  }
+
   // A progress line of a long command, in text mode only (the JSON object
   // comes once, at the end).
   void Progress(const std::string& line) {

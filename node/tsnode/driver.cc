@@ -18,6 +18,7 @@
 #include <future>
 #include <random>
 
+#include "node/station/kv_range.h"
 #include "node/tsnode/allocator.h"
 #include "node/tsnode/loop_turn.h"
 #include "node/tsnode/loop_watch.h"
@@ -117,6 +118,7 @@ Status Driver::Start() {
     if (v.ok() && id != so.consensus.id) sb.versions[id] = *v;
   }
   so.restatement_bytes_max = options_.frame_bytes_max / 4;
+  so.range_page_bytes_max = std::min<size_t>(station::kRangePageBytesMax, options_.frame_bytes_max / 2);
   if (options_.advertise_client_addr.host.empty()) options_.advertise_client_addr = options_.client_addr;
   so.client_addr = options_.advertise_client_addr.ToString();
   std::random_device rd;

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "node/tsctl/tsctl_format.h"
+#include "node/tsctl/tsctl_range.h"
 #include "node/tsctl/tsctl_txn.h"
 #include "rpc/roles.h"
 
@@ -20,27 +21,6 @@ using rpc::ClientOp;
 
 namespace {
 
-
-// Whether `s` is UTF-8 by its byte patterns (a value shown as text too).
-bool ValidUtf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    auto c = static_cast<unsigned char>(s[i]);
-    size_t n = 0;
-    if (c >= 0x80) {
-      if ((c >> 5) == 0x6) n = 1;
-      else if ((c >> 4) == 0xE) n = 2;
-      else if ((c >> 3) == 0x1E) n = 3;
-      else return false;
-    }
-    if (i + n >= s.size() && n > 0) return false;
-    for (size_t k = 1; k <= n; ++k) {
-      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return false;
-    }
-    i += n + 1;
-  }
-  return true;
-}
 
 StatusOr<uint64_t> Number(std::string_view text, const char* what) {
   uint64_t v = 0;
@@ -285,7 +265,7 @@ HttpAnswer AnswerToHttp(ClientOp op, const rpc::ClientResponse& r, const rpc::Tx
     case ClientOp::kCas:
       j["found"] = r.found;
       if (r.found || !r.value.empty()) {
-        if (ValidUtf8(r.value)) j["value"] = r.value;
+        if (tsctl::ValidUtf8(r.value)) j["value"] = r.value;
         j["value_base64"] = Base64Encode(r.value);
       }
       if (op == ClientOp::kGet && r.found) {
@@ -309,6 +289,9 @@ HttpAnswer AnswerToHttp(ClientOp op, const rpc::ClientResponse& r, const rpc::Tx
       break;
     case ClientOp::kLeaseList:
       if (r.code == ClientCode::kOk) j["leases"] = tsctl::LeasesJson(r.leases);
+      break;
+    case ClientOp::kRange:
+      if (r.code == ClientCode::kOk) j.update(tsctl::RangeAnswerJson(r));
       break;
     case ClientOp::kDeployQuery:
     case ClientOp::kDeploy: {
@@ -338,7 +321,7 @@ HttpAnswer AnswerToHttp(ClientOp op, const rpc::ClientResponse& r, const rpc::Tx
       if (op == ClientOp::kSnapshotRead) j["value_base64"] = Base64Encode(r.value);
       break;
     default:
-      if (!r.value.empty() && ValidUtf8(r.value)) j["value"] = r.value;
+      if (!r.value.empty() && tsctl::ValidUtf8(r.value)) j["value"] = r.value;
       break;
   }
   return {HttpStatusOf(r.code), tsctl::DumpJson(j)};

@@ -4,6 +4,7 @@
 // linearizable reads and writes on the leader, the same answers and codes.
 //
 //   GET    /v1/kv/KEY             get           (linearizable, on the leader)
+//   GET    /v1/kv?prefix=P&...    range         one page of the keys under P (node/tsnode/http_range.h)
 //   PUT    /v1/kv/KEY             put           body {"value": "text"} or {"value_base64": "..."}
 //   DELETE /v1/kv/KEY             delete
 //   POST   /v1/cas                cas           body {"key", "value"|"value_base64",

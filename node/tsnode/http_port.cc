@@ -11,6 +11,7 @@
 #include "node/station/version.h"
 #include "node/tsnode/allocator.h"
 #include "node/tsnode/http_api.h"
+#include "node/tsnode/http_range.h"
 #include "rpc/client_connection.h"
 #include "rpc/roles.h"
 #include "storage/rocksdb_crc32c.h"
@@ -174,8 +175,13 @@ void HttpPort::ServeApi(const httplib::Request& req, httplib::Response& res, con
     res.set_content(a.body, "application/json");
   };
   std::string rest = req.matches.size() > 1 ? std::string(req.matches[1]) : std::string();
-  auto call = RequestFromHttp(req.method, route, rest, req.body, req.get_param_value("from"),
-                              req.get_param_value("limit"));
+  auto param = [&req](const char* name) {
+    return req.has_param(name) ? std::optional<std::string>(req.get_param_value(name)) : std::nullopt;
+  };
+  auto call = route == "kv" && rest.empty() && req.method == "GET"  // GET /v1/kv?prefix=: a range read
+                  ? RangeRequestFromHttp(param)
+                  : RequestFromHttp(req.method, route, rest, req.body, req.get_param_value("from"),
+                                    req.get_param_value("limit"));
   if (!call.ok()) {
     return reply(ErrorToHttp(rpc::ClientCode::kBadRequest,
                              call.status().message() + "; correct the call and send it again (http_api.h lists them)"));
@@ -264,7 +270,7 @@ Status HttpPort::Start() {
                         {"rocksdb_crc32c", storage::RocksDbCrc32c()}};
     res.set_content(j.dump(), "application/json");
   });
-  for (const char* route : {"kv", "deploy", "session"}) {
+  for (const char* route : {"kv", "deploy", "session", "lease"}) {
     std::string pattern = std::string("/v1/") + route + "/(.*)";
     auto handler = [this, route](const httplib::Request& req, httplib::Response& res) { ServeApi(req, res, route); };
     server_->Get(pattern, handler);
@@ -272,7 +278,7 @@ Status HttpPort::Start() {
     server_->Post(pattern, handler);
     server_->Delete(pattern, handler);
   }
-  for (const char* route : {"status", "log", "cas", "request", "deploy", "session"}) {
+  for (const char* route : {"status", "log", "cas", "request", "deploy", "session", "kv", "txn", "lease"}) {
     std::string pattern = std::string("/v1/") + route;
     auto handler = [this, route](const httplib::Request& req, httplib::Response& res) { ServeApi(req, res, route); };
     server_->Get(pattern, handler);

@@ -565,6 +565,10 @@ TEST_F(UpgradeFromTest, RollsNodeByNodeToThisBuildAndBackUnderLoad) {
     EXPECT_EQ(r->code, rpc::ClientCode::kUnsupported) << r->message;
     EXPECT_NE(r->message.find("needs wire version 3 (1.3.0 or later)"), std::string::npos) << r->message;
   }
+  // A range read (tsctl get --prefix, wire version 3) is refused the same way.
+  CommandResult range = Tsctl(TS_TSCTL_PATH, {"get", "--prefix", "probe"});
+  EXPECT_EQ(range.code, 6) << range.out << range.err;
+  EXPECT_NE(range.err.find("needs wire version 3 (1.3.0 or later)"), std::string::npos) << range.err;
   // Ops both know work across versions, from either client.
   CommandResult put_new = Tsctl(TS_TSCTL_PATH, {"put", "probe-new", "1"});
   EXPECT_EQ(put_new.code, 0) << put_new.err;

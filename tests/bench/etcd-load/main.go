@@ -4,7 +4,7 @@
 //
 //	etcd-load --endpoints 127.0.0.1:2379,... [--connections C] [--in-flight N]
 //	          [--key-size 16] [--value-size 100] [--keys 100000]
-//	          [--op put|get|mixed|txn|lease|preload] [--duration S] [--warmup S] [--seed X]
+//	          [--op put|get|mixed|txn|lease|preload|range] [--duration S] [--warmup S] [--seed X]
 //	          [--leases N] [--lease-ttl S] [--keepalive stream|once]
 //
 // --connections clientv3 clients are opened (each its own gRPC connection,
@@ -17,7 +17,8 @@
 // (not_found), as in tsbench. mixed: half puts, half gets, chosen at random.
 // txn: each request a Txn of 4 compares value(k) = V and 4 puts of V
 // (txn.go), V the value preload writes; preload writes V to every key and
-// exits. lease: many leases kept alive (leases.go).
+// exits. lease: many leases kept alive (leases.go). range: the keyspace read
+// back in pages of 1,000 (range.go).
 // The first --warmup seconds are not counted; only requests that complete
 // inside the --duration window that follows count (throughput = those ops
 // divided by --duration; latency percentiles by nearest rank over them).
@@ -104,7 +105,8 @@ func main() {
 	keys := flag.Uint64("keys", 100000, "keyspace: keys are drawn uniformly from this many")
 	op := flag.String("op", "put", "put, get (linearizable; absent keys count as answered), mixed (half each), "+
 		"txn (4 value compares and 4 puts, as tsbench --op txn), lease (as tsbench --op lease) or "+
-		"preload (write the value to every key, 128 a Txn, then exit)")
+		"preload (write the value to every key, 128 a Txn, then exit) or range (read every key back in "+
+		"linearizable pages of 1,000, then exit)")
 	leases := flag.Int("leases", 10000, "--op lease: leases to grant and keep alive")
 	leaseTTL := flag.Int64("lease-ttl", 9, "--op lease: the leases' TTL in seconds (keepalives every TTL/3)")
 	keepalive := flag.String("keepalive", "stream", "--op lease: stream (clientv3's KeepAlive: one stream per "+
@@ -126,9 +128,9 @@ func main() {
 		bad("--connections, --in-flight, --key-size and --keys must be >= 1, --value-size >= 0")
 	}
 	switch *op {
-	case "put", "get", "mixed", "txn", "lease", "preload":
+	case "put", "get", "mixed", "txn", "lease", "preload", "range":
 	default:
-		bad("--op must be put, get, mixed, txn, lease or preload, not %q", *op)
+		bad("--op must be put, get, mixed, txn, lease, preload or range, not %q", *op)
 	}
 	if *op == "txn" && *keys < txnPuts {
 		bad("--op txn draws %d distinct keys a transaction: --keys %d is too few", txnPuts, *keys)
@@ -195,6 +197,8 @@ func main() {
 	switch *op {
 	case "preload":
 		os.Exit(runPreload(clients[0].KV, *keys, *keySize, value))
+	case "range":
+		os.Exit(runRange(clients[0].KV, *keys))
 	case "lease":
 		leaseClients := clients
 		if *leaseToLeader {

@@ -377,7 +377,9 @@ TEST(WireVersion3, SessionFieldsTravelInVersion3Only_AndTheirCodeIsRefusedBelowI
   EXPECT_EQ(DecodeClientResponse(EncodeClientResponse(gone, 2), &r, 2).code(), Status::Code::kInvalidArgument);
 }
 
-TEST(AsyncClientWire, ANodeOfVersion2_AWriteInASessionIsRefusedBeforeSending) {
+// Sends `req` to a node that speaks wire version 2 (1.2.0): the answer the
+// client gives, which must come at once, and nothing reaches the node.
+void ExpectRefusedBeforeSending(ClientRequest req, const std::string& says) {
   asio::io_context io;
   Server s(io);
   s.server.SetIdentity("1.2.0-test", 2);
@@ -388,17 +390,52 @@ TEST(AsyncClientWire, ANodeOfVersion2_AWriteInASessionIsRefusedBeforeSending) {
   ASSERT_TRUE(connected->ok()) << connected->ToString();
   EXPECT_EQ(c.wire_version(), 2);
   std::optional<StatusOr<ClientResponse>> r;
+  c.Send(req, [&](StatusOr<ClientResponse> x) { r = std::move(x); });
+  ASSERT_TRUE(r.has_value()) << "answered at once, never sent";
+  ASSERT_TRUE(r->ok());
+  EXPECT_EQ((*r)->code, ClientCode::kUnsupported);
+  EXPECT_NE((*r)->message.find(says), std::string::npos) << (*r)->message;
+  EXPECT_EQ(s.requests, 0u);
+}
+
+TEST(AsyncClientWire, ANodeOfVersion2_AWriteInASessionIsRefusedBeforeSending) {
   ClientRequest put;
   put.op = ClientOp::kPut;
   put.session = 3;
   put.seq = 1;
-  c.Send(put, [&](StatusOr<ClientResponse> x) { r = std::move(x); });
-  ASSERT_TRUE(r.has_value()) << "answered at once, never sent";
-  ASSERT_TRUE(r->ok());
-  EXPECT_EQ((*r)->code, ClientCode::kUnsupported);
-  EXPECT_NE((*r)->message.find("put in a session needs wire version 3 (1.3.0 or later)"), std::string::npos)
-      << (*r)->message;
-  EXPECT_EQ(s.requests, 0u);
+  ExpectRefusedBeforeSending(put, "put in a session needs wire version 3 (1.3.0 or later)");
+}
+
+// Range reads (kRange) exist from wire version 3 on: a node of version 2
+// (1.2.0) never receives one; the client answers the typed refusal itself.
+TEST(AsyncClientWire, ANodeOfVersion2_ARangeReadIsRefusedBeforeSending) {
+  EXPECT_EQ(MinWireVersionOf(ClientOp::kRange), 3);
+  ClientRequest range;
+  range.op = ClientOp::kRange;
+  range.key = "svc/";
+  ExpectRefusedBeforeSending(range, "range needs wire version 3 (1.3.0 or later)");
+  // Its fields travel in version 3 only, both ways.
+  range.after = "00ff";
+  range.range_flags = kRangeKeysOnly;
+  ClientRequest back;
+  ASSERT_TRUE(DecodeClientRequest(EncodeClientRequest(range, 3), &back, 3).ok());
+  EXPECT_EQ(back.after, "00ff");
+  EXPECT_EQ(back.range_flags, kRangeKeysOnly);
+  ClientRequest old_request;
+  ASSERT_TRUE(DecodeClientRequest(EncodeClientRequest(range, 2), &old_request, 2).ok());
+  EXPECT_TRUE(old_request.after.empty());
+  ClientResponse page;
+  page.range.push_back(RangeEntry{"svc/a", "1", 7, 0});
+  page.range_after = "abcd";
+  page.range_flags = kRangeMore;
+  ClientResponse got;
+  ASSERT_TRUE(DecodeClientResponse(EncodeClientResponse(page, 3), &got, 3).ok());
+  EXPECT_EQ(got.range, page.range);
+  EXPECT_EQ(got.range_after, "abcd");
+  EXPECT_EQ(got.range_flags, kRangeMore);
+  ClientResponse old;
+  ASSERT_TRUE(DecodeClientResponse(EncodeClientResponse(page, 2), &old, 2).ok());
+  EXPECT_TRUE(old.range.empty()) << "a 1.2.0 reader never sees them";
 }
 
 }  // namespace

@@ -38,6 +38,8 @@ const char* ClientOpName(ClientOp op) {
     case ClientOp::kLeaseKeepAlive: return "lease-keepalive";
     case ClientOp::kLeaseList: return "lease-list";
     case ClientOp::kTxn: return "txn";
+    case ClientOp::kWatch: return "watch";
+    case ClientOp::kWatchCancel: return "watch-cancel";
   }
   return "unknown";
 }
@@ -50,6 +52,8 @@ ClientRole RequiredRole(ClientOp op) {
     case ClientOp::kDeployQuery:
     case ClientOp::kVersion:
     case ClientOp::kLeaseList:
+    case ClientOp::kWatch:  // a stream of reads
+    case ClientOp::kWatchCancel:
       return ClientRole::kRead;
     case ClientOp::kPut:
     case ClientOp::kCas:

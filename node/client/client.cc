@@ -82,7 +82,8 @@ rpc::ClientResponse LostAnswer(const HostPort& target, const std::string& why) {
 // get writes a decree. Defaulting a new op to "write" errs on the safe side:
 // it is never retried after its answer is lost.
 bool IsLeaderOp(ClientOp op) {
-  return op != ClientOp::kStatus && op != ClientOp::kLog && op != ClientOp::kSnapshotRead && op != ClientOp::kVersion;
+  return op != ClientOp::kStatus && op != ClientOp::kLog && op != ClientOp::kSnapshotRead && op != ClientOp::kVersion &&
+         op != ClientOp::kWatch && op != ClientOp::kWatchCancel;  // served by the node dialled (Client::Watch)
 }
 
 bool IsWriteOp(ClientOp op) {

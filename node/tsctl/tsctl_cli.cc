@@ -24,6 +24,7 @@
 #include "node/tsctl/tsctl_output.h"
 #include "node/tsctl/tsctl_snapshot.h"
 #include "node/tsctl/tsctl_txn.h"
+#include "node/tsctl/tsctl_watch.h"
 #include "node/tsctl/tsctl_format.h"
 
 #ifndef TS_CLIENT_VERSION_STRING
@@ -69,6 +70,7 @@ struct Args {
   bool get_meta = false;   // get --meta
   LeaseArgs lease;
   TxnArgs txn;
+  WatchArgs watch;
 };
 
 constexpr const char* kFooter =
@@ -203,6 +205,7 @@ std::unique_ptr<CLI::App> BuildApp(Args* a) {
   AddMemberCommands(*app, &a->member);
   AddLeaseCommands(*app, &a->lease);
   AddTxnCommand(*app, &a->txn);
+  AddWatchCommand(*app, &a->watch);
   AddDeployCommands(*app, &a->deploy);
   return app;
 }
@@ -263,6 +266,7 @@ class Command {
     if (name == "version") return Version();
     if (name == "lease") return RunLease(*client_, args_.lease, output_);
     if (name == "txn") return RunTxn(*client_, args_.txn, output_);
+    if (name == "watch") return RunWatch(client_->options(), args_.watch, output_, err_);
     if (!args_.deploy_path.empty()) return Deploy(args_.deploy_path);
     return Fail(kExitUsage, "unknown command " + name);
   }
@@ -621,6 +625,7 @@ int RunTsctl(int argc, const char* const* argv, std::ostream& out, std::ostream&
   args.member.action = MemberAction(*app);
   args.lease.action = LeaseAction(*app);
   args.put_value_given = app->get_subcommand("put")->count("VALUE") > 0;
+  args.watch.prefix_given = app->get_subcommand("watch")->count("--prefix") > 0;
   Command command(args, out, err);
   return command.Run(commands.front()->get_name());
 }

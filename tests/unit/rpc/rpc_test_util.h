@@ -59,6 +59,9 @@ class RawClient {
     if (read) StartRead(s_);
   }
 
+  // Starts reading after a Connect(port, false).
+  void StartReading() { StartRead(s_); }
+
   void Write(const std::string& bytes) { asio::write(s_->socket, asio::buffer(bytes)); }
   // False once the connection is gone (the server reset it).
   bool TryWrite(const std::string& bytes) {

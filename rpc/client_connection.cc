@@ -191,8 +191,9 @@ void AsyncClient::Impl::Serve(std::shared_ptr<Stream> stream, std::weak_ptr<Impl
         auto it = impl->callbacks.find(resp.id);
         if (it == impl->callbacks.end()) return Status::Ok();  // answer to a request already failed
         if (resp.stream_more) {
-          // A stream goes on: the callback stays. A copy runs, as the
-          // callback may close the client or send on it.
+          // A stream goes on: the callback stays. A copy runs (it shares
+          // the callback's state: Send wrapped it), as the callback may
+          // close the client or send on it.
           Callback cb = it->second.cb;
           cb(std::move(resp));
           return Status::Ok();
@@ -234,6 +235,11 @@ uint64_t AsyncClient::Send(ClientRequest req, Callback cb) {
     return 0;
   }
   req.id = impl_->next_id++;
+  if (req.op == ClientOp::kWatch) {
+    // Its answers run copies of the callback: one shared state for all.
+    auto shared = std::make_shared<Callback>(std::move(cb));
+    cb = [shared](StatusOr<ClientResponse> r) { (*shared)(std::move(r)); };
+  }
   std::string payload = EncodeClientRequest(req, impl_->wire_version);
   if (payload.size() > impl_->frame_bytes_max) {
     cb(Status::InvalidArgument("request of " + std::to_string(payload.size()) + " bytes exceeds the frame cap of " +

@@ -75,7 +75,11 @@ TEST(ClientStream, AsyncClient_GetsEveryAnswerUntilTheLast) {
   c.Connect({"127.0.0.1", s.server.bound_port()}, [&](Status st) { connected = st; });
   ASSERT_TRUE(RunUntil(io, [&] { return connected.has_value(); }));
   std::vector<StatusOr<ClientResponse>> got;
-  uint64_t id = c.Send(Watch(), [&](StatusOr<ClientResponse> r) { got.push_back(std::move(r)); });
+  std::vector<int> order;  // the callback's own count, kept across answers
+  uint64_t id = c.Send(Watch(), [&, n = 0](StatusOr<ClientResponse> r) mutable {
+    order.push_back(++n);
+    got.push_back(std::move(r));
+  });
   ASSERT_NE(id, 0u);
   ASSERT_TRUE(RunUntil(io, [&] { return static_cast<bool>(s.stream); }));
   EXPECT_EQ(s.watch_id, id);
@@ -92,6 +96,7 @@ TEST(ClientStream, AsyncClient_GetsEveryAnswerUntilTheLast) {
     EXPECT_EQ(got[i]->events.at(0).slot, i + 1);
   }
   EXPECT_FALSE(got[3]->stream_more);
+  EXPECT_EQ(order, (std::vector<int>{1, 2, 3, 4})) << "one callback, its state kept across the answers";
   // After the last answer, nothing more reaches the callback.
   EXPECT_TRUE(s.stream(Batch(s.watch_id, 9)));
   ClientRequest other;

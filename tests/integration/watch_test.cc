@@ -7,8 +7,16 @@
 //   the slot to resume from), the node's memory stays bounded (VmRSS before
 //   and after is printed as a figure) and it goes on serving;
 // - bad input: an empty key, an unknown watch to cancel, a start slot far
-//   past the applied one (it waits, with progress notices), and tsctl watch.
+//   past the applied one (it waits, with progress notices), and tsctl watch;
+// - GET /v1/watch on the HTTP port: server-sent events, resumed with
+//   Last-Event-ID.
 #include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <fstream>
@@ -46,6 +54,33 @@ ClientRequest WatchReq(const std::string& key, uint64_t from, bool prefix = fals
   r.from_slot = from;
   r.watch_prefix = prefix;
   return r;
+}
+
+// An HTTP GET on 127.0.0.1:port with extra header lines; reads until the
+// answer holds `until` (true) or `timeout` passes (false); *out gets what came.
+bool HttpGetUntil(uint16_t port, const std::string& target, const std::string& headers, const std::string& until,
+                  std::chrono::milliseconds timeout, std::string* out) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  std::string req = "GET " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" + headers + "\r\n";
+  ok = ok && ::send(fd, req.data(), req.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(req.size());
+  const Clock::time_point deadline = Clock::now() + Scaled(timeout);
+  while (ok && out->find(until) == std::string::npos) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    pollfd p{fd, POLLIN, 0};
+    if (left <= 0 || ::poll(&p, 1, static_cast<int>(left)) <= 0) break;
+    char buf[4096];
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    out->append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out->find(until) != std::string::npos;
 }
 
 class WatchTest : public ClusterFixture {};
@@ -232,6 +267,36 @@ TEST_F(WatchTest, BadInput_EmptyKey_UnknownCancel_FarStartSlot_AndTsctl) {
   EXPECT_NE(t.out.find("\"type\":\"put\""), std::string::npos) << t.out;
   t = tsctl::testing::Tsctl({"--endpoints", eps, "watch"});
   EXPECT_EQ(t.code, 2) << "no key: " << t.err;
+}
+
+TEST_F(WatchTest, HttpServerSentEvents_ChangesProgressAndResumeByLastEventId) {
+  const uint16_t http = FreePorts(1)[0];
+  cluster_ = std::make_unique<ProcessCluster>(
+      3, std::vector<std::string>{},
+      std::vector<std::vector<std::string>>{{"--http-addr", "127.0.0.1:" + std::to_string(http)}, {}, {}});
+  ASSERT_TRUE(cluster_->WaitForLeaderIndex(10s));
+  client::Client cl(cluster_->ClientOptionsFor(5s));
+  auto put = cl.Call(Req(ClientOp::kPut, "h/1", "one"));
+  ASSERT_TRUE(put.ok() && put->code == ClientCode::kOk);
+  ASSERT_TRUE(WaitFor([&] {
+    auto st = cluster_->StatusOf(0);
+    return st && st->applied_slot >= put->slot;
+  }, 5000ms));
+  std::string got;
+  const std::string target = "/v1/watch?prefix=h/&from_slot=" + std::to_string(put->slot);
+  ASSERT_TRUE(HttpGetUntil(http, target, "", "\"value\":\"one\"", 10000ms, &got)) << got;
+  EXPECT_NE(got.find("text/event-stream"), std::string::npos) << got;
+  EXPECT_NE(got.find("event: change\nid: " + std::to_string(put->slot) + "\n"), std::string::npos) << got;
+  // Reconnecting with Last-Event-ID resumes after that slot: the stream
+  // opens vouching for it, and the change at it is not sent again.
+  got.clear();
+  ASSERT_TRUE(HttpGetUntil(http, target, "Last-Event-ID: " + std::to_string(put->slot) + "\r\n",
+                           "event: progress\nid: " + std::to_string(put->slot) + "\n", 10000ms, &got))
+      << got;
+  EXPECT_EQ(got.find("\"value\":\"one\""), std::string::npos) << got;
+  got.clear();
+  HttpGetUntil(http, "/v1/watch?key=a&prefix=b", "", "\r\n\r\n{", 10000ms, &got);
+  EXPECT_NE(got.find("400"), std::string::npos) << got;
 }
 
 }  // namespace

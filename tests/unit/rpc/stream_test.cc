@@ -200,5 +200,28 @@ TEST(ClientStream, ANodeOfVersion2_AWatchIsRefusedBeforeSending) {
   EXPECT_GE(MinWireVersionOf(ClientOp::kWatchCancel), 3);
 }
 
+TEST(ClientStream, WatchFieldsTravelInVersion3Only) {
+  ClientRequest w = Watch();
+  w.watch_prefix = true;
+  w.watch_id = 9;
+  ClientRequest back;
+  ASSERT_TRUE(DecodeClientRequest(EncodeClientRequest(w, 3), &back, 3).ok());
+  EXPECT_TRUE(back.watch_prefix);
+  EXPECT_EQ(back.watch_id, 9u);
+  EXPECT_EQ(back.connection, 0u) << "the connection's number never travels";
+  ClientResponse r = Batch(4, 17);
+  r.events[0].kind = WatchEvent::Kind::kDelete;
+  ClientResponse got;
+  ASSERT_TRUE(DecodeClientResponse(EncodeClientResponse(r, 3), &got, 3).ok());
+  EXPECT_TRUE(got.stream_more);
+  EXPECT_EQ(got.events, r.events);
+  ASSERT_TRUE(DecodeClientResponse(EncodeClientResponse(r, 2), &got, 2).ok());
+  EXPECT_FALSE(got.stream_more) << "a 1.2.0 reader never sees a stream";
+  ClientResponse compacted;
+  compacted.code = ClientCode::kCompacted;
+  EXPECT_TRUE(DecodeClientResponse(EncodeClientResponse(compacted, 3), &got, 3).ok());
+  EXPECT_EQ(DecodeClientResponse(EncodeClientResponse(compacted, 2), &got, 2).code(), Status::Code::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace ts::rpc

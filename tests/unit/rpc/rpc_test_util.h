@@ -9,8 +9,10 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "rpc/client_connection.h"
 #include "rpc/frame.h"
 
 namespace ts::rpc::testing {
@@ -39,6 +41,15 @@ inline void RunFor(asio::io_context& io, std::chrono::milliseconds span) {
     if (io.stopped()) io.restart();
     io.run_for(std::chrono::milliseconds(5));
   }
+}
+
+// Connects `c` to 127.0.0.1:port, running `io` until the hello is done;
+// its status (Timeout if it never finished).
+inline Status ConnectAndWait(asio::io_context& io, AsyncClient& c, uint16_t port) {
+  std::optional<Status> connected;
+  c.Connect({"127.0.0.1", port}, [&](Status st) { connected = st; });
+  if (!RunUntil(io, [&] { return connected.has_value(); })) return Status::Timeout("connect did not finish");
+  return *connected;
 }
 
 // A TCP client on the test's io_context. Writes are synchronous (tests write

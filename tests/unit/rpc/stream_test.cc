@@ -71,9 +71,8 @@ TEST(ClientStream, AsyncClient_GetsEveryAnswerUntilTheLast) {
   asio::io_context io;
   StreamServer s(io);
   AsyncClient c(io);
-  std::optional<Status> connected;
-  c.Connect({"127.0.0.1", s.server.bound_port()}, [&](Status st) { connected = st; });
-  ASSERT_TRUE(RunUntil(io, [&] { return connected.has_value(); }));
+  Status connected = testing::ConnectAndWait(io, c, s.server.bound_port());
+  ASSERT_TRUE(connected.ok()) << connected.ToString();
   std::vector<StatusOr<ClientResponse>> got;
   std::vector<int> order;  // the callback's own count, kept across answers
   uint64_t id = c.Send(Watch(), [&, n = 0](StatusOr<ClientResponse> r) mutable {
@@ -186,9 +185,8 @@ TEST(ClientStream, ANodeOfVersion2_AWatchIsRefusedBeforeSending) {
   StreamServer s(io);
   s.server.SetIdentity("1.2.0-test", 2);
   AsyncClient c(io);
-  std::optional<Status> connected;
-  c.Connect({"127.0.0.1", s.server.bound_port()}, [&](Status st) { connected = st; });
-  ASSERT_TRUE(RunUntil(io, [&] { return connected.has_value(); }));
+  Status connected = testing::ConnectAndWait(io, c, s.server.bound_port());
+  ASSERT_TRUE(connected.ok()) << connected.ToString();
   ASSERT_EQ(c.wire_version(), 2);
   std::optional<StatusOr<ClientResponse>> r;
   EXPECT_EQ(c.Send(Watch(), [&](StatusOr<ClientResponse> x) { r = std::move(x); }), 0u);

@@ -33,9 +33,12 @@ void WatchReference::Hook(station::StationOptions* o) {
     for (const station::KvChange& c : changes) events.push_back(EventOf(slot, c));
     auto [it, fresh] = slots_.emplace(slot, events);
     if (!fresh && it->second != events && violation_.empty()) {
-      violation_ = "watch reference: node " + std::to_string(self) + " applied slot " + std::to_string(slot) + " with " +
-                   std::to_string(events.size()) + " key changes, another node with " +
-                   std::to_string(it->second.size());
+      violation_ = "watch reference: nodes disagree on the key changes of slot " + std::to_string(slot) + ": node " +
+                   std::to_string(self) + " applied " + std::to_string(events.size()) + " (" +
+                   (events.empty() ? std::string("none") : Describe(events[0])) + (events.size() > 1 ? ", ..." : "") +
+                   "), another node " + std::to_string(it->second.size()) + " (" +
+                   (it->second.empty() ? std::string("none") : Describe(it->second[0])) +
+                   (it->second.size() > 1 ? ", ..." : "") + ")";
     }
   };
 }
@@ -50,7 +53,8 @@ WatchWorkload::WatchWorkload(StationCluster& c, std::shared_ptr<WatchReference> 
 void WatchWorkload::Open(Watcher& w) {
   std::vector<NodeId> up;
   for (NodeId id : c_.members()) {
-    if (c_.IsUp(id)) up.push_back(id);
+    // A node holding another cluster's disk serves that cluster's changes.
+    if (c_.IsUp(id) && !c_.IsForeign(id)) up.push_back(id);
   }
   if (up.empty()) {
     w.next_ms = c_.now_ms() + 50;

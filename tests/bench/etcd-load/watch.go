@@ -26,15 +26,15 @@ import (
 )
 
 type watchOptions struct {
-	clients           []*clientv3.Client
-	watchers          int
-	inFlight          int
-	keys              uint64
-	keySize           int
-	valueSize         int
-	warmup, duration  float64
-	seed              int64
-	endpoints         string
+	clients          []*clientv3.Client
+	watchers         int
+	inFlight         int
+	keys             uint64
+	keySize          int
+	valueSize        int
+	warmup, duration float64
+	seed             int64
+	endpoints        string
 }
 
 func watchKeyOf(i uint64, size int) string { return "w" + keyOf(i, size)[1:] }
@@ -49,7 +49,11 @@ func runWatches(o watchOptions) int {
 	t0 := time.Now()
 
 	var lost int64
-	type sample struct{ lat []time.Duration; before uint64; deliveries uint64 }
+	type sample struct {
+		lat        []time.Duration
+		before     uint64
+		deliveries uint64
+	}
 	samples := make([]sample, o.watchers)
 	var ready sync.WaitGroup
 	var done sync.WaitGroup

@@ -266,7 +266,7 @@ class Command {
     if (name == "version") return Version();
     if (name == "lease") return RunLease(*client_, args_.lease, output_);
     if (name == "txn") return RunTxn(*client_, args_.txn, output_);
-    if (name == "watch") return RunWatch(client_->options(), args_.watch, output_, err_);
+    if (name == "watch") return RunWatch(*client_, args_.watch, output_, err_);
     if (!args_.deploy_path.empty()) return Deploy(args_.deploy_path);
     return Fail(kExitUsage, "unknown command " + name);
   }

@@ -34,13 +34,14 @@ void AddWatchCommand(CLI::App& app, WatchArgs* a) {
   w->add_option("--count", a->count, "Stop after this many changes (0: never)")->capture_default_str();
 }
 
-int RunWatch(const client::ClientOptions& options, const WatchArgs& a, Output& out, std::ostream& err) {
+int RunWatch(const client::Client& client, const WatchArgs& a, Output& out, std::ostream& err) {
   const bool prefix = a.prefix_given;
   if (prefix && !a.key.empty()) return out.Fail(kExitUsage, "bad arguments: watch takes KEY or --prefix P, not both");
   if (!prefix && a.key.empty()) {
     return out.Fail(kExitUsage, "bad arguments: watch takes KEY, or --prefix P (--prefix \"\" watches every key)");
   }
-  client::Watcher watcher(options, prefix ? a.prefix : a.key, prefix, a.from_slot);
+  std::unique_ptr<client::Watcher> w = client.Watch(prefix ? a.prefix : a.key, prefix, a.from_slot);
+  client::Watcher& watcher = *w;
   g_interrupted = 0;
   auto previous = std::signal(SIGINT, OnInterrupt);
   uint64_t printed = 0, resumes = 0;

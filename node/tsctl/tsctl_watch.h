@@ -25,6 +25,6 @@ void AddWatchCommand(CLI::App& app, WatchArgs* a);
 // Text: "SLOT put KEY VALUE" or "SLOT delete KEY" per change (keys and
 // values made printable); JSON: {"slot","type","key","value","mod_slot","lease"}
 // (value_base64 for bytes that are not UTF-8).
-int RunWatch(const client::ClientOptions& options, const WatchArgs& a, Output& out, std::ostream& err);
+int RunWatch(const client::Client& client, const WatchArgs& a, Output& out, std::ostream& err);
 
 }  // namespace ts::tsctl

@@ -21,6 +21,10 @@
 #              preloaded with the value the compares expect (--op preload:
 #              128 keys a transaction), so the compares hold; the report
 #              counts those that took the else branch
+#   watch-1k   1000 watchers of one prefix (spread over 8 connections and every
+#              member) while puts of that prefix run, 64 in flight on 8 more
+#              connections: puts/s, and p50/p99 of the delivery latency from a
+#              put's answer to each watcher's event (tsbench/etcd-load --op watch)
 #   leases-10k --leases leases of --lease-ttl s, one key attached to each,
 #              all kept alive every TTL/3 (tsnode: one keepalive request each;
 #              etcd: clientv3's keepalive stream), 8 connections, 64 in flight
@@ -112,7 +116,7 @@ is_rounds() { [[ "$1" =~ ^[1-9]$ ]]; }
 is_side() { [[ "$1" == etcd || "$1" == tsnode ]]; }
 is_lease_count() { [[ "$1" =~ ^[1-9][0-9]{0,5}$ ]] && (("$1" <= 100000)); }
 is_ttl() { [[ "$1" =~ ^[1-9][0-9]{0,4}$ ]] && (("$1" >= 2 && "$1" <= 86400)); }
-workload_names=(put-1 put-64 put-256 put4k-64 get-64 mixed-64 txn4-64 range-100k leases-10k)
+workload_names=(put-1 put-64 put-256 put4k-64 get-64 mixed-64 txn4-64 range-100k watch-1k leases-10k)
 is_workload_list() {
   local w
   [[ -n "$1" ]] || return 1
@@ -291,6 +295,7 @@ all_workloads=(
   "mixed-64 mixed 64 8 100 $get_keys half puts half gets, 64 in flight"
   "txn4-64 txn 64 8 100 $txn_keys transactions of 4 value compares and 4 puts, 64 in flight"
   "range-100k range 1 1 100 $range_keys $range_keys keys read back in pages of 1,000"
+  "watch-1k watch 64 8 100 100000 1000 watchers of one prefix, 64 puts in flight: delivery latency"
   "leases-10k lease 64 8 100 $leases $leases live leases of $lease_ttl s, keepalives every TTL/3"
 )
 workloads=()
@@ -308,6 +313,7 @@ gen_cmd() {
   local common=(--endpoints "$eps" --op "$op" --in-flight "$inf" --connections "$conns" --value-size "$vsize"
     --key-size 16 --keys "$keys" --warmup "$w" --duration "$d")
   [[ $op != lease ]] || common+=(--leases "$keys" --lease-ttl "$lease_ttl")
+  [[ $op != watch ]] || common+=(--watchers 1000)
   if [[ $side == etcd ]]; then cmd=("$etcd_load" "${common[@]}"); else cmd=("$tsbench" "${common[@]}" --json); fi
 }
 

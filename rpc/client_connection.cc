@@ -2,6 +2,7 @@
 #include "rpc/client_connection.h"
 
 #include <algorithm>
+#include <deque>
 #include <map>
 
 #include "rpc/codec.h"
@@ -189,6 +190,14 @@ void AsyncClient::Impl::Serve(std::shared_ptr<Stream> stream, std::weak_ptr<Impl
         }
         auto it = impl->callbacks.find(resp.id);
         if (it == impl->callbacks.end()) return Status::Ok();  // answer to a request already failed
+        if (resp.stream_more) {
+          // A stream goes on: the callback stays. A copy runs (it shares
+          // the callback's state: Send wrapped it), as the callback may
+          // close the client or send on it.
+          Callback cb = it->second.cb;
+          cb(std::move(resp));
+          return Status::Ok();
+        }
         Pending p = std::move(it->second);
         impl->callbacks.erase(it);
         // A node that does not know the op says what it runs; the client
@@ -205,10 +214,10 @@ void AsyncClient::Impl::Serve(std::shared_ptr<Stream> stream, std::weak_ptr<Impl
       });
 }
 
-void AsyncClient::Send(ClientRequest req, Callback cb) {
+uint64_t AsyncClient::Send(ClientRequest req, Callback cb) {
   if (!impl_->conn || !impl_->conn->open()) {
     cb(Status::Unavailable("not connected to " + impl_->addr));
-    return;
+    return 0;
   }
   const uint8_t needs = MinWireVersionOf(req);
   if (needs > impl_->wire_version) {
@@ -223,20 +232,26 @@ void AsyncClient::Send(ClientRequest req, Callback cb) {
                       std::to_string(impl_->wire_version) + " (" + ReleaseOfWireVersion(impl_->wire_version) +
                       "); " + NeedsText(req.op, needs);
     cb(std::move(refused));
-    return;
+    return 0;
   }
   req.id = impl_->next_id++;
+  if (req.op == ClientOp::kWatch) {
+    // Its answers run copies of the callback: one shared state for all.
+    auto shared = std::make_shared<Callback>(std::move(cb));
+    cb = [shared](StatusOr<ClientResponse> r) { (*shared)(std::move(r)); };
+  }
   std::string payload = EncodeClientRequest(req, impl_->wire_version);
   if (payload.size() > impl_->frame_bytes_max) {
     cb(Status::InvalidArgument("request of " + std::to_string(payload.size()) + " bytes exceeds the frame cap of " +
                                std::to_string(impl_->frame_bytes_max)));
-    return;
+    return 0;
   }
   if (!impl_->conn->SendFrame(FrameType::kClientRequest, payload)) {
     cb(Status::Busy("client send queue full"));
-    return;
+    return 0;
   }
   impl_->callbacks.emplace(req.id, Impl::Pending{req.op, needs, std::move(cb)});
+  return req.id;
 }
 
 uint8_t AsyncClient::wire_version() const { return impl_->wire_version; }
@@ -255,6 +270,9 @@ struct BlockingClient::Impl {
   std::shared_ptr<TlsContext> tls;
   std::unique_ptr<AsyncClient> client;
   bool connected = false;
+  // The open stream's id (0: none) and its answers not yet taken.
+  uint64_t stream_id = 0;
+  std::deque<StatusOr<ClientResponse>> stream;
 
   // Runs the private io_context until `done` or the deadline.
   bool RunUntil(const bool& done, std::chrono::milliseconds timeout) {
@@ -308,6 +326,39 @@ StatusOr<ClientResponse> BlockingClient::Call(ClientRequest req, std::chrono::mi
   return result;
 }
 
+StatusOr<ClientResponse> BlockingClient::StartStream(ClientRequest req, std::chrono::milliseconds timeout) {
+  if (!impl_->connected) return Status::Unavailable("not connected");
+  if (impl_->stream_id != 0) return Status::FailedPrecondition("a stream is already open on this connection");
+  impl_->stream.clear();
+  uint64_t id = impl_->client->Send(std::move(req), [impl = impl_.get()](StatusOr<ClientResponse> r) {
+    impl->stream.push_back(std::move(r));
+  });
+  if (id != 0) impl_->stream_id = id;
+  return NextInStream(timeout);
+}
+
+StatusOr<ClientResponse> BlockingClient::NextInStream(std::chrono::milliseconds timeout) {
+  if (impl_->stream.empty() && impl_->stream_id == 0) return Status::FailedPrecondition("no stream is open");
+  if (impl_->stream.empty()) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (impl_->stream.empty()) {
+      auto left = deadline - std::chrono::steady_clock::now();
+      if (left <= std::chrono::steady_clock::duration::zero()) {
+        return Status::Timeout("no answer within " + std::to_string(timeout.count()) + " ms");
+      }
+      impl_->io.restart();
+      impl_->io.run_one_for(left);
+    }
+  }
+  StatusOr<ClientResponse> r = std::move(impl_->stream.front());
+  impl_->stream.pop_front();
+  if (!r.ok() || !r->stream_more) impl_->stream_id = 0;  // the stream's last answer
+  if (!r.ok() && r.status().code() == Status::Code::kUnavailable) impl_->connected = false;
+  return r;
+}
+
+uint64_t BlockingClient::stream_id() const { return impl_->stream_id; }
+
 bool BlockingClient::connected() const { return impl_->connected; }
 
 uint8_t BlockingClient::wire_version() const { return impl_->client ? impl_->client->wire_version() : 0; }
@@ -324,6 +375,8 @@ void BlockingClient::Close() {
     impl_->client.reset();
   }
   impl_->connected = false;
+  impl_->stream_id = 0;
+  impl_->stream.clear();
 }
 
 }  // namespace ts::rpc

@@ -31,6 +31,15 @@ class BlockingClient {
   // Timeout: Timeout (the connection is then closed, so a late answer cannot
   // be taken for the next request); connection loss: Unavailable.
   StatusOr<ClientResponse> Call(ClientRequest req, std::chrono::milliseconds timeout);
+  // Streams (a kWatch): StartStream sends req and waits for its first
+  // answer; NextInStream waits for the next one (Timeout: none yet, the
+  // stream goes on). The answer without stream_more, or an error, is the
+  // stream's last. One stream per connection; Call may run meanwhile (a
+  // cancel), and the stream's answers that arrive then wait for
+  // NextInStream.
+  StatusOr<ClientResponse> StartStream(ClientRequest req, std::chrono::milliseconds timeout);
+  StatusOr<ClientResponse> NextInStream(std::chrono::milliseconds timeout);
+  uint64_t stream_id() const;  // the open stream's request id (0: none)
   bool connected() const;
   // As AsyncClient's, for the current connection (0 when not connected).
   uint8_t wire_version() const;
@@ -67,7 +76,9 @@ class AsyncClient {
   // requests is already queued, and a kUnsupported response (never sent) if
   // the node's wire version cannot carry the op; its message names the
   // version the op needs, as does a node's own kUnsupported answer.
-  void Send(ClientRequest req, Callback cb);
+  // A stream's request (a kWatch) gets `cb` for every answer, until the one
+  // without stream_more. Returns the request's id (0: not sent).
+  uint64_t Send(ClientRequest req, Callback cb);
   // The wire version the connection writes (1 until the hello is
   // answered, and with a 1.1.0 node), and the node's software version from
   // its hello answer (empty with a 1.1.0 node).

@@ -55,11 +55,14 @@ enum class ClientOp : uint8_t {
   kRange = 25,           // key: the prefix ("" every key), limit: entries wanted (1..; capped), after: the
                          // token of the previous page ("" the first), range_flags; the answer's range,
                          // range_after, range_flags, total (kRangeCountOnly: the count) and slot (applied)
+  // Watches (docs/design/watch.md): a stream of answers to one request; never redirected.
+  kWatch = 26,           // key (watch_prefix: a prefix), from_slot (0: the next applied): changes in slot order
+  kWatchCancel = 27,     // watch_id: ends that watch of this connection (its stream's last answer says so)
 };
 
 // The last op this build knows, and the lowest wire version that can carry
 // each op (a client never sends an op the node's range cannot take).
-inline constexpr ClientOp kLastClientOp = ClientOp::kRange;
+inline constexpr ClientOp kLastClientOp = ClientOp::kWatchCancel;
 inline uint8_t MinWireVersionOf(ClientOp op) {
   return op >= ClientOp::kSessionOpen ? 3 : op == ClientOp::kVersion ? 2 : 1;
 }
@@ -97,6 +100,10 @@ enum class ClientCode : uint8_t {
   // closed, or expired); the write was not applied. Final for that session:
   // open another.
   kSessionUnknown = 11,
+  // From wire version 3 on: a watch's start slot is older than the changes
+  // this node still keeps (or a snapshot install replaced them); slot names
+  // the oldest it can serve. Another node may still keep it. Final.
+  kCompacted = 12,
 };
 
 const char* ClientCodeName(ClientCode code);
@@ -194,6 +201,21 @@ struct RangeEntry {
   void serialize(A& ar) { ar(key, value, mod_slot, lease); }
 };
 
+// One change to a key, as a watch delivers it (wire version 3 on).
+struct WatchEvent {
+  enum class Kind : uint8_t { kPut = 0, kDelete = 1 };
+  uint64_t slot = 0;  // the decree that made it
+  Kind kind = Kind::kPut;
+  std::string key;
+  std::string value;      // kPut
+  uint64_t mod_slot = 0;  // kPut: the key's slot after the change (0: not tracked yet)
+  uint64_t lease = 0;     // kPut: the key's lease (0: none)
+
+  bool operator==(const WatchEvent&) const = default;
+  template <class A>
+  void serialize(A& ar) { ar(slot, kind, key, value, mod_slot, lease); }
+};
+
 struct ClientRequest;
 // The lowest wire version that carries all of a request: its op's, and 3
 // for a write in a session (an older node would drop the session fields
@@ -222,12 +244,18 @@ struct ClientRequest {
   Txn txn;              // kTxn
   std::string after;    // kRange: the token of the page before ("" the first)
   uint8_t range_flags = 0;  // kRange: kRangeKeysOnly | kRangeCountOnly | kRangeSerializable
+  bool watch_prefix = false;  // kWatch: key is a prefix ("" with it: every key)
+  uint64_t watch_id = 0;      // kWatchCancel: the id of the kWatch request to end
+  // Not on the wire: the client port's number for the connection the
+  // request came on (0: none), so that a cancel finds its watch.
+  uint64_t connection = 0;
 
   template <class A>
   void serialize(A& ar) {
     ar(id, op, key, value, expected, expected_absent, from_slot, limit, offset);
     if (WireVersionOf(ar) >= 3) ar(session, seq, lowest_pending, ttl_ms, lease, txn);
     if (WireVersionOf(ar) >= 3) ar(after, range_flags);
+    if (WireVersionOf(ar) >= 3) ar(watch_prefix, watch_id);
   }
 };
 
@@ -429,6 +457,11 @@ struct ClientResponse {
   std::vector<RangeEntry> range;  // kRange: the page, in key order
   std::string range_after;        // kRange: the token of the next page (with kRangeMore)
   uint8_t range_flags = 0;        // kRange: the request's, and kRangeMore
+  // kWatch: true on every answer of the stream but the last. events: the
+  // changes of whole decrees, in slot order; slot: the watch has every
+  // change up to it (an answer without events is a progress notice).
+  bool stream_more = false;
+  std::vector<WatchEvent> events;
 
   // The status travels as a nested byte string: empty when status.id is 0
   // (no status: every answer but kStatus and kMember, so a get's answer
@@ -441,6 +474,7 @@ struct ClientResponse {
     if (WireVersionOf(ar) >= 2) ar(node_version, wire_version_min, wire_version_max);
     if (WireVersionOf(ar) >= 3) ar(mod_slot, lease, ttl_ms, leases, txn_succeeded, txn_results);
     if (WireVersionOf(ar) >= 3) ar(range, range_after, range_flags);
+    if (WireVersionOf(ar) >= 3) ar(stream_more, events);
   }
   template <class A>
   void load(A& ar) {
@@ -449,6 +483,7 @@ struct ClientResponse {
     if (WireVersionOf(ar) >= 2) ar(node_version, wire_version_min, wire_version_max);
     if (WireVersionOf(ar) >= 3) ar(mod_slot, lease, ttl_ms, leases, txn_succeeded, txn_results);
     if (WireVersionOf(ar) >= 3) ar(range, range_after, range_flags);
+    if (WireVersionOf(ar) >= 3) ar(stream_more, events);
     if (!nested.empty()) DecodeNodeStatusOrThrow(nested, &status, WireVersionOf(ar));
   }
 };
@@ -467,6 +502,7 @@ inline const char* ClientCodeName(ClientCode code) {
     case ClientCode::kPermissionDenied: return "permission denied";
     case ClientCode::kUnsupported: return "unsupported";
     case ClientCode::kSessionUnknown: return "session unknown";
+    case ClientCode::kCompacted: return "compacted";
   }
   return "unknown";
 }

@@ -118,10 +118,11 @@ struct ClientServer::Impl {
     conns.emplace(conn.get(), conn);
     std::weak_ptr<Connection> weak = conn;
     Connection* key = conn.get();
+    const uint64_t connection = ++connections_served;
     last_active[key] = std::chrono::steady_clock::now();
     size_t cap = frame_bytes_max;
     conn->Start(
-        [this, weak, cap, key, role](FrameType type, std::string_view payload) {
+        [this, weak, cap, key, role, connection](FrameType type, std::string_view payload) {
           last_active[key] = std::chrono::steady_clock::now();
           if (type != FrameType::kClientRequest) {
             return Status::InvalidArgument("unexpected frame type " + std::to_string(static_cast<int>(type)) +
@@ -134,10 +135,20 @@ struct ClientServer::Impl {
           if (Status s = DecodeClientRequest(payload, &req, version); !s.ok()) return s;
           // The responder holds only a weak reference: answering a closed
           // connection (or after the server is gone) is a no-op.
-          Responder respond = [this, life = LifeRef(life), weak, cap, version](ClientResponse&& resp) {
+          req.connection = connection;
+          Responder respond = [this, life = LifeRef(life), weak, cap, version, key](ClientResponse&& resp) {
             auto c = weak.lock();
-            if (!c || !c->open()) return;
+            if (!c || !c->open()) return false;
             c->set_wire_version(version);
+            bool cut = false;
+            if (resp.stream_more) {
+              if (life.expired()) return false;
+              last_active[key] = std::chrono::steady_clock::now();  // a stream keeps its connection busy
+              if (c->queued_bytes() > limits.stream_buffer_bytes) {
+                resp = CutStream(resp, c->queued_bytes());
+                cut = true;
+              }
+            }
             std::string payload = EncodeClientResponse(resp, version);
             if (payload.size() > cap) {
               ClientResponse err;
@@ -151,13 +162,14 @@ struct ClientServer::Impl {
               spdlog::warn("client connection {}: over {} bytes of responses unread; closing it", c->remote(),
                            c->queued_bytes());
               c->Close("client is not reading its responses");
-              return;
+              return false;
             }
-            if (life.expired()) return;
+            if (life.expired()) return !cut;
             // Only a shortcut (the posted write sends it anyway): a server
             // whose owner never flushes forgets rather than grows.
             if (answered.size() >= kAnsweredMax) answered.clear();
             answered.push_back(weak);
+            return !cut;
           };
           // The version op and ops this build does not know are answered
           // here, whatever the node's state: they never reach the node.
@@ -189,6 +201,21 @@ struct ClientServer::Impl {
           conns.erase(key);
           last_active.erase(key);
         });
+  }
+
+  // The last answer of a stream whose client does not read it: the stream
+  // ends here, and the client resumes from the first slot it did not get.
+  ClientResponse CutStream(const ClientResponse& refused, size_t queued) {
+    ClientResponse r;
+    r.id = refused.id;
+    r.code = ClientCode::kBusy;
+    r.slot = refused.events.empty() ? refused.slot + 1 : refused.events.front().slot;
+    r.message = "stream cut: the client does not read it fast enough: " + std::to_string(queued) + " bytes of it are unread (over " +
+                std::to_string(limits.stream_buffer_bytes) + "); resume from slot " + std::to_string(r.slot);
+    if (auto n = stream_cut_warning.Due()) {
+      spdlog::warn("client port: cut a stream not read fast enough ({} since the last warning): {}", *n, r.message);
+    }
+    return r;
   }
 
   // kVersion: what this node runs. An unknown op: the typed refusal, with
@@ -239,6 +266,8 @@ struct ClientServer::Impl {
   size_t handshaking = 0;  // accepted sockets in their TLS handshake
   LogLimit tls_warning;
   LogLimit denied_warning;
+  LogLimit stream_cut_warning;
+  uint64_t connections_served = 0;  // numbers each connection (ClientRequest::connection)
   std::string software_version = "unknown";
   uint8_t wire_version_max = kWireVersion;
   TransportMetrics metrics;

@@ -20,7 +20,7 @@ Status CheckRequest(const ClientRequest& r, uint8_t wire_version) {
 }
 
 Status CheckResponse(const ClientResponse& r, uint8_t wire_version) {
-  auto last = wire_version >= 3   ? ClientCode::kSessionUnknown
+  auto last = wire_version >= 3   ? ClientCode::kCompacted
               : wire_version >= 2 ? ClientCode::kUnsupported
                                   : ClientCode::kPermissionDenied;
   if (static_cast<uint8_t>(r.code) > static_cast<uint8_t>(last)) {

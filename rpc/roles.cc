@@ -39,6 +39,8 @@ const char* ClientOpName(ClientOp op) {
     case ClientOp::kLeaseList: return "lease-list";
     case ClientOp::kTxn: return "txn";
     case ClientOp::kRange: return "range";
+    case ClientOp::kWatch: return "watch";
+    case ClientOp::kWatchCancel: return "watch-cancel";
   }
   return "unknown";
 }
@@ -52,6 +54,8 @@ ClientRole RequiredRole(ClientOp op) {
     case ClientOp::kVersion:
     case ClientOp::kLeaseList:
     case ClientOp::kRange:
+    case ClientOp::kWatch:  // a stream of reads
+    case ClientOp::kWatchCancel:
       return ClientRole::kRead;
     case ClientOp::kPut:
     case ClientOp::kCas:

@@ -10,7 +10,8 @@
 //
 // ClientServer: the client port. Runs the client protocol; the handler answers
 // through a Responder that stays valid after the connection closes (sending
-// to a closed connection is a no-op).
+// to a closed connection is a no-op). A request may be answered by a stream:
+// every answer but the last carries stream_more.
 //
 // Everything here runs on the one io_context thread it is given; callbacks
 // are invoked on that thread. Bad frames close that connection and count in
@@ -69,6 +70,10 @@ struct ClientLimits {
   // A connection that sends no request for this long is closed (0: never).
   std::chrono::milliseconds idle_timeout{300'000};
   static constexpr size_t kDescriptorReserve = 128;
+  // A stream's answer (stream_more: a watch's) is not queued past this many
+  // unread bytes on its connection: the stream is cut instead, with a final
+  // kBusy answer naming the slot to resume from (docs/design/watch.md).
+  size_t stream_buffer_bytes = 8 << 20;
 };
 
 // TLS on a port (rpc/stream.h); a null context: plaintext.
@@ -193,7 +198,10 @@ class PeerTransport {
 
 class ClientServer {
  public:
-  using Responder = std::function<void(ClientResponse&&)>;
+  // Returns false when the answer was not queued: the connection is closed,
+  // or a stream was cut for not being read (see ClientLimits).
+  using Responder = std::function<bool(ClientResponse&&)>;
+  // The request's `connection` numbers the connection it came on.
   using OnRequest = std::function<void(ClientRequest&&, Responder)>;
 
   // Each connection may hold max(16 MiB, 4 frames) of unread responses;

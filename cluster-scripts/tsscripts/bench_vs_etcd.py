@@ -247,6 +247,11 @@ def report(as_json, etcd_version, tsnode_version, nodes, duration, warmup, get_k
                 continue
             if r["op"] == "txn":
                 notes.append(f"{s}: {r.get('txn_else', 0)} of {r.get('ops', 0)} transactions took the else branch")
+            if r["op"] == "watch":
+                notes.append(f"{s}: {r.get('deliveries_per_sec', 0):.0f} deliveries/s to {r.get('watchers')} "
+                             f"watchers (p50/p99: from a put's answer to each delivery; "
+                             f"{r.get('delivered_before_answer', 0)} came first); streams cut and resumed "
+                             f"{r.get('streams_resumed', 0)}, lost {r.get('streams_lost', 0)}")
             if r["op"] in ("get", "mixed") and r.get("ops"):
                 gets = r["ops"] if r["op"] == "get" else r["ops"] / 2
                 notes.append(f"{s}: {r.get('not_found', 0)} gets of absent keys (of ~{gets:.0f})")

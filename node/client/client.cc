@@ -7,6 +7,7 @@
 // are returned as a response of code kOutcomeUnknown. The meaning travels in
 // that code, never in the message text.
 #include "node/client/client.h"
+#include "node/client/watch.h"
 
 #include <algorithm>
 #include <cassert>
@@ -82,7 +83,8 @@ rpc::ClientResponse LostAnswer(const HostPort& target, const std::string& why) {
 // get writes a decree. Defaulting a new op to "write" errs on the safe side:
 // it is never retried after its answer is lost.
 bool IsLeaderOp(ClientOp op) {
-  return op != ClientOp::kStatus && op != ClientOp::kLog && op != ClientOp::kSnapshotRead && op != ClientOp::kVersion;
+  return op != ClientOp::kStatus && op != ClientOp::kLog && op != ClientOp::kSnapshotRead && op != ClientOp::kVersion &&
+         op != ClientOp::kWatch && op != ClientOp::kWatchCancel;  // served by the node dialled (Client::Watch)
 }
 
 bool IsWriteOp(ClientOp op) {
@@ -113,6 +115,10 @@ Client::Client(ClientOptions options) : options_(std::move(options)) {
 }
 
 Client::~Client() = default;
+
+std::unique_ptr<Watcher> Client::Watch(std::string key, bool prefix, uint64_t from_slot) const {
+  return std::make_unique<Watcher>(options_, std::move(key), prefix, from_slot);
+}
 
 StatusOr<rpc::BlockingClient*> Client::ConnectionTo(const HostPort& target, milliseconds timeout, bool for_write) {
   const std::string key = target.ToString();

@@ -50,6 +50,8 @@
 
 namespace ts::client {
 
+class Watcher;
+
 struct ClientOptions {
   std::vector<rpc::HostPort> endpoints;             // at least one
   std::chrono::milliseconds timeout{5000};          // overall deadline of one Call
@@ -135,6 +137,11 @@ class Client {
   // Ends the session, if one is open (a decree; best effort: a session
   // not closed expires after its timeout).
   void CloseSession();
+
+  // A watch of `key` (or of the prefix) from `from_slot` on these
+  // endpoints, with this TLS: a stream of changes that resumes on another
+  // node when lost (node/client/watch.h).
+  std::unique_ptr<Watcher> Watch(std::string key, bool prefix, uint64_t from_slot) const;
 
  private:
   struct CachedConnection {

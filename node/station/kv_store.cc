@@ -248,6 +248,7 @@ void KvStore::Commit(Overlay& overlay, consensus::Slot slot) {
     }
     it->second.mod_slot = tracking() ? slot : 0;
     it->second.lease = staged.lease;
+    if (sink_) sink_->push_back(KvChange{false, it->first, it->second.value, it->second.mod_slot, it->second.lease});
     if (auto lease = leases_.find(staged.lease); lease != leases_.end()) lease->second.keys.insert(key);
     value_hash_ += EntryHash(it->first, it->second.value);
     if (tracking()) meta_hash_ += MetaHashOf(it->first, it->second);
@@ -255,6 +256,7 @@ void KvStore::Commit(Overlay& overlay, consensus::Slot slot) {
 }
 
 void KvStore::EraseKey(Map::iterator it) {
+  if (sink_) sink_->push_back(KvChange{true, it->first, {}, 0, 0});
   value_hash_ -= EntryHash(it->first, it->second.value);
   if (tracking()) meta_hash_ -= MetaHashOf(it->first, it->second);
   if (it->second.lease != 0) {
@@ -276,6 +278,7 @@ size_t KvStore::StopTracking() {
     while (!lease.keys.empty()) {
       auto it = Find(*lease.keys.begin());
       lease.keys.erase(lease.keys.begin());
+      if (sink_) sink_->push_back(KvChange{true, it->first, {}, 0, 0});
       value_hash_ -= EntryHash(it->first, it->second.value);
       index_.erase(std::string_view(it->first));
       map_.erase(it);

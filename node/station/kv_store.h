@@ -50,6 +50,16 @@ struct KvEntry {
   uint64_t lease = 0;     // the lease it is attached to (0: none)
 };
 
+// One change to a key, as applied (KvStore::set_change_sink): what the
+// store's watches are told (watch_hub.h).
+struct KvChange {
+  bool deleted = false;
+  std::string key;
+  std::string value;
+  uint64_t mod_slot = 0;
+  uint64_t lease = 0;
+};
+
 struct LeaseRecord {
   uint64_t ttl_ms = 0;
   std::set<std::string> keys;
@@ -85,6 +95,10 @@ class KvStore {
   // Why granting a lease of this TTL would be refused now (empty: it would
   // not): the leader asks before proposing, Apply decides again.
   std::string LeaseRefusal(uint64_t ttl_ms) const;
+
+  // Every change to a key from now on is appended to *sink (null: none), in
+  // the order applied. Copies and moves of the store keep their own sink.
+  void set_change_sink(std::vector<KvChange>* sink) { sink_ = sink; }
 
   // Snapshots: replaces the whole map (keys in any order; later duplicates
   // win), untracked; then RestoreMeta puts back the bookkeeping of a
@@ -161,6 +175,7 @@ class KvStore {
   consensus::Slot tracking_since_ = 0;
   uint64_t value_hash_ = 0;
   uint64_t meta_hash_ = 0;  // 0 while not tracking
+  std::vector<KvChange>* sink_ = nullptr;
 };
 
 }  // namespace ts::station

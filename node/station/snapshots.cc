@@ -360,6 +360,7 @@ Status Snapshots::Adopt(Loaded loaded) {
   st_.coordinator_.Restore(std::move(loaded->deploy));
   st_.digest_.Restore(h.log_digest, st_.versions_.latest_marker(), st_.versions_.downgrade_to());
   st_.applied_slot_ = h.slot;
+  st_.watch_.Installed(h.slot);
   snapshot_kv_model_ = 0;
   if (auto it = h.models.find(static_cast<uint16_t>(DecreeType::kKvPut)); it != h.models.end()) {
     snapshot_kv_model_ = it->second;

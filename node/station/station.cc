@@ -31,7 +31,10 @@ Station::Station(StationOptions options, const LogSource* log, SnapshotStore* sn
       coordinator_(*this),
       membership_(*this),
       version_duties_(*this),
-      snapshots_(*this, snapshots) {}
+      snapshots_(*this, snapshots),
+      watch_(options_.watch) {
+  kv_.set_change_sink(&kv_changes_);
+}
 
 Station::~Station() = default;
 
@@ -102,6 +105,7 @@ void Station::Tick(uint64_t now_ms) {
   now_ms_ = std::max(now_ms_, now_ms);
   replica_->Tick(now_ms_);
   RunDuties();
+  watch_.Pump(now_ms_);
 }
 
 void Station::Step(const consensus::Message& m) {
@@ -143,7 +147,7 @@ bool Station::HasReady() const {
   return replica_->HasReady() || !ready_.meta.empty() || ready_.identity || ready_.peer_addrs || snapshots_.HasMessages() ||
          ready_.snapshot_installed || ready_.compact_upto ||
          !ready_.replies.empty() || ready_.link_faults ||
-         !ready_.events.empty() || !ready_.proposed.empty();
+         !ready_.events.empty() || !ready_.proposed.empty() || watch_.HasOut();
 }
 
 Ready Station::TakeReady() {
@@ -160,6 +164,8 @@ Ready Station::TakeReady() {
   // too; what they propose goes into the next batch.
   for (const Entry& e : c.committed) Apply(e);
   if (!c.committed.empty()) RunDuties();
+  if (!c.committed.empty()) watch_.Pump(now_ms_);
+  for (WatchHub::Out& o : watch_.TakeOut()) Respond(o.handle, std::move(o.response));
   Ready r = std::move(ready_);
   ready_ = Ready{};
   r.consensus = std::move(c);
@@ -200,6 +206,7 @@ void Station::Shutdown() {
   if (coordinator_.running()) coordinator_.Stop("node shutting down");
   client_.AbandonReads();
   snapshots_.Abandon();
+  watch_.EndAll("the node is shutting down; resume the watch on another node");
   Log(LogLevel::kInfo, "stopped at applied slot " + std::to_string(applied_slot_));
 }
 
@@ -282,6 +289,8 @@ void Station::NoteRoleChange() {
 
 void Station::Apply(const Entry& e) {
   ApplyEntry(e);
+  if (options_.on_kv_changes && applied_slot_ == e.slot) options_.on_kv_changes(id(), e.slot, kv_changes_);
+  watch_.Applied(e.slot, applied_slot_, &kv_changes_);
   const uint64_t every = options_.digest_checkpoint_slots;
   if (every == 0 || e.slot % every != 0 || applied_slot_ != e.slot || stuck_at_) return;
   checkpoints_.push_back(rpc::DigestCheckpoint{e.slot, StateDigest()});
@@ -455,6 +464,7 @@ std::string Station::CheckInvariants() const {
   if (std::string why = coordinator_.CheckInvariants(); !why.empty()) return at(why);
   if (std::string why = version_duties_.CheckInvariants(); !why.empty()) return at(why);
   if (std::string why = snapshots_.CheckInvariants(); !why.empty()) return at(why);
+  if (std::string why = watch_.CheckInvariants(); !why.empty()) return at(why);
   return "";
 }
 

@@ -69,6 +69,7 @@
 #include "node/station/version_duties.h"
 #include "node/station/version_rules.h"
 #include "node/station/version_state.h"
+#include "node/station/watch_hub.h"
 #include "rpc/client_protocol.h"
 #include "rpc/peer_protocol.h"
 
@@ -126,6 +127,12 @@ struct StationOptions {
   // applied (not when a duplicate or refusal applies nothing), so a checker
   // can count the applications of each (session, seq).
   std::function<void(uint64_t session, uint64_t seq, consensus::Slot slot)> on_session_write;
+  // Watches (watch_hub.h): the history kept, the caps, progress notices.
+  WatchOptions watch;
+  // Tests only: called on every node with the key changes of each decree
+  // it applies (replay included), so a checker can hold what watches owe.
+  std::function<void(consensus::NodeId self, consensus::Slot slot, const std::vector<KvChange>& changes)>
+      on_kv_changes;
 };
 
 // Read access to the durable log: the chosen prefix at start, catch-up of
@@ -230,6 +237,12 @@ class Station {
   // Answers everything still waiting (writes: outcome unknown), before the
   // process exits.
   void Shutdown();
+  // The driver could not deliver a watch's answer to `handle` (its
+  // connection is gone, or it was cut for not reading): the watch ends
+  // without another answer. A kWatch's answers carry stream_more until the
+  // last: the driver keeps the handle until then.
+  void WatchGone(uint64_t handle) { watch_.Drop(handle); }
+  const WatchHub& watches() const { return watch_; }
 
   bool HasReady() const;
   Ready TakeReady();
@@ -387,6 +400,8 @@ class Station {
   Membership membership_;
   VersionDuties version_duties_;
   Snapshots snapshots_;
+  WatchHub watch_;
+  std::vector<KvChange> kv_changes_;  // made by the decree being applied, for watch_
 
   std::map<consensus::NodeId, PeerView> peers_;
   std::deque<rpc::DigestCheckpoint> checkpoints_;  // the last kCheckpointsKept, oldest first

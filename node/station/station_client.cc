@@ -67,6 +67,10 @@ void Station::Request(uint64_t handle, ClientRequest req) {
       return client_.HandleTxn(handle, std::move(req));
     case ClientOp::kRange:
       return client_.HandleRange(handle, std::move(req));
+    case ClientOp::kWatch:  // served by this node, leader or not: never redirected
+      return watch_.Start(handle, req, options_.key_bytes_max, now_ms_);
+    case ClientOp::kWatchCancel:
+      return watch_.Cancel(handle, req);
     case ClientOp::kVersion:  // the client port answers it (rpc/client_server.cc)
       break;
   }

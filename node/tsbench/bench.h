@@ -56,6 +56,8 @@ struct BenchOptions {
   // --op lease: how many leases, their TTL; each is kept alive every TTL/3.
   uint32_t leases = 10000;
   double lease_ttl_s = 9;
+  // --op watch: how many watchers of the prefix the puts write.
+  uint32_t watchers = 1000;
 
   bool record_acks() const { return series || !ack_log.empty(); }
 };
@@ -145,6 +147,7 @@ StatusOr<HostPort> FindLeader(const BenchOptions& o, const std::vector<HostPort>
 // Workloads that are not tsbench's closed loop (their own files): each prints
 // its result (JSON with --json) and returns the exit code.
 int RunLeases(const BenchOptions& o, const std::vector<HostPort>& endpoints, const HostPort& leader);  // lease_load.cc
+int RunWatches(const BenchOptions& o, const std::vector<HostPort>& endpoints, const HostPort& leader);  // watch_load.cc
 int RunPreload(const BenchOptions& o, const std::vector<HostPort>& endpoints);                         // one_shot.cc
 int RunMember(const BenchOptions& o, const std::vector<HostPort>& endpoints);                          // one_shot.cc
 // --op range reads in pages of this many entries.

@@ -13,7 +13,7 @@
 // per-second series; --ack-log writes them (wall-clock time and latency) for
 // a caller that knows when something happened (bench-replace.sh).
 // --op txn: each request a transaction of 4 compares and 4 puts (MakeTxn).
-// Elsewhere: --op lease (lease_load.cc), and the requests that are not a
+// Elsewhere: --op lease (lease_load.cc), --op watch (watch_load.cc), and the requests that are not a
 // load, --op preload and --member (one_shot.cc).
 #include <CLI/CLI.hpp>
 #include <asio.hpp>
@@ -427,6 +427,7 @@ int Run(BenchOptions o) {
     return 3;
   }
   if (o.op == "lease") return RunLeases(o, *endpoints, *leader);
+  if (o.op == "watch") return RunWatches(o, *endpoints, *leader);
   RunTimes times;
   const Counters total = RunWorkers(o, *endpoints, *leader, times);
   std::optional<AckAnalysis> acks;
@@ -486,16 +487,21 @@ int main(int argc, char** argv) {
                  "--op preload writes with the same --seed and --value-size; the result counts those that took "
                  "the else branch); lease (grant --leases leases of --lease-ttl, put one key with each, then "
                  "keep every one alive every TTL/3: keepalives/s, failures, leases lost, and the decrees the "
-                 "leader chose in the window); preload (write V to every key of --keys, 128 keys a "
-                 "transaction, then exit: no load); range (read every key of --keys back, in linearizable pages "
-                 "of 1,000, one at a time: the time, and each page's latency)")
-      ->check(CLI::IsMember({"put", "get", "mixed", "txn", "lease", "preload", "range"}))
+                 "leader chose in the window); watch (--watchers watches of one prefix over --connections "
+                 "connections, one per endpoint in turn, while puts of that prefix run: puts/s, deliveries/s and "
+                 "the latency from a put's answer to each delivery); preload (write V to every key of --keys, "
+                 "128 keys a transaction, then exit: no load); range (read every key of --keys back, in "
+                 "linearizable pages of 1,000, one at a time: the time, and each page's latency)")
+      ->check(CLI::IsMember({"put", "get", "mixed", "txn", "lease", "watch", "preload", "range"}))
       ->capture_default_str();
   app.add_option("--leases", o.leases, "--op lease: leases to grant and keep alive")
       ->check(CLI::Range(1u, 100000u))
       ->capture_default_str();
   app.add_option("--lease-ttl", o.lease_ttl_s, "--op lease: the leases' TTL in seconds (keepalives every TTL/3)")
       ->check(CLI::Range(1.0, 86400.0))
+      ->capture_default_str();
+  app.add_option("--watchers", o.watchers, "--op watch: watches of the prefix the puts write")
+      ->check(CLI::Range(1u, 100000u))
       ->capture_default_str();
   app.add_option("--threads", o.threads, "io_context threads; connections are spread over them (--op lease runs on one)")
       ->check(CLI::Range(1u, 256u))
@@ -556,7 +562,7 @@ int main(int argc, char** argv) {
               << o.keys << " is too few\n";
     return 2;
   }
-  if ((o.op == "lease" || o.op == "preload" || o.op == "range") && (o.rate > 0 || o.record_acks())) {
+  if ((o.op == "lease" || o.op == "watch" || o.op == "preload" || o.op == "range") && (o.rate > 0 || o.record_acks())) {
     std::cerr << "bad arguments: --rate, --series and --ack-log apply to the closed loop (put, get, mixed, txn), "
                  "not to --op " << o.op << '\n';
     return 2;

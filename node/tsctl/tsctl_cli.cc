@@ -26,6 +26,7 @@
 #include "node/tsctl/tsctl_snapshot.h"
 #include "node/tsctl/tsctl_endpoint.h"
 #include "node/tsctl/tsctl_txn.h"
+#include "node/tsctl/tsctl_watch.h"
 #include "node/tsctl/tsctl_format.h"
 
 #ifndef TS_CLIENT_VERSION_STRING
@@ -73,6 +74,7 @@ struct Args {
   TxnArgs txn;
   RangeArgs range;  // get --prefix
   bool get_key_given = false;
+  WatchArgs watch;
 };
 
 constexpr const char* kFooter =
@@ -211,6 +213,7 @@ std::unique_ptr<CLI::App> BuildApp(Args* a) {
   AddMemberCommands(*app, &a->member);
   AddLeaseCommands(*app, &a->lease);
   AddTxnCommand(*app, &a->txn);
+  AddWatchCommand(*app, &a->watch);
   AddDeployCommands(*app, &a->deploy);
   AddEndpointCommands(*app);
   return app;
@@ -275,6 +278,7 @@ class Command {
     if (name == "lease") return RunLease(*client_, args_.lease, output_);
     if (name == "txn") return RunTxn(*client_, args_.txn, output_);
     if (name == "endpoint") return RunEndpointHealth(*client_, args_.timeout_ms, output_);
+    if (name == "watch") return RunWatch(*client_, args_.watch, output_, err_);
     if (!args_.deploy_path.empty()) return Deploy(args_.deploy_path);
     return Fail(kExitUsage, "unknown command " + name);
   }
@@ -635,6 +639,7 @@ int RunTsctl(int argc, const char* const* argv, std::ostream& out, std::ostream&
   args.put_value_given = app->get_subcommand("put")->count("VALUE") > 0;
   args.get_key_given = app->get_subcommand("get")->count("KEY") > 0;
   args.range.given = app->get_subcommand("get")->count("--prefix") > 0;
+  args.watch.prefix_given = app->get_subcommand("watch")->count("--prefix") > 0;
   Command command(args, out, err);
   return command.Run(commands.front()->get_name());
 }

@@ -518,4 +518,19 @@ StatusOr<std::string> BytesField(const nlohmann::json& j, const std::string& nam
   return std::string();
 }
 
+nlohmann::json WatchEventJson(const rpc::WatchEvent& e) {
+  const bool put = e.kind == rpc::WatchEvent::Kind::kPut;
+  nlohmann::json j = {{"slot", e.slot}, {"type", put ? "put" : "delete"}, {"key", e.key}};
+  if (!put) return j;
+  try {
+    (void)nlohmann::json(e.value).dump();  // strict: throws on bytes that are not UTF-8
+    j["value"] = e.value;
+  } catch (const nlohmann::json::exception&) {
+    j["value_base64"] = Base64Encode(e.value);
+  }
+  j["mod_slot"] = e.mod_slot;
+  j["lease"] = e.lease;
+  return j;
+}
+
 }  // namespace ts::tsctl

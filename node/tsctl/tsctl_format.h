@@ -80,4 +80,9 @@ StatusOr<std::string> Base64Decode(std::string_view text);
 // empty, or InvalidArgument when `required`.
 StatusOr<std::string> BytesField(const nlohmann::json& j, const std::string& name, bool required);
 
+// One change a watch delivered: {"slot", "type": "put"|"delete", "key",
+// and for a put "value" (when valid UTF-8) or "value_base64", "mod_slot",
+// "lease"}. tsctl watch --json and the HTTP API's /v1/watch share it.
+nlohmann::json WatchEventJson(const rpc::WatchEvent& e);
+
 }  // namespace ts::tsctl

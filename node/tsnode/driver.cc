@@ -236,6 +236,12 @@ Status Driver::StartHttpPort() {
       *options_.http_addr, [this](rpc::ClientRequest req) { return CallFromAnotherThread(std::move(req)); },
       options_.tls, options_.station.cluster_id, tls_,
       std::chrono::milliseconds(options_.station.request_timeout_ms + 1000));
+  // Watches over HTTP stream from this node's own client port.
+  rpc::HostPort own = options_.client_addr;
+  if (own.host.empty() || own.host == "0.0.0.0") own.host = "127.0.0.1";
+  if (own.host == "::") own.host = "::1";
+  own.port = clients_->bound_port();
+  http_->set_watch_target(own);
   return http_->Start();
 }
 
@@ -244,7 +250,13 @@ std::optional<rpc::ClientResponse> Driver::CallFromAnotherThread(rpc::ClientRequ
   std::future<rpc::ClientResponse> response = answer->get_future();
   asio::post(io_, [this, answer, req = std::move(req)]() mutable {
     if (stopping_) return;
-    OnClientRequest(std::move(req), [answer](rpc::ClientResponse&& r) { answer->set_value(std::move(r)); });
+    // One answer only: a stream (a watch) is not served here, so its first
+    // answer is its only one (the HTTP port's watches use the client port).
+    OnClientRequest(std::move(req), [answer, done = false](rpc::ClientResponse&& r) mutable {
+      if (!done) answer->set_value(std::move(r));
+      done = true;
+      return false;
+    });
   });
   // A write is answered within the request timeout ('outcome unknown' at
   // the latest); a second more for the loop to get to it.
@@ -490,8 +502,16 @@ void Driver::Reply(station::Ready& r) {
     // Only status answers carry a status (id 0: none), and only they need
     // the driver's part of it; the rest skip copying the counters.
     if (reply.response.status.id != 0) FillStatus(reply.response.status);
-    it->second(std::move(reply.response));
-    responders_.erase(it);
+    // A stream (a watch) keeps its responder until its last answer; one the
+    // client port could not deliver ends the stream in the station.
+    const bool more = reply.response.stream_more;
+    const bool delivered = it->second(std::move(reply.response));
+    if (!more) {
+      responders_.erase(it);
+    } else if (!delivered) {
+      responders_.erase(it);
+      station_->WatchGone(reply.handle);
+    }
   }
 }
 

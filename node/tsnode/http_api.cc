@@ -249,6 +249,7 @@ int HttpStatusOf(ClientCode code) {
     case ClientCode::kPermissionDenied: return 403;
     case ClientCode::kUnsupported: return 501;  // the node's release does not know the op
     case ClientCode::kSessionUnknown: return 410;  // gone: closed or expired
+    case ClientCode::kCompacted: return 410;       // gone: the watch's start slot is no longer kept
   }
   return 500;
 }

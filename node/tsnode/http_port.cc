@@ -169,6 +169,26 @@ std::optional<rpc::NodeStatus> HttpPort::FetchStatus() {
   return std::move(r->status);
 }
 
+std::optional<std::string> HttpPort::Denied(const httplib::Request& req, rpc::ClientOp op) {
+  if (tls_.empty()) return std::nullopt;
+  X509* cert = req.ssl != nullptr ? SSL_get1_peer_certificate(req.ssl) : nullptr;
+  rpc::CertIdentity who = rpc::IdentityOf(cert);
+  X509_free(cert);
+  auto role = rpc::RoleOf(who, cluster_id_);
+  rpc::ClientRole needed = rpc::RequiredRole(op);
+  if (role.ok() && *role >= needed) return std::nullopt;
+  ++denied_;
+  std::string why = (role.ok() ? std::string("the client certificate grants ") + rpc::ClientRoleName(*role)
+                               : role.status().message()) +
+                    "; this operation needs the " + rpc::ClientRoleName(needed) + " role";
+  std::lock_guard<std::mutex> lock(denied_log_mu_);
+  if (auto n = denied_log_.Due()) {
+    spdlog::warn("HTTP port: denied a {} request from {} ({} denied since the last warning): {}",
+                 rpc::ClientOpName(op), req.remote_addr, *n, why);
+  }
+  return why;
+}
+
 void HttpPort::ServeApi(const httplib::Request& req, httplib::Response& res, const std::string& route) {
   auto reply = [&res](const HttpAnswer& a) {
     res.status = a.status;
@@ -186,27 +206,7 @@ void HttpPort::ServeApi(const httplib::Request& req, httplib::Response& res, con
     return reply(ErrorToHttp(rpc::ClientCode::kBadRequest,
                              call.status().message() + "; correct the call and send it again (http_api.h lists them)"));
   }
-  if (!tls_.empty()) {
-    X509* cert = req.ssl != nullptr ? SSL_get1_peer_certificate(req.ssl) : nullptr;
-    rpc::CertIdentity who = rpc::IdentityOf(cert);
-    X509_free(cert);
-    auto role = rpc::RoleOf(who, cluster_id_);
-    rpc::ClientRole needed = rpc::RequiredRole(call->op);
-    if (!role.ok() || *role < needed) {
-      ++denied_;
-      std::string why = (role.ok() ? std::string("the client certificate grants ") + rpc::ClientRoleName(*role)
-                                   : role.status().message()) +
-                        "; this operation needs the " + rpc::ClientRoleName(needed) + " role";
-      {
-        std::lock_guard<std::mutex> lock(denied_log_mu_);
-        if (auto n = denied_log_.Due()) {
-          spdlog::warn("HTTP port: denied a {} request from {} ({} denied since the last warning): {}",
-                       rpc::ClientOpName(call->op), req.remote_addr, *n, why);
-        }
-      }
-      return reply(ErrorToHttp(rpc::ClientCode::kPermissionDenied, why));
-    }
-  }
+  if (auto why = Denied(req, call->op)) return reply(ErrorToHttp(rpc::ClientCode::kPermissionDenied, *why));
   rpc::ClientOp op = call->op;
   const rpc::Txn txn = call->txn;
   rpc::ClientRequest forward = *call;
@@ -270,6 +270,7 @@ Status HttpPort::Start() {
                         {"rocksdb_crc32c", storage::RocksDbCrc32c()}};
     res.set_content(j.dump(), "application/json");
   });
+  server_->Get("/v1/watch", [this](const httplib::Request& req, httplib::Response& res) { ServeWatch(req, res); });
   for (const char* route : {"kv", "deploy", "session", "lease"}) {
     std::string pattern = std::string("/v1/") + route + "/(.*)";
     auto handler = [this, route](const httplib::Request& req, httplib::Response& res) { ServeApi(req, res, route); };

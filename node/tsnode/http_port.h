@@ -8,6 +8,7 @@
 // With TLS (the node's certificate, key and CA) the port is HTTPS and asks
 // every client for a certificate the CA signed; /v1 calls then need the
 // role their operation asks for (rpc/roles.h), as on the client port.
+// GET /v1/watch streams a watch as server-sent events (http_watch.cc).
 #pragma once
 
 #include <atomic>
@@ -58,10 +59,19 @@ class HttpPort {
   Status Start();
   void Stop();  // idempotent
   uint64_t requests_denied() const { return denied_.load(); }
+  // Where GET /v1/watch opens its stream: this node's client port (before
+  // Start; without it the route answers 503).
+  void set_watch_target(rpc::HostPort client_port) { watch_target_ = std::move(client_port); }
+  static constexpr int kHttpWatchesMax = 4;  // each holds one of the server's threads
 
  private:
   std::optional<rpc::NodeStatus> FetchStatus();
   void ServeApi(const httplib::Request& req, httplib::Response& res, const std::string& route);
+  // GET /v1/watch?key=K|prefix=P&from_slot=S as server-sent events (http_watch.cc).
+  void ServeWatch(const httplib::Request& req, httplib::Response& res);
+  // Why the client's certificate may not run `op` (counted and logged), if
+  // it may not; never with plain HTTP.
+  std::optional<std::string> Denied(const httplib::Request& req, rpc::ClientOp op);
 
   rpc::HostPort addr_;
   Call call_;
@@ -72,6 +82,8 @@ class HttpPort {
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   std::atomic<uint64_t> denied_{0};
+  rpc::HostPort watch_target_;
+  std::atomic<int> watches_{0};
   std::mutex denied_log_mu_;  // httplib serves calls on a pool of threads
   rpc::LogLimit denied_log_;
 };

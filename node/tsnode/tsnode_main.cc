@@ -164,6 +164,20 @@ int main(int argc, char** argv) {
                  "... and at most this many bytes of decrees, whichever keeps less (large values: 10000 slots of a "
                  "megabyte would keep 10 GB of log)")
       ->capture_default_str();
+  app.add_option("--watch-history-bytes", so.watch.history_bytes_max,
+                 "changes kept in memory for watches that start (or resume) from an earlier slot; a watch from a "
+                 "slot older than they reach is refused as compacted")
+      ->capture_default_str();
+  app.add_option("--watch-max", so.watch.watchers_max, "watches this node serves at once; more are refused as busy")
+      ->capture_default_str();
+  app.add_option("--watch-per-connection-max", so.watch.watchers_per_connection_max,
+                 "watches one client connection may hold")
+      ->capture_default_str();
+  app.add_option("--watch-buffer-bytes", o.client_limits.stream_buffer_bytes,
+                 "unread bytes a watch may leave on its connection; past them the watch is cut (the client "
+                 "resumes from the slot the cut names)")
+      ->check(CLI::Range(size_t{1} << 16, size_t{1} << 30))
+      ->capture_default_str();
   std::string restore;
   std::string restore_token = "restored";
   app.add_option("--restore", restore,

@@ -51,6 +51,7 @@
 #include "rpc/client_connection.h"
 #include "tests/integration/cluster_harness.h"
 #include "tests/integration/run_command.h"
+#include "tests/integration/watch_log_check.h"
 
 #ifndef TS_TSCTL_PATH
 #error "TS_TSCTL_PATH must name this build's tsctl"
@@ -610,6 +611,12 @@ TEST_F(UpgradeFromTest, RollsNodeByNodeToThisBuildAndBackUnderLoad) {
   std::vector<Writer*> writers = {&old_client, &new_client};
   WaitForWrites(writers, 5, "before the upgrade");
 
+  // Once every node runs this build, a watch from this slot on must deliver
+  // every put the log holds since, across the upgrade's restarts.
+  auto before_upgrade = cluster_->StatusOf(0);
+  ASSERT_TRUE(before_upgrade);
+  const uint64_t watch_from = before_upgrade->applied_slot + 1;
+
   // Upgrade, node by node; the old tsctl starts a rolling update of the
   // rooms after the first node.
   const std::string new_tsnode = Env("TS_NEW_TSNODE", TS_TSNODE_PATH);
@@ -639,6 +646,11 @@ TEST_F(UpgradeFromTest, RollsNodeByNodeToThisBuildAndBackUnderLoad) {
   CommandResult v = Tsctl(TS_TSCTL_PATH, {"version"});
   EXPECT_EQ(v.code, 0) << v.out << v.err;
   WaitForWrites(writers, 5, "after the upgrade");
+  size_t watched_puts = 0;
+  EXPECT_EQ(WatchMatchesLog(*cluster_, watch_from, milliseconds(30000), &watched_puts), "")
+      << "a watch across the upgrade";
+  std::printf("a watch from slot %llu, before the upgrade: %zu puts, as the log holds them\n",
+              static_cast<unsigned long long>(watch_from), watched_puts);
   const bool brings_leases = !LeasesIn(old_version_);
   if (brings_leases) UseLeasesAndTransactions();
 

@@ -25,6 +25,7 @@
 #include "tests/sim/session_workload.h"
 #include "tests/sim/station_cluster.h"
 #include "tests/sim/txn_workload.h"
+#include "tests/sim/watch_workload.h"
 
 namespace ts::sim {
 namespace {
@@ -61,7 +62,8 @@ class Run {
         rng_(o.seed),
         nodes_(o.nodes ? o.nodes : (rng_() % 2 ? 5 : 3)),
         // The versioned layer plans a fixed member set: no spare there.
-        c_(nodes_, rng_(), WithLedger(OptionsFor(rng_), ledger_.get()), /*spares=*/layer ? 0 : 1),
+        c_(nodes_, rng_(), WithWatches(WithLedger(OptionsFor(rng_), ledger_.get()), layer ? nullptr : watch_ref_.get()),
+           /*spares=*/layer ? 0 : 1),
         deploy_(c_, rng_()),
         sessions_(c_, ledger_, rng_(), 3) {
     c_.network().SetClockDrift(LeaseWorkload::kClockDriftPpm);  // 2%: within the lease's drift margin
@@ -69,6 +71,8 @@ class Run {
     if (!layer) {
       txns_.emplace(c_, rng_(), 2);
       leases_.emplace(c_, rng_(), 2);
+      // Seeded apart from rng_, so that the other workloads draw as before.
+      watches_.emplace(c_, watch_ref_, o.seed * 0x9e3779b97f4a7c15ull + 0x5eed, 3);
     }
     for (NodeId id = 1; id <= nodes_; ++id) bound_.insert({id, 0});  // the bootstrap members
     c_.AddReadyObserver([this](NodeId id, const station::Ready& r) { CheckVotes(id, r); });
@@ -76,6 +80,10 @@ class Run {
 
   static station::StationOptions WithLedger(station::StationOptions o, SessionLedger* ledger) {
     ledger->Hook(&o);
+    return o;
+  }
+  static station::StationOptions WithWatches(station::StationOptions o, WatchReference* ref) {
+    if (ref) ref->Hook(&o);
     return o;
   }
 
@@ -154,6 +162,10 @@ class Run {
     deploy_.Step(operator_active);
     sessions_.Step(operator_active);
     if (txns_) txns_->Step(operator_active);
+    if (watches_) {
+      watches_->Step();
+      Fail(watches_->violation());
+    }
     if (leases_) {
       // Leases stop being kept alive a TTL before faults stop, so most have
       // lapsed by the time the end's checks wait for them.
@@ -701,6 +713,11 @@ class Run {
       r_.txns_else = txns_->else_branches();
       r_.txn_history_unknown = txns_->unknown();
     }
+    if (watches_) {
+      Fail(watches_->Check());
+      r_.watch_events = watches_->events();
+      r_.watch_resumes = watches_->resumes();
+    }
     if (leases_) {
       r_.leases_granted = leases_->leases_granted();
       r_.lease_keepalives = leases_->keepalives();
@@ -727,6 +744,7 @@ class Run {
   std::mt19937_64 rng_;
   size_t nodes_;
   std::shared_ptr<SessionLedger> ledger_ = std::make_shared<SessionLedger>();
+  std::shared_ptr<WatchReference> watch_ref_ = std::make_shared<WatchReference>();
   StationCluster c_;
   // Joins and leaves through membership changes; 0 when there is none.
   NodeId spare_ = c_.members().size() > nodes_ ? static_cast<NodeId>(nodes_ + 1) : 0;
@@ -734,6 +752,7 @@ class Run {
   SessionWorkload sessions_;
   std::optional<TxnWorkload> txns_;
   std::optional<LeaseWorkload> leases_;
+  std::optional<WatchWorkload> watches_;
   uint64_t end_ms_ = 0;  // when faults stop
   std::unique_ptr<SimLayer> layer_;
   SimResult r_;
@@ -802,6 +821,8 @@ SweepResult SweepSeeds(SimOptions o, uint64_t count, size_t max_failures,
     t.lease_keepalives += r.lease_keepalives;
     t.lease_reads += r.lease_reads;
     t.lease_vanished += r.lease_vanished;
+    t.watch_events += r.watch_events;
+    t.watch_resumes += r.watch_resumes;
     t.last_trace_hash = r.trace_hash;
     if (!r.ok) {
       ++t.failed;
@@ -812,13 +833,13 @@ SweepResult SweepSeeds(SimOptions o, uint64_t count, size_t max_failures,
 }
 
 std::string SweepResult::Summary() const {
-  char line[1000];
+  char line[1200];
   std::snprintf(line, sizeof line,
                 "seeds=%llu failed=%llu acknowledged=%llu faults=%llu write_faults=%llu version_steps=%llu "
                 "deploy_decrees=%llu (stale %llu) coordinator_handovers=%llu wipes=%llu foreign_disks=%llu "
                 "refusals=%llu member_decrees=%llu snapshots=%llu (torn %llu) installs=%llu crashes_writing=%llu "
                 "session_writes=%llu (retried %llu) txns=%llu (else %llu, unknown writes %llu) leases=%llu "
-                "(keepalives %llu, reads %llu, vanished %llu) simulated_hours=%.2f",
+                "(keepalives %llu, reads %llu, vanished %llu) watch_events=%llu (resumes %llu) simulated_hours=%.2f",
                 (unsigned long long)seeds, (unsigned long long)failed, (unsigned long long)acknowledged,
                 (unsigned long long)faults, (unsigned long long)write_faults, (unsigned long long)version_steps,
                 (unsigned long long)deploy_decrees, (unsigned long long)deploy_stale,
@@ -829,7 +850,8 @@ std::string SweepResult::Summary() const {
                 (unsigned long long)session_retries, (unsigned long long)txns, (unsigned long long)txns_else,
                 (unsigned long long)txn_history_unknown, (unsigned long long)leases_granted,
                 (unsigned long long)lease_keepalives, (unsigned long long)lease_reads,
-                (unsigned long long)lease_vanished, simulated_ms / 3600000.0);
+                (unsigned long long)lease_vanished, (unsigned long long)watch_events,
+                (unsigned long long)watch_resumes, simulated_ms / 3600000.0);
   return line;
 }
 

@@ -206,8 +206,9 @@ uint64_t StationCluster::Send(NodeId to, rpc::ClientRequest req) {
 std::optional<rpc::ClientResponse> StationCluster::TakeReply(uint64_t handle) {
   auto it = replies_.find(handle);
   if (it == replies_.end()) return std::nullopt;
-  rpc::ClientResponse r = std::move(it->second);
-  replies_.erase(it);
+  rpc::ClientResponse r = std::move(it->second.front());
+  it->second.pop_front();
+  if (it->second.empty()) replies_.erase(it);
   return r;
 }
 
@@ -274,7 +275,11 @@ void StationCluster::Pump(NodeId id) {
     }
     for (const Message& m : r.consensus.early_messages) net_.Send(m);
     for (station::Reply& reply : r.replies) {
-      if (n.handles.erase(reply.handle)) replies_[reply.handle] = std::move(reply.response);
+      // A stream's answers (a watch's) queue up; its last ends the request.
+      const bool more = reply.response.stream_more;
+      if (more ? n.handles.count(reply.handle) > 0 : n.handles.erase(reply.handle) > 0) {
+        replies_[reply.handle].push_back(std::move(reply.response));
+      }
     }
     // As tsnode's storage thread does: the batch is written behind the
     // station's back, in order, and done 0 to write_delay_max_ms later;

@@ -49,7 +49,9 @@ class StationCluster {
   // A client request to `to`'s client port: its handle (0 if `to` is down).
   uint64_t Send(NodeId to, rpc::ClientRequest req);
   // The answer to `handle`, once the station gave it. A request to a node
-  // that crashes before answering never gets one.
+  // that crashes before answering never gets one. A stream (a watch) has
+  // several answers, taken one at a time in order; it is pending until the
+  // one without stream_more.
   std::optional<rpc::ClientResponse> TakeReply(uint64_t handle);
   // Whether `handle` can still be answered (its node has not crashed since).
   bool Pending(uint64_t handle) const;
@@ -188,7 +190,7 @@ class StationCluster {
   rpc::Handshake HandshakeOf(NodeId id) const;
   bool Foreign(NodeId a, NodeId b) const;
   uint64_t next_handle_ = 1;
-  std::map<uint64_t, rpc::ClientResponse> replies_;
+  std::map<uint64_t, std::deque<rpc::ClientResponse>> replies_;  // a stream's (a watch's) answers queue up
   std::string invariant_violation_;  // the first any station reported
 };
 

@@ -4,8 +4,8 @@
 //
 //	etcd-load --endpoints 127.0.0.1:2379,... [--connections C] [--in-flight N]
 //	          [--key-size 16] [--value-size 100] [--keys 100000]
-//	          [--op put|get|mixed|txn|lease|preload|range] [--duration S] [--warmup S] [--seed X]
-//	          [--leases N] [--lease-ttl S] [--keepalive stream|once]
+//	          [--op put|get|mixed|txn|lease|watch|preload|range] [--duration S] [--warmup S] [--seed X]
+//	          [--leases N] [--lease-ttl S] [--keepalive stream|once] [--watchers N]
 //
 // --connections clientv3 clients are opened (each its own gRPC connection,
 // balancing over all endpoints as clientv3 does); --in-flight goroutines,
@@ -17,8 +17,9 @@
 // (not_found), as in tsbench. mixed: half puts, half gets, chosen at random.
 // txn: each request a Txn of 4 compares value(k) = V and 4 puts of V
 // (txn.go), V the value preload writes; preload writes V to every key and
-// exits. lease: many leases kept alive (leases.go). range: the keyspace read
-// back in pages of 1,000 (range.go).
+// exits. lease: many leases kept alive (leases.go). watch: watchers of a
+// prefix while puts of it run (watch.go). range: the keyspace read back in
+// pages of 1,000 (range.go).
 // The first --warmup seconds are not counted; only requests that complete
 // inside the --duration window that follows count (throughput = those ops
 // divided by --duration; latency percentiles by nearest rank over them).
@@ -108,6 +109,7 @@ func main() {
 		"preload (write the value to every key, 128 a Txn, then exit) or range (read every key back in "+
 		"linearizable pages of 1,000, then exit)")
 	leases := flag.Int("leases", 10000, "--op lease: leases to grant and keep alive")
+	watchers := flag.Int("watchers", 1000, "--op watch: watches of the prefix the puts write (watch.go)")
 	leaseTTL := flag.Int64("lease-ttl", 9, "--op lease: the leases' TTL in seconds (keepalives every TTL/3)")
 	keepalive := flag.String("keepalive", "stream", "--op lease: stream (clientv3's KeepAlive: one stream per "+
 		"connection, each lease renewed TTL/3 after its last answer, checked every 500 ms) or once "+
@@ -128,9 +130,12 @@ func main() {
 		bad("--connections, --in-flight, --key-size and --keys must be >= 1, --value-size >= 0")
 	}
 	switch *op {
-	case "put", "get", "mixed", "txn", "lease", "preload", "range":
+	case "put", "get", "mixed", "txn", "lease", "watch", "preload", "range":
 	default:
-		bad("--op must be put, get, mixed, txn, lease, preload or range, not %q", *op)
+		bad("--op must be put, get, mixed, txn, lease, watch, preload or range, not %q", *op)
+	}
+	if *watchers < 1 || *watchers > 100000 {
+		bad("--watchers must be 1..100000")
 	}
 	if *op == "txn" && *keys < txnPuts {
 		bad("--op txn draws %d distinct keys a transaction: --keys %d is too few", txnPuts, *keys)
@@ -150,7 +155,7 @@ func main() {
 	if len(strconv.FormatUint(*keys-1, 10)) > *keySize {
 		bad("--key-size %d cannot hold %d distinct keys", *keySize, *keys)
 	}
-	if *connections > *inFlight {
+	if *connections > *inFlight && *op != "watch" {
 		*connections = *inFlight // a connection without a request would only idle
 	}
 
@@ -199,6 +204,10 @@ func main() {
 		os.Exit(runPreload(clients[0].KV, *keys, *keySize, value))
 	case "range":
 		os.Exit(runRange(clients[0].KV, *keys))
+	case "watch":
+		os.Exit(runWatches(watchOptions{clients: clients, watchers: *watchers, inFlight: *inFlight, keys: *keys,
+			keySize: *keySize, valueSize: *valueSize, warmup: *warmup, duration: *duration, seed: *seed,
+			endpoints: *endpoints}))
 	case "lease":
 		leaseClients := clients
 		if *leaseToLeader {

@@ -9,8 +9,10 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "rpc/client_connection.h"
 #include "rpc/frame.h"
 
 namespace ts::rpc::testing {
@@ -41,6 +43,15 @@ inline void RunFor(asio::io_context& io, std::chrono::milliseconds span) {
   }
 }
 
+// Connects `c` to 127.0.0.1:port, running `io` until the hello is done;
+// its status (Timeout if it never finished).
+inline Status ConnectAndWait(asio::io_context& io, AsyncClient& c, uint16_t port) {
+  std::optional<Status> connected;
+  c.Connect({"127.0.0.1", port}, [&](Status st) { connected = st; });
+  if (!RunUntil(io, [&] { return connected.has_value(); })) return Status::Timeout("connect did not finish");
+  return *connected;
+}
+
 // A TCP client on the test's io_context. Writes are synchronous (tests write
 // little; the kernel buffers it); reads are asynchronous, so the server on
 // the same io_context keeps running while the test waits.
@@ -58,6 +69,9 @@ class RawClient {
     s_->socket.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
     if (read) StartRead(s_);
   }
+
+  // Starts reading after a Connect(port, false).
+  void StartReading() { StartRead(s_); }
 
   void Write(const std::string& bytes) { asio::write(s_->socket, asio::buffer(bytes)); }
   // False once the connection is gone (the server reset it).

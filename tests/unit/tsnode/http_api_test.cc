@@ -75,6 +75,7 @@ TEST(HttpApi, SessionsOpenKeepAliveCloseAndWritesInThem) {
   ASSERT_TRUE(deploy.ok()) << deploy.status().ToString();
   EXPECT_EQ(deploy->lowest_pending, 2u);
   EXPECT_EQ(HttpStatusOf(ClientCode::kSessionUnknown), 410);
+  EXPECT_EQ(HttpStatusOf(ClientCode::kCompacted), 410);  // a watch from a slot no longer kept
   for (auto [method, rest, body, says] : std::vector<std::tuple<const char*, const char*, const char*, const char*>>{
            {"POST", "", "{}", "needs \"ttl_ms\""},
            {"POST", "x/keepalive", "", "session id"},

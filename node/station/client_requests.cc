@@ -101,7 +101,18 @@ Decree ClientRequests::KvDecreeFor(ClientRequest& req) const {
 
 void ClientRequests::AwaitChosen(consensus::Slot slot, const RequestTag& tag, rpc::ClientOp op, uint64_t handle,
                                  uint64_t request_id, uint64_t deadline_ms) {
-  pending_writes_[slot] = PendingWrite{tag, op, handle, request_id, deadline_ms};
+  PendingWrite w{tag, op, handle, request_id, deadline_ms};
+  auto [it, fresh] = pending_writes_.try_emplace(slot, w);
+  if (fresh) return;
+  // This node proposed at `slot` before, lost its leadership and leads again:
+  // a new proposal there means phase 1 found the earlier one accepted by no
+  // majority, so it can never be chosen. Its client hears so now; silently
+  // replacing the entry left it waiting for an answer that never came.
+  ClientResponse lost = Answer(it->second.request_id, ClientCode::kUnavailable,
+                               "leadership changed before the write was chosen; it was not applied");
+  lost.slot = slot;
+  st_.Respond(it->second.handle, std::move(lost));
+  it->second = std::move(w);
 }
 
 SavedAnswer ClientRequests::AnswerOf(consensus::Slot slot, const KvResult& result) {

@@ -111,7 +111,7 @@ nlohmann::json ResultJson(const TxnOp& op, const rpc::TxnOpResult& r) {
   if (op.kind == TxnOp::Kind::kPut) return j;
   j["found"] = r.found;
   if (op.kind == TxnOp::Kind::kGet && r.found) {
-    j["value"] = r.value;
+    SetBytes(j, "value", r.value);
     j["mod_slot"] = r.mod_slot;
     if (r.lease != 0) j["lease"] = r.lease;
   }

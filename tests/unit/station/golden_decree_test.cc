@@ -11,6 +11,9 @@
 #include <fstream>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
+#include "node/deploy/schedulers.h"
 #include "node/station/decree.h"
 #include "node/station/kv_store.h"
 #include "node/station/version_state.h"
@@ -42,6 +45,54 @@ struct Golden {
   std::string name;
   Decree decree;
 };
+
+// The formats release 1.3.0 brought: sessions, leases, transactions, the
+// migration errand, membership, and scheduler model 2 (their headers as a
+// leader writes them: HeaderOf).
+Decree Of130(DecreeType t, std::string payload, uint16_t model = 1) {
+  Decree d;
+  d.header = HeaderOf(static_cast<uint16_t>(t), model);
+  d.tag = RequestTag{4, 11, 0x0102030405060708ull};
+  d.payload = std::move(payload);
+  return d;
+}
+
+rpc::Txn GoldenTxn() {
+  rpc::Txn t;
+  rpc::TxnCompare c;
+  c.key = "lock";
+  c.target = rpc::TxnCompare::Target::kExists;
+  c.op = rpc::TxnCompare::Op::kNotEqual;
+  t.compares.push_back(c);
+  t.then_ops.push_back(rpc::TxnOp{rpc::TxnOp::Kind::kPut, "lock", "me", 10});
+  t.else_ops.push_back(rpc::TxnOp{rpc::TxnOp::Kind::kGet, "lock", "", 0});
+  return t;
+}
+
+void AddFormatsOf130(std::vector<Golden>& out) {
+  out.push_back({"session_open_model1", Of130(DecreeType::kSessionOpen, EncodeSessionOpen(SessionOpen{30000}))});
+  KvBatch put;
+  put.ops.push_back(KvOp{static_cast<uint16_t>(DecreeType::kKvPut), KvCommand{"colour", "green", "", false}});
+  out.push_back({"session_write_model1",
+                 Of130(DecreeType::kSessionWrite,
+                       EncodeSessionWrite(SessionWrite{9, 300, 298, static_cast<uint16_t>(DecreeType::kKvPut), 2,
+                                                       EncodeKvBatch(put)}))});
+  out.push_back({"session_close_model1", Of130(DecreeType::kSessionClose, EncodeIdList(IdList{{9}}))});
+  out.push_back({"session_expire_model1", Of130(DecreeType::kSessionExpire, EncodeIdList(IdList{{9, 12}}))});
+  out.push_back({"lease_grant_model1", Of130(DecreeType::kLeaseGrant, EncodeLeaseGrant(LeaseGrant{5000}))});
+  out.push_back({"lease_revoke_model1", Of130(DecreeType::kLeaseRevoke, EncodeIdList(IdList{{10}}))});
+  out.push_back({"lease_expire_model1", Of130(DecreeType::kLeaseExpire, EncodeIdList(IdList{{10, 14}}))});
+  out.push_back({"kv_txn_model1", Of130(DecreeType::kKvTxn, EncodeTxn(GoldenTxn()))});
+  MembershipDecree m;
+  m.cluster_uuid = "7c9e6679-7425-40de-944b-e07fc1f90ae7";
+  m.members = {MemberRecord{1, 11, true, "10.0.0.1:7001"}, MemberRecord{4, 0, false, "10.0.0.4:7001"}};
+  m.change = "add 4 as a learner";
+  out.push_back({"membership_model1", Of130(DecreeType::kMembership, EncodeMembership(m))});
+  out.push_back({"migrate_model1", Of130(DecreeType::kMigrate, "")});
+  out.push_back({"scheduler_model2",
+                 Of130(DecreeType::kScheduler,
+                       R"({"executor":"agent-1","op":"room_status","rooms":{"r1":"ready"},"scheduler":"arena"})", 2)});
+}
 
 std::vector<Golden> Formats() {
   std::vector<Golden> out;
@@ -80,6 +131,7 @@ std::vector<Golden> Formats() {
   g.rewrites.push_back(Rewrite{12, EncodeDecree(kv1(DecreeType::kKvPut, {"a", "1", "", false}))});
   down.payload = EncodeDowngrade(g);
   out.push_back({"downgrade_model1", down});
+  AddFormatsOf130(out);
   return out;
 }
 
@@ -129,6 +181,52 @@ TEST(GoldenDecrees, Apply_OldFormatsKeepTheirMeaning) {
   EXPECT_EQ(a.latest_marker(), (Semver{1, 1, 0}));
   a.Observe(read("downgrade_model1"), 1);
   EXPECT_EQ(a.downgrade_to(), (Semver{1, 0, 0}));
+}
+
+TEST(GoldenDecrees, Apply_FormatsOf130KeepTheirMeaning) {
+  auto read = [](const std::string& name) {
+    std::ifstream in(std::string(TS_GOLDEN_DIR) + "/" + name + ".hex");
+    std::string hex;
+    std::getline(in, hex);
+    Decree d;
+    EXPECT_TRUE(DecodeDecree(FromHex(hex), &d).ok()) << name;
+    return d;
+  };
+  for (const char* name : {"session_open_model1", "session_write_model1", "lease_grant_model1", "kv_txn_model1"}) {
+    EXPECT_EQ(read(name).header.min_reader_version, "1.3.0") << name << ": a release before 1.3.0 must not apply it";
+  }
+  SessionWrite w;
+  ASSERT_TRUE(DecodeSessionWrite(read("session_write_model1").payload, &w).ok());
+  EXPECT_EQ(w.session, 9u);
+  EXPECT_EQ(w.seq, 300u);
+  EXPECT_EQ(w.lowest_pending, 298u);
+  Decree inner = InnerDecree(&w, read("session_write_model1").tag);
+  KvStore kv;
+  kv.StartTracking(1);
+  EXPECT_EQ(kv.Apply(inner, 5).code, KvResult::Code::kOk);
+  EXPECT_EQ(kv.Get("colour"), "green");
+  // A lease granted at slot 10 (its id), a transaction that takes the lock
+  // under it, then the revoke that deletes the lock.
+  EXPECT_EQ(kv.Apply(read("lease_grant_model1"), 10).code, KvResult::Code::kOk);
+  ASSERT_EQ(kv.leases().count(10), 1u);
+  EXPECT_EQ(kv.leases().at(10).ttl_ms, 5000u);
+  EXPECT_EQ(kv.Apply(read("kv_txn_model1"), 11).code, KvResult::Code::kOk);
+  ASSERT_NE(kv.Lookup("lock"), nullptr);
+  EXPECT_EQ(kv.Lookup("lock")->value, "me");
+  EXPECT_EQ(kv.Lookup("lock")->lease, 10u);
+  EXPECT_EQ(kv.Apply(read("lease_revoke_model1"), 12).code, KvResult::Code::kOk);
+  EXPECT_EQ(kv.Lookup("lock"), nullptr) << "revoking the lease deletes its keys";
+  IdList ids;
+  ASSERT_TRUE(DecodeIdList(read("session_expire_model1").payload, &ids).ok());
+  EXPECT_EQ(ids.ids, (std::vector<uint64_t>{9, 12}));
+  MembershipDecree m;
+  ASSERT_TRUE(DecodeMembership(read("membership_model1").payload, &m).ok());
+  EXPECT_EQ(m.members.size(), 2u);
+  EXPECT_FALSE(m.members[1].voter);
+  auto sched = deploy::ParseSchedCommand(nlohmann::json::parse(read("scheduler_model2").payload));
+  ASSERT_TRUE(sched.ok()) << sched.status().ToString();
+  EXPECT_EQ(sched->executor, "agent-1");
+  EXPECT_EQ(sched->statuses.at("r1"), deploy::RoomStatus::kReady);
 }
 
 }  // namespace

@@ -46,9 +46,9 @@ struct Golden {
   Decree decree;
 };
 
-// The formats release 1.3.0 brought: sessions, leases, transactions, the
-// migration errand, membership, and scheduler model 2 (their headers as a
-// leader writes them: HeaderOf).
+// The formats 1.3.0 brings (sessions, leases, transactions, scheduler
+// model 2) and two of 1.2.0 that had no golden file yet (membership, the
+// migration errand), with their headers as a leader writes them (HeaderOf).
 Decree Of130(DecreeType t, std::string payload, uint16_t model = 1) {
   Decree d;
   d.header = HeaderOf(static_cast<uint16_t>(t), model);

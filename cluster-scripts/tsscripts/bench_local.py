@@ -35,6 +35,20 @@ def sessions_ab(runs):
     w, s = median(without), median(with_)
     out = {"pairs": len(without), "without_median": w, "with_median": s,
            "change_pct": round(100.0 * (s - w) / w, 2), "without": without, "with": with_}
+    # Pair by pair (the runs come in groups, one of each kind, back to back):
+    # each pair's change, and their median, which a machine whose speed
+    # drifts over the whole run disturbs less than the medians' change.
+    group = len(runs) // len(without) if len(runs) % len(without) == 0 else 0
+    if group:
+        changes = []
+        for i in range(0, len(runs), group):
+            pair = runs[i:i + group]
+            a = [r["ops_per_sec"] for r in pair if kinds["without"](r)]
+            b = [r["ops_per_sec"] for r in pair if kinds["with"](r)]
+            if len(a) == 1 and len(b) == 1 and a[0] > 0:
+                changes.append(round(100.0 * (b[0] - a[0]) / a[0], 2))
+        if len(changes) == len(without):
+            out.update({"paired_change_pct": median(changes), "paired_changes_pct": changes})
     padded = [r for r in runs if kinds["padded"](r)]
     if padded:
         p = median([r["ops_per_sec"] for r in padded])
@@ -85,6 +99,9 @@ def main(argv):
     if ab and "error" not in ab:
         print(f"sessions A/B, {ab['pairs']} pairs of (a) for 10 s: median {ab['without_median']:.0f} puts/s without, "
               f"{ab['with_median']:.0f} with ({ab['change_pct']:+.2f}%)")
+        if "paired_change_pct" in ab:
+            print(f"  pair by pair: median change {ab['paired_change_pct']:+.2f}% "
+                  f"({', '.join(f'{x:+.1f}%' for x in ab['paired_changes_pct'])})")
         if "padded_median" in ab:
             print(f"  without sessions, values {ab['pad_bytes']} bytes longer: median {ab['padded_median']:.0f} puts/s "
                   f"({ab['padded_change_pct']:+.2f}%)")

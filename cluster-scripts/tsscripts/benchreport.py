@@ -87,6 +87,8 @@ def bench_local(r):
             [["without sessions", ab["without_median"], ", ".join(f"{x:.0f}" for x in ab["without"])],
              ["with sessions", ab["with_median"], ", ".join(f"{x:.0f}" for x in ab["with"])],
              ["change", f"{ab['change_pct']:+.2f}%", ""]] +
+            ([["change pair by pair (median)", f"{ab['paired_change_pct']:+.2f}%",
+               ", ".join(f"{x:+.1f}%" for x in ab["paired_changes_pct"])]] if "paired_change_pct" in ab else []) +
             ([[f"without sessions, values {ab['pad_bytes']} bytes longer", ab["padded_median"],
                ", ".join(f"{x:.0f}" for x in ab["padded"])],
               ["change (padded)", f"{ab['padded_change_pct']:+.2f}%", ""]] if "padded_median" in ab else []))

@@ -46,6 +46,7 @@ Status Config::Validate() const {
   if (drift_ms >= lease_ms) return Status::InvalidArgument("clock-drift margin must be shorter than the lease");
   if (message_bytes_max < 1024) return Status::InvalidArgument("message byte cap must be at least 1 KiB");
   if (inflight_slots_max == 0) return Status::InvalidArgument("in-flight slot window must be > 0");
+  if (inflight_bytes_max == 0) return Status::InvalidArgument("in-flight byte window must be > 0");
   if (memory_bytes_max == 0) return Status::InvalidArgument("bytes of applied entries kept in memory must be > 0");
   return Status::Ok();
 }
@@ -66,7 +67,7 @@ Replica::Replica(Config config, Bootstrap boot, const LogReader* reader, uint64_
     TS_CHECK(e.slot > chosen_upto_, "storage returned a chosen entry as unchosen");
     NoteStored(e);
     Slot s = e.slot;
-    log_[s] = SlotState{std::move(e), 0};
+    PutSlot(s, SlotState{std::move(e), 0});
   }
   next_slot_ = LastSlot() + 1;
   checked_chosen_upto_ = chosen_upto_;
@@ -196,6 +197,7 @@ ReplicaStatus Replica::GetStatus() const {
                                           : leader_ != kNoNode && now_ms_ < last_heard_ms_ + config_.lease_ms;
   s.entries_in_memory = log_.size();
   s.applied_bytes_in_memory = applied_bytes_;
+  s.inflight_bytes = role_ == Role::kLeader ? InflightBytes() : 0;
   return s;
 }
 
@@ -306,7 +308,7 @@ void Replica::HandleAccept(NodeId from, const Accept& m) {
     Entry stored{e.slot, m.ballot, e.value};
     ready_.entries.push_back(stored);
     NoteStored(stored);
-    log_[e.slot] = SlotState{std::move(stored), 0, next_token_};
+    PutSlot(e.slot, SlotState{std::move(stored), 0, next_token_});
   }
   // What it recorded may make it a voter (a decree that binds it): from
   // then on it follows this leader as an acceptor.
@@ -489,12 +491,29 @@ void Replica::AfterInput(const char* input) {
   if (role_ == Role::kLeader && !held_.empty() && pending_configs_.empty()) ReleaseHeld();
   if (!config_.check_invariants || !invariant_violation_.empty()) return;
   std::string why = CheckInvariants();
+  // The byte counts are recounted now and then: a walk of the whole log.
+  if (why.empty() && ++inputs_checked_ % 256 == 0) why = CheckByteCounts();
   if (!why.empty()) {
     invariant_violation_ = std::string("after ") + input + ": " + why;
     return;
   }
   checked_chosen_upto_ = chosen_upto_;
   checked_promised_ = promised_;
+}
+
+std::string Replica::CheckByteCounts() const {
+  size_t log = 0, applied = 0, held = 0;
+  for (const auto& [s, st] : log_) {
+    log += EntryBytes(st.entry);
+    if (s <= applied_upto_) applied += EntryBytes(st.entry);
+  }
+  for (const std::string& v : held_) held += v.size() + kEntryOverheadBytes;
+  if (log != log_bytes_ || applied != applied_bytes_ || held != held_bytes_) {
+    return "byte counts drifted: log " + std::to_string(log_bytes_) + " (walk " + std::to_string(log) + "), applied " +
+           std::to_string(applied_bytes_) + " (walk " + std::to_string(applied) + "), held " +
+           std::to_string(held_bytes_) + " (walk " + std::to_string(held) + ")";
+  }
+  return "";
 }
 
 std::string Replica::CheckInvariants() const {

@@ -64,6 +64,10 @@ struct Config {
   uint64_t election_jitter_ms = 50; // random extra wait before campaigning
   size_t message_bytes_max = 1 << 20;   // cap on entries per Accept/Promise/CatchupReply
   size_t inflight_slots_max = 16384;     // unchosen window; Propose answers Busy past it
+  // ... and the bytes (EntryBytes) of the unchosen values and those held
+  // behind a membership decree: Propose answers Busy past it, but a value
+  // alone may exceed it when nothing else is in flight.
+  size_t inflight_bytes_max = 64 << 20;
   size_t memory_entries_max = 65536;     // applied entries kept in memory for catch-up
   size_t memory_bytes_max = 64 << 20;    // ... and their bytes (EntryBytes), whichever is less
   std::string software_version = "0.0.0";
@@ -158,6 +162,9 @@ struct ReplicaStatus {
   // catch-up), and the bytes (EntryBytes) of the applied ones.
   size_t entries_in_memory = 0;
   size_t applied_bytes_in_memory = 0;
+  // A leader's unchosen and held proposals, in bytes (the window
+  // inflight_bytes_max bounds); 0 off the leader.
+  size_t inflight_bytes = 0;
 };
 
 // What a leader knows of one peer.
@@ -249,6 +256,7 @@ class Replica {
   // The replica's invariants over its current state (and what the last
   // check saw): an explanation of the first that fails, empty if all hold.
   std::string CheckInvariants() const;
+  std::string CheckByteCounts() const;  // log_bytes_, applied_bytes_, held_bytes_ against a walk
   // With Config::check_invariants, the first violation any input left,
   // prefixed with the input; empty while none.
   const std::string& invariant_violation() const { return invariant_violation_; }
@@ -324,6 +332,11 @@ class Replica {
   void FlushAccepts();
   void Retransmit();
   void TrimMemory();
+  // Every change to log_ goes through these, which keep log_bytes_.
+  void PutSlot(Slot s, SlotState st);
+  std::map<Slot, SlotState>::iterator EraseSlot(std::map<Slot, SlotState>::iterator it);
+  void ClearHeld();
+  size_t InflightBytes() const;  // a leader's window, in bytes
   void WantSnapshot(NodeId from, Slot slot);
   std::vector<Entry> EntriesFrom(Slot from, size_t max_bytes, bool* done, Slot* next) const;
   std::vector<Entry> ChosenFrom(Slot from, size_t max_bytes) const;
@@ -366,6 +379,7 @@ class Replica {
   Ballot promised_;
   Slot chosen_upto_ = 0;
   std::map<Slot, SlotState> log_;  // unapplied entries plus recent applied ones
+  size_t log_bytes_ = 0;          // EntryBytes of every entry in log_ (PutSlot, EraseSlot)
   Slot applied_upto_ = 0;
   size_t applied_bytes_ = 0;      // EntryBytes of the applied entries in log_
   uint64_t persisted_token_ = 0;  // the newest Ready persisted
@@ -402,6 +416,8 @@ class Replica {
   // past it until it is (docs/design/membership.md), so these wait, in order,
   // for the slots after it.
   std::vector<std::string> held_;
+  size_t held_bytes_ = 0;  // EntryBytes of held_'s values (ClearHeld)
+  uint64_t inputs_checked_ = 0;  // check_invariants: inputs checked so far
   uint64_t heartbeat_seq_ = 0;
   struct SentHeartbeat {
     uint64_t sent_ms = 0;

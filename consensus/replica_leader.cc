@@ -72,7 +72,7 @@ void Replica::Campaign(Ballot transfer_from) {
   leader_ballot_ = Ballot{};
   lease_until_ms_ = 0;
   pending_accept_.clear();
-  held_.clear();
+  ClearHeld();
   phase1_ = Phase1{};
   phase1_->ballot = ballot;
   phase1_->from_slot = chosen_upto_ + 1;
@@ -203,7 +203,7 @@ void Replica::BecomeLeader(const std::vector<Membership>& chain) {
       if (id != config_.id) peers_.try_emplace(id, PeerProgress{0, now_ms_});
     }
   }
-  held_.clear();
+  ClearHeld();
   for (Slot s = next_slot_; s <= last; ++s) {
     std::string value;
     if (auto c = p.chosen.find(s); c != p.chosen.end()) value = std::move(c->second);
@@ -225,6 +225,11 @@ StatusOr<Slot> Replica::Propose(std::string value) {
   if (value.empty()) return Status::InvalidArgument("a decree must not be empty");
   if (role_ != Role::kLeader) return Status::NotLeader(leader_ == kNoNode ? "no known leader" : std::to_string(leader_));
   if (next_slot_ + held_.size() - chosen_upto_ > config_.inflight_slots_max) return Status::Busy("too many decrees in flight");
+  const size_t inflight = InflightBytes();
+  if (inflight > 0 && inflight + value.size() + kEntryOverheadBytes > config_.inflight_bytes_max) {
+    return Status::Busy("too many bytes in flight (" + std::to_string(inflight) + " of " +
+                        std::to_string(config_.inflight_bytes_max) + ")");
+  }
   Membership m;
   bool membership = config_.membership_of && config_.membership_of(value, &m);
   if (membership) {
@@ -234,6 +239,7 @@ StatusOr<Slot> Replica::Propose(std::string value) {
     // Nothing is proposed past a membership decree until it is chosen: the
     // configuration of the slots after it depends on it.
     Slot slot = next_slot_ + held_.size();
+    held_bytes_ += value.size() + kEntryOverheadBytes;
     held_.push_back(std::move(value));
     AfterInput("Propose");
     return slot;
@@ -253,7 +259,7 @@ StatusOr<Slot> Replica::Propose(std::string value) {
 void Replica::ReleaseHeld() {
   if (!pending_configs_.empty() || held_.empty()) return;
   std::vector<std::string> held = std::move(held_);
-  held_.clear();
+  ClearHeld();  // held_ is empty after the move; its bytes are counted again as they are proposed
   for (std::string& v : held) AppendOwn(Entry{next_slot_, leader_ballot_, std::move(v)});
 }
 
@@ -276,7 +282,7 @@ void Replica::MaybeLeave() {
       best = p.match;
     }
   }
-  held_.clear();
+  ClearHeld();
   Ballot ballot = leader_ballot_;
   StepDown(target);
   if (target != kNoNode) Send(target, TimeoutNow{ballot});
@@ -304,7 +310,7 @@ void Replica::AppendOwn(Entry e) {
   ready_.entries.push_back(e);
   pending_accept_.push_back(e);
   NoteStored(e);
-  log_[s] = SlotState{std::move(e), 0, next_token_};
+  PutSlot(s, SlotState{std::move(e), 0, next_token_});
   ++next_slot_;
   if (!self_acks_.empty() && self_acks_.back().token == next_token_ && self_acks_.back().last + 1 == s) {
     self_acks_.back().last = s;
@@ -533,7 +539,7 @@ void Replica::BecomeFollower(Ballot ballot, NodeId leader) {
   phase1_.reset();
   phase1_self_token_.reset();
   pending_accept_.clear();
-  held_.clear();
+  ClearHeld();
   peers_.clear();
   heartbeat_sent_.clear();
   lease_until_ms_ = 0;

@@ -36,7 +36,7 @@ void Replica::HandleCatchupReply(NodeId from, const CatchupReply& m) {
     // above the ballot it was chosen in carries the same value (Paxos P2).
     ready_.entries.push_back(e);
     NoteStored(e);
-    log_[e.slot] = SlotState{e, 0, next_token_};
+    PutSlot(e.slot, SlotState{e, 0, next_token_});
     upto = e.slot;
   }
   SetChosen(upto);
@@ -115,7 +115,7 @@ void Replica::InstallSnapshot(Slot slot, const Membership& membership) {
   // prefix), so what we accepted there can go, whatever its ballot. What we
   // accepted above stays: it may be part of a promise we made.
   auto it = log_.begin();
-  while (it != log_.end() && it->first <= slot) it = log_.erase(it);
+  while (it != log_.end() && it->first <= slot) it = EraseSlot(it);
   applied_bytes_ = 0;  // nothing at or below the snapshot is left
   chosen_upto_ = slot;
   applied_upto_ = slot;
@@ -153,9 +153,32 @@ void Replica::TrimMemory() {
                       it->second.stored_token <= persisted_token_;
     if (!below && !over_bytes) break;
     applied_bytes_ -= EntryBytes(it->second.entry);
-    it = log_.erase(it);
+    it = EraseSlot(it);
     --budget;
   }
+}
+
+void Replica::PutSlot(Slot s, SlotState st) {
+  auto [it, fresh] = log_.try_emplace(s);
+  if (!fresh) log_bytes_ -= EntryBytes(it->second.entry);
+  log_bytes_ += EntryBytes(st.entry);
+  it->second = std::move(st);
+}
+
+std::map<Slot, Replica::SlotState>::iterator Replica::EraseSlot(std::map<Slot, SlotState>::iterator it) {
+  log_bytes_ -= EntryBytes(it->second.entry);
+  return log_.erase(it);
+}
+
+void Replica::ClearHeld() {
+  held_.clear();
+  held_bytes_ = 0;
+}
+
+size_t Replica::InflightBytes() const {
+  // Entries above the applied slot are the unchosen ones (applied equals
+  // chosen after every input); on a leader they are its own proposals.
+  return log_bytes_ - applied_bytes_ + held_bytes_;
 }
 
 std::vector<Entry> Replica::ChosenFrom(Slot from, size_t max_bytes) const {

@@ -115,7 +115,8 @@ inline std::string ToString(const Membership& m) {
 }
 
 // Bytes an entry costs in a message or batch: what size caps are counted in.
-inline size_t EntryBytes(const Entry& e) { return e.value.size() + 32; }
+inline constexpr size_t kEntryOverheadBytes = 32;
+inline size_t EntryBytes(const Entry& e) { return e.value.size() + kEntryOverheadBytes; }
 
 inline std::string ToString(const Ballot& b) {
   return std::to_string(b.round) + "." + std::to_string(b.node);

@@ -214,6 +214,37 @@ TEST(ReplicaCluster, LaggingNode_CatchesUpFromStorageAfterMemoryTrimByBytes) {
   EXPECT_EQ(c.invariant_violation(), "");
 }
 
+// The leader's window of unchosen proposals is bounded in bytes as well as
+// slots: past the bound Propose answers Busy, a value larger than the whole
+// bound still goes when nothing else is in flight, and the window frees as
+// slots are chosen.
+TEST(ReplicaCluster, Propose_BusyPastTheInflightByteWindow) {
+  consensus::Config cfg = SimCluster::DefaultConfig();
+  cfg.inflight_bytes_max = 10 * 1024;
+  SimCluster c(3, 9, cfg);
+  ASSERT_TRUE(c.RunUntil([&] { return c.HasStableLeader(); }, 2000));
+  NodeId l = *c.Leader();
+  consensus::Replica& r = c.replica(l);
+  const std::string kb(1000, 'v');
+  size_t accepted = 0;
+  StatusOr<Slot> last = r.Propose(kb);
+  while (last.ok()) {
+    ++accepted;
+    last = r.Propose(kb);
+  }
+  EXPECT_EQ(last.status().code(), Status::Code::kBusy) << last.status().ToString();
+  EXPECT_NE(last.status().message().find("bytes in flight"), std::string::npos) << last.status().ToString();
+  EXPECT_EQ(accepted, 9u) << "1,032 bytes each in a window of 10,240";
+  EXPECT_LE(r.GetStatus().inflight_bytes, cfg.inflight_bytes_max);
+  ASSERT_TRUE(c.RunUntil([&] { return r.GetStatus().inflight_bytes == 0; }, 1000));
+  ASSERT_TRUE(r.Propose(std::string(50 * 1024, 'x')).ok()) << "alone, a value may exceed the window";
+  EXPECT_EQ(r.Propose("small").status().code(), Status::Code::kBusy);
+  ASSERT_TRUE(c.RunUntil([&] { return r.Propose("small").ok(); }, 1000));
+  c.Run(200);
+  EXPECT_EQ(c.CheckAgreement(), "");
+  EXPECT_EQ(c.invariant_violation(), "");
+}
+
 TEST(ReplicaCluster, Lease_NoTwoLeadersHoldOverlappingLeases) {
   for (uint64_t seed = 200; seed < 230; ++seed) {
     SimCluster c(3, seed);

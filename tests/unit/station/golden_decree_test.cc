@@ -156,15 +156,18 @@ TEST(GoldenDecrees, Decode_EveryFormatEverWrittenStillDecodesToTheSameDecree) {
   }
 }
 
+// The decree of golden file `name`.
+Decree ReadGolden(const std::string& name) {
+  std::ifstream in(std::string(TS_GOLDEN_DIR) + "/" + name + ".hex");
+  std::string hex;
+  std::getline(in, hex);
+  Decree d;
+  EXPECT_TRUE(DecodeDecree(FromHex(hex), &d).ok()) << name;
+  return d;
+}
+
 TEST(GoldenDecrees, Apply_OldFormatsKeepTheirMeaning) {
-  auto read = [](const std::string& name) {
-    std::ifstream in(std::string(TS_GOLDEN_DIR) + "/" + name + ".hex");
-    std::string hex;
-    std::getline(in, hex);
-    Decree d;
-    EXPECT_TRUE(DecodeDecree(FromHex(hex), &d).ok()) << name;
-    return d;
-  };
+  const auto read = ReadGolden;
   KvStore kv;
   EXPECT_EQ(kv.Apply(read("kv_put_model1"), 0).code, KvResult::Code::kOk);
   EXPECT_EQ(kv.Get("colour"), "blue");
@@ -184,14 +187,7 @@ TEST(GoldenDecrees, Apply_OldFormatsKeepTheirMeaning) {
 }
 
 TEST(GoldenDecrees, Apply_FormatsOf130KeepTheirMeaning) {
-  auto read = [](const std::string& name) {
-    std::ifstream in(std::string(TS_GOLDEN_DIR) + "/" + name + ".hex");
-    std::string hex;
-    std::getline(in, hex);
-    Decree d;
-    EXPECT_TRUE(DecodeDecree(FromHex(hex), &d).ok()) << name;
-    return d;
-  };
+  const auto read = ReadGolden;
   for (const char* name : {"session_open_model1", "session_write_model1", "lease_grant_model1", "kv_txn_model1"}) {
     EXPECT_EQ(read(name).header.min_reader_version, "1.3.0") << name << ": a release before 1.3.0 must not apply it";
   }

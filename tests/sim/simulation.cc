@@ -72,7 +72,7 @@ class Run {
       txns_.emplace(c_, rng_(), 2);
       leases_.emplace(c_, rng_(), 2);
       // Seeded apart from rng_, so that the other workloads draw as before.
-      watches_.emplace(c_, watch_ref_, o.seed * 0x9e3779b97f4a7c15ull + 0x5eed, 3);
+      watches_.emplace(c_, watch_ref_, o.seed * 0x9e3779b97f4a7c15ull + 0x5eed, 4);  // the fourth: deployments
     }
     for (NodeId id = 1; id <= nodes_; ++id) bound_.insert({id, 0});  // the bootstrap members
     c_.AddReadyObserver([this](NodeId id, const station::Ready& r) { CheckVotes(id, r); });
@@ -717,6 +717,7 @@ class Run {
       Fail(watches_->Check());
       r_.watch_events = watches_->events();
       r_.watch_resumes = watches_->resumes();
+      r_.watch_deploy_events = watches_->deploy_events();
     }
     if (leases_) {
       r_.leases_granted = leases_->leases_granted();
@@ -823,6 +824,7 @@ SweepResult SweepSeeds(SimOptions o, uint64_t count, size_t max_failures,
     t.lease_vanished += r.lease_vanished;
     t.watch_events += r.watch_events;
     t.watch_resumes += r.watch_resumes;
+    t.watch_deploy_events += r.watch_deploy_events;
     t.last_trace_hash = r.trace_hash;
     if (!r.ok) {
       ++t.failed;
@@ -839,7 +841,7 @@ std::string SweepResult::Summary() const {
                 "deploy_decrees=%llu (stale %llu) coordinator_handovers=%llu wipes=%llu foreign_disks=%llu "
                 "refusals=%llu member_decrees=%llu snapshots=%llu (torn %llu) installs=%llu crashes_writing=%llu "
                 "session_writes=%llu (retried %llu) txns=%llu (else %llu, unknown writes %llu) leases=%llu "
-                "(keepalives %llu, reads %llu, vanished %llu) watch_events=%llu (resumes %llu) simulated_hours=%.2f",
+                "(keepalives %llu, reads %llu, vanished %llu) watch_events=%llu (resumes %llu, deployment %llu) simulated_hours=%.2f",
                 (unsigned long long)seeds, (unsigned long long)failed, (unsigned long long)acknowledged,
                 (unsigned long long)faults, (unsigned long long)write_faults, (unsigned long long)version_steps,
                 (unsigned long long)deploy_decrees, (unsigned long long)deploy_stale,
@@ -851,7 +853,8 @@ std::string SweepResult::Summary() const {
                 (unsigned long long)txn_history_unknown, (unsigned long long)leases_granted,
                 (unsigned long long)lease_keepalives, (unsigned long long)lease_reads,
                 (unsigned long long)lease_vanished, (unsigned long long)watch_events,
-                (unsigned long long)watch_resumes, simulated_ms / 3600000.0);
+                (unsigned long long)watch_resumes, (unsigned long long)watch_deploy_events,
+                simulated_ms / 3600000.0);
   return line;
 }
 

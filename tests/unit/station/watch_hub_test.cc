@@ -318,6 +318,16 @@ TEST(WatchHub, StartPastTheAppliedSlot_Waits_WithProgressNotices) {
   EXPECT_EQ(hub.CheckInvariants(), "");
 }
 
+// Runs until the watch `h` gets an answer with events (nullopt: none in 2 s).
+std::optional<rpc::ClientResponse> NextWithEvents(StationCluster& c, uint64_t h) {
+  std::optional<rpc::ClientResponse> got;
+  bool any = c.RunUntil([&] {
+    got = c.TakeReply(h);
+    return got && !got->events.empty();
+  }, 2000);
+  return any ? got : std::nullopt;
+}
+
 TEST(WatchHub, DeploymentEvents_OnlyForWatchesThatAskForThem_MatchedByObjectKey) {
   WatchHub hub;
   Put(hub, 1, {"sched/x"});  // a key that looks like an object: still a key
@@ -367,11 +377,8 @@ TEST(WatchStation, AFollowersDeploymentWatchHearsEachDeploymentDecree) {
                                        R"({"kind":"lrp","op":"desire","process_guid":"g1","instances":1,)"
                                        R"("definition":{"definition_id":"d1"}})"));
   ASSERT_TRUE(created && created->code == ClientCode::kOk) << (created ? created->message : "no answer");
-  std::optional<rpc::ClientResponse> got;
-  ASSERT_TRUE(c.RunUntil([&] {
-    got = c.TakeReply(h);
-    return got && !got->events.empty();
-  }, 2000));
+  std::optional<rpc::ClientResponse> got = NextWithEvents(c, h);
+  ASSERT_TRUE(got);
   ASSERT_EQ(got->events.size(), 1u);
   EXPECT_EQ(got->events[0].kind, WatchEvent::Kind::kDeploy);
   EXPECT_EQ(got->events[0].key, "lrp/g1");
@@ -391,11 +398,8 @@ TEST(WatchStation, FollowerServesTheWatch_NeverRedirected) {
   ASSERT_TRUE(first->stream_more) << first->message;
   auto put = sim::Call(c, sim::Req(ClientOp::kPut, "w", "1"));
   ASSERT_TRUE(put && put->code == ClientCode::kOk);
-  std::optional<rpc::ClientResponse> got;
-  ASSERT_TRUE(c.RunUntil([&] {
-    got = c.TakeReply(h);
-    return got && !got->events.empty();
-  }, 2000));
+  std::optional<rpc::ClientResponse> got = NextWithEvents(c, h);
+  ASSERT_TRUE(got);
   ASSERT_EQ(got->events.size(), 1u);
   EXPECT_EQ(got->events[0].slot, put->slot);
   EXPECT_EQ(got->events[0].value, "1");

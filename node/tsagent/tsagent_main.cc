@@ -9,6 +9,7 @@
 // room was lost or duplicated. It registers its executor under a lease
 // (node/tsagent/registration.h) and revokes it on SIGINT/SIGTERM.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -16,7 +17,6 @@
 #include <ctime>
 #include <fstream>
 #include <iostream>
-#include <algorithm>
 #include <optional>
 #include <set>
 #include <string>
@@ -161,6 +161,7 @@ class Reachability {
     }
     Answered();
   }
+  bool down() const { return down_since_.has_value(); }
   int64_t DownSeconds() const {
     if (!down_since_) return 0;
     return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - *down_since_).count();
@@ -351,7 +352,8 @@ bool RunUntilSignalled(ts::client::Client& client, ts::tsagent::SimAgent& agent,
     }
     auto next = std::chrono::steady_clock::now() + std::chrono::milliseconds(f.period_ms);
     reg.Tick(NowMs());
-    if (agent.registered() != reg.registered()) feed.WantFullRead();  // reports name the executor, or stop to
+    // Reports name the executor from now on, or no longer: every scheduler.
+    if (agent.registered() != reg.registered()) feed.WantFullRead();
     agent.set_registered(reg.registered());
     std::set<std::string> changed = feed.TakeChanged();
     changed.insert(again.begin(), again.end());
@@ -360,6 +362,9 @@ bool RunUntilSignalled(ts::client::Client& client, ts::tsagent::SimAgent& agent,
       if (auto slot = StepAll(client, agent, f.only, &again)) feed.ReadAllAt(*slot);
     } else {
       again = StepChanged(client, agent, f.only, changed);
+      // A change whose object could not be read is not lost: everything is
+      // read again once the cluster answers.
+      if (g_reach.down()) feed.WantFullRead();
     }
     WriteReport(f.report_path, agent.Report());
     while (!g_stop && std::chrono::steady_clock::now() < next) {

@@ -203,6 +203,9 @@ void AsyncClient::Impl::Serve(std::shared_ptr<Stream> stream, std::weak_ptr<Impl
         // A node that does not know the op says what it runs; the client
         // adds what the op needs.
         if (resp.code == ClientCode::kUnsupported && KnownOp(p.op)) resp.message += "; " + NeedsText(p.op, p.needs);
+        // A node before wire version 3 answers a deployment query from its
+        // own applied state, whatever was asked: the answer says so.
+        if (p.op == ClientOp::kDeployQuery && impl->wire_version < 3) resp.range_flags |= kRangeSerializable;
         p.cb(std::move(resp));
         return Status::Ok();
       },

@@ -23,7 +23,9 @@ enum class ClientOp : uint8_t {
   kDowngrade = 7,        // value: target semver; writes a downgrade decree
   kDowngradeCancel = 8,  // ends the downgrade in force
   kDeploy = 9,           // value: a deployment command as a JSON object (node/deploy/)
-  kDeployQuery = 10,     // key: "bg/NAME", "sched/NAME", "lrp/GUID" (NAME empty: all); value of the answer: JSON
+  kDeployQuery = 10,     // key: "bg/NAME", "sched/NAME", "lrp/GUID" (NAME empty: all); value of the answer: JSON.
+                         // Linearizable (the leader under its lease); range_flags kRangeSerializable (wire
+                         // 3 on): this node's applied state, any node, and the answer's range_flags says so
   kFault = 11,           // fault injection, only with tsnode --fault-injection: key "block", value:
                          // comma-separated peer ids whose traffic this node drops both ways ("" heals);
                          // key "block-out"/"block-in": one direction only
@@ -203,7 +205,9 @@ struct RangeEntry {
 
 // One change to a key, as a watch delivers it (wire version 3 on).
 struct WatchEvent {
-  enum class Kind : uint8_t { kPut = 0, kDelete = 1 };
+  // kDeploy: a deployment decree changed the object `key` names ("sched/NAME",
+  // "lrp/GUID", "bg/NAME"); only a watch with watch_deploy gets these.
+  enum class Kind : uint8_t { kPut = 0, kDelete = 1, kDeploy = 2 };
   uint64_t slot = 0;  // the decree that made it
   Kind kind = Kind::kPut;
   std::string key;
@@ -246,6 +250,7 @@ struct ClientRequest {
   uint8_t range_flags = 0;  // kRange: kRangeKeysOnly | kRangeCountOnly | kRangeSerializable
   bool watch_prefix = false;  // kWatch: key is a prefix ("" with it: every key)
   uint64_t watch_id = 0;      // kWatchCancel: the id of the kWatch request to end
+  bool watch_deploy = false;  // kWatch: deployment events (WatchEvent::kDeploy) whose object key matches, no keys
   // Not on the wire: the client port's number for the connection the
   // request came on (0: none), so that a cancel finds its watch.
   uint64_t connection = 0;
@@ -256,6 +261,7 @@ struct ClientRequest {
     if (WireVersionOf(ar) >= 3) ar(session, seq, lowest_pending, ttl_ms, lease, txn);
     if (WireVersionOf(ar) >= 3) ar(after, range_flags);
     if (WireVersionOf(ar) >= 3) ar(watch_prefix, watch_id);
+    if (WireVersionOf(ar) >= 3) ar(watch_deploy);
   }
 };
 

@@ -98,6 +98,14 @@ bool IsLeaderOp(ClientOp op) {
          op != ClientOp::kWatch && op != ClientOp::kWatchCancel;  // served by the node dialled (Client::Watch)
 }
 
+// A serializable range page or deployment query is answered by whichever
+// node gets it, from its applied state: the node that answers it is not
+// thereby known to lead.
+static bool ServedByAnyNode(const rpc::ClientRequest& req) {
+  return (req.op == ClientOp::kRange || req.op == ClientOp::kDeployQuery) &&
+         (req.range_flags & rpc::kRangeSerializable) != 0;
+}
+
 bool IsWriteOp(ClientOp op) {
   // A lease keepalive writes no decree (the leader restarts a timer), so it
   // may be sent again like a read.
@@ -260,7 +268,7 @@ StatusOr<rpc::ClientResponse> Client::CallOnce(rpc::ClientRequest req, Clock::ti
 Client::CallState Client::StartCall(const rpc::ClientRequest& req, Clock::time_point deadline) const {
   CallState call;
   call.deadline = deadline;
-  call.leader_op = IsLeaderOp(req.op);
+  call.leader_op = IsLeaderOp(req.op) && !ServedByAnyNode(req);
   call.write = IsWriteOp(req.op);
   call.in_session = req.session != 0 && req.seq != 0;
   if (leader_) call.order.push_back(*leader_);

@@ -19,8 +19,8 @@ milliseconds Left(Clock::time_point deadline) {
 
 }  // namespace
 
-Watcher::Watcher(ClientOptions options, std::string key, bool prefix, uint64_t from_slot)
-    : options_(std::move(options)), key_(std::move(key)), prefix_(prefix), from_slot_(from_slot) {}
+Watcher::Watcher(ClientOptions options, std::string key, bool prefix, uint64_t from_slot, bool deploy)
+    : options_(std::move(options)), key_(std::move(key)), prefix_(prefix), deploy_(deploy), from_slot_(from_slot) {}
 
 Watcher::~Watcher() = default;
 
@@ -42,6 +42,7 @@ bool Watcher::Open(Clock::time_point deadline) {
   req.op = rpc::ClientOp::kWatch;
   req.key = key_;
   req.watch_prefix = prefix_;
+  req.watch_deploy = deploy_;
   req.from_slot = started_ ? last_slot_ + 1 : from_slot_;
   if (started_) ++stats_.resumes;
   first_ = conn_->StartStream(std::move(req), std::max(milliseconds(1), std::min(options_.connect_timeout, Left(deadline))));

@@ -33,8 +33,10 @@ class Watcher {
   // Watches `key` (or every key starting with it, if `prefix`) from
   // `from_slot` (0: from the next change the first node applies), on
   // options.endpoints, first to last; options.connect_timeout bounds each
-  // attempt to open a stream.
-  Watcher(ClientOptions options, std::string key, bool prefix, uint64_t from_slot);
+  // attempt to open a stream. `deploy`: the deployment events of the
+  // objects `key` names ("sched/NAME"; with `prefix`, or "" alone: every
+  // object under it) instead of key changes (docs/design/watch.md).
+  Watcher(ClientOptions options, std::string key, bool prefix, uint64_t from_slot, bool deploy = false);
   ~Watcher();
 
   // Waits up to `timeout` for the next answer and returns it:
@@ -67,6 +69,7 @@ class Watcher {
   ClientOptions options_;
   std::string key_;
   bool prefix_;
+  bool deploy_;
   uint64_t from_slot_;  // the first request's; later ones resume after last_slot_
   uint64_t last_slot_ = 0;
   bool started_ = false;  // a stream answered once: last_slot_ is known

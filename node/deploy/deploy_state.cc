@@ -70,6 +70,12 @@ bool DeployCommand::Internal() const {
   return std::visit([](const auto& cmd) { return IsInternal(cmd); }, command);
 }
 
+std::string DeployCommand::ObjectKey() const {
+  if (const auto* sc = std::get_if<SchedCommand>(&command)) return "sched/" + sc->scheduler;
+  if (const auto* b = std::get_if<BgCommand>(&command)) return "bg/" + b->deployment;
+  return "lrp/" + std::get<LrpCommand>(command).process_guid;
+}
+
 std::string DeployCommand::Payload() const {
   nlohmann::json j = ToJson(*this);
   if (validated_at) j["validated_at"] = *validated_at;

@@ -41,6 +41,8 @@ struct DeployCommand {
   bool Internal() const;      // written by the coordinator only
   std::string Payload() const;  // the decree payload: canonical JSON
   std::string Describe() const;  // one line for logs and `tsctl log`
+  // The query key of the object it changes: "sched/NAME", "bg/NAME", "lrp/GUID".
+  std::string ObjectKey() const;
 };
 
 // From a client: JSON text with "kind".

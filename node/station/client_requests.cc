@@ -217,6 +217,7 @@ ClientResponse ClientRequests::ReadAnswer(const ClientRequest& req) {
   resp.slot = st_.applied_slot_;
   if (req.op == ClientOp::kLeaseKeepAlive || req.op == ClientOp::kLeaseList) return LeaseReadAnswer(req, resp);
   if (req.op == ClientOp::kRange) return RangeAnswer(req, std::move(resp));
+  if (req.op == ClientOp::kDeployQuery) return st_.coordinator_.QueryAnswer(req);
   const KvEntry* e = st_.kv_.Lookup(req.key);
   resp.found = e != nullptr;
   if (e) {

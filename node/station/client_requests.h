@@ -36,7 +36,8 @@ class ClientRequests {
   // A tag no earlier decree of this node carries.
   RequestTag NextTag(consensus::NodeId self) { return RequestTag{self, ++next_seq_, epoch_}; }
 
-  // A get: served by ServeReads once the lease and the applied slot allow.
+  // A get (and a linearizable range or deployment query): served by
+  // ServeReads once the lease and the applied slot allow.
   void HandleRead(uint64_t handle, rpc::ClientRequest&& req);
   // A put, cas or delete: proposed now, answered once its slot is applied.
   void HandleWrite(uint64_t handle, rpc::ClientRequest&& req);
@@ -128,7 +129,8 @@ class ClientRequests {
   bool RefusedAsUnsupported(uint64_t handle, const rpc::ClientRequest& req, uint16_t type);
   // Why a transaction may not be proposed (empty: it may).
   std::string TxnRefusal(const rpc::Txn& txn) const;
-  // The answer of a read the lease allows now (get, lease keepalive, lease list).
+  // The answer of a read the lease allows now (get, lease keepalive, lease
+  // list, range, deployment query).
   rpc::ClientResponse ReadAnswer(const rpc::ClientRequest& req);
   rpc::ClientResponse LeaseReadAnswer(const rpc::ClientRequest& req, rpc::ClientResponse resp);
   rpc::ClientResponse RangeAnswer(const rpc::ClientRequest& req, rpc::ClientResponse resp) const;

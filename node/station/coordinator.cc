@@ -68,16 +68,17 @@ void Coordinator::HandleDeploy(uint64_t handle, ClientRequest&& req) {
   Run();
 }
 
-void Coordinator::HandleQuery(uint64_t handle, const ClientRequest& req) {
-  // Served from this node's applied state (like status); the answer names
-  // the slot it reflects so a caller can tell a lagging follower.
+ClientResponse Coordinator::QueryAnswer(const ClientRequest& req) const {
+  // This node's applied state; the answer names the slot it reflects, and
+  // says whether it was read without the leader's lease (serializable).
   auto view = req.key == "executors/" ? StatusOr<nlohmann::json>(LiveExecutors()) : deploy_.Query(req.key);
-  if (!view.ok()) return st_.Respond(handle, ErrorFor(req.id, view.status()));
+  if (!view.ok()) return ErrorFor(req.id, view.status());
   ClientResponse r;
   r.id = req.id;
   r.slot = st_.applied_slot_;
   r.value = view->dump();
-  st_.Respond(handle, std::move(r));
+  r.range_flags = req.range_flags & rpc::kRangeSerializable;
+  return r;
 }
 
 nlohmann::json Coordinator::LiveExecutors() const {
@@ -258,6 +259,13 @@ StatusOr<std::string> Coordinator::Apply(consensus::Slot slot, const Decree& d, 
       st_.Log(LogLevel::kInfo, "slot " + std::to_string(slot) + ": " + cmd->Describe() +
                                    " refused at apply: " + outcome.status().message());
     }
+  }
+  if (outcome.ok()) {
+    // Watches of deployment events hear which object changed (watch_hub.h).
+    KvChange change;
+    change.deploy = true;
+    change.key = cmd->ObjectKey();
+    st_.kv_changes_.push_back(std::move(change));
   }
   if (inflight_ && slot >= *inflight_) inflight_.reset();
   return outcome;

@@ -55,8 +55,10 @@ class Coordinator {
   // A client's deployment command (create, update, scale): validated now,
   // queued for the running coordinator, answered once its decree is applied.
   void HandleDeploy(uint64_t handle, rpc::ClientRequest&& req);
-  // A query of the applied deployment state (any node).
-  void HandleQuery(uint64_t handle, const rpc::ClientRequest& req);
+  // The answer to a query of this node's applied deployment state: a
+  // serializable one at once, a linearizable one once the leader's lease
+  // allows it (ClientRequests::HandleRead).
+  rpc::ClientResponse QueryAnswer(const rpc::ClientRequest& req) const;
   // Applies the deployment decree `d` chosen at `slot` to the state; its
   // outcome is the client's answer.
   StatusOr<std::string> Apply(consensus::Slot slot, const Decree& d, bool replay_only);

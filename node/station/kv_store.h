@@ -58,6 +58,10 @@ struct KvChange {
   std::string value;
   uint64_t mod_slot = 0;
   uint64_t lease = 0;
+  // Not a key: `key` names the deployment object ("sched/NAME", "lrp/GUID",
+  // "bg/NAME") a deployment decree changed (the coordinator reports it, not
+  // the store).
+  bool deploy = false;
 };
 
 struct LeaseRecord {

@@ -40,8 +40,9 @@ void Station::Request(uint64_t handle, ClientRequest req) {
       return version_duties_.HandleDowngrade(handle, std::move(req));
     case ClientOp::kDeploy:
       return coordinator_.HandleDeploy(handle, std::move(req));
-    case ClientOp::kDeployQuery:
-      return coordinator_.HandleQuery(handle, req);
+    case ClientOp::kDeployQuery:  // linearizable as a get, unless it asks for this node's state
+      if ((req.range_flags & rpc::kRangeSerializable) != 0) return Respond(handle, coordinator_.QueryAnswer(req));
+      return client_.HandleRead(handle, std::move(req));
     case ClientOp::kFault:
       return HandleFault(handle, req);
     case ClientOp::kMember:

@@ -13,7 +13,9 @@ void WatchHub::Applied(consensus::Slot slot, consensus::Slot applied, std::vecto
   for (KvChange& c : *changes) {
     Event ev;
     ev.e.slot = slot;
-    ev.e.kind = c.deleted ? rpc::WatchEvent::Kind::kDelete : rpc::WatchEvent::Kind::kPut;
+    ev.e.kind = c.deploy    ? rpc::WatchEvent::Kind::kDeploy
+                : c.deleted ? rpc::WatchEvent::Kind::kDelete
+                            : rpc::WatchEvent::Kind::kPut;
     ev.e.key = std::move(c.key);
     ev.e.value = std::move(c.value);
     ev.e.mod_slot = c.mod_slot;
@@ -99,7 +101,7 @@ void WatchHub::Start(uint64_t handle, const rpc::ClientRequest& req, size_t key_
     r.message = std::move(message);
     out_.push_back(Out{handle, std::move(r)});
   };
-  if (req.key.empty() && !req.watch_prefix) {
+  if (req.key.empty() && !req.watch_prefix && !req.watch_deploy) {
     return refuse(ClientCode::kBadRequest, "watch: an empty key (to watch every key, watch the empty prefix)");
   }
   if (req.key.size() > key_bytes_max) {
@@ -129,6 +131,7 @@ void WatchHub::Start(uint64_t handle, const rpc::ClientRequest& req, size_t key_
   w.id = req.id;
   w.key = req.key;
   w.prefix = req.watch_prefix;
+  w.deploy = req.watch_deploy;
   w.next = from;
   w.last_sent_ms = now_ms;
   watchers_.emplace(handle, w);
@@ -168,7 +171,9 @@ void WatchHub::EndAll(const std::string& why) {
 }
 
 bool WatchHub::Matches(const Watcher& w, const rpc::WatchEvent& e) const {
-  return w.prefix ? e.key.starts_with(w.key) : e.key == w.key;
+  // A watch of deployment events sees those only; a key watch never does.
+  if (w.deploy != (e.kind == rpc::WatchEvent::Kind::kDeploy)) return false;
+  return w.prefix || (w.deploy && w.key.empty()) ? e.key.starts_with(w.key) : e.key == w.key;
 }
 
 void WatchHub::Pump(uint64_t now_ms) {

@@ -1,5 +1,7 @@
 // WatchHub: the watches a node serves (docs/design/watch.md). It keeps a
-// bounded history of the key-value changes the node applied, filled by
+// bounded history of the key-value changes the node applied (and, for
+// watches of deployment events, the object each applied deployment decree
+// changed), filled by
 // apply (also during replay at start), and a cursor per watcher into it; each
 // turn it hands every watcher the changes of its key or prefix that it has
 // not had yet, whole decrees at a time, in slot order, and a progress notice
@@ -92,6 +94,7 @@ class WatchHub {
     uint64_t id = 0;  // the kWatch request's
     std::string key;
     bool prefix = false;
+    bool deploy = false;  // deployment events (WatchEvent::kDeploy) instead of key changes
     consensus::Slot next = 0;  // the first slot it has not had
     uint64_t last_sent_ms = 0;
   };

@@ -72,6 +72,7 @@ class SimAgent {
   // count its rooms as lost).
   void set_executor(std::string name) { executor_ = std::move(name); }
   void set_registered(bool r) { registered_ = r; }
+  bool registered() const { return registered_; }
   const std::string& executor() const { return executor_; }
 
   // `view`: the scheduler's JSON (tsctl sched show NAME --json's "view"),

@@ -1,11 +1,15 @@
 // tsagent: the runtime executor of game rooms and LRP instances. Only the simulated executor
-// exists (--simulate): it polls the leader's scheduler state every period,
-// carries out the coordinator's decisions (node/tsagent/agent.h) and reports room
-// status back as commands. On SIGINT/SIGTERM it prints its ledger as one line
-// (and writes it to --report after every step) so scripts can check that no
+// exists (--simulate): it reads every scheduler and LRP once, then watches the cluster's
+// deployment events (node/tsagent/deploy_feed.h) and, each period, reads and acts on the
+// objects that changed; a cluster without that watch (before 1.3.0) is polled every period.
+// It carries out the coordinator's decisions (node/tsagent/agent.h) and reports room
+// status back as commands. It says on stderr when the cluster does not answer (once, then
+// every few seconds, and when it answers again). On SIGINT/SIGTERM it prints its ledger as
+// one line (and writes it to --report after every step) so scripts can check that no
 // room was lost or duplicated. It registers its executor under a lease
 // (node/tsagent/registration.h) and revokes it on SIGINT/SIGTERM.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -14,6 +18,7 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -25,6 +30,7 @@
 #include "node/client/endpoints.h"
 #include "node/deploy/schedulers.h"
 #include "node/tsagent/agent.h"
+#include "node/tsagent/deploy_feed.h"
 #include "node/tsagent/registration.h"
 #include "node/version/version.h"
 
@@ -79,7 +85,9 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--cacert", f.cacert, "TLS: PEM file of the cluster's CA (else $TSCTL_CACERT)");
   app.add_option("--cert", f.cert, "TLS: PEM file of the agent's certificate, OU=admin (else $TSCTL_CERT)");
   app.add_option("--key", f.key, "TLS: PEM file of the agent's key (else $TSCTL_KEY)");
-  app.add_option("--period-ms", f.period_ms, "How often to poll and act; a created room is ready one period later")
+  app.add_option("--period-ms", f.period_ms,
+                 "How often to act on what changed (or, on a cluster without watches, to poll); a created room is "
+                 "ready one period later")
       ->check(CLI::Range(10u, 600000u))
       ->capture_default_str();
   app.add_option("--occupied-percent", f.occupied_percent,
@@ -124,10 +132,11 @@ void AddFlags(CLI::App& app, Flags& f) {
       ->capture_default_str();
 }
 
-// Whether the cluster answers, said on stderr when it changes and every 10 s
-// while it does not (never silent), and how long it has not.
+// Whether the cluster answers, said on stderr when it changes and every
+// kRepeat while it does not (never silent), and how long it has not.
 class Reachability {
  public:
+  static constexpr std::chrono::seconds kRepeat{5};
   void Answered() {
     if (down_since_) std::cerr << "tsagent: cluster answers again after " << DownSeconds() << " s\n";
     down_since_.reset();
@@ -136,12 +145,23 @@ class Reachability {
     auto now = std::chrono::steady_clock::now();
     if (!down_since_) {
       down_since_ = last_said_ = now;
-      std::cerr << "tsagent: cluster not answering: " << why << " (retrying every period)\n";
-    } else if (now - last_said_ >= std::chrono::seconds(10)) {
+      std::cerr << "tsagent: warning: cluster not answering: " << why << " (retrying every period)\n";
+    } else if (now - last_said_ >= kRepeat) {
       last_said_ = now;
-      std::cerr << "tsagent: cluster not answering for " << DownSeconds() << " s: " << why << '\n';
+      std::cerr << "tsagent: warning: cluster not answering for " << DownSeconds() << " s: " << why << '\n';
     }
   }
+  // An answer from the cluster: it counts as reached unless the answer says
+  // no node could serve it (no leader, no quorum, overloaded).
+  void Note(const ts::StatusOr<ts::rpc::ClientResponse>& r) {
+    using ts::rpc::ClientCode;
+    if (!r.ok()) return Failed(r.status().message());
+    if (r->code == ClientCode::kUnavailable || r->code == ClientCode::kNotLeader || r->code == ClientCode::kBusy) {
+      return Failed(std::string(ts::rpc::ClientCodeName(r->code)) + ": " + r->message);
+    }
+    Answered();
+  }
+  bool down() const { return down_since_.has_value(); }
   int64_t DownSeconds() const {
     if (!down_since_) return 0;
     return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - *down_since_).count();
@@ -154,19 +174,16 @@ class Reachability {
 
 Reachability g_reach;
 
-// A deployment query's JSON answer and the slot it was read at; nullopt if
-// the cluster did not answer it (the next period asks again).
+// A deployment query's JSON answer and the slot it was read at (a
+// linearizable read); nullopt if the cluster did not answer it (the next
+// period asks again) or the object is gone.
 std::optional<std::pair<nlohmann::json, uint64_t>> Query(ts::client::Client& client, const std::string& key) {
   ts::rpc::ClientRequest req;
   req.op = ts::rpc::ClientOp::kDeployQuery;
   req.key = key;
   auto r = client.Call(std::move(req));
-  if (!r.ok()) {
-    g_reach.Failed(r.status().message());
-    return std::nullopt;
-  }
-  g_reach.Answered();
-  if (r->code != ts::rpc::ClientCode::kOk) return std::nullopt;
+  g_reach.Note(r);
+  if (!r.ok() || r->code != ts::rpc::ClientCode::kOk) return std::nullopt;
   nlohmann::json j = nlohmann::json::parse(r->value, nullptr, false);
   if (j.is_discarded()) return std::nullopt;
   return std::make_pair(std::move(j), r->slot);
@@ -208,6 +225,7 @@ class ClientLeases : public ts::tsagent::LeaseApi {
     using Kind = ts::tsagent::LeaseReply::Kind;
     ts::tsagent::LeaseReply out;
     auto r = client_.Call(std::move(req));
+    g_reach.Note(r);  // keepalives reach the cluster every TTL/3, even when nothing changes
     if (!r.ok()) {
       out.message = r.status().message();
       return out;
@@ -236,39 +254,73 @@ ts::StatusOr<ts::rpc::ClientResponse> SendCommand(ts::client::Client& client, co
   ts::rpc::ClientRequest req;
   req.op = ts::rpc::ClientOp::kDeploy;
   req.value = cmd.dump();
-  return client.Call(std::move(req));
+  auto r = client.Call(std::move(req));
+  g_reach.Note(r);
+  return r;
 }
 
-// One period for the schedulers: act on each one's rooms and report.
-void StepSchedulers(ts::client::Client& client, ts::tsagent::SimAgent& agent, const std::vector<std::string>& only) {
-  std::vector<std::string> names = only;
-  if (names.empty()) {
-    if (auto all = Query(client, "sched/")) {
-      for (const auto& s : all->first) names.push_back(s.at("scheduler").get<std::string>());
-    }
+// One scheduler's step: read it, act on its rooms, report. True if it
+// acted (created rooms or sent a report): its next step is due next period
+// even without a change (a created room is up one period later).
+bool StepScheduler(ts::client::Client& client, ts::tsagent::SimAgent& agent, const std::string& name) {
+  auto view = Query(client, "sched/" + name);
+  if (!view) return false;
+  const uint64_t created = agent.counters().created, adopted = agent.counters().adopted;
+  auto cmd = agent.Step(view->first, view->second);
+  const bool acted = cmd || agent.counters().created != created || agent.counters().adopted != adopted;
+  if (!cmd) return acted;
+  auto r = SendCommand(client, *cmd);
+  if (!r.ok() || r->code != ts::rpc::ClientCode::kOk) {
+    // Not fatal: what was not applied is reported again next period.
+    std::cerr << "tsagent: report for " << name << " not applied: "
+              << (r.ok() ? r->message : r.status().message()) << '\n';
   }
-  for (const std::string& name : names) {
-    auto view = Query(client, "sched/" + name);
-    if (!view) continue;
-    auto cmd = agent.Step(view->first, view->second);
-    if (!cmd) continue;
-    auto r = SendCommand(client, *cmd);
-    if (!r.ok() || r->code != ts::rpc::ClientCode::kOk) {
-      // Not fatal: what was not applied is reported again next period.
-      std::cerr << "tsagent: report for " << name << " not applied: "
-                << (r.ok() ? r->message : r.status().message()) << '\n';
-    }
-  }
+  return true;
 }
 
-// One period for the desired LRPs: move one instance of each update.
-void StepLrps(ts::client::Client& client, const ts::tsagent::SimAgent& agent) {
-  auto all = Query(client, "lrp/");
-  if (!all) return;
-  for (const auto& lrp : all->first) {
-    auto cmd = agent.StepLrp(lrp);
-    if (cmd) (void)SendCommand(client, *cmd);  // a lost move is made again next period
+// One LRP's step: move one instance of its update. True if it sent a move.
+bool StepLrp(ts::client::Client& client, const ts::tsagent::SimAgent& agent, const nlohmann::json& lrp) {
+  auto cmd = agent.StepLrp(lrp);
+  if (cmd) (void)SendCommand(client, *cmd);  // a lost move is made again next period
+  return cmd.has_value();
+}
+
+bool Serves(const std::vector<std::string>& only, const std::string& name) {
+  return only.empty() || std::find(only.begin(), only.end(), name) != only.end();
+}
+
+// Every scheduler and LRP, stepped. The slot every read reflects at least
+// (the first read's), or nullopt if a read got no answer.
+std::optional<uint64_t> StepAll(ts::client::Client& client, ts::tsagent::SimAgent& agent,
+                                const std::vector<std::string>& only, std::set<std::string>* again) {
+  auto scheds = Query(client, "sched/");
+  auto lrps = Query(client, "lrp/");
+  if (!scheds || !lrps) return std::nullopt;
+  for (const auto& s : scheds->first) {
+    const std::string name = s.at("scheduler").get<std::string>();
+    if (Serves(only, name) && StepScheduler(client, agent, name)) again->insert("sched/" + name);
   }
+  for (const auto& lrp : lrps->first) {
+    if (StepLrp(client, agent, lrp)) again->insert("lrp/" + lrp.at("process_guid").get<std::string>());
+  }
+  return std::min(scheds->second, lrps->second);
+}
+
+// The objects that changed (or acted last period), stepped; returns those
+// that acted this time.
+std::set<std::string> StepChanged(ts::client::Client& client, ts::tsagent::SimAgent& agent,
+                                  const std::vector<std::string>& only, const std::set<std::string>& changed) {
+  std::set<std::string> again;
+  for (const std::string& key : changed) {
+    if (key.starts_with("sched/")) {
+      const std::string name = key.substr(6);
+      if (Serves(only, name) && StepScheduler(client, agent, name)) again.insert(key);
+    } else if (key.starts_with("lrp/")) {
+      auto lrp = Query(client, key);
+      if (lrp && StepLrp(client, agent, lrp->first)) again.insert(key);
+    }  // bg/: blue-green deployments need nothing of an executor
+  }
+  return again;
 }
 
 // False when it gave up on an unreachable cluster (--give-up-after-s).
@@ -276,6 +328,8 @@ bool RunUntilSignalled(ts::client::Client& client, ts::tsagent::SimAgent& agent,
                        const Flags& f) {
   auto start = std::chrono::steady_clock::now();
   size_t next_change = 0;
+  ts::tsagent::DeployFeed feed(client.options(), [](const std::string& line) { std::cerr << "tsagent: " << line << '\n'; });
+  std::set<std::string> again;  // objects that acted last period: stepped once more
   while (!g_stop) {
     auto elapsed = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start).count();
     while (next_change < f.occupancy_schedule.size() &&
@@ -289,6 +343,7 @@ bool RunUntilSignalled(ts::client::Client& client, ts::tsagent::SimAgent& agent,
         agent.set_players(n);
         std::cerr << "tsagent: players arrive or leave: " << n << " rooms occupied from now on\n";
       }
+      feed.WantFullRead();  // every scheduler's players move
     }
     if (f.give_up_s > 0 && g_reach.DownSeconds() >= f.give_up_s) {
       std::cerr << "tsagent: giving up: the cluster has not answered for " << g_reach.DownSeconds()
@@ -297,13 +352,28 @@ bool RunUntilSignalled(ts::client::Client& client, ts::tsagent::SimAgent& agent,
     }
     auto next = std::chrono::steady_clock::now() + std::chrono::milliseconds(f.period_ms);
     reg.Tick(NowMs());
+    // Reports name the executor from now on, or no longer: every scheduler.
+    if (agent.registered() != reg.registered()) feed.WantFullRead();
     agent.set_registered(reg.registered());
-    StepSchedulers(client, agent, f.only);
-    StepLrps(client, agent);
+    std::set<std::string> changed = feed.TakeChanged();
+    changed.insert(again.begin(), again.end());
+    again.clear();
+    if (feed.full_read_wanted()) {
+      if (auto slot = StepAll(client, agent, f.only, &again)) feed.ReadAllAt(*slot);
+    } else {
+      again = StepChanged(client, agent, f.only, changed);
+      // A change whose object could not be read is not lost: everything is
+      // read again once the cluster answers.
+      if (g_reach.down()) feed.WantFullRead();
+    }
     WriteReport(f.report_path, agent.Report());
     while (!g_stop && std::chrono::steady_clock::now() < next) {
       reg.Tick(NowMs());  // keepalives stay on time whatever --period-ms is
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      if (feed.watching()) {
+        feed.Poll(std::chrono::milliseconds(10));
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
     }
   }
   return true;
@@ -313,7 +383,7 @@ bool RunUntilSignalled(ts::client::Client& client, ts::tsagent::SimAgent& agent,
 
 int main(int argc, char** argv) {
   ts::client::LogToStderr();
-  CLI::App app("tsagent: runtime executor of game rooms; polls the cluster's schedulers and carries out the recovery "
+  CLI::App app("tsagent: runtime executor of game rooms; watches the cluster's schedulers and carries out the recovery "
                "coordinator's decisions",
                "tsagent");
   Flags f;

@@ -26,6 +26,7 @@
 #include "node/tsctl/tsctl_snapshot.h"
 #include "node/tsctl/tsctl_endpoint.h"
 #include "node/tsctl/tsctl_txn.h"
+#include "node/tsctl/tsctl_deploy_read.h"
 #include "node/tsctl/tsctl_watch.h"
 #include "node/tsctl/tsctl_format.h"
 
@@ -459,8 +460,9 @@ class Command {
   int Delete() { return WriteResult("delete", Send(ClientOp::kDelete)); }
 
   // Deployment commands: writes go to the leader's coordinator; show and
-  // rollout status read the leader's applied state (any node's if there is
-  // no leader, which the answer's slot makes visible with --json).
+  // rollout status are linearizable reads (the leader under its lease), or,
+  // with show --serializable, any node's applied state, which the answer
+  // says.
   int Deploy(const std::string& path) {
     if (!IsDeployQuery(path)) {
       rpc::ClientRequest req;
@@ -474,51 +476,7 @@ class Command {
             r->message + " (slot " + std::to_string(r->slot) + ")");
       return kExitOk;
     }
-    (void)client_->FindLeader();
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(args_.timeout_ms);
-    std::string last_line;
-    while (true) {
-      rpc::ClientRequest req;
-      req.op = ClientOp::kDeployQuery;
-      req.key = DeployQueryKey(path, args_.deploy);
-      auto r = client_->Call(std::move(req));
-      if (!r.ok()) return FailStatus(r.status());
-      if (r->code == ClientCode::kNotFound) return Fail(kExitFailed, "not found: " + r->message);
-      if (r->code != ClientCode::kOk) return FailResponse(*r);
-      nlohmann::json view = nlohmann::json::parse(r->value, nullptr, false);
-      if (view.is_discarded()) return Fail(kExitError, "node answered with malformed JSON");
-      if (path != "rollout status") {
-        std::optional<nlohmann::json> executors = path == "sched show" ? LiveExecutors() : std::nullopt;
-        nlohmann::json j = {{"ok", true}, {"applied_slot", r->slot}, {"view", view}};
-        if (path == "sched show") j["executors"] = executors ? *executors : nlohmann::json(nullptr);
-        if (args_.json) out_ << DumpJson(j) << '\n';
-        else out_ << FormatDeployView(path, view) << (path == "sched show" ? FormatExecutors(executors) : "");
-        return kExitOk;
-      }
-      bool done = false;
-      std::string line = FormatRolloutStatus(view, &done);
-      if (args_.json) out_ << DumpJson({{"ok", true}, {"done", done}, {"status", line}, {"view", view}}) << '\n';
-      else if (line != last_line) out_ << line << '\n';
-      last_line = line;
-      if (done || !args_.deploy.watch) return kExitOk;
-      if (std::chrono::steady_clock::now() >= deadline) {
-        return Fail(kExitUnavailable, "rollout not complete within --timeout-ms");
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));  // polling interval of --watch
-    }
-  }
-
-  // The executors registered now (tsctl_deploy.h); nullopt if the cluster
-  // does not track them.
-  std::optional<nlohmann::json> LiveExecutors() {
-    rpc::ClientRequest req;
-    req.op = ClientOp::kDeployQuery;
-    req.key = kExecutorsQueryKey;
-    auto r = client_->Call(std::move(req));
-    if (!r.ok() || r->code != ClientCode::kOk) return std::nullopt;
-    nlohmann::json j = nlohmann::json::parse(r->value, nullptr, false);
-    if (j.is_discarded() || !j.is_array()) return std::nullopt;
-    return j;
+    return RunDeployRead(*client_, path, args_.deploy, args_.timeout_ms, output_);
   }
 
   int Get() {

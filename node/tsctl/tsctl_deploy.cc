@@ -30,6 +30,14 @@ void PutParams(const DeployArgs& a, nlohmann::json& j) {
   if (a.no_autoscale) j["autoscale_off"] = true;
 }
 
+// show's --serializable: a read any node answers at once from its applied
+// state, which may trail the leader's (without it, a linearizable read).
+void AddSerializableFlag(CLI::App* show, DeployArgs* a) {
+  show->add_flag("--serializable", a->serializable,
+                 "Read the answering node's applied state (any node, no leader needed; may trail the leader's) "
+                 "instead of a linearizable read");
+}
+
 // " (autoscaled 2..60)" for an autoscaled scheduler's view, else "".
 std::string AutoscaleNote(const nlohmann::json& s) {
   if (!s.contains("autoscale")) return "";
@@ -58,6 +66,7 @@ void AddSchedCommands(CLI::App& app, DeployArgs* a) {
   AddSchedParams(scale, a);
   CLI::App* show = sched->add_subcommand("show", "show [NAME]: every scheduler, or one with its rooms");
   show->add_option("NAME", a->name, "Scheduler name");
+  AddSerializableFlag(show, a);
 }
 
 // rollout status [--watch].
@@ -97,6 +106,7 @@ void AddBlueGreenCommands(CLI::App& app, DeployArgs* a) {
   bdelete->add_option("VERSION", a->id, "Version number")->required();
   CLI::App* bshow = bg->add_subcommand("show", "show [DEPLOYMENT]: versions, clusters, endpoints and routes");
   bshow->add_option("DEPLOYMENT", a->name, "Deployment name");
+  AddSerializableFlag(bshow, a);
 }
 
 // lrp desire, update, cancel, rollback, prune, move, remove, show.
@@ -141,6 +151,7 @@ void AddLrpCommands(CLI::App& app, DeployArgs* a) {
   guid(lremove);
   CLI::App* lshow = lrp->add_subcommand("show", "show [GUID]: every LRP, or one with its instances");
   lshow->add_option("GUID", a->name, "Process guid");
+  AddSerializableFlag(lshow, a);
 }
 
 // command JSON: any deployment command as is.

@@ -28,6 +28,7 @@ struct DeployArgs {
   std::string definition_json;         // lrp: extra definition fields as a JSON object
   std::string raw;                     // command: the JSON command as is
   bool watch = false;
+  bool serializable = false;  // show: this node's applied state, no leader needed (may trail it)
 };
 
 // Adds sched, rollout, bg, lrp and command (each with its subcommands).

@@ -295,6 +295,9 @@ HttpAnswer AnswerToHttp(ClientOp op, const rpc::ClientResponse& r, const rpc::Tx
       break;
     case ClientOp::kDeployQuery:
     case ClientOp::kDeploy: {
+      if (op == ClientOp::kDeployQuery && r.code == ClientCode::kOk) {
+        j["serializable"] = (r.range_flags & rpc::kRangeSerializable) != 0;  // read without the leader's lease
+      }
       if (r.value.empty()) break;
       auto v = nlohmann::json::parse(r.value, nullptr, false);
       if (!v.is_discarded()) j["result"] = std::move(v);

@@ -13,7 +13,8 @@
 //                                 JSON` does), e.g. {"kind":"sched","op":"create","scheduler":"rooms",
 //                                 "desired":4}
 //   GET    /v1/deploy/QUERY       deployment state: QUERY is bg/NAME, sched/NAME or lrp/GUID
-//                                 (NAME empty: all)
+//                                 (NAME empty: all); linearizable, or with ?serializable this
+//                                 node's applied state; the answer's "serializable" says which
 //   GET    /v1/status             this node's status (as `tsctl status --json` shows one node)
 //   GET    /v1/log?from=S&limit=N decrees of the chosen log
 //   POST   /v1/request            any request: {"op": "put", "key": ..., ...}; op is one of the names

@@ -191,6 +191,12 @@ void HttpPort::ServeApi(const httplib::Request& req, httplib::Response& res, con
                   ? RangeRequestFromHttp(param)
                   : RequestFromHttp(req.method, route, rest, req.body, req.get_param_value("from"),
                                     req.get_param_value("limit"));
+  if (call.ok() && call->op == rpc::ClientOp::kDeployQuery) {
+    // GET /v1/deploy/QUERY?serializable: this node's applied state.
+    auto serializable = QueryFlag(param, "serializable");
+    if (!serializable.ok()) call = serializable.status();
+    else if (*serializable) call->range_flags |= rpc::kRangeSerializable;
+  }
   if (!call.ok()) {
     return reply(ErrorToHttp(rpc::ClientCode::kBadRequest,
                              call.status().message() + "; correct the call and send it again (http_api.h lists them)"));

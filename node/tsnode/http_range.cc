@@ -7,17 +7,13 @@
 
 namespace ts::tsnode {
 
-namespace {
-
-StatusOr<bool> Flag(const QueryParam& param, const char* name) {
+StatusOr<bool> QueryFlag(const QueryParam& param, const char* name) {
   std::optional<std::string> v = param(name);
   if (!v) return false;
   if (v->empty() || *v == "true" || *v == "1") return true;
   if (*v == "false" || *v == "0") return false;
   return Status::InvalidArgument(std::string(name) + " must be true, false, 1 or 0, not '" + *v + "'");
 }
-
-}  // namespace
 
 StatusOr<rpc::ClientRequest> RangeRequestFromHttp(const QueryParam& param) {
   rpc::ClientRequest req;
@@ -43,7 +39,7 @@ StatusOr<rpc::ClientRequest> RangeRequestFromHttp(const QueryParam& param) {
   const std::pair<const char*, uint8_t> flags[] = {
       {"keys_only", rpc::kRangeKeysOnly}, {"count", rpc::kRangeCountOnly}, {"serializable", rpc::kRangeSerializable}};
   for (const auto& [name, bit] : flags) {
-    auto on = Flag(param, name);
+    auto on = QueryFlag(param, name);
     if (!on.ok()) return on.status();
     if (*on) req.range_flags |= bit;
   }

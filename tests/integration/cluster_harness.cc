@@ -51,6 +51,14 @@ bool WaitFor(const std::function<bool()>& pred, std::chrono::milliseconds timeou
 // these is taken only by another test picking the same random port. A port
 // is handed out once per process (a node of an earlier cluster may not have
 // bound its port yet), and must be bindable now.
+std::unique_ptr<ProcessCluster> StartWithHttpPorts(size_t n, std::vector<uint16_t>* http_ports) {
+  auto c = std::make_unique<ProcessCluster>(n, std::vector<std::string>{}, std::vector<std::vector<std::string>>{},
+                                            /*start_now=*/false);
+  *http_ports = FreePorts(n);
+  for (size_t i = 0; i < n; ++i) c->Start(i, {"--http-addr", "127.0.0.1:" + std::to_string((*http_ports)[i])});
+  return c;
+}
+
 std::vector<uint16_t> FreePorts(size_t n) {
   static std::mutex mu;
   static std::set<uint16_t> handed_out;

@@ -150,6 +150,10 @@ class ClusterFixture : public ::testing::Test {
 // this process handed out before (cluster_harness.cc says why).
 std::vector<uint16_t> FreePorts(size_t n);
 
+// A cluster of `n` nodes, each started with an HTTP port (--http-addr) on a
+// free loopback port; `http_ports` gets them, node i's at i.
+std::unique_ptr<ProcessCluster> StartWithHttpPorts(size_t n, std::vector<uint16_t>* http_ports);
+
 // Asks node i alone (a direct connection: fault requests are never
 // redirected) to drop traffic with `peers`, comma-separated ids ("" heals).
 // The nodes need --fault-injection.

@@ -27,10 +27,7 @@ std::string KeyOf(int i) {
 class RangeTest : public ClusterFixture {
  protected:
   void SetUp() override {
-    cluster_ = std::make_unique<ProcessCluster>(3, std::vector<std::string>{},
-                                                std::vector<std::vector<std::string>>{}, /*start_now=*/false);
-    http_ = FreePorts(3);
-    for (size_t i = 0; i < 3; ++i) cluster_->Start(i, {"--http-addr", "127.0.0.1:" + std::to_string(http_[i])});
+    cluster_ = StartWithHttpPorts(3, &http_);
     ASSERT_TRUE(cluster_->WaitForLeader(5000ms));
     // The keys, 128 to a transaction, and a key on either side of the prefix.
     client::Client c(cluster_->ClientOptionsFor());

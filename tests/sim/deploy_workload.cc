@@ -123,8 +123,11 @@ std::optional<std::pair<json, uint64_t>> DeployWorkload::Query(NodeId at, const 
   rpc::ClientRequest req;
   req.op = rpc::ClientOp::kDeployQuery;
   req.key = key;
+  // This node's applied state, answered at once (the executor ignores views
+  // older than one it acted on).
+  req.range_flags = rpc::kRangeSerializable;
   uint64_t h = c_.Send(at, std::move(req));
-  auto r = h ? c_.TakeReply(h) : std::nullopt;  // queries are answered at once
+  auto r = h ? c_.TakeReply(h) : std::nullopt;  // serializable queries are answered at once
   if (!r || r->code != rpc::ClientCode::kOk) return std::nullopt;
   json j = json::parse(r->value, nullptr, false);
   if (j.is_discarded()) return std::nullopt;

@@ -72,7 +72,7 @@ class Run {
       txns_.emplace(c_, rng_(), 2);
       leases_.emplace(c_, rng_(), 2);
       // Seeded apart from rng_, so that the other workloads draw as before.
-      watches_.emplace(c_, watch_ref_, o.seed * 0x9e3779b97f4a7c15ull + 0x5eed, 3);
+      watches_.emplace(c_, watch_ref_, o.seed * 0x9e3779b97f4a7c15ull + 0x5eed, 4);  // the fourth: deployments
     }
     for (NodeId id = 1; id <= nodes_; ++id) bound_.insert({id, 0});  // the bootstrap members
     c_.AddReadyObserver([this](NodeId id, const station::Ready& r) { CheckVotes(id, r); });
@@ -717,6 +717,7 @@ class Run {
       Fail(watches_->Check());
       r_.watch_events = watches_->events();
       r_.watch_resumes = watches_->resumes();
+      r_.watch_deploy_events = watches_->deploy_events();
     }
     if (leases_) {
       r_.leases_granted = leases_->leases_granted();

@@ -67,6 +67,7 @@ struct SimResult {
   uint64_t lease_vanished = 0;    // of those, answered "not found" (the lease had ended)
   uint64_t watch_events = 0;      // changes delivered to the watchers (watch_workload.h), plain runs only
   uint64_t watch_resumes = 0;     // of their streams, resumed after a loss
+  uint64_t watch_deploy_events = 0;  // of the changes, deployment events (their watchers' only kind)
 };
 
 // What a layer adds to a run: the versioned simulation plugs in a schedule
@@ -113,7 +114,7 @@ struct SweepResult {
   uint64_t session_writes = 0, session_retries = 0;
   uint64_t txns = 0, txns_else = 0, txn_history_unknown = 0, leases_granted = 0, lease_keepalives = 0,
            lease_reads = 0, lease_vanished = 0;
-  uint64_t watch_events = 0, watch_resumes = 0;
+  uint64_t watch_events = 0, watch_resumes = 0, watch_deploy_events = 0;
   uint64_t last_trace_hash = 0;
   std::vector<std::string> failures;  // "seed S: what broke\n  replay: COMMAND"
   std::string Summary() const;        // one line of the totals

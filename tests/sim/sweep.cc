@@ -49,6 +49,7 @@ void Add(SweepResult& t, const SimOptions& o, const SimResult& r) {
   t.lease_vanished += r.lease_vanished;
   t.watch_events += r.watch_events;
   t.watch_resumes += r.watch_resumes;
+  t.watch_deploy_events += r.watch_deploy_events;
   t.last_trace_hash = r.trace_hash;
   if (!r.ok) {
     ++t.failed;
@@ -100,7 +101,7 @@ std::string SweepResult::Summary() const {
                 "deploy_decrees=%llu (stale %llu) coordinator_handovers=%llu wipes=%llu foreign_disks=%llu "
                 "refusals=%llu member_decrees=%llu snapshots=%llu (torn %llu) installs=%llu crashes_writing=%llu "
                 "session_writes=%llu (retried %llu) txns=%llu (else %llu, unknown writes %llu) leases=%llu "
-                "(keepalives %llu, reads %llu, vanished %llu) watch_events=%llu (resumes %llu) simulated_hours=%.2f",
+                "(keepalives %llu, reads %llu, vanished %llu) watch_events=%llu (resumes %llu, deployment %llu) simulated_hours=%.2f",
                 (unsigned long long)seeds, (unsigned long long)failed, (unsigned long long)acknowledged,
                 (unsigned long long)faults, (unsigned long long)write_faults, (unsigned long long)version_steps,
                 (unsigned long long)deploy_decrees, (unsigned long long)deploy_stale,
@@ -112,7 +113,8 @@ std::string SweepResult::Summary() const {
                 (unsigned long long)txn_history_unknown, (unsigned long long)leases_granted,
                 (unsigned long long)lease_keepalives, (unsigned long long)lease_reads,
                 (unsigned long long)lease_vanished, (unsigned long long)watch_events,
-                (unsigned long long)watch_resumes, simulated_ms / 3600000.0);
+                (unsigned long long)watch_resumes, (unsigned long long)watch_deploy_events,
+                simulated_ms / 3600000.0);
   return line;
 }
 

@@ -11,7 +11,7 @@ namespace {
 WatchEvent EventOf(Slot slot, const station::KvChange& c) {
   WatchEvent e;
   e.slot = slot;
-  e.kind = c.deleted ? WatchEvent::Kind::kDelete : WatchEvent::Kind::kPut;
+  e.kind = c.deploy ? WatchEvent::Kind::kDeploy : c.deleted ? WatchEvent::Kind::kDelete : WatchEvent::Kind::kPut;
   e.key = c.key;
   e.value = c.value;
   e.mod_slot = c.mod_slot;
@@ -20,6 +20,7 @@ WatchEvent EventOf(Slot slot, const station::KvChange& c) {
 }
 
 std::string Describe(const WatchEvent& e) {
+  if (e.kind == WatchEvent::Kind::kDeploy) return "slot " + std::to_string(e.slot) + " deployment " + e.key;
   return "slot " + std::to_string(e.slot) + (e.kind == WatchEvent::Kind::kPut ? " put " : " delete ") + e.key +
          (e.kind == WatchEvent::Kind::kPut ? "=" + e.value : "");
 }
@@ -47,7 +48,11 @@ WatchWorkload::WatchWorkload(StationCluster& c, std::shared_ptr<WatchReference> 
     : c_(c), ref_(std::move(ref)), rng_(seed), watchers_(watchers) {
   ref_->set_cluster(&c_);
   static const char* kPrefixes[] = {"", "tx", ""};
-  for (size_t i = 0; i < watchers_.size(); ++i) watchers_[i].prefix = kPrefixes[i % 3];
+  for (size_t i = 0; i < watchers_.size(); ++i) {
+    // Every fourth watches the deployment events of every object.
+    watchers_[i].deploy = i % 4 == 3;
+    watchers_[i].prefix = watchers_[i].deploy ? "" : kPrefixes[i % 3];
+  }
 }
 
 void WatchWorkload::Open(Watcher& w) {
@@ -65,6 +70,7 @@ void WatchWorkload::Open(Watcher& w) {
   req.op = rpc::ClientOp::kWatch;
   req.key = w.prefix;
   req.watch_prefix = true;
+  req.watch_deploy = w.deploy;
   req.connection = 1 + (&w - watchers_.data());
   if (w.started) {
     req.from_slot = w.segments.back().last + 1;
@@ -94,6 +100,7 @@ void WatchWorkload::Take(Watcher& w, const rpc::ClientResponse& r) {
       }
       s.got.push_back(e);
       ++events_;
+      if (e.kind == WatchEvent::Kind::kDeploy) ++deploy_events_;
     }
     s.last = std::max(s.last, r.slot);
     return;
@@ -139,6 +146,8 @@ void WatchWorkload::Step() {
 }
 
 std::string WatchWorkload::CheckSegment(const Watcher& w, const Segment& s) const {
+  // A watcher of deployment events is owed those only (the objects the
+  // deployment decrees of its slots changed); a key watcher never any.
   std::vector<WatchEvent> owed;
   const auto& slots = ref_->slots();
   for (Slot slot = s.start; slot <= s.last; ++slot) {
@@ -148,7 +157,7 @@ std::string WatchWorkload::CheckSegment(const Watcher& w, const Segment& s) cons
              ", which no node reported applying";
     }
     for (const WatchEvent& e : it->second) {
-      if (e.key.starts_with(w.prefix)) owed.push_back(e);
+      if ((e.kind == WatchEvent::Kind::kDeploy) == w.deploy && e.key.starts_with(w.prefix)) owed.push_back(e);
     }
   }
   for (size_t i = 0; i < std::max(owed.size(), s.got.size()); ++i) {

@@ -1,5 +1,6 @@
 // WatchWorkload: watchers in a simulated run (docs/design/watch.md). Each
-// watches a prefix on a node picked at random, leader or follower, and
+// watches a prefix (of keys, or, for every fourth, of the objects of
+// deployment events) on a node picked at random, leader or follower, and
 // stays there while the stream lives: through partitions, leader changes
 // and snapshot installs. When the stream is lost (its node crashed) or ended
 // (the node shut down, or no longer keeps the slot: compacted) it resumes
@@ -11,8 +12,9 @@
 // sequence of changes to its keys, in slot order, from its start slot up to
 // the last slot its stream vouched for, with no gap and no duplicate across
 // its resumes. What the chosen sequence holds comes from the stations
-// themselves (StationOptions::on_kv_changes: the key changes of each decree
-// as every node applies it; nodes that apply a slot must report the same).
+// themselves (StationOptions::on_kv_changes: the key changes of each decree,
+// and the object of each deployment decree that changed the state, as every
+// node applies it; nodes that apply a slot must report the same).
 #pragma once
 
 #include <cstdint>
@@ -57,6 +59,7 @@ class WatchWorkload {
   const std::string& violation() const { return violation_.empty() ? ref_->violation() : violation_; }
 
   uint64_t events() const { return events_; }
+  uint64_t deploy_events() const { return deploy_events_; }
   uint64_t resumes() const { return resumes_; }
   uint64_t compacted() const { return compacted_; }
 
@@ -68,6 +71,7 @@ class WatchWorkload {
   };
   struct Watcher {
     std::string prefix;
+    bool deploy = false;  // deployment events instead of key changes
     NodeId node = 0;
     uint64_t handle = 0;  // the stream (0: none open)
     bool started = false;  // the current segment has begun
@@ -84,7 +88,7 @@ class WatchWorkload {
   std::mt19937_64 rng_;
   std::vector<Watcher> watchers_;
   std::string violation_;
-  uint64_t events_ = 0, resumes_ = 0, compacted_ = 0;
+  uint64_t events_ = 0, resumes_ = 0, compacted_ = 0, deploy_events_ = 0;
 };
 
 }  // namespace ts::sim

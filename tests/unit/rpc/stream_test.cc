@@ -3,7 +3,7 @@
 // as AsyncClient and BlockingClient receive them; a stream whose client
 // does not read is cut with a final answer naming the slot to resume from,
 // and the server's queue stays bounded; a node of wire version 2 never
-// receives a watch.
+// receives a watch, and its deployment answers are marked serializable.
 #include <gtest/gtest.h>
 
 #include <asio.hpp>
@@ -198,13 +198,40 @@ TEST(ClientStream, ANodeOfVersion2_AWatchIsRefusedBeforeSending) {
   EXPECT_GE(MinWireVersionOf(ClientOp::kWatchCancel), 3);
 }
 
+// A 1.2.0 node answers a deployment query from its own applied state,
+// whatever the request asked (it cannot receive the serializable flag): the
+// client marks that answer serializable, so it never passes for a
+// linearizable one. A node of wire version 3 says for itself.
+TEST(ClientStream, ADeploymentQueryAnsweredByANodeOfVersion2_IsMarkedSerializable) {
+  for (uint8_t version : {2, 3}) {
+    asio::io_context io;
+    StreamServer s(io);
+    s.server.SetIdentity(version == 2 ? "1.2.0-test" : "1.3.0-test", version);
+    AsyncClient c(io);
+    Status connected = testing::ConnectAndWait(io, c, s.server.bound_port());
+    ASSERT_TRUE(connected.ok()) << connected.ToString();
+    ASSERT_EQ(c.wire_version(), version);
+    ClientRequest q;
+    q.op = ClientOp::kDeployQuery;
+    q.key = "sched/";
+    std::optional<StatusOr<ClientResponse>> r;
+    ASSERT_NE(c.Send(q, [&](StatusOr<ClientResponse> x) { r = std::move(x); }), 0u);
+    ASSERT_TRUE(RunUntil(io, [&] { return r.has_value(); }));
+    ASSERT_TRUE(r->ok());
+    EXPECT_EQ((*r)->range_flags & kRangeSerializable, version == 2 ? kRangeSerializable : 0)
+        << "wire version " << int(version);
+  }
+}
+
 TEST(ClientStream, WatchFieldsTravelInVersion3Only) {
   ClientRequest w = Watch();
   w.watch_prefix = true;
   w.watch_id = 9;
+  w.watch_deploy = true;
   ClientRequest back;
   ASSERT_TRUE(DecodeClientRequest(EncodeClientRequest(w, 3), &back, 3).ok());
   EXPECT_TRUE(back.watch_prefix);
+  EXPECT_TRUE(back.watch_deploy);
   EXPECT_EQ(back.watch_id, 9u);
   EXPECT_EQ(back.connection, 0u) << "the connection's number never travels";
   ClientResponse r = Batch(4, 17);

@@ -187,5 +187,32 @@ TEST(StationExecutors, BeforeThe130Marker_ExecutorsAreNotWrittenNorTracked) {
   for (auto id : c.members()) EXPECT_FALSE(c.station(id).deploy_state().schedulers().TracksExecutors());
 }
 
+// Deployment queries are linearizable: a follower sends them to the leader
+// (it might answer from behind); a serializable one is this node's applied
+// state, at once on any node, and the answer says so.
+TEST(StationDeployReads, AFollowerRedirects_ASerializableQueryIsAnsweredWhereItArrives) {
+  StationCluster c(3, 43);
+  auto leader = sim::WritableLeader(c, /*coordinator=*/true);
+  ASSERT_TRUE(leader);
+  Deploy(c, {{"kind", "sched"}, {"op", "create"}, {"scheduler", "s"}, {"desired", 1}});
+  consensus::NodeId follower = *leader == 1 ? 2 : 1;
+  auto on_follower = sim::CallNode(c, follower, sim::Req(ClientOp::kDeployQuery, "sched/s"));
+  ASSERT_TRUE(on_follower);
+  EXPECT_EQ(on_follower->code, ClientCode::kNotLeader) << on_follower->message;
+  EXPECT_FALSE(on_follower->leader_hint.empty());
+  auto on_leader = sim::CallNode(c, *leader, sim::Req(ClientOp::kDeployQuery, "sched/s"));
+  ASSERT_TRUE(on_leader);
+  ASSERT_EQ(on_leader->code, ClientCode::kOk) << on_leader->message;
+  EXPECT_EQ(on_leader->range_flags & rpc::kRangeSerializable, 0) << "a linearizable answer";
+  rpc::ClientRequest ser = sim::Req(ClientOp::kDeployQuery, "sched/");
+  ser.range_flags = rpc::kRangeSerializable;
+  auto local = sim::CallNode(c, follower, ser);
+  ASSERT_TRUE(local);
+  ASSERT_EQ(local->code, ClientCode::kOk) << local->message;
+  EXPECT_EQ(local->range_flags & rpc::kRangeSerializable, rpc::kRangeSerializable) << "says it is serializable";
+  EXPECT_GT(local->slot, 0u);
+  EXPECT_LE(local->slot, c.station(follower).applied_slot()) << "the follower's own applied slot";
+}
+
 }  // namespace
 }  // namespace ts::station

@@ -4,6 +4,8 @@
 // progress), then a watch served by a follower of a simulated cluster.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "node/station/kv_store.h"
 #include "node/station/station.h"
 #include "node/station/watch_hub.h"
@@ -316,6 +318,73 @@ TEST(WatchHub, StartPastTheAppliedSlot_Waits_WithProgressNotices) {
   EXPECT_EQ(hub.CheckInvariants(), "");
 }
 
+// Runs until the watch `h` gets an answer with events (nullopt: none in 2 s).
+std::optional<rpc::ClientResponse> NextWithEvents(StationCluster& c, uint64_t h) {
+  std::optional<rpc::ClientResponse> got;
+  bool any = c.RunUntil([&] {
+    got = c.TakeReply(h);
+    return got && !got->events.empty();
+  }, 2000);
+  return any ? got : std::nullopt;
+}
+
+TEST(WatchHub, DeploymentEvents_OnlyForWatchesThatAskForThem_MatchedByObjectKey) {
+  WatchHub hub;
+  Put(hub, 1, {"sched/x"});  // a key that looks like an object: still a key
+  std::vector<KvChange> d2{KvChange{false, "sched/x", "", 0, 0, /*deploy=*/true}};
+  hub.Applied(2, 2, &d2);
+  std::vector<KvChange> d3{KvChange{false, "lrp/g", "", 0, 0, /*deploy=*/true}};
+  hub.Applied(3, 3, &d3);
+  rpc::ClientRequest every_key = WatchReq(1, "", 1, /*prefix=*/true);
+  rpc::ClientRequest every_object = WatchReq(2, "", 1);
+  every_object.watch_deploy = true;  // the empty key: every object, no prefix needed
+  rpc::ClientRequest one_object = WatchReq(3, "sched/x", 1);
+  one_object.watch_deploy = true;
+  hub.Start(1, every_key, 100, 0);
+  hub.Start(2, every_object, 100, 0);
+  hub.Start(3, one_object, 100, 0);
+  hub.Pump(0);
+  auto outs = hub.TakeOut();
+  std::map<uint64_t, std::vector<std::pair<uint64_t, std::string>>> got;
+  for (auto& o : outs) {
+    ASSERT_EQ(o.response.code, ClientCode::kOk) << o.response.message;
+    for (auto& e : o.response.events) {
+      got[o.handle].push_back({e.slot, e.key});
+      EXPECT_EQ(e.kind == WatchEvent::Kind::kDeploy, o.handle != 1) << "slot " << e.slot;
+    }
+  }
+  using Events = std::vector<std::pair<uint64_t, std::string>>;
+  EXPECT_EQ(got[1], (Events{{1, "sched/x"}})) << "a key watch never sees deployment events";
+  EXPECT_EQ(got[2], (Events{{2, "sched/x"}, {3, "lrp/g"}}));
+  EXPECT_EQ(got[3], (Events{{2, "sched/x"}}));
+  EXPECT_EQ(hub.CheckInvariants(), "");
+}
+
+// A deployment command applied on a simulated cluster: a follower's watch
+// of deployment events hears its object at its slot.
+TEST(WatchStation, AFollowersDeploymentWatchHearsEachDeploymentDecree) {
+  StationCluster c(3, 12);
+  auto leader = sim::WritableLeader(c, /*coordinator=*/true);
+  ASSERT_TRUE(leader);
+  consensus::NodeId follower = *leader == 1 ? 2 : 1;
+  rpc::ClientRequest w = WatchReq(0, "", 0);
+  w.watch_deploy = true;
+  uint64_t h = c.Send(follower, w);
+  std::optional<rpc::ClientResponse> first;
+  ASSERT_TRUE(c.RunUntil([&] { return (first = c.TakeReply(h)).has_value(); }, 1000));
+  ASSERT_TRUE(first->stream_more) << first->message;
+  auto created = sim::Call(c, sim::Req(ClientOp::kDeploy, "",
+                                       R"({"kind":"lrp","op":"desire","process_guid":"g1","instances":1,)"
+                                       R"("definition":{"definition_id":"d1"}})"));
+  ASSERT_TRUE(created && created->code == ClientCode::kOk) << (created ? created->message : "no answer");
+  std::optional<rpc::ClientResponse> got = NextWithEvents(c, h);
+  ASSERT_TRUE(got);
+  ASSERT_EQ(got->events.size(), 1u);
+  EXPECT_EQ(got->events[0].kind, WatchEvent::Kind::kDeploy);
+  EXPECT_EQ(got->events[0].key, "lrp/g1");
+  EXPECT_EQ(got->events[0].slot, created->slot);
+}
+
 // A watch on a follower of a simulated cluster sees a write made on the
 // leader, with its slot: watches are served where they arrive.
 TEST(WatchStation, FollowerServesTheWatch_NeverRedirected) {
@@ -329,11 +398,8 @@ TEST(WatchStation, FollowerServesTheWatch_NeverRedirected) {
   ASSERT_TRUE(first->stream_more) << first->message;
   auto put = sim::Call(c, sim::Req(ClientOp::kPut, "w", "1"));
   ASSERT_TRUE(put && put->code == ClientCode::kOk);
-  std::optional<rpc::ClientResponse> got;
-  ASSERT_TRUE(c.RunUntil([&] {
-    got = c.TakeReply(h);
-    return got && !got->events.empty();
-  }, 2000));
+  std::optional<rpc::ClientResponse> got = NextWithEvents(c, h);
+  ASSERT_TRUE(got);
   ASSERT_EQ(got->events.size(), 1u);
   EXPECT_EQ(got->events[0].slot, put->slot);
   EXPECT_EQ(got->events[0].value, "1");

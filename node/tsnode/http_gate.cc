@@ -189,6 +189,11 @@ size_t HttpGate::connections() const {
   return conns_.size();
 }
 
+size_t HttpGate::in_flight(HttpSlot slot) const {
+  std::lock_guard<std::mutex> l(mu_);
+  return slot == HttpSlot::kStatus ? status_busy_ : slot == HttpSlot::kApi ? api_busy_ : 0;
+}
+
 Status HttpGate::Start(const rpc::HostPort& addr, const rpc::TlsFiles& tls) {
   if (!tls.empty()) {
     auto t = rpc::TlsContext::Load(tls);

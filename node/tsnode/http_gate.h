@@ -100,6 +100,8 @@ class HttpGate {
   void Stop();
   const HttpGateCounters& counters() const { return counters_; }
   size_t connections() const;
+  // Requests being served in `slot`'s request slots now.
+  size_t in_flight(HttpSlot slot) const;
   class Wire;  // one connection's bytes (http_gate.cc)
 
  private:

@@ -94,6 +94,22 @@ class Exposition {
 
 }  // namespace
 
+std::string GateText(const HttpGate& g) {
+  Exposition e;
+  auto d = [](uint64_t v) { return static_cast<double>(v); };
+  const HttpGateCounters& c = g.counters();
+  e.One("ts_http_connections", "gauge", "Open HTTP connections", d(g.connections()));
+  e.Family("ts_http_requests_in_flight", "gauge", "HTTP requests being served, by request slots",
+           {{"slot=\"api\"", d(g.in_flight(HttpSlot::kApi))}, {"slot=\"status\"", d(g.in_flight(HttpSlot::kStatus))}});
+  e.Family("ts_http_connections_closed_total", "counter", "HTTP connections the port closed or refused, by reason",
+           {{"reason=\"request_timeout\"", d(c.timed_out)},
+            {"reason=\"idle\"", d(c.idle_closed)},
+            {"reason=\"cap_oldest\"", d(c.evicted)},
+            {"reason=\"cap_all_busy\"", d(c.refused_full)},
+            {"reason=\"no_slot\"", d(c.no_slot)}});
+  return e.str();
+}
+
 std::string PrometheusText(const rpc::NodeStatus& s) {
   Exposition e;
   auto d = [](uint64_t v) { return static_cast<double>(v); };
@@ -300,7 +316,7 @@ Status HttpPort::Start() {
   server_->Get("/metrics", [this, unavailable](const httplib::Request&, httplib::Response& res) {
     auto s = FetchStatus();
     if (!s) return unavailable(res);
-    res.set_content(PrometheusText(*s), "text/plain; version=0.0.4");
+    res.set_content(PrometheusText(*s) + GateText(*gate_), "text/plain; version=0.0.4");
   });
   server_->Get("/version", [](const httplib::Request&, httplib::Response& res) {
     nlohmann::json j = {{"software_version", station::kSoftwareVersion}, {"allocator", AllocatorName()},

@@ -45,6 +45,8 @@ std::optional<std::string> Unhealthy(const rpc::NodeStatus& s);
 
 // The node's status as Prometheus text exposition (format 0.0.4).
 std::string PrometheusText(const rpc::NodeStatus& s);
+// The HTTP port's own families: connections, requests in flight, closed.
+std::string GateText(const HttpGate& g);
 
 class HttpPort {
  public:

@@ -28,9 +28,10 @@ std::string HttpReply::Header(const std::string& name) const {
   return v;
 }
 
-int ConnectLoopback(uint16_t port) {
+int ConnectLoopback(uint16_t port, int receive_buffer) {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;
+  if (receive_buffer > 0) ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(port);

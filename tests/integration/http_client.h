@@ -28,7 +28,9 @@ std::optional<HttpReply> RawHttp(uint16_t port, const std::string& request,
 std::string HttpRequest(const std::string& method, const std::string& target, const std::string& body = "",
                         const std::string& content_type = "application/json");
 
-// A connected socket to 127.0.0.1:port (-1 if the connect failed).
-int ConnectLoopback(uint16_t port);
+// A plain TCP connection to 127.0.0.1:port that has sent nothing yet (-1 if
+// the connect failed). receive_buffer > 0: SO_RCVBUF before the connect, so
+// a client that does not read stops the server's writes early.
+int ConnectLoopback(uint16_t port, int receive_buffer = 0);
 
 }  // namespace ts::integration

@@ -283,6 +283,7 @@ void HttpGate::Admit(int fd) {
     ::shutdown(oldest->second.fd, SHUT_RDWR);
     oldest->second.closing = true;
     ++counters_.evicted;
+    cv_.notify_all();  // it may be waiting for a request slot
   }
   uint64_t id = next_id_++;
   conns_[id] = Conn{fd, false, false, Clock::now()};
@@ -379,14 +380,24 @@ bool HttpGate::ReadRequest(Wire& w, uint64_t /*id*/, bool first, Clock::time_poi
   return true;
 }
 
-bool HttpGate::AcquireSlot(HttpSlot slot, Clock::time_point deadline) {
+bool HttpGate::AcquireSlot(uint64_t id, HttpSlot slot, Clock::time_point deadline) {
   if (slot == HttpSlot::kStream) return true;
   std::unique_lock<std::mutex> l(mu_);
   size_t& busy = slot == HttpSlot::kStatus ? status_busy_ : api_busy_;
   const size_t cap = slot == HttpSlot::kStatus ? limits_.status_workers : limits_.workers;
-  if (!cv_.wait_until(l, deadline, [&] { return busy < cap || stopping_; }) || stopping_) return false;
+  // A connection closed for a newer one at the cap stops waiting at once.
+  auto closing = [&] { return conns_.at(id).closing; };
+  if (!cv_.wait_until(l, deadline, [&] { return busy < cap || stopping_ || closing(); }) || stopping_ ||
+      closing()) {
+    return false;
+  }
   ++busy;
   return true;
+}
+
+bool HttpGate::Closing(uint64_t id) const {
+  std::lock_guard<std::mutex> l(mu_);
+  return conns_.at(id).closing;
 }
 
 void HttpGate::ReleaseSlot(HttpSlot slot) {
@@ -415,7 +426,8 @@ void HttpGate::ServeConnection(uint64_t id, int fd) {
     std::string body;
     HttpSlot slot = HttpSlot::kApi;
     if (!ReadRequest(w, id, first, accepted, buf, &head, &body, &slot)) break;
-    if (!AcquireSlot(slot, Clock::now() + limits_.request_timeout)) {
+    if (!AcquireSlot(id, slot, Clock::now() + limits_.request_timeout)) {
+      if (Closing(id) || stopping_) break;
       Closed("no request slot came free within --http-request-timeout-ms", counters_.no_slot);
       Refuse(w, 429, "busy",
              "all " + std::to_string(slot == HttpSlot::kStatus ? limits_.status_workers : limits_.workers) +

@@ -118,8 +118,9 @@ class HttpGate {
   // false: close the connection.
   bool ReadRequest(Wire& w, uint64_t id, bool first, std::chrono::steady_clock::time_point accepted, std::string& buf,
                    HttpHead* head, std::string* body, HttpSlot* slot);
-  bool AcquireSlot(HttpSlot slot, std::chrono::steady_clock::time_point deadline);
+  bool AcquireSlot(uint64_t id, HttpSlot slot, std::chrono::steady_clock::time_point deadline);
   void ReleaseSlot(HttpSlot slot);
+  bool Closing(uint64_t id) const;  // closed for a newer connection at the cap
   void SetBusy(uint64_t id, bool busy);
   // Counts one closed connection in `counter` and logs now and then.
   void Closed(const char* why, std::atomic<uint64_t>& counter);

@@ -14,9 +14,9 @@ struct Route {
 
 // Exact paths first; prefixes (ending in '/') take the rest of the path.
 constexpr std::array<Route, 17> kRoutes = {{
-    {"/health", "GET"},
-    {"/metrics", "GET"},
-    {"/version", "GET"},
+    {"/health", "GET, HEAD"},  // HEAD: a load balancer's check that wants the status alone
+    {"/metrics", "GET, HEAD"},
+    {"/version", "GET, HEAD"},
     {"/v1/watch", "GET"},
     {"/v1/kv", "GET"},
     {"/v1/deploy", "POST"},

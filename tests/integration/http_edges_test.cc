@@ -232,6 +232,11 @@ TEST_F(HttpEdgesTest, ErrorsAreTypedJson) {
                       R"({"kind":"sched","op":"create","scheduler":"rooms","desired":4,"ready_target_percent":50})");
   ASSERT_TRUE(created.has_value());
   EXPECT_EQ(created->status, 200) << created->body;
+  // HEAD /health: the status alone.
+  auto head = Call(0, "HEAD", "/health");
+  ASSERT_TRUE(head.has_value());
+  EXPECT_EQ(head->status, 200) << head->head;
+  EXPECT_EQ(head->body, "");
   // A request line that is not HTTP.
   auto garbage = RawHttp(http_[0], "HELLO\r\n\r\n");
   ASSERT_TRUE(garbage.has_value());

@@ -77,6 +77,8 @@ TEST(HttpRoutes, UnknownPathsAre404WrongMethods405WithAllow) {
   };
   EXPECT_FALSE(check("GET", "/health").refusal);
   EXPECT_EQ(check("GET", "/health").slot, HttpSlot::kStatus);
+  EXPECT_FALSE(check("HEAD", "/health").refusal);
+  EXPECT_EQ(check("HEAD", "/v1/status").allow, "GET");
   EXPECT_EQ(check("GET", "/v1/watch?key=a").slot, HttpSlot::kStream);
   EXPECT_EQ(check("GET", "/v1/kv/a/b").slot, HttpSlot::kApi);
   EXPECT_FALSE(check("DELETE", "/v1/kv/a").refusal);

@@ -9,6 +9,9 @@
 #include "node/client/client.h"
 #include "node/client/watch.h"
 
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cassert>
 #include <thread>
@@ -82,6 +85,14 @@ rpc::ClientResponse LostAnswer(const HostPort& target, const std::string& why) {
 // (including ones added later) is served by the leader, and every one but
 // get writes a decree. Defaulting a new op to "write" errs on the safe side:
 // it is never retried after its answer is lost.
+void LogToStderr() {
+  static const bool done = [] {
+    spdlog::set_default_logger(std::make_shared<spdlog::logger>("client", std::make_shared<spdlog::sinks::stderr_sink_mt>()));
+    return true;
+  }();
+  (void)done;
+}
+
 bool IsLeaderOp(ClientOp op) {
   return op != ClientOp::kStatus && op != ClientOp::kLog && op != ClientOp::kSnapshotRead && op != ClientOp::kVersion &&
          op != ClientOp::kWatch && op != ClientOp::kWatchCancel;  // served by the node dialled (Client::Watch)

@@ -85,6 +85,11 @@ struct ClientStats {
   uint64_t session_retries = 0;  // attempts repeated after an unknown outcome, in a session
 };
 
+// Sends the process's log lines (the library's warnings about bad frames,
+// for one) to stderr, never stdout: a client tool's stdout is its answer,
+// and with --json it must parse. Every client tool calls it first.
+void LogToStderr();
+
 class Client {
  public:
   // `options.endpoints` must not be empty.

@@ -312,6 +312,7 @@ bool RunUntilSignalled(ts::client::Client& client, ts::tsagent::SimAgent& agent,
 }  // namespace
 
 int main(int argc, char** argv) {
+  ts::client::LogToStderr();
   CLI::App app("tsagent: runtime executor of game rooms; polls the cluster's schedulers and carries out the recovery "
                "coordinator's decisions",
                "tsagent");

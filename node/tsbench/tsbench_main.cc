@@ -452,6 +452,7 @@ int Run(BenchOptions o) {
 }  // namespace ts::bench
 
 int main(int argc, char** argv) {
+  ts::client::LogToStderr();
   ts::bench::BenchOptions o;
   CLI::App app{
       "tsbench: closed-loop load generator for a tracking-station cluster (puts, gets or transactions over "

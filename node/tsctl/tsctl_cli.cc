@@ -525,15 +525,10 @@ class Command {
     auto r = Send(ClientOp::kGet);
     if (!r.ok()) return FailStatus(r.status());
     if (r->code != ClientCode::kOk) return FailResponse(*r);
-    Print({{"ok", true},
-           {"op", "get"},
-           {"key", args_.key},
-           {"found", true},
-           {"value", r->value},
-           {"mod_slot", r->mod_slot},
-           {"lease", r->lease},
-           {"applied_slot", r->slot}},
-          args_.get_meta ? r->value + "\n" + MetaLine(*r) : r->value);
+    nlohmann::json j = {{"ok", true}, {"op", "get"}, {"key", args_.key}, {"found", true}};
+    SetBytes(j, "value", r->value);
+    j.update({{"mod_slot", r->mod_slot}, {"lease", r->lease}, {"applied_slot", r->slot}});
+    Print(j, args_.get_meta ? r->value + "\n" + MetaLine(*r) : r->value);
     return kExitOk;
   }
 
@@ -564,7 +559,7 @@ class Command {
       std::string why = r->found ? "current value is \"" + Printable(r->value) + "\""
                                  : "key " + Printable(req.key) + " does not exist";
       nlohmann::json extra = {{"op", "cas"}, {"key", req.key}, {"found", r->found}};
-      if (r->found) extra["current_value"] = r->value;
+      if (r->found) SetBytes(extra, "current_value", r->value);
       return Fail(kExitFailed, "compare failed: " + why, std::move(extra));
     }
     if (r->code != ClientCode::kOk) return FailResponse(*r);
@@ -608,6 +603,7 @@ static std::string CommandNames(const CLI::App& app) {
 }
 
 int RunTsctl(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  client::LogToStderr();
   Args args;
   std::unique_ptr<CLI::App> app = BuildApp(&args);
   try {

@@ -6,22 +6,11 @@
 #include <optional>
 #include <string>
 
+#include "rpc/node_health.h"
+
 namespace ts::tsctl {
 
 namespace {
-
-// Why a node that answered cannot serve now; nullopt when it can.
-std::optional<std::string> Unhealthy(const rpc::NodeStatus& s) {
-  if (s.stuck_at_slot != 0) {
-    return "stuck before slot " + std::to_string(s.stuck_at_slot) + ", a decree its version cannot read";
-  }
-  if (!s.leader_heard) {
-    return s.role == "leader" ? std::string("leads without a lease: too few members answer its heartbeats")
-                              : "no leader holding a lease speaks to it (role " + s.role + ", leader " +
-                                    (s.leader == 0 ? std::string("unknown") : std::to_string(s.leader)) + ")";
-  }
-  return std::nullopt;
-}
 
 std::string Millis(double ms) {
   char buf[32];
@@ -57,7 +46,7 @@ int RunEndpointHealth(client::Client& client, int64_t timeout_ms, Output& out) {
     } else if (r->code != rpc::ClientCode::kOk) {
       why = std::string(rpc::ClientCodeName(r->code)) + ": " + r->message;
     } else {
-      why = Unhealthy(r->status);
+      why = rpc::Unhealthy(r->status);
       row["role"] = r->status.role;
       row["leader"] = r->status.leader;
       row["voter"] = r->status.voter;

@@ -502,6 +502,11 @@ StatusOr<std::string> Base64Decode(std::string_view in) {
   return out;
 }
 
+void SetBytes(nlohmann::json& j, const std::string& name, std::string_view bytes) {
+  if (ValidUtf8(bytes)) j[name] = bytes;
+  j[name + "_base64"] = Base64Encode(bytes);
+}
+
 // A bytes field of a JSON body: "NAME" (text) or "NAME_base64".
 StatusOr<std::string> BytesField(const nlohmann::json& j, const std::string& name, bool required) {
   if (j.contains(name)) {
@@ -520,14 +525,10 @@ StatusOr<std::string> BytesField(const nlohmann::json& j, const std::string& nam
 
 nlohmann::json WatchEventJson(const rpc::WatchEvent& e) {
   const bool put = e.kind == rpc::WatchEvent::Kind::kPut;
-  nlohmann::json j = {{"slot", e.slot}, {"type", put ? "put" : "delete"}, {"key", e.key}};
+  nlohmann::json j = {{"slot", e.slot}, {"type", put ? "put" : "delete"}};
+  SetBytes(j, "key", e.key);
   if (!put) return j;
-  try {
-    (void)nlohmann::json(e.value).dump();  // strict: throws on bytes that are not UTF-8
-    j["value"] = e.value;
-  } catch (const nlohmann::json::exception&) {
-    j["value_base64"] = Base64Encode(e.value);
-  }
+  SetBytes(j, "value", e.value);
   j["mod_slot"] = e.mod_slot;
   j["lease"] = e.lease;
   return j;

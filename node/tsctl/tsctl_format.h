@@ -76,13 +76,17 @@ bool ValidUtf8(std::string_view s);
 // Base64 (RFC 4648, with padding), for bytes in JSON.
 std::string Base64Encode(std::string_view bytes);
 StatusOr<std::string> Base64Decode(std::string_view text);
+// Bytes into a JSON answer, one rule for every command and the HTTP API:
+// "NAME" holds them when they are valid UTF-8, and "NAME_base64" always, so
+// a reader that wants the exact bytes reads one field whatever they are.
+void SetBytes(nlohmann::json& j, const std::string& name, std::string_view bytes);
 // A bytes field of a JSON object: "NAME" (text) or "NAME_base64"; absent:
 // empty, or InvalidArgument when `required`.
 StatusOr<std::string> BytesField(const nlohmann::json& j, const std::string& name, bool required);
 
-// One change a watch delivered: {"slot", "type": "put"|"delete", "key",
-// and for a put "value" (when valid UTF-8) or "value_base64", "mod_slot",
-// "lease"}. tsctl watch --json and the HTTP API's /v1/watch share it.
+// One change a watch delivered: {"slot", "type": "put"|"delete", "key"
+// (and "key_base64"), and for a put "value" and "value_base64" (SetBytes),
+// "mod_slot", "lease"}. tsctl watch --json and the HTTP API's /v1/watch share it.
 nlohmann::json WatchEventJson(const rpc::WatchEvent& e);
 
 }  // namespace ts::tsctl

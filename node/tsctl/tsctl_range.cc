@@ -40,12 +40,8 @@ std::string RangeArgsRefusal(const RangeArgs& a, bool key_given) {
 
 nlohmann::json RangeEntryJson(const rpc::RangeEntry& e, bool keys_only) {
   nlohmann::json j;
-  if (ValidUtf8(e.key)) j["key"] = e.key;
-  j["key_base64"] = Base64Encode(e.key);
-  if (!keys_only) {
-    if (ValidUtf8(e.value)) j["value"] = e.value;
-    j["value_base64"] = Base64Encode(e.value);
-  }
+  SetBytes(j, "key", e.key);
+  if (!keys_only) SetBytes(j, "value", e.value);
   j["mod_slot"] = e.mod_slot;
   j["lease"] = e.lease;
   return j;

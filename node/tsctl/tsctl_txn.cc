@@ -111,7 +111,7 @@ nlohmann::json ResultJson(const TxnOp& op, const rpc::TxnOpResult& r) {
   if (op.kind == TxnOp::Kind::kPut) return j;
   j["found"] = r.found;
   if (op.kind == TxnOp::Kind::kGet && r.found) {
-    j["value"] = r.value;
+    SetBytes(j, "value", r.value);
     j["mod_slot"] = r.mod_slot;
     if (r.lease != 0) j["lease"] = r.lease;
   }
@@ -350,8 +350,29 @@ int FailAnswer(Output& out, const rpc::ClientResponse& r, const std::string& wha
       // Nothing was done: the node's release predates the op.
       return out.Fail(kExitUnsupported, r.message, {{"unsupported", true}, {"node_version", r.node_version}});
     default:
-      return out.Fail(kExitError, std::string(rpc::ClientCodeName(r.code)) + ": " + r.message);
+      return out.Fail(ExitCodeOf(r.code), std::string(rpc::ClientCodeName(r.code)) + ": " + r.message);
   }
+}
+
+int ExitCodeOf(ClientCode code) {
+  switch (code) {
+    case ClientCode::kOk: return kExitOk;
+    case ClientCode::kNotFound:
+    case ClientCode::kCompareFailed:
+    case ClientCode::kCompacted:  // the cluster answered no: it no longer keeps that slot
+      return kExitFailed;
+    case ClientCode::kBadRequest: return kExitUsage;
+    case ClientCode::kNotLeader:  // what is left after the redirects were followed
+    case ClientCode::kUnavailable:
+    case ClientCode::kBusy:
+    case ClientCode::kOutcomeUnknown:
+    case ClientCode::kSessionUnknown:  // the session expired (an outage longer than its timeout): nothing applied
+      return kExitUnavailable;
+    case ClientCode::kInternal: return kExitError;
+    case ClientCode::kPermissionDenied: return kExitDenied;
+    case ClientCode::kUnsupported: return kExitUnsupported;
+  }
+  return kExitError;  // a code from a newer node than this tsctl knows
 }
 
 int RunLease(client::Client& client, const LeaseArgs& a, Output& out) {

@@ -65,6 +65,10 @@ int RunTxn(client::Client& client, const TxnArgs& a, Output& out);
 // The exit code and one line for an answer that is not kOk, shared by every
 // command; `what` names the object of a not-found answer.
 int FailAnswer(Output& out, const rpc::ClientResponse& r, const std::string& what);
+// The exit code of a command the cluster answered with `code` (the table in
+// docs/operating.md): one switch over every code, so a new code cannot
+// fall into the wrong class unnoticed.
+int ExitCodeOf(rpc::ClientCode code);
 int FailCallStatus(Output& out, const Status& s);
 
 }  // namespace ts::tsctl

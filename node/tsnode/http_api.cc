@@ -270,8 +270,7 @@ HttpAnswer AnswerToHttp(ClientOp op, const rpc::ClientResponse& r, const rpc::Tx
     case ClientOp::kCas:
       j["found"] = r.found;
       if (r.found || !r.value.empty()) {
-        if (tsctl::ValidUtf8(r.value)) j["value"] = r.value;
-        j["value_base64"] = Base64Encode(r.value);
+        tsctl::SetBytes(j, "value", r.value);
       }
       if (op == ClientOp::kGet && r.found) {
         j["mod_slot"] = r.mod_slot;
@@ -326,7 +325,7 @@ HttpAnswer AnswerToHttp(ClientOp op, const rpc::ClientResponse& r, const rpc::Tx
       if (op == ClientOp::kSnapshotRead) j["value_base64"] = Base64Encode(r.value);
       break;
     default:
-      if (!r.value.empty() && tsctl::ValidUtf8(r.value)) j["value"] = r.value;
+      if (!r.value.empty()) tsctl::SetBytes(j, "value", r.value);
       break;
   }
   return {HttpStatusOf(r.code), tsctl::DumpJson(j)};

@@ -15,22 +15,11 @@
 #include "node/tsnode/http_range.h"
 #include "node/tsnode/http_routes.h"
 #include "rpc/client_connection.h"
+#include "rpc/node_health.h"
 #include "rpc/roles.h"
 #include "storage/rocksdb_crc32c.h"
 
 namespace ts::tsnode {
-
-std::optional<std::string> Unhealthy(const rpc::NodeStatus& s) {
-  if (!s.leader_heard) {
-    return s.role == "leader" ? "leader without a valid lease (no majority heard it)"
-                              : "no leader heard within the lease";
-  }
-  if (s.chosen_slot > s.applied_slot + kHealthSlack) {
-    return "catching up: applied slot " + std::to_string(s.applied_slot) + " of " + std::to_string(s.chosen_slot);
-  }
-  if (s.stuck_at_slot != 0) return "stuck on the decree in slot " + std::to_string(s.stuck_at_slot);
-  return std::nullopt;
-}
 
 namespace {
 
@@ -302,7 +291,7 @@ Status HttpPort::Start() {
   server_->Get("/health", [this, unavailable](const httplib::Request&, httplib::Response& res) {
     auto s = FetchStatus();
     if (!s) return unavailable(res);
-    auto why = Unhealthy(*s);
+    auto why = rpc::Unhealthy(*s);  // /health and tsctl endpoint health share the rule
     nlohmann::json j = {{"ok", !why}, {"role", s->role}, {"leader", s->leader}, {"applied_slot", s->applied_slot},
                         {"chosen_slot", s->chosen_slot}};
     if (why) {

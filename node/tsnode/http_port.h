@@ -37,12 +37,6 @@ struct Response;
 
 namespace ts::tsnode {
 
-// /health: healthy while the node follows (or is) a leader heard within
-// the lease, and has applied all but kHealthSlack of the chosen decrees it
-// knows of. The reason when not.
-inline constexpr uint64_t kHealthSlack = 1000;
-std::optional<std::string> Unhealthy(const rpc::NodeStatus& s);
-
 // The node's status as Prometheus text exposition (format 0.0.4).
 std::string PrometheusText(const rpc::NodeStatus& s);
 // The HTTP port's own families: connections, requests in flight, closed.

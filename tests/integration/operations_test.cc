@@ -6,12 +6,21 @@
 // majority (pre-vote), and state digests compared between nodes.
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <filesystem>
+#include <thread>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "tests/integration/cluster_harness.h"
 #include "tests/integration/run_command.h"
+#include "node/tsctl/tsctl_format.h"
 #include "tests/unit/tsctl/tsctl_runner.h"
 
 namespace ts::integration {
@@ -253,6 +262,12 @@ TEST_F(OperationsTest, PutTakesAValueLongerThanACommandLineFromStdin) {
   auto got = c.Call(Req(rpc::ClientOp::kGet, "big"));
   ASSERT_TRUE(got.ok());
   EXPECT_EQ(got->value, value);
+  // --json carries bytes that are not UTF-8 as base64, exactly.
+  CommandResult get = RunCommand({kTsctl, "--endpoints", Endpoints(*cluster_), "--json", "get", "big"}, "", 20s);
+  ASSERT_EQ(get.code, 0) << get.err;
+  auto j = nlohmann::json::parse(get.out);
+  EXPECT_FALSE(j.contains("value")) << "not UTF-8: no text form";
+  EXPECT_EQ(tsctl::Base64Decode(j["value_base64"].get<std::string>()).value(), value);
   // Neither a value nor a file: a usage error, not an empty value.
   auto none = Tsctl({"--endpoints", Endpoints(*cluster_), "put", "k"});
   EXPECT_EQ(none.code, 2);
@@ -266,6 +281,46 @@ TEST_F(OperationsTest, PutTakesAValueLongerThanACommandLineFromStdin) {
   auto absent = c.Call(Req(rpc::ClientOp::kGet, "huge"));
   ASSERT_TRUE(absent.ok());
   EXPECT_EQ(absent->code, rpc::ClientCode::kNotFound);
+}
+
+// A port that speaks something else makes the client library log a warning
+// per bad frame; with --json those lines go to stderr and stdout is one
+// JSON object.
+TEST(TsctlJson, StdoutIsOnlyJsonWhenTheLibraryWarns) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(fd, 16), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  std::atomic<bool> stop{false};
+  std::atomic<int> served{0};
+  std::thread garbage([&] {  // answers every connection with bytes that are no frame
+    while (!stop) {
+      pollfd p{fd, POLLIN, 0};
+      if (poll(&p, 1, 50) != 1) continue;
+      int c = accept(fd, nullptr, nullptr);
+      if (c < 0) continue;
+      const char junk[] = "HTTP/1.1 400 Bad Request\r\n\r\n";
+      (void)!write(c, junk, sizeof junk - 1);
+      close(c);
+      ++served;
+    }
+  });
+  const std::string ep = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  CommandResult r = RunCommand({kTsctl, "--endpoints", ep, "--json", "--timeout-ms", "1000", "get", "k"}, "", 20s);
+  stop = true;
+  garbage.join();
+  close(fd);
+  EXPECT_GT(served.load(), 0) << "tsctl never reached the port";
+  EXPECT_EQ(r.code, 3) << r.err;
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << "stdout must be only JSON:\n" << r.out;
+  EXPECT_EQ(j["ok"], false);
+  EXPECT_NE(r.err.find("bad frame"), std::string::npos) << "the library's warning goes to stderr:\n" << r.err;
 }
 
 // Every node listens for peers on the wildcard address and advertises its

@@ -119,7 +119,9 @@ struct SweepResult {
   std::string Summary() const;        // one line of the totals
 };
 // Runs `count` seeds from `o.seed` on with `run` (RunSimulation or
-// RunVersionedSimulation); stops after `max_failures` failing seeds.
+// RunVersionedSimulation); stops after `max_failures` failing seeds. Seeds
+// run on SweepThreads() threads; the result is the same as on one.
+size_t SweepThreads();  // $TS_SIM_THREADS (1 to 64), default 1
 SweepResult SweepSeeds(SimOptions o, uint64_t count, size_t max_failures,
                        const std::function<SimResult(const SimOptions&)>& run);
 

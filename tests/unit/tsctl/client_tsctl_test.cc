@@ -342,5 +342,45 @@ TEST(TsctlFormat, Printable_escapesControlAndQuoteBytesAndCutsLongValues) {
   EXPECT_EQ(OneLine("two\nlines\n"), "two lines");
 }
 
+// Every answer a node can give maps to the exit code of the table in
+// docs/operating.md, for every kind of command: reads, writes (in a
+// session), leases, ranges, deployment queries.
+TEST(Tsctl, EveryAnswerCodeExitsByTheTableForEveryCommand) {
+  const std::map<ClientCode, int> table = {
+      {ClientCode::kNotFound, kExitFailed},         {ClientCode::kCompareFailed, kExitFailed},
+      {ClientCode::kCompacted, kExitFailed},        {ClientCode::kBadRequest, kExitUsage},
+      {ClientCode::kNotLeader, kExitUnavailable},   {ClientCode::kUnavailable, kExitUnavailable},
+      {ClientCode::kBusy, kExitUnavailable},        {ClientCode::kOutcomeUnknown, kExitUnavailable},
+      {ClientCode::kSessionUnknown, kExitUnavailable}, {ClientCode::kInternal, kExitError},
+      {ClientCode::kPermissionDenied, kExitDenied}, {ClientCode::kUnsupported, kExitUnsupported},
+  };
+  for (uint8_t c = 1; c <= static_cast<uint8_t>(ClientCode::kCompacted); ++c) {
+    ASSERT_TRUE(table.count(static_cast<ClientCode>(c))) << "code " << int(c) << " is missing from the table";
+  }
+  const std::vector<std::vector<std::string>> commands = {
+      {"get", "k"},           {"put", "k", "v"},   {"delete", "k"},         {"cas", "k", "a", "b"},
+      {"lease", "grant", "10"}, {"lease", "revoke", "5"}, {"get", "--prefix", "p/"}, {"sched", "show", "s"},
+  };
+  for (const auto& [code, exit] : table) {
+    FakeNode node(client::testing::Leading([code = code](const ClientRequest& r) -> std::optional<ClientResponse> {
+      if (r.op == ClientOp::kSessionOpen) {  // writes go in a session; the write itself gets `code`
+        ClientResponse open;
+        open.slot = 7;
+        return open;
+      }
+      return Code(code, "answered " + std::string(rpc::ClientCodeName(code)));
+    }));
+    for (const auto& command : commands) {
+      std::vector<std::string> args = {"--endpoints", node.addr().ToString(), "--timeout-ms", "300"};
+      args.insert(args.end(), command.begin(), command.end());
+      Result r = Tsctl(args);
+      std::string joined;
+      for (const auto& a : command) joined += a + " ";
+      SCOPED_TRACE(joined + "answered " + rpc::ClientCodeName(code));
+      ExpectOneLineFailure(r, exit);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ts::tsctl

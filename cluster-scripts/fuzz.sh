@@ -19,7 +19,7 @@ while [[ $# -gt 0 ]]; do
   esac
   shift
 done
-[[ ${#targets[@]} -gt 0 ]] || targets=(fuzz_frame fuzz_messages fuzz_decree fuzz_storage_record fuzz_snapshot)
+[[ ${#targets[@]} -gt 0 ]] || targets=(fuzz_frame fuzz_messages fuzz_decree fuzz_storage_record fuzz_snapshot fuzz_http)
 
 cluster-scripts/setup.sh --no-build --fuzz
 CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTS_FUZZ=ON >/dev/null

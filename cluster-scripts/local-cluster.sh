@@ -43,9 +43,10 @@
 #
 # Environment: CLUSTER_DIR (default ./.cluster; relative paths are taken from
 # the repository root) holds data (nodeI/), logs (nodeI.log), pids, each
-# node's flags (nodeI.flags, one argument a line), cluster.env and `endpoints`
-# (the client addresses, read by tsctl and tsbench). BUILD_DIR (default
-# ./build) holds the binaries: start runs the incremental build of the
+# node's flags (nodeI.flags, one argument a line), cluster.env, `endpoints`
+# (the client addresses, read by tsctl and tsbench) and `http-endpoints`
+# (each node's HTTP port, --http-addr: /health, /metrics and the JSON API).
+# BUILD_DIR (default ./build) holds the binaries: start runs the incremental build of the
 # programs there first (setup.sh --programs: tsnode, tsctl, tsagent, tsbench;
 # never the tests), so it never runs stale binaries. TSNODE_ARGS:
 # extra flags for every tsnode (e.g. "--log-level debug"), given at start
@@ -174,8 +175,8 @@ wipe_cluster_dir() {
   fi
   local id
   for id in $(node_ids); do alive "$id" && die "a cluster is already running in $cluster_dir (stop it first)"; done
-  rm -rf "$cluster_dir"/node[0-9]* "$cluster_dir/endpoints" "$cluster_dir/cluster.env" "$cluster_dir/bootstrapped" \
-    "$cluster_dir/tls" "$cluster_dir/tls.env"
+  rm -rf "$cluster_dir"/node[0-9]* "$cluster_dir/endpoints" "$cluster_dir/http-endpoints" "$cluster_dir/cluster.env" \
+    "$cluster_dir/bootstrapped" "$cluster_dir/tls" "$cluster_dir/tls.env"
 }
 
 # Node ID's TLS flags, one a line (none for a plaintext cluster); makes its
@@ -220,16 +221,15 @@ cmd_start() {
     eval "$(tls_env)"
   fi
   local ports=() peers=""
-  read -r -a ports <<<"$(free_ports $((2 * n)))"
+  read -r -a ports <<<"$(free_ports $((3 * n)))"
   for ((id = 1; id <= n; id++)); do peers+="${peers:+,}$id=127.0.0.1:${ports[id - 1]}"; done
-  : >"$cluster_dir/endpoints"
   for ((id = 1; id <= n; id++)); do
-    local client="127.0.0.1:${ports[n + id - 1]}"
-    echo "$client" >>"$cluster_dir/endpoints"
-    { printf '%s\n' --id "$id" --peers "$peers" --client-addr "$client" --data-dir "$cluster_dir/node$id" \
-        --cluster-id local "${extra[@]}"; tls_flags "$id"; } >"$cluster_dir/node$id.flags"
-    start_node "$id" new
+    local client="127.0.0.1:${ports[n + id - 1]}" http="127.0.0.1:${ports[2 * n + id - 1]}"
+    { printf '%s\n' --id "$id" --peers "$peers" --client-addr "$client" --http-addr "$http" \
+        --data-dir "$cluster_dir/node$id" --cluster-id local "${extra[@]}"; tls_flags "$id"; } >"$cluster_dir/node$id.flags"
   done
+  write_endpoints
+  for ((id = 1; id <= n; id++)); do start_node "$id" new; done
   # From here on no node is started with `new` again, whatever happens to it.
   echo "created by local-cluster.sh start $n on $(date '+%F %T'): nodes 1..$n bootstrapped it" >"$cluster_dir/bootstrapped"
   echo "started $n nodes in $cluster_dir (logs: $cluster_dir/node*.log)"
@@ -243,6 +243,7 @@ cmd_start() {
   [[ "$got" == "42" ]] || fail_start "wrote answer=42 but read back '$got'"
   echo "wrote 3 keys and read one back; cluster status:"
   ctl status
+  print_http_endpoints
   if [[ "$LC_TLS" == 1 ]]; then
     echo "TLS on every port; for tsctl and tsbench: source $cluster_dir/tls.env (the admin certificate;"
     echo "client-read and client-write are in $cluster_dir/tls)"
@@ -311,6 +312,14 @@ write_endpoints() {
   local id
   for id in $(node_ids); do flag_of "$id" --client-addr; done >"$cluster_dir/endpoints.tmp"
   mv "$cluster_dir/endpoints.tmp" "$cluster_dir/endpoints"
+  for id in $(node_ids); do flag_of "$id" --http-addr; done >"$cluster_dir/http-endpoints"
+}
+# One line naming each node's HTTP port.
+print_http_endpoints() {
+  local id line="" scheme=http
+  [[ "${LC_TLS:-0}" != 1 ]] || scheme=https
+  for id in $(node_ids); do line+="${line:+, }node $id $scheme://$(flag_of "$id" --http-addr)"; done
+  echo "HTTP ports: $line (also in $cluster_dir/http-endpoints)"
 }
 
 # member_state ID: one line "STATE INCARNATION HEARD_INCARNATION" from the
@@ -397,11 +406,11 @@ refresh_peers() {
 }
 
 # Writes node ID's flags (as start does) with the given addresses.
-write_flags() {  # write_flags ID PEER_ADDR CLIENT_ADDR
+write_flags() {  # write_flags ID PEER_ADDR CLIENT_ADDR HTTP_ADDR
   local peers extra=()
   peers=$(peers_for "$1" "$2") || die "tsctl member list failed; cannot write node $1's --peers"
   read -r -a extra <<<"${LC_TSNODE_ARGS:-}"
-  { printf '%s\n' --id "$1" --peers "$peers" --client-addr "$3" --data-dir "$cluster_dir/node$1" \
+  { printf '%s\n' --id "$1" --peers "$peers" --client-addr "$3" --http-addr "$4" --data-dir "$cluster_dir/node$1" \
       --cluster-id local "${extra[@]}"; tls_flags "$1"; } >"$cluster_dir/node$1.flags"
 }
 
@@ -434,12 +443,12 @@ cmd_add() {
   done
   [[ ! -f "$cluster_dir/node$id.flags" ]] || die "add: node $id already exists in $cluster_dir (replace $id, or remove $id first)"
   need_leader
-  read -r -a ports <<<"$(free_ports 2)"
-  local peer="127.0.0.1:${ports[0]}" client="127.0.0.1:${ports[1]}"
+  read -r -a ports <<<"$(free_ports 3)"
+  local peer="127.0.0.1:${ports[0]}" client="127.0.0.1:${ports[1]}" http="127.0.0.1:${ports[2]}"
   rm -rf "$cluster_dir/node$id"  # a new node: an empty data dir
   ctl member add "$id" "$peer" >/dev/null || die "tsctl member add $id $peer failed"
   echo "node $id added to the configuration as a learner at $peer"
-  write_flags "$id" "$peer" "$client"
+  write_flags "$id" "$peer" "$client" "$http"
   write_endpoints
   refresh_peers
   start_learner_and_promote "$id" "$promote"
@@ -490,11 +499,15 @@ cmd_replace() {
     shift
   done
   need_leader
-  local peer client ports=()
+  local peer client http ports=()
   peer=$(flag_of "$id" --peers | tr ',' '\n' | sed -n "s/^$id=//p")
   client=$(flag_of "$id" --client-addr)
+  http=$(flag_of "$id" --http-addr)
+  if ((new_ports)) || [[ -z "$http" ]]; then
+    read -r -a ports <<<"$(free_ports 3)"
+    http="127.0.0.1:${ports[2]}"
+  fi
   if ((new_ports)); then
-    read -r -a ports <<<"$(free_ports 2)"
     peer="127.0.0.1:${ports[0]}" client="127.0.0.1:${ports[1]}"
   fi
   [[ -n "$peer" && -n "$client" ]] || die "replace: cannot read node $id's addresses from $cluster_dir/node$id.flags"
@@ -504,7 +517,7 @@ cmd_replace() {
   echo "node $id stopped and its data dir deleted"
   ctl member add "$id" "$peer" >/dev/null || die "tsctl member add $id $peer failed (node $id is removed and stopped)"
   echo "node $id added back as a learner at $peer"
-  write_flags "$id" "$peer" "$client"
+  write_flags "$id" "$peer" "$client" "$http"
   write_endpoints
   refresh_peers
   start_learner_and_promote "$id" yes

@@ -5,6 +5,9 @@
 
 #include "node/deploy/json_fields.h"
 
+#include <map>
+#include <set>
+
 namespace ts::deploy {
 
 namespace {
@@ -102,6 +105,36 @@ namespace {
 
 StatusOr<DeployCommand> ParseClientCommandAsIs(std::string_view json_text);
 
+// An operator's command may hold only fields its kind reads: a misspelt
+// field ("ready_target") would otherwise be ignored and its default applied.
+// Decrees read back from the log (ParseDecreeCommand) are never checked, as
+// a newer release may have written fields this one does not know.
+// `canonical`: the parsed command as its decree payload, whose fields are
+// known whatever the lists below miss.
+Status RefuseUnknownFields(const KindInfo& kind, const nlohmann::json& j, const nlohmann::json& canonical) {
+  // Every field each kind's parser reads (schedulers.cc, lrp.cc,
+  // bluegreen.cc), and the session fields an HTTP body carries beside the
+  // command (node/tsnode/http_api.h).
+  static const std::map<Kind, std::set<std::string>> kFields = {
+      {Kind::kScheduler,
+       {"op", "scheduler", "desired", "ready_target_percent", "max_surge_percent", "autoscale_min", "autoscale_max",
+        "autoscale_off", "add_limit", "change", "switch_to", "validation_room", "add", "delete", "executor", "rooms",
+        "status", "lost", "lost_executors", "gone", "ready_start", "validation"}},
+      {Kind::kLrp, {"op", "process_guid", "instances", "definition", "definition_id", "index", "keep"}},
+      {Kind::kBlueGreen, {"op", "deployment", "version", "history_size", "clusters"}},
+  };
+  const std::set<std::string>& known = kFields.at(kind.kind);
+  for (const auto& [key, value] : j.items()) {
+    if (key == "kind" || key == "session" || key == "seq" || key == "lowest_pending") continue;
+    if (known.count(key) != 0 || canonical.contains(key)) continue;
+    std::string list;
+    for (const std::string& f : known) list += (list.empty() ? "" : ", ") + f;
+    return Status::InvalidArgument("unknown field '" + key.substr(0, 64) + "' in a " + kind.name +
+                                   " command (its fields: " + list + ")");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 // A malformed command's error says what is wrong with it; this adds what to
@@ -123,7 +156,11 @@ StatusOr<DeployCommand> ParseClientCommandAsIs(std::string_view json_text) {
     return Status::InvalidArgument("command needs \"kind\": \"bg\", \"sched\" or \"lrp\"");
   }
   for (const KindInfo& i : kKinds) {
-    if (kind->get<std::string>() == i.name) return ParseAs(i.kind, *j);
+    if (kind->get<std::string>() != i.name) continue;
+    auto c = ParseAs(i.kind, *j);
+    if (!c.ok()) return c;
+    if (Status s = RefuseUnknownFields(i, *j, ToJson(*c)); !s.ok()) return s;
+    return c;
   }
   return Status::InvalidArgument("unknown command kind '" + kind->get<std::string>().substr(0, 32) +
                                  "' (bg, sched, lrp)");

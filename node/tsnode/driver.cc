@@ -149,6 +149,11 @@ Status Driver::Start() {
                listening(options_.peer_listen_addr.value_or(options_.members.at(so.consensus.id)),
                          options_.members.at(so.consensus.id)),
                listening(options_.client_addr, options_.advertise_client_addr));
+  if (http_) {
+    rpc::HostPort bound = *options_.http_addr;
+    bound.port = http_->bound_port();
+    spdlog::info("serving HTTP on {}", bound.ToString());
+  }
   return Status::Ok();
 }
 
@@ -235,7 +240,7 @@ Status Driver::StartHttpPort() {
   http_ = std::make_unique<HttpPort>(
       *options_.http_addr, [this](rpc::ClientRequest req) { return CallFromAnotherThread(std::move(req)); },
       options_.tls, options_.station.cluster_id, tls_,
-      std::chrono::milliseconds(options_.station.request_timeout_ms + 1000));
+      std::chrono::milliseconds(options_.station.request_timeout_ms + 1000), options_.http_limits);
   // Watches over HTTP stream from this node's own client port.
   rpc::HostPort own = options_.client_addr;
   if (own.host.empty() || own.host == "0.0.0.0") own.host = "127.0.0.1";

@@ -50,7 +50,8 @@ struct DriverOptions {
   // (rpc/frame.h); lower only to play an older release's range in tests.
   uint8_t wire_version_max = rpc::kWireVersion;
   rpc::ClientLimits client_limits;  // connection cap and idle timeout of the client port
-  std::optional<rpc::HostPort> http_addr;  // the HTTP port (http_port.h); none if unset
+  std::optional<rpc::HostPort> http_addr;  // the HTTP port (http_port.h); none if unset; port 0: the kernel's pick
+  HttpLimits http_limits;                  // its timeouts, caps and request slots (http_gate.h)
   // Mutual TLS on the peer, client and HTTP ports (rpc/stream.h); empty:
   // plaintext. The certificate must name this node: CN=node-<id>,
   // O=<cluster id>, OU=node.

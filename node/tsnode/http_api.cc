@@ -65,7 +65,7 @@ Status FillFromJson(const nlohmann::json& j, rpc::ClientRequest* req) {
   }
   auto value = tsctl::BytesField(j, "value", false);
   if (!value.ok()) return value.status();
-  if (!value->empty()) req->value = std::move(*value);
+  req->value = std::move(*value);
   auto expected = tsctl::BytesField(j, "expected", false);
   if (!expected.ok()) return expected.status();
   req->expected = std::move(*expected);
@@ -228,6 +228,10 @@ StatusOr<rpc::ClientRequest> RequestFromHttp(std::string_view method, std::strin
       auto op = ClientOpFromName((*json)["op"].get<std::string>());
       if (!op.ok()) return op.status();
       req.op = *op;
+      // A put names its value, as PUT /v1/kv/KEY does ("value": "" stores an empty one).
+      if (req.op == ClientOp::kPut && !json->contains("value") && !json->contains("value_base64")) {
+        return Status::InvalidArgument("a put needs \"value\" or \"value_base64\" (\"value\": \"\" for an empty value)");
+      }
     }
     if (Status s = FillFromJson(*json, &req); !s.ok()) return s;
     return req;

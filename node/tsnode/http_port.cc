@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cmath>
+#include <limits>
 #include <iomanip>
 #include <sstream>
 
@@ -12,6 +13,7 @@
 #include "node/tsnode/allocator.h"
 #include "node/tsnode/http_api.h"
 #include "node/tsnode/http_range.h"
+#include "node/tsnode/http_routes.h"
 #include "rpc/client_connection.h"
 #include "rpc/node_health.h"
 #include "rpc/roles.h"
@@ -81,6 +83,22 @@ class Exposition {
 
 }  // namespace
 
+std::string GateText(const HttpGate& g) {
+  Exposition e;
+  auto d = [](uint64_t v) { return static_cast<double>(v); };
+  const HttpGateCounters& c = g.counters();
+  e.One("ts_http_connections", "gauge", "Open HTTP connections", d(g.connections()));
+  e.Family("ts_http_requests_in_flight", "gauge", "HTTP requests being served, by request slots",
+           {{"slot=\"api\"", d(g.in_flight(HttpSlot::kApi))}, {"slot=\"status\"", d(g.in_flight(HttpSlot::kStatus))}});
+  e.Family("ts_http_connections_closed_total", "counter", "HTTP connections the port closed or refused, by reason",
+           {{"reason=\"request_timeout\"", d(c.timed_out)},
+            {"reason=\"idle\"", d(c.idle_closed)},
+            {"reason=\"cap_oldest\"", d(c.evicted)},
+            {"reason=\"cap_all_busy\"", d(c.refused_full)},
+            {"reason=\"no_slot\"", d(c.no_slot)}});
+  return e.str();
+}
+
 std::string PrometheusText(const rpc::NodeStatus& s) {
   Exposition e;
   auto d = [](uint64_t v) { return static_cast<double>(v); };
@@ -139,14 +157,25 @@ std::string PrometheusText(const rpc::NodeStatus& s) {
   return e.str();
 }
 
+// cpp-httplib's routing and answer writing, without its listener: the
+// gate hands it each request it read whole (http_gate.h).
+class HttpPort::Router : public httplib::Server {
+ public:
+  using httplib::Server::process_request;
+  // A streamed answer (GET /v1/watch) goes on while the library believes
+  // its listener open; it never uses this value as a descriptor.
+  void SetServing(bool on) { svr_sock_ = on ? std::numeric_limits<int>::max() : INVALID_SOCKET; }
+};
+
 HttpPort::HttpPort(rpc::HostPort addr, Call call, rpc::TlsFiles tls, std::string cluster_id,
-                   std::shared_ptr<rpc::TlsContext> node_tls, std::chrono::milliseconds timeout)
+                   std::shared_ptr<rpc::TlsContext> node_tls, std::chrono::milliseconds timeout, HttpLimits limits)
     : addr_(std::move(addr)),
       call_(std::move(call)),
       tls_(std::move(tls)),
       cluster_id_(std::move(cluster_id)),
       node_tls_(std::move(node_tls)),
-      timeout_(timeout) {}
+      timeout_(timeout),
+      limits_(limits) {}
 
 HttpPort::~HttpPort() { Stop(); }
 
@@ -178,6 +207,34 @@ std::optional<std::string> HttpPort::Denied(const httplib::Request& req, rpc::Cl
   return why;
 }
 
+void HttpPort::ForwardToLeader(const rpc::ClientRequest& req, rpc::ClientResponse* answer) {
+  // Once, to the leader's client port: its answer is the answer (a lost
+  // one is 'outcome unknown' for a write, as on the client port). A leader
+  // this node cannot reach is no leader for its clients: 503, never a 421
+  // that sends them to a dead node.
+  const std::string hint = answer->leader_hint;
+  auto leader = rpc::ParseHostPort(hint);
+  rpc::BlockingClient to_leader(node_tls_);
+  Status reached = leader.ok() ? to_leader.Connect(*leader, std::chrono::milliseconds(1000)) : leader.status();
+  if (!reached.ok()) {
+    answer->code = rpc::ClientCode::kUnavailable;
+    answer->message = hint.empty() ? "no leader reachable: this node knows no leader's address"
+                                   : "no leader reachable: this node's last known leader, at " + hint +
+                                         ", does not answer it (" + reached.message() + ")";
+    answer->message += "; the cluster may have lost its quorum. Retry, or check the other nodes";
+    return;
+  }
+  auto r = to_leader.Call(rpc::ClientRequest(req), timeout_);
+  if (r.ok()) {
+    *answer = std::move(*r);
+    return;
+  }
+  const bool read = rpc::RequiredRole(req.op) == rpc::ClientRole::kRead;
+  answer->code = read ? rpc::ClientCode::kUnavailable : rpc::ClientCode::kOutcomeUnknown;
+  answer->message = "sent on to the leader at " + hint + ", whose answer was lost: " + r.status().message() +
+                    (read ? "; retry" : "; read before you retry");
+}
+
 void HttpPort::ServeApi(const httplib::Request& req, httplib::Response& res, const std::string& route) {
   auto reply = [&res](const HttpAnswer& a) {
     res.status = a.status;
@@ -199,51 +256,43 @@ void HttpPort::ServeApi(const httplib::Request& req, httplib::Response& res, con
   }
   if (!call.ok()) {
     return reply(ErrorToHttp(rpc::ClientCode::kBadRequest,
-                             call.status().message() + "; correct the call and send it again (http_api.h lists them)"));
+                             call.status().message() + "; correct the call and send it again (docs/operating.md, The HTTP port, lists the calls)"));
   }
   if (auto why = Denied(req, call->op)) return reply(ErrorToHttp(rpc::ClientCode::kPermissionDenied, *why));
   rpc::ClientOp op = call->op;
   const rpc::Txn txn = call->txn;
   rpc::ClientRequest forward = *call;
   auto answer = call_(std::move(*call));
-  if (answer && answer->code == rpc::ClientCode::kNotLeader && !answer->leader_hint.empty()) {
-    // Once, to the leader's client port: its answer is the answer (a lost
-    // one is 'outcome unknown' for a write, as on the client port).
-    auto leader = rpc::ParseHostPort(answer->leader_hint);
-    rpc::BlockingClient to_leader(node_tls_);
-    if (leader.ok() && to_leader.Connect(*leader, std::chrono::milliseconds(1000)).ok()) {
-      auto r = to_leader.Call(std::move(forward), timeout_);
-      if (r.ok()) {
-        answer = std::move(*r);
-      } else if (rpc::RequiredRole(op) != rpc::ClientRole::kRead) {
-        answer->code = rpc::ClientCode::kOutcomeUnknown;
-        answer->message = "sent on to the leader at " + answer->leader_hint + ", whose answer was lost: " +
-                          r.status().message() + "; read before you retry";
-      }
-    }
-  }
+  if (answer && answer->code == rpc::ClientCode::kNotLeader) ForwardToLeader(forward, &*answer);
   if (!answer) {
     bool read = rpc::RequiredRole(op) == rpc::ClientRole::kRead;
     return reply(ErrorToHttp(read ? rpc::ClientCode::kUnavailable : rpc::ClientCode::kOutcomeUnknown,
                              "the node did not answer in time"));
   }
+  if (op == rpc::ClientOp::kCas && answer->code == rpc::ClientCode::kOk) {
+    // It found the key holding the expected value (or absent, as asked),
+    // and the key now holds the new value.
+    answer->found = !forward.expected_absent;
+    answer->value = forward.value;
+  }
   reply(AnswerToHttp(op, *answer, &txn));
 }
 
 Status HttpPort::Start() {
-  if (tls_.empty()) {
-    server_ = std::make_unique<httplib::Server>();
-  } else {
-    auto ssl = std::make_unique<httplib::SSLServer>(tls_.cert.c_str(), tls_.key.c_str(), tls_.ca.c_str());
-    if (!ssl->is_valid()) {
-      return Status::InvalidArgument("the HTTP port cannot use the TLS files " + tls_.cert + ", " + tls_.key + ", " +
-                                     tls_.ca);
-    }
-    server_ = std::move(ssl);
-  }
+  server_ = std::make_unique<Router>();
+  // The connection's keep-alive header states the gate's idle timeout.
+  server_->set_keep_alive_timeout(std::max<time_t>(1, limits_.idle_timeout.count() / 1000));
+  server_->set_keep_alive_max_count(kHttpRequestsPerConnectionMax);
+  server_->set_error_handler([](const httplib::Request&, httplib::Response& res) {
+    if (!res.body.empty()) return;  // the handler's own JSON answer
+    const char* code = res.status == 404 ? "not found" : res.status < 500 ? "bad request" : "internal error";
+    res.set_content(tsctl::DumpJson({{"code", code}, {"message", HttpReason(res.status)}}), "application/json");
+  });
   auto unavailable = [](httplib::Response& res) {
     res.status = 503;
-    res.set_content(R"({"ok":false,"reason":"the node did not answer in time"})", "application/json");
+    res.set_content(R"({"ok":false,"code":"unavailable","message":"the node did not answer in time",)"
+                    R"("reason":"the node did not answer in time"})",
+                    "application/json");
   };
   server_->Get("/health", [this, unavailable](const httplib::Request&, httplib::Response& res) {
     auto s = FetchStatus();
@@ -251,14 +300,18 @@ Status HttpPort::Start() {
     auto why = rpc::Unhealthy(*s);  // /health and tsctl endpoint health share the rule
     nlohmann::json j = {{"ok", !why}, {"role", s->role}, {"leader", s->leader}, {"applied_slot", s->applied_slot},
                         {"chosen_slot", s->chosen_slot}};
-    if (why) j["reason"] = *why;
+    if (why) {
+      j["reason"] = *why;
+      j["code"] = "unavailable";
+      j["message"] = "unhealthy: " + *why;
+    }
     res.status = why ? 503 : 200;
     res.set_content(j.dump(), "application/json");
   });
   server_->Get("/metrics", [this, unavailable](const httplib::Request&, httplib::Response& res) {
     auto s = FetchStatus();
     if (!s) return unavailable(res);
-    res.set_content(PrometheusText(*s), "text/plain; version=0.0.4");
+    res.set_content(PrometheusText(*s) + GateText(*gate_), "text/plain; version=0.0.4");
   });
   server_->Get("/version", [](const httplib::Request&, httplib::Response& res) {
     nlohmann::json j = {{"software_version", station::kSoftwareVersion}, {"allocator", AllocatorName()},
@@ -280,17 +333,20 @@ Status HttpPort::Start() {
     server_->Get(pattern, handler);
     server_->Post(pattern, handler);
   }
-  if (!server_->bind_to_port(addr_.host, addr_.port)) {
-    return Status::IoError("cannot listen on " + addr_.ToString() + " (--http-addr)");
-  }
-  thread_ = std::thread([this] { server_->listen_after_bind(); });
-  return Status::Ok();
+  gate_ = std::make_unique<HttpGate>(
+      limits_, CheckRoute, [this](httplib::Stream& stream, const HttpHead&, const SSL* ssl, bool last) {
+        bool closed = false;
+        bool ok = server_->process_request(stream, last, closed, [ssl](httplib::Request& r) { r.ssl = ssl; });
+        return ok && !closed;
+      });
+  server_->SetServing(true);
+  return gate_->Start(addr_, tls_);
 }
 
 void HttpPort::Stop() {
-  if (!thread_.joinable()) return;
-  server_->stop();
-  thread_.join();
+  if (!gate_) return;
+  server_->SetServing(false);  // streams end
+  gate_->Stop();
 }
 
 }  // namespace ts::tsnode

@@ -1,6 +1,8 @@
-// tsnode's HTTP port (--http-addr), served by cpp-httplib on its own
-// thread: /health, /metrics (Prometheus text format 0.0.4), /version, and
-// the JSON API under /v1 (http_api.h). Every answer comes from a
+// tsnode's HTTP port (--http-addr): /health, /metrics (Prometheus text
+// format 0.0.4), /version, and the JSON API under /v1 (http_api.h). The
+// gate (http_gate.h) owns the listener and the connections, reads each
+// request whole within its limits and checks its route (http_routes.h);
+// cpp-httplib then routes it to the handlers here. Every answer comes from a
 // client-protocol request the event loop serves (the station is not
 // thread-safe): the server hands it to `call`, which posts it to the loop
 // and waits for the answer.
@@ -21,6 +23,7 @@
 #include <thread>
 
 #include "consensus/status.h"
+#include "node/tsnode/http_gate.h"
 #include "rpc/client_protocol.h"
 #include "rpc/log_limit.h"
 #include "rpc/stream.h"
@@ -36,6 +39,8 @@ namespace ts::tsnode {
 
 // The node's status as Prometheus text exposition (format 0.0.4).
 std::string PrometheusText(const rpc::NodeStatus& s);
+// The HTTP port's own families: connections, requests in flight, closed.
+std::string GateText(const HttpGate& g);
 
 class HttpPort {
  public:
@@ -46,20 +51,26 @@ class HttpPort {
   // client port once (over TLS with `node_tls`, the node's own setup), so
   // an HTTP client may call any node.
   HttpPort(rpc::HostPort addr, Call call, rpc::TlsFiles tls = {}, std::string cluster_id = {},
-           std::shared_ptr<rpc::TlsContext> node_tls = nullptr, std::chrono::milliseconds timeout = {});
+           std::shared_ptr<rpc::TlsContext> node_tls = nullptr, std::chrono::milliseconds timeout = {},
+           HttpLimits limits = {});
   ~HttpPort();
   // Binds (IoError if the address is taken, InvalidArgument if the TLS
   // files do not load) and starts serving.
   Status Start();
   void Stop();  // idempotent
+  // The port bound (the kernel's choice for --http-addr HOST:0), after Start.
+  uint16_t bound_port() const { return gate_ ? gate_->bound_port() : 0; }
   uint64_t requests_denied() const { return denied_.load(); }
   // Where GET /v1/watch opens its stream: this node's client port (before
   // Start; without it the route answers 503).
   void set_watch_target(rpc::HostPort client_port) { watch_target_ = std::move(client_port); }
-  static constexpr int kHttpWatchesMax = 4;  // each holds one of the server's threads
+  static constexpr int kHttpWatchesMax = 4;  // each holds its connection's thread
 
  private:
   std::optional<rpc::NodeStatus> FetchStatus();
+  // A 'not leader' answer sent on to the leader once; 503 if it cannot be
+  // reached.
+  void ForwardToLeader(const rpc::ClientRequest& req, rpc::ClientResponse* answer);
   void ServeApi(const httplib::Request& req, httplib::Response& res, const std::string& route);
   // GET /v1/watch?key=K|prefix=P&from_slot=S as server-sent events (http_watch.cc).
   void ServeWatch(const httplib::Request& req, httplib::Response& res);
@@ -73,12 +84,14 @@ class HttpPort {
   std::string cluster_id_;
   std::shared_ptr<rpc::TlsContext> node_tls_;
   std::chrono::milliseconds timeout_;
-  std::unique_ptr<httplib::Server> server_;
-  std::thread thread_;
+  HttpLimits limits_;
+  class Router;  // httplib's routing, fed by the gate
+  std::unique_ptr<Router> server_;
+  std::unique_ptr<HttpGate> gate_;
   std::atomic<uint64_t> denied_{0};
   rpc::HostPort watch_target_;
   std::atomic<int> watches_{0};
-  std::mutex denied_log_mu_;  // httplib serves calls on a pool of threads
+  std::mutex denied_log_mu_;  // each connection has its own thread
   rpc::LogLimit denied_log_;
 };
 

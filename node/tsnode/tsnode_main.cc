@@ -10,6 +10,7 @@
 #include "node/station/version.h"
 #include "node/tsnode/driver.h"
 #include "node/tsnode/flag_sources.h"
+#include "node/tsnode/http_flags.h"
 #include "node/tsnode/logging.h"
 #include "node/tsnode/restore.h"
 
@@ -87,10 +88,8 @@ int main(int argc, char** argv) {
       ->required();
   app.add_option("--client-addr", client_addr, "host:port the client port (tsctl, tsbench) listens on")->required();
   std::string advertise_client_addr;
-  std::string http_addr;
-  app.add_option("--http-addr", http_addr,
-                 "host:port of the HTTP port: /health (200 while a leader is heard within the lease and the node has "
-                 "caught up, else 503 with the reason), /metrics (Prometheus), /version; off if unset");
+  ts::tsnode::HttpFlags http;
+  ts::tsnode::AddHttpFlags(app, &http);
   std::string peer_listen_addr;
   app.add_option("--advertise-client-addr", advertise_client_addr,
                  "host:port clients on other hosts reach the client port at, sent to peers for leader hints "
@@ -262,11 +261,10 @@ int main(int argc, char** argv) {
                 "dial: give --advertise-client-addr HOST:PORT, the address they reach this node at");
   }
   o.advertise_client_addr = *advertised;
-  if (!http_addr.empty()) {
-    auto h = ts::rpc::ParseHostPort(http_addr);
-    if (!h.ok()) return refuse("--http-addr: " + h.status().message());
-    o.http_addr = *h;
-  }
+  auto http_addr = ts::tsnode::ParseHttpFlags(&http);
+  if (!http_addr.ok()) return refuse(http_addr.status().message());
+  o.http_addr = *http_addr;
+  o.http_limits = http.limits;
   if (!peer_listen_addr.empty()) {
     auto pl = ts::rpc::ParseHostPort(peer_listen_addr);
     if (!pl.ok()) return refuse("--peer-listen-addr: " + pl.status().message());

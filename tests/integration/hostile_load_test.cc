@@ -14,27 +14,13 @@
 #include <sstream>
 
 #include "tests/integration/cluster_harness.h"
+#include "tests/integration/http_client.h"
 #include "tests/integration/run_command.h"
 
 namespace ts::integration {
 namespace {
 
 using namespace std::chrono_literals;
-
-// A plain TCP connection to 127.0.0.1:port that sends nothing; -1 on failure.
-int Dial(uint16_t port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
 
 // Whether the server closed `fd` within `timeout` (a read sees end of file).
 bool ClosedByServer(int fd, std::chrono::milliseconds timeout) {
@@ -92,7 +78,7 @@ TEST_F(HostileLoadTest, AFloodPastTheDescriptorLimitIsRefusedWithoutSpinningOrAn
   auto t0 = std::chrono::steady_clock::now();
   std::vector<int> flood;
   for (int i = 0; i < 600; ++i) {
-    int fd = Dial(cluster_->client_addr(x).port);
+    int fd = ConnectLoopback(cluster_->client_addr(x).port);
     if (fd >= 0) flood.push_back(fd);
   }
   EXPECT_GT(flood.size(), 400u) << "the kernel's backlog takes the connections the node does not accept";
@@ -126,7 +112,7 @@ TEST_F(HostileLoadTest, ConnectionsPastTheCapAreClosedAndIdleOnesTimeOut) {
                                   std::to_string(Scaled(2000ms).count())});
   ASSERT_TRUE(cluster_->WaitForLeader(5000ms));
   std::vector<int> fds;
-  for (int i = 0; i < 6; ++i) fds.push_back(Dial(cluster_->client_addr(0).port));
+  for (int i = 0; i < 6; ++i) fds.push_back(ConnectLoopback(cluster_->client_addr(0).port));
   int closed_at_once = 0;
   for (int fd : fds) closed_at_once += ClosedByServer(fd, 100ms) ? 1 : 0;  // well within the idle timeout
   EXPECT_EQ(closed_at_once, 3) << "three over the cap of three";

@@ -12,7 +12,8 @@
 #   --duration-a S   measured seconds of run (a) (default 20)
 #   --duration-b S   measured seconds of run (b) (default 10)
 #   --warmup S       warm-up seconds before each run (default 1)
-#   --sessions-ab N  then N pairs of run (a) (10 s each; each pair starts with
+#   --sessions-ab N  then N pairs of run (a) (10 s each, each on a fresh
+#                    cluster; each pair starts with
 #                    the kind after the previous pair's first), without
 #                    and with client sessions (tsbench --no-sessions): what
 #                    exactly-once writes cost (runs (a) and (b) use sessions,
@@ -72,7 +73,11 @@ cluster-scripts/local-cluster.sh stop >/dev/null 2>&1 || true
 trap 'cluster-scripts/local-cluster.sh stop >/dev/null 2>&1 || true' EXIT
 start_args=(3)
 [[ $tls -eq 0 ]] || start_args+=(--tls)
-cluster-scripts/local-cluster.sh start "${start_args[@]}" >&2 || die "could not start the cluster (logs in $CLUSTER_DIR)"
+fresh_cluster() {
+  cluster-scripts/local-cluster.sh stop >/dev/null 2>&1 || true
+  cluster-scripts/local-cluster.sh start "${start_args[@]}" >&2 || die "could not start the cluster (logs in $CLUSTER_DIR)"
+}
+fresh_cluster
 if [[ $tls -eq 1 ]]; then
   # shellcheck source=/dev/null
   source "$CLUSTER_DIR/tls.env"
@@ -90,8 +95,6 @@ result_b=$("$tsbench" "${common[@]}" --in-flight 1 --connections 1 --duration "$
 ab="[]"
 if [[ $sessions_ab -gt 0 ]]; then
   ab_runs=()
-  node_pids=()
-  for f in "$CLUSTER_DIR"/node[0-9]*.pid; do node_pids+=("$(cat "$f")"); done
   clk_tck=$(getconf CLK_TCK)
   modes=(--no-sessions with)
   [[ $sessions_pad -eq 0 ]] || modes+=(padded)
@@ -108,6 +111,14 @@ if [[ $sessions_ab -gt 0 ]]; then
         padded) args+=(--no-sessions)  # and the value size raised by the pad
                 for k in "${!args[@]}"; do [[ "${args[k]}" != --value-size ]] || args[k + 1]=$((100 + sessions_pad)); done ;;
       esac
+      # Every run on a fresh cluster: on one cluster, every other 10-s run
+      # was about 40% slower whatever its kind (state and log grow from run
+      # to run), and the pairs measured that phase, not the sessions.
+      fresh_cluster
+      endpoints=$(endpoints_of "$CLUSTER_DIR")
+      for k in "${!args[@]}"; do [[ "${args[k]}" != --endpoints ]] || args[k + 1]=$endpoints; done
+      node_pids=()
+      for f in "$CLUSTER_DIR"/node[0-9]*.pid; do node_pids+=("$(cat "$f")"); done
       before=$(tspy bench_local ticks "${node_pids[@]}")
       r=$("$tsbench" "${args[@]}") || die "tsbench sessions A/B run failed: $r"
       after=$(tspy bench_local ticks "${node_pids[@]}")

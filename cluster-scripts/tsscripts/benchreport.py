@@ -82,7 +82,7 @@ def bench_local(r):
                  rows))
     ab = r.get("sessions_ab")
     if ab and "error" not in ab:
-        out += ["", f"Sessions, run (a) alternately without and with them, {ab['pairs']} pairs of 10 s:", ""] + table(
+        out += ["", f"Sessions, run (a) alternately without and with them, {ab['pairs']} pairs of 10 s, each run on a fresh cluster:", ""] + table(
             ["", "median puts/s", "runs"],
             [["without sessions", ab["without_median"], ", ".join(f"{x:.0f}" for x in ab["without"])],
              ["with sessions", ab["with_median"], ", ".join(f"{x:.0f}" for x in ab["with"])],

@@ -33,8 +33,9 @@
 #              of 1,000 (etcd: Get with a range end and a limit), one page at
 #              a time: the time, keys/s, each page's latency, the servers'
 #              CPU over the read, and the largest peak resident memory
-#              (VmHWM from /proc/PID/status) of any server after the preload
-#              and after the read; a table of its own
+#              (VmHWM from /proc/PID/status, reset when the preload starts,
+#              so earlier workloads on the same cluster do not count) of any
+#              server after the preload and after the read; a table of its own
 # Each: a warm-up run of --warmup s (not counted), then the measured run;
 # leases-10k instead runs once: its setup (grants paced over TTL/3, then a
 # put per lease), --warmup s of keepalives, then the measured window;
@@ -345,11 +346,21 @@ vmhwm_kb() {
   echo "$out"
 }
 
+# Resets each server's VmHWM to its resident memory now (clear_refs 5), so
+# that a peak measured later is the workload's own, not an earlier one's on
+# the same cluster.
+reset_vmhwm() {
+  local pid
+  for pid in "$@"; do echo 5 >"/proc/$pid/clear_refs" 2>/dev/null || die "cannot reset the peak memory of $pid"; done
+}
+
 # run_range SIDE ENDPOINTS NAME DESC KEYS PIDS...: the range workload, once:
-# the preload, then the read, with each server's VmHWM after each.
+# the preload, then the read, with each server's VmHWM after each (peaks
+# from the preload's start on).
 run_range() {
   local side=$1 eps=$2 name=$3 desc=$4 keys=$5 out="$bench_dir/gen.out" rc hwm_load before after
   shift 5
+  reset_vmhwm "$@"
   say "$side: preloading $keys keys for $name (128 a transaction)"
   gen_cmd "$side" "$eps" preload 1 1 100 "$keys" 0 1
   rc=0; run_bg "$out" "${cmd[@]}" || rc=$?

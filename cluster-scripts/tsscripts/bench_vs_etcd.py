@@ -127,7 +127,8 @@ RANGE_HEAD = ["workload", "side", "keys", "pages", "seconds", "keys/s", "page p5
               "server CPU s", "VmHWM after load MiB", "VmHWM after read MiB"]
 RANGE_NOTE = ("the keys under one prefix read back in linearizable pages of 1,000 (values included), one page at "
               "a time, after a preload of 128 keys a transaction; VmHWM: the largest peak resident memory of any "
-              "server since its start, after the preload and after the read; server CPU: all servers, over the read")
+              "server from the start of the preload (its peak reset then: earlier workloads on the same cluster do not "
+              "count), after the preload and after the read; server CPU: all servers, over the read")
 
 
 def is_lease(r):

@@ -332,26 +332,32 @@ int FailCallStatus(Output& out, const Status& s) {
 }
 
 int FailAnswer(Output& out, const rpc::ClientResponse& r, const std::string& what) {
+  // The exit code is the table's (ExitCodeOf); the codes here differ only
+  // in their message and what the JSON adds.
+  std::string message = std::string(rpc::ClientCodeName(r.code)) + ": " + r.message;
+  nlohmann::json extra = nlohmann::json::object();
   switch (r.code) {
     case ClientCode::kNotFound:
-      return out.Fail(kExitFailed, "not found: " + (r.message.empty() || r.message == "key not found" ? what : r.message),
-                      {{"found", false}});
-    case ClientCode::kBadRequest:
-      return out.Fail(kExitUsage, "bad request: " + r.message);
-    case ClientCode::kCompareFailed:
-      return out.Fail(kExitFailed, "compare failed: " + r.message);
+      message = "not found: " + (r.message.empty() || r.message == "key not found" ? what : r.message);
+      extra["found"] = false;
+      break;
+    case ClientCode::kBadRequest: message = "bad request: " + r.message; break;
+    case ClientCode::kCompareFailed: message = "compare failed: " + r.message; break;
     case ClientCode::kOutcomeUnknown:
       // The write may or may not be applied: a script must read before it
       // retries, so the JSON says so in a field, not only in the text.
-      return out.Fail(kExitUnavailable, "outcome unknown: " + r.message, {{"outcome_unknown", true}});
-    case ClientCode::kPermissionDenied:
-      return out.Fail(kExitDenied, "permission denied: " + r.message);
+      message = "outcome unknown: " + r.message;
+      extra["outcome_unknown"] = true;
+      break;
+    case ClientCode::kPermissionDenied: message = "permission denied: " + r.message; break;
     case ClientCode::kUnsupported:
       // Nothing was done: the node's release predates the op.
-      return out.Fail(kExitUnsupported, r.message, {{"unsupported", true}, {"node_version", r.node_version}});
-    default:
-      return out.Fail(ExitCodeOf(r.code), std::string(rpc::ClientCodeName(r.code)) + ": " + r.message);
+      message = r.message;
+      extra = {{"unsupported", true}, {"node_version", r.node_version}};
+      break;
+    default: break;
   }
+  return out.Fail(ExitCodeOf(r.code), message, std::move(extra));
 }
 
 int ExitCodeOf(ClientCode code) {

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Writes a release's compatibility corpus into tests/compat/<version>/: the
-# samples of tests/compat/corpus_samples.h encoded by that release's own
-# code. The generator (tests/compat/corpus_gen.cc, from this checkout) is
-# compiled against the release's sources from the repository's history;
-# for this build's own version (CMakeLists.txt's), against this checkout.
+# samples of tests/compat/corpus_samples.h (and, for 1.3.0 and later,
+# corpus_samples_130.h) encoded by that release's own code. The generator
+# (tests/compat/corpus_gen.cc, from this checkout) is compiled against the
+# release's sources from the repository's history; for this build's own version (CMakeLists.txt's), against this checkout.
 # Run it once per release and commit the files; the suite's compat_test
 # decodes every corpus with today's code.
 #
@@ -38,6 +38,11 @@ else
   git archive "$commit" | tar -x -C "$work"
   mkdir -p "$work/tests/compat"
   cp tests/compat/corpus_samples.h tests/compat/corpus_gen.cc "$work/tests/compat/"
+  # The samples of what 1.3.0 added compile only against 1.3.0 and later.
+  rm -f "$work/tests/compat/corpus_samples_130.h"
+  if [[ "$(printf '%s\n' 1.3.0 "$version" | sort -V | head -n 1)" == 1.3.0 ]]; then
+    cp tests/compat/corpus_samples_130.h "$work/tests/compat/"
+  fi
   cat >>"$work/CMakeLists.txt" <<'CMAKE'
 add_executable(ts_corpus_gen tests/compat/corpus_gen.cc)
 target_include_directories(ts_corpus_gen PRIVATE ${PROJECT_SOURCE_DIR})

@@ -7,6 +7,7 @@
 // check catches it.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -16,6 +17,7 @@
 
 #include "rpc/codec.h"
 #include "tests/compat/corpus_samples.h"
+#include "tests/compat/corpus_samples_130.h"
 
 #ifndef TS_COMPAT_DIR
 #error "TS_COMPAT_DIR must name tests/compat"
@@ -101,6 +103,10 @@ struct Checker {
     Check(n, v, [](const T& x) { return rpc::EncodeBounded(x); },
           [](std::string_view b, T* o) { return rpc::DecodeBounded(b, o); });
   }
+  void Stored(const std::string& n, const station::SessionWrite& w) {
+    Check(n, w, [](const station::SessionWrite& x) { return station::EncodeSessionWrite(x); },
+          [](std::string_view b, station::SessionWrite* o) { return station::DecodeSessionWrite(b, o); });
+  }
   void Stored(const std::string& n, const station::SnapshotHeader& h) {
     Check(n, h, [](const station::SnapshotHeader& x) { return station::EncodeSnapshotHeader(x); },
           [](std::string_view b, station::SnapshotHeader* o) {
@@ -110,6 +116,13 @@ struct Checker {
           });
   }
 };
+
+// Whether a release directory's name (X.Y.Z) is 1.3.0 or later.
+bool AtLeast130(const std::string& name) {
+  int major = 0, minor = 0, patch = 0;
+  if (std::sscanf(name.c_str(), "%d.%d.%d", &major, &minor, &patch) != 3) return false;
+  return major > 1 || (major == 1 && minor >= 3);
+}
 
 std::vector<fs::path> ReleaseDirs() {
   std::vector<fs::path> out;
@@ -123,7 +136,7 @@ std::vector<fs::path> ReleaseDirs() {
 TEST(Corpus, EveryReleasesSamplesDecodeAsTheyWereWritten) {
   std::vector<fs::path> dirs = ReleaseDirs();
   ASSERT_FALSE(dirs.empty()) << "no release corpus under " << TS_COMPAT_DIR;
-  bool has_110 = false;
+  bool has_110 = false, has_130 = false;
   for (const fs::path& dir : dirs) {
     has_110 = has_110 || dir.filename() == "1.1.0";
     Checker c(dir);
@@ -132,9 +145,17 @@ TEST(Corpus, EveryReleasesSamplesDecodeAsTheyWereWritten) {
     ASSERT_LE(c.wire, rpc::kWireVersion) << dir << ": a wire version newer than this build";
     ForEachSample(c);
     EXPECT_GE(c.checked, 25) << dir;
+    // A release from 1.3.0 on also wrote the samples of what 1.3.0 added.
+    if (AtLeast130(dir.filename().string())) {
+      has_130 = true;
+      int before = c.checked;
+      ForEachSampleSince130(c);
+      EXPECT_EQ(c.checked - before, 10) << dir << ": the samples of 1.3.0";
+    }
     for (const std::string& p : c.problems) ADD_FAILURE() << dir.filename().string() << "/" << p;
   }
   EXPECT_TRUE(has_110) << "the corpus of 1.1.0, the release 1.2.0 rolls from, is missing";
+  EXPECT_TRUE(has_130) << "the corpus of 1.3.0, the first with wire version 3, is missing";
 }
 
 // A Heartbeat whose second and third fields swapped places.

@@ -11,6 +11,11 @@
 #include "rpc/codec.h"
 #include "rpc/frame.h"
 #include "tests/compat/corpus_samples.h"
+// Present only in the sources of a release from 1.3.0 on (see the header).
+#if __has_include("tests/compat/corpus_samples_130.h")
+#include "tests/compat/corpus_samples_130.h"
+#define TS_CORPUS_SINCE_130 1
+#endif
 
 namespace {
 
@@ -39,6 +44,13 @@ struct Writer {
   void Stored(const std::string& n, const ts::station::Downgrade& d) { Put(n, ts::station::EncodeDowngrade(d)); }
   void Stored(const std::string& n, const ts::station::MembershipDecree& m) { Put(n, ts::station::EncodeMembership(m)); }
   void Stored(const std::string& n, const ts::station::SnapshotHeader& h) { Put(n, ts::station::EncodeSnapshotHeader(h)); }
+#ifdef TS_CORPUS_SINCE_130
+  void Stored(const std::string& n, const ts::station::SessionOpen& o) { Put(n, ts::station::EncodeSessionOpen(o)); }
+  void Stored(const std::string& n, const ts::station::SessionWrite& w) { Put(n, ts::station::EncodeSessionWrite(w)); }
+  void Stored(const std::string& n, const ts::rpc::Txn& t) { Put(n, ts::station::EncodeTxn(t)); }
+  void Stored(const std::string& n, const ts::station::LeaseGrant& g) { Put(n, ts::station::EncodeLeaseGrant(g)); }
+  void Stored(const std::string& n, const ts::station::IdList& l) { Put(n, ts::station::EncodeIdList(l)); }
+#endif
 };
 
 }  // namespace
@@ -50,6 +62,9 @@ int main(int argc, char** argv) {
   }
   Writer w{argv[1]};
   ts::compat::ForEachSample(w);
+#ifdef TS_CORPUS_SINCE_130
+  ts::compat::ForEachSampleSince130(w);
+#endif
   std::ofstream(w.dir + "/wire_version") << static_cast<int>(ts::rpc::kWireVersion) << "\n";
   if (!w.ok) {
     std::fprintf(stderr, "writing the corpus into %s failed\n", argv[1]);

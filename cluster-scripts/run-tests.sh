@@ -2,7 +2,8 @@
 # Sets up (installing missing Debian packages), builds, and runs the test
 # suite with ctest. The last line says PASSED or FAILED with ctest's summary.
 #
-#   cluster-scripts/run-tests.sh [--sanitize] [--only "TEST..."] [--long] [--fuzz] [--deploy] [-- CTEST_ARGS...]
+#   cluster-scripts/run-tests.sh [--sanitize] [--only "TEST..."] [--long] [--fuzz] [--deploy] [--browser]
+#                                [-- CTEST_ARGS...]
 #
 # Default: every test not labelled long or fuzz (unit, sim, integration).
 #   --sanitize   build and run under ASan+UBSan, in build-asan; integration
@@ -18,6 +19,9 @@
 #                (default 30) through cluster-scripts/fuzz.sh (clang-14)
 #   --deploy     then also run cluster-scripts/test-deploy.sh: deploy.sh onto
 #                three hosts simulated with network namespaces (root)
+#   --browser    also install Chromium, its WebDriver and Selenium (setup.sh
+#                --browser), so the board's browser test runs rather than
+#                being skipped; CI passes it
 #   -- ARGS      passed to ctest, e.g. -- -R integration -V
 # Environment: BUILD_DIR (default build) for the normal build, ASAN_BUILD_DIR
 # (default build-asan) for --sanitize.
@@ -40,6 +44,7 @@ while [[ $# -gt 0 ]]; do
     --only) [[ $# -ge 2 && -n "$2" ]] || die "--only needs a list of test names"; read -r -a only <<<"$2"; shift ;;
     --fuzz) fuzz=1 ;;
     --deploy) deploy=1 ;;
+    --browser) setup_args+=(--browser) ;;
     --) shift; ctest_extra=("$@"); break ;;
     *) help_or_bad "$1" ;;
   esac

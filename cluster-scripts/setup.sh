@@ -5,7 +5,7 @@
 # it installs nothing and the build is incremental.
 #
 #   cluster-scripts/setup.sh [--programs] [--target T]... [--sanitize] [--no-build] [--quiet]
-#                            [--fuzz] [--deploy-test] [--etcd-bench] [--build-dir DIR]
+#                            [--fuzz] [--deploy-test] [--etcd-bench] [--browser] [--build-dir DIR]
 #
 #   (default)         build everything: the programs and the test suite
 #   --programs        build only the programs: tsnode, tsctl, tsagent, tsbench
@@ -20,6 +20,8 @@
 #   --deploy-test     also install sshd, ssh and iproute2 (cluster-scripts/test-deploy.sh)
 #   --etcd-bench      also install etcd-server, Go and etcd's Go sources
 #                     (cluster-scripts/bench-vs-etcd.sh)
+#   --browser         also install Chromium, its WebDriver and Python's Selenium:
+#                     the board's browser test (tests/board) runs where they are
 #   --build-dir DIR   build here (default: $BUILD_DIR, else build)
 #
 # The same configurations as CMake presets: cmake --preset dev|release|asan,
@@ -32,6 +34,7 @@ sanitize=0
 fuzz=0
 deploy_test=0
 etcd_bench=0
+browser=0
 do_build=1
 quiet=0
 targets=()
@@ -45,6 +48,7 @@ while [[ $# -gt 0 ]]; do
     --fuzz) fuzz=1 ;;
     --deploy-test) deploy_test=1 ;;
     --etcd-bench) etcd_bench=1 ;;
+    --browser) browser=1 ;;
     --build-dir) [[ $# -ge 2 && -n "$2" ]] || die "--build-dir needs a directory"; build_dir="$2"; shift ;;
     *) help_or_bad "$1" ;;
   esac
@@ -69,6 +73,7 @@ packages=(build-essential cmake g++ pkg-config python3 libasio-dev libcereal-dev
 [[ $fuzz -eq 1 ]] && packages+=(clang-14 libclang-rt-14-dev)
 [[ $deploy_test -eq 1 ]] && packages+=(openssh-server openssh-client iproute2)
 [[ $etcd_bench -eq 1 ]] && packages+=(etcd-server etcd-client golang-go golang-etcd-server-dev)
+[[ $browser -eq 1 ]] && packages+=(chromium chromium-driver python3-selenium)
 command -v dpkg-query >/dev/null || die "no dpkg-query: this script supports Debian (12) only; install: ${packages[*]}"
 missing=()
 # One dpkg-query for all: the status of each package that is known at all.

@@ -40,11 +40,12 @@ class Cluster:
     def log_path(self, i):
         return f"{self.root}/node{i}.log"
 
-    def start(self, i, new):
-        """Starts node i: `new` when the cluster is created, else it joins (--initial-cluster-state existing)."""
+    def start(self, i, new, extra=()):
+        """Starts node i: `new` when the cluster is created, else it joins (--initial-cluster-state existing);
+        `extra`: flags for this start of this node alone."""
         args = [self.programs.tsnode, "--id", str(i), "--peers", self.peers, "--client-addr", self.client[i],
                 "--data-dir", self.data_dir(i), "--cluster-id", self.cluster_id,
-                "--initial-cluster-state", "new" if new else "existing"] + self.flags
+                "--initial-cluster-state", "new" if new else "existing"] + self.flags + list(extra)
         log = open(self.log_path(i), "ab")
         log.write(f"--- {time.strftime('%F %T')} {self.cluster_id} starts node {i}: {' '.join(args)}\n".encode())
         log.flush()
@@ -60,6 +61,13 @@ class Cluster:
         try:
             p.wait(timeout)
         except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+    def kill(self, i):
+        """SIGKILL node i and reap it."""
+        p = self.procs.pop(i, None)
+        if p is not None:
             p.kill()
             p.wait()
 

@@ -525,7 +525,8 @@ StatusOr<std::string> BytesField(const nlohmann::json& j, const std::string& nam
 
 nlohmann::json WatchEventJson(const rpc::WatchEvent& e) {
   const bool put = e.kind == rpc::WatchEvent::Kind::kPut;
-  nlohmann::json j = {{"slot", e.slot}, {"type", put ? "put" : "delete"}};
+  const char* type = put ? "put" : e.kind == rpc::WatchEvent::Kind::kDeploy ? "deploy" : "delete";
+  nlohmann::json j = {{"slot", e.slot}, {"type", type}};
   SetBytes(j, "key", e.key);
   if (!put) return j;
   SetBytes(j, "value", e.value);

@@ -247,6 +247,20 @@ Status Driver::StartHttpPort() {
   if (own.host == "::") own.host = "::1";
   own.port = clients_->bound_port();
   http_->set_watch_target(own);
+  // The station is the loop's alone: the board's member list is read there.
+  http_->set_peer_addrs([this]() -> std::map<consensus::NodeId, std::string> {
+    auto addrs = std::make_shared<std::promise<std::map<consensus::NodeId, std::string>>>();
+    auto answer = addrs->get_future();
+    asio::post(io_, [this, addrs] {
+      addrs->set_value(stopping_ ? std::map<consensus::NodeId, std::string>() : station_->PeerClientAddrs());
+    });
+    if (answer.wait_for(std::chrono::seconds(1)) != std::future_status::ready) return {};
+    try {
+      return answer.get();
+    } catch (const std::future_error&) {  // the loop stopped before it ran the handler
+      return {};
+    }
+  });
   return http_->Start();
 }
 

@@ -319,6 +319,11 @@ Status HttpPort::Start() {
     res.set_content(j.dump(), "application/json");
   });
   server_->Get("/v1/watch", [this](const httplib::Request& req, httplib::Response& res) { ServeWatch(req, res); });
+  for (const char* file : {"/", "/board.js", "/board.css"}) {
+    server_->Get(file, [this](const httplib::Request& req, httplib::Response& res) { ServeBoardFile(req, res); });
+  }
+  server_->Get("/v1/cluster", [this](const httplib::Request& req, httplib::Response& res) { ServeCluster(req, res); });
+  server_->Get("/v1/versions", [this](const httplib::Request& req, httplib::Response& res) { ServeVersions(req, res); });
   for (const char* route : {"kv", "deploy", "session", "lease"}) {
     std::string pattern = std::string("/v1/") + route + "/(.*)";
     auto handler = [this, route](const httplib::Request& req, httplib::Response& res) { ServeApi(req, res, route); };

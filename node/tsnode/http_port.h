@@ -11,16 +11,21 @@
 // every client for a certificate the CA signed; /v1 calls then need the
 // role their operation asks for (rpc/roles.h), as on the client port.
 // GET /v1/watch streams a watch as server-sent events (http_watch.cc).
+// GET / is the board, a read-only web view of the cluster (http_board.cc).
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "consensus/status.h"
 #include "node/tsnode/http_gate.h"
@@ -65,6 +70,12 @@ class HttpPort {
   // Start; without it the route answers 503).
   void set_watch_target(rpc::HostPort client_port) { watch_target_ = std::move(client_port); }
   static constexpr int kHttpWatchesMax = 4;  // each holds its connection's thread
+  // The other members' client addresses, for GET /v1/cluster (called from
+  // an HTTP thread; the driver answers it from the event loop).
+  using PeerAddrs = std::function<std::map<consensus::NodeId, std::string>()>;
+  void set_peer_addrs(PeerAddrs f) { peer_addrs_ = std::move(f); }
+  static constexpr uint64_t kVersionScanSlots = 50000;  // log slots GET /v1/versions reads per call
+  static constexpr size_t kVersionRowsKept = 1000;
 
  private:
   std::optional<rpc::NodeStatus> FetchStatus();
@@ -74,6 +85,10 @@ class HttpPort {
   void ServeApi(const httplib::Request& req, httplib::Response& res, const std::string& route);
   // GET /v1/watch?key=K|prefix=P&from_slot=S as server-sent events (http_watch.cc).
   void ServeWatch(const httplib::Request& req, httplib::Response& res);
+  // The board (http_board.cc): its files, GET /v1/cluster and /v1/versions.
+  void ServeBoardFile(const httplib::Request& req, httplib::Response& res);
+  void ServeCluster(const httplib::Request& req, httplib::Response& res);
+  void ServeVersions(const httplib::Request& req, httplib::Response& res);
   // Why the client's certificate may not run `op` (counted and logged), if
   // it may not; never with plain HTTP.
   std::optional<std::string> Denied(const httplib::Request& req, rpc::ClientOp op);
@@ -93,6 +108,15 @@ class HttpPort {
   std::atomic<int> watches_{0};
   std::mutex denied_log_mu_;  // each connection has its own thread
   rpc::LogLimit denied_log_;
+  PeerAddrs peer_addrs_;
+  // GET /v1/versions' scan of the log so far (http_board.cc).
+  struct VersionScan {
+    uint64_t first_slot = 1;    // the history shown starts here
+    uint64_t scanned_upto = 0;  // every slot up to here was read
+    std::vector<nlohmann::json> rows;
+  };
+  std::mutex versions_mu_;
+  VersionScan versions_;
 };
 
 }  // namespace ts::tsnode

@@ -13,7 +13,10 @@ struct Route {
 };
 
 // Exact paths first; prefixes (ending in '/') take the rest of the path.
-constexpr std::array<Route, 17> kRoutes = {{
+constexpr std::array<Route, 22> kRoutes = {{
+    {"/", "GET, HEAD"},  // the board (http_board.cc) and its files
+    {"/board.js", "GET, HEAD"},
+    {"/board.css", "GET, HEAD"},
     {"/health", "GET, HEAD"},  // HEAD: a load balancer's check that wants the status alone
     {"/metrics", "GET, HEAD"},
     {"/version", "GET, HEAD"},
@@ -22,6 +25,8 @@ constexpr std::array<Route, 17> kRoutes = {{
     {"/v1/deploy", "POST"},
     {"/v1/status", "GET"},
     {"/v1/log", "GET"},
+    {"/v1/cluster", "GET"},   // every member's status, for the board
+    {"/v1/versions", "GET"},  // the log's version decrees, for the board
     {"/v1/cas", "POST"},
     {"/v1/request", "POST"},
     {"/v1/txn", "POST"},
@@ -39,7 +44,7 @@ bool StartsWith(std::string_view s, std::string_view p) { return s.substr(0, p.s
 
 std::optional<std::string> AllowedMethods(std::string_view path) {
   for (const Route& r : kRoutes) {
-    if (r.path.back() != '/') {
+    if (r.path.back() != '/' || r.path == "/") {
       if (path == r.path) return std::string(r.methods);
       continue;
     }
@@ -62,7 +67,7 @@ HttpRouteCheck CheckRoute(const HttpHead& head) {
   if (!allow) {
     c.refusal = HttpRefusal{404, "not found",
                             "no route " + std::string(path.substr(0, 200)) +
-                                ": the routes are /health, /metrics, /version and the JSON API under /v1 "
+                                ": the routes are / (the board), /health, /metrics, /version and the JSON API under /v1 "
                                 "(docs/operating.md, The HTTP port)"};
     return c;
   }
@@ -79,7 +84,10 @@ HttpRouteCheck CheckRoute(const HttpHead& head) {
     c.allow = *allow;
     return c;
   }
-  if (path == "/health" || path == "/metrics" || path == "/version") c.slot = HttpSlot::kStatus;
+  if (path == "/health" || path == "/metrics" || path == "/version" || path == "/" || path == "/board.js" ||
+      path == "/board.css") {
+    c.slot = HttpSlot::kStatus;
+  }
   if (path == "/v1/watch") c.slot = HttpSlot::kStream;
   return c;
 }

@@ -3,6 +3,8 @@
 // (over TLS with the node's own certificate) and turns each answer of the
 // watch's stream into events:
 //   event: change    data: one change (tsctl_format.h WatchEventJson), id: its slot
+//                    (with deploy=true: deployment events of the objects the
+//                    key or prefix names, "sched/NAME", "lrp/GUID", "bg/NAME")
 //   event: progress  data: {"slot": S}: every change up to S was sent, id: S
 //   event: end       data: {"code", "message", "slot"}: the stream's last
 // A client that reconnects with the Last-Event-ID header resumes after that
@@ -16,6 +18,7 @@
 #include "node/tsctl/tsctl_format.h"
 #include "node/tsnode/http_api.h"
 #include "node/tsnode/http_port.h"
+#include "node/tsnode/http_range.h"
 #include "rpc/client_connection.h"
 
 namespace ts::tsnode {
@@ -58,6 +61,12 @@ void HttpPort::ServeWatch(const httplib::Request& req, httplib::Response& res) {
   }
   w.key = has_key ? req.get_param_value("key") : req.get_param_value("prefix");
   w.watch_prefix = has_prefix;
+  auto param = [&req](const char* name) {
+    return req.has_param(name) ? std::optional<std::string>(req.get_param_value(name)) : std::nullopt;
+  };
+  auto deploy = QueryFlag(param, "deploy");  // deployment events of the objects the key names, not keys
+  if (!deploy.ok()) return fail(rpc::ClientCode::kBadRequest, deploy.status().message());
+  w.watch_deploy = *deploy;
   w.from_slot = 0;
   if (req.has_param("from_slot")) {
     auto from = SlotParam(req.get_param_value("from_slot"));

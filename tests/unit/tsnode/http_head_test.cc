@@ -1,7 +1,11 @@
 // The HTTP port gate's request head parser and route check
-// (node/tsnode/http_head.h, http_routes.h).
+// (node/tsnode/http_head.h, http_routes.h), and the board's files.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+
+#include "node/tsnode/board_assets.h"
 #include "node/tsnode/http_head.h"
 #include "node/tsnode/http_routes.h"
 
@@ -93,6 +97,51 @@ TEST(HttpRoutes, UnknownPathsAre404WrongMethods405WithAllow) {
   EXPECT_EQ(wrong.allow, "POST");
   EXPECT_EQ(check("PATCH", "/v1/kv/k").allow, "GET, PUT, POST, DELETE");
   EXPECT_EQ(check("GET", "/v1/session/5/keepalive").allow, "POST");
+}
+
+// The board: its page and two files on the status slots, its reads on the
+// API's; nothing else under / is a file, and nothing there takes a write.
+TEST(HttpRoutes, TheBoardServesItsFilesAndReadsOnly) {
+  auto check = [](const std::string& method, const std::string& target) {
+    HeadParse p = ParseHttpHead(method + " " + target + " HTTP/1.1\r\n\r\n");
+    EXPECT_EQ(p.state, State::kDone);
+    return CheckRoute(p.head);
+  };
+  for (const char* file : {"/", "/board.js", "/board.css"}) {
+    EXPECT_FALSE(check("GET", file).refusal) << file;
+    EXPECT_EQ(check("GET", file).slot, HttpSlot::kStatus) << file;
+    HttpRouteCheck post = check("POST", file);
+    ASSERT_TRUE(post.refusal) << file;
+    EXPECT_EQ(post.refusal->status, 405) << file;
+  }
+  EXPECT_EQ(check("GET", "/?x=1").slot, HttpSlot::kStatus);
+  EXPECT_EQ(check("GET", "/v1/cluster").slot, HttpSlot::kApi);
+  EXPECT_EQ(check("GET", "/v1/versions").slot, HttpSlot::kApi);
+  EXPECT_EQ(check("POST", "/v1/cluster").refusal->status, 405);
+  for (const char* unknown : {"/index.html", "/board.jsx", "/board", "/../etc/passwd", "/%2e%2e/x"}) {
+    ASSERT_TRUE(check("GET", unknown).refusal) << unknown;
+    EXPECT_EQ(check("GET", unknown).refusal->status, 404) << unknown;
+  }
+}
+
+// Every file the board's page names is compiled in, with its type.
+TEST(BoardAssets, ThePageAndEveryFileItNamesAreThere) {
+  std::map<std::string, std::string> types;
+  std::string page;
+  for (const BoardAsset& a : BoardAssets()) {
+    types[std::string(a.path)] = std::string(a.content_type);
+    if (a.path == "/index.html") page = std::string(a.body);
+  }
+  ASSERT_FALSE(page.empty());
+  EXPECT_EQ(types["/index.html"], "text/html; charset=utf-8");
+  EXPECT_EQ(types["/board.js"], "text/javascript; charset=utf-8");
+  EXPECT_EQ(types["/board.css"], "text/css; charset=utf-8");
+  EXPECT_NE(page.find("src=\"/board.js\""), std::string::npos);
+  EXPECT_NE(page.find("href=\"/board.css\""), std::string::npos);
+  // No script or style inline: the content security policy forbids them.
+  EXPECT_EQ(page.find("<script>"), std::string::npos);
+  EXPECT_EQ(page.find("<style"), std::string::npos);
+  EXPECT_EQ(page.find("onclick"), std::string::npos);
 }
 
 }  // namespace

@@ -6,7 +6,7 @@ the other sections are kept as they are.
   python3 -m tsscripts.benchreport --script NAME --result FILE|- [--docs PATH]
                                    [--commit C] [--date D]
 
-  --script NAME   the bench script (bench-local, bench-large-values,
+  --script NAME   the bench script (bench-board, bench-local, bench-large-values,
                   bench-replace, bench-snapshot, bench-vs-etcd; a .sh suffix is dropped)
   --result FILE   its --json output (- : stdin)
   --docs PATH     the file to write (default: benchmarks.md in the repository's docs/)

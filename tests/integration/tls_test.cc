@@ -224,6 +224,31 @@ TEST_F(TlsTest, APeerPresentingAnotherNodesCertificateIsRefused) {
   EXPECT_EQ(Call(Tls("write"), Put("after", "x"))->code, rpc::ClientCode::kOk);
 }
 
+// The board under TLS: like /metrics, any client certificate of the
+// cluster's CA serves its page and reads, none serves nothing; its member
+// view reaches the other members over their TLS client ports.
+TEST_F(TlsTest, TheBoardNeedsACertificateOfAnyRole) {
+  for (const char* role : {"read", "write", "admin"}) {
+    for (const char* path : {"/", "/board.js", "/board.css", "/v1/versions"}) {
+      EXPECT_EQ(Curl(0, "GET", path, role).first, 200) << path << " as " << role;
+    }
+  }
+  for (const char* path : {"/", "/v1/cluster"}) {
+    EXPECT_EQ(Curl(0, "GET", path, "").first, 0) << path << " without a certificate: the handshake fails";
+  }
+  // Every member answers once node 2 has heard each one's client address.
+  nlohmann::json cluster;
+  auto all_answer = [&] {
+    auto [status, c] = Curl(1, "GET", "/v1/cluster", "read");
+    cluster = c;
+    return status == 200 && c["answered"] == 3;
+  };
+  ASSERT_TRUE(WaitFor(all_answer, milliseconds(15000))) << cluster.dump();
+  EXPECT_EQ(cluster["self"], 2);
+  for (const auto& n : cluster["nodes"]) EXPECT_TRUE(n["reachable"].get<bool>()) << n.dump();
+  EXPECT_EQ(Curl(0, "POST", "/", "admin").first, 405) << "the board takes no writes";
+}
+
 TEST_F(TlsTest, CurlPutsAndGetsThroughTheHttpApiOnAnyNode) {
   // Writes and reads on every node: followers send them on to the leader.
   for (size_t i = 0; i < 3; ++i) {

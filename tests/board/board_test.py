@@ -321,7 +321,7 @@ def run(build, shots):
         st.start(leader)
 
         # 5. Markup in names and versions stays text.
-        name = '<img src=x onerror="window.__pwned=1">'
+        name = '<script>window.__pwned=0</script><img src=x onerror="window.__pwned=1">'
         value = json.dumps({"version": "<script>window.__pwned=2</script>", "started": "<b>bold</b>"})
         st.ctl("put", "_ts/executors/" + name, value)
         refused = st.ctl("sched", "create", "<script>window.__pwned=3</script>", "--desired", "1", check=False)

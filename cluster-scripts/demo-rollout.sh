@@ -5,6 +5,8 @@
 # the middle of it.
 #
 #   demo-rollout.sh [--rooms N] [--occupied-percent P] [--timeout-s S] [--keep]
+#   demo-rollout.sh --fail-new-version [...]: demo-rollout-failures.sh (a
+#     version that fails validation, then a rollout aborted and rolled back)
 #
 # Starts 3 nodes (own CLUSTER_DIR, free ports) and `tsagent --simulate`,
 # which keeps P% of the desired rooms occupied (default 25; players of a
@@ -34,6 +36,13 @@
 set -euo pipefail
 source "$(dirname "$0")/lib/common.sh"
 build_dir=$(ts_build_dir)
+for arg in "$@"; do
+  if [[ "$arg" == --fail-new-version ]]; then
+    rest=()
+    for a in "$@"; do [[ "$a" == --fail-new-version ]] || rest+=("$a"); done
+    exec "$(dirname "$0")/demo-rollout-failures.sh" "${rest[@]}"
+  fi
+done
 rooms=40
 occupied_percent=25
 timeout_s=120

@@ -16,8 +16,8 @@
 # Then:
 #   1. `sched update --major` makes v2.0, whose validation room reports
 #      error: v2.0 is marked failed, v1.0 stays active, no room is touched;
-#   2. `sched update --major` again makes v3.0, which validates and starts
-#      rolling out; once it has created rooms, `rollout abort` switches back
+#   2. `sched update --major --max-surge 5` makes v3.0, which validates and
+#      starts rolling out; once it has created rooms, `rollout abort` switches back
 #      to v1.0, and the rollback runs to its end.
 # The last line is
 #   rooms=N failed=v2.0 active=v1.0 old_left=0 ready_min=R ready_floor=F floor_held=yes lost=0 duplicated=0
@@ -97,8 +97,9 @@ ctl rollout status rooms
 if ctl sched switch rooms --to v2.0 2>"$CLUSTER_DIR/refusal.txt"; then die "a switch to the failed v2.0 was accepted"; fi
 echo "demo-rollout-failures.sh: switch to v2.0 refused: $(cat "$CLUSTER_DIR/refusal.txt")"
 
-# 2. A good version rolls out, and is aborted mid-way: back to v1.0.
-ctl sched update rooms --major
+# 2. A good version rolls out, and is aborted mid-way: back to v1.0. A
+# maxSurge of 5% (2 rooms of 40 a loop) makes it take long enough to abort.
+ctl sched update rooms --major --max-surge 5
 under_way() { [[ $(sched "int(j['view']['rollout'] is not None and j['view']['rollout']['to'] == 'v3.0' and j['view']['rollout']['created'] > 0)") -eq 1 ]]; }
 wait_for "the rollout to v3.0 to start" under_way
 echo "demo-rollout-failures.sh: mid-rollout: $(ctl rollout status rooms)"

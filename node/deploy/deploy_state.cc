@@ -92,7 +92,7 @@ std::string DeployCommand::Describe() const {
     if (j.contains(key)) target = j[key].get<std::string>();
   }
   std::string line = std::string(InfoOf(kind).name) + " " + j["op"].get<std::string>() + " " + target;
-  for (const char* key : {"version", "definition_id", "switch_to", "add", "change", "desired"}) {
+  for (const char* key : {"version", "definition_id", "switch_to", "to", "add", "change", "desired"}) {
     if (j.contains(key) && !j[key].is_object()) {
       line += std::string(" ") + key + "=" + (j[key].is_string() ? j[key].get<std::string>() : j[key].dump());
     }

@@ -49,7 +49,8 @@ std::string AutoscaleNote(const nlohmann::json& s) {
 
 // sched create, update, scale, show.
 void AddSchedCommands(CLI::App& app, DeployArgs* a) {
-  CLI::App* sched = app.add_subcommand("sched", "Schedulers of game rooms: create, update, scale, show");
+  CLI::App* sched =
+      app.add_subcommand("sched", "Schedulers of game rooms: create, update, scale, switch, retry-validation, show");
   sched->require_subcommand(1);
   CLI::App* create = sched->add_subcommand("create", "create NAME --desired N: a scheduler at version v1.0");
   create->add_option("NAME", a->name, "Scheduler name")->required();

@@ -30,60 +30,11 @@
 # temporary directory).
 set -euo pipefail
 source "$(dirname "$0")/lib/common.sh"
-build_dir=$(ts_build_dir)
-rooms=40
-occupied_percent=25
-timeout_s=120
-keep=0
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    --rooms) rooms="$2"; shift ;;
-    --occupied-percent) occupied_percent="$2"; shift ;;
-    --timeout-s) timeout_s="$2"; shift ;;
-    --keep) keep=1 ;;
-    *) help_or_bad "$1" ;;
-  esac
-  shift
-done
-[[ "$rooms" =~ ^[0-9]+$ && "$rooms" -ge 4 && "$rooms" -le 1000 ]] || bad "--rooms must be 4..1000"
-[[ "$occupied_percent" =~ ^[0-9]+$ && "$occupied_percent" -le 100 ]] || bad "--occupied-percent must be 0..100"
-players=$(( (rooms * occupied_percent + 50) / 100 ))
-build_programs
-need_bins tsnode tsctl tsagent
-export CLUSTER_DIR="${CLUSTER_DIR:-$(mktemp -d /tmp/ts-demo-failures.XXXXXX)}"
-export BUILD_DIR="$build_dir"
-tsctl=$(ts_bin tsctl)
-agent_pid=""
-ok=0
-cleanup() {
-  [[ -n "$agent_pid" ]] && kill "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null
-  cluster-scripts/local-cluster.sh stop >/dev/null 2>&1 || true
-  if [[ $ok -eq 1 && $keep -eq 0 ]]; then rm -rf "$CLUSTER_DIR"; else echo "demo-rollout-failures.sh: logs kept in $CLUSTER_DIR"; fi
-}
-trap cleanup EXIT
-deadline=$((SECONDS + timeout_s))
-json() { tspy jsonq "$1"; }
-wait_for() {
-  local what="$1"; shift
-  until "$@"; do
-    (( SECONDS < deadline )) || die "timed out waiting for $what"
-    sleep 0.2
-  done
-}
+source "$(dirname "$0")/lib/demo.sh"
+demo_args "$@"
+demo_start --fail-version v2.0
 
-TSNODE_ARGS="--health-period-ms 300 ${TSNODE_ARGS:-}" cluster-scripts/local-cluster.sh start 3 >/dev/null
-endpoints=$(paste -sd, "$CLUSTER_DIR/endpoints")
-ctl() { "$tsctl" --endpoints "$endpoints" --timeout-ms 5000 "$@"; }
-sched() { ctl sched show rooms --json | json "$1"; }
-
-"$(ts_bin tsagent)" --simulate --endpoints "$endpoints" --period-ms 200 --occupied-percent "$occupied_percent" \
-  --fail-version v2.0 --report "$CLUSTER_DIR/agent.json" >"$CLUSTER_DIR/agent.log" 2>&1 &
-agent_pid=$!
-
-ctl sched create rooms --desired "$rooms" --ready-target 50 --max-surge 25
-all_up() { [[ $(sched "int(j['view']['counts']['ready'] + j['view']['counts']['occupied'] == $rooms and j['view']['counts']['occupied'] == $players)") -eq 1 ]]; }
-wait_for "$rooms rooms of v1.0 to come up, $players occupied" all_up
-echo "demo-rollout-failures.sh: $rooms rooms up at v1.0: $(sched "j['view']['counts']")"
+demo_up
 
 # 1. A version whose rooms fail: its validation decides.
 ctl sched update rooms --major
@@ -104,27 +55,10 @@ under_way() { [[ $(sched "int(j['view']['rollout'] is not None and j['view']['ro
 wait_for "the rollout to v3.0 to start" under_way
 echo "demo-rollout-failures.sh: mid-rollout: $(ctl rollout status rooms)"
 ctl rollout abort rooms
-remaining=$((deadline - SECONDS))
-(( remaining > 0 )) || die "no time left for the rollback"
-"$tsctl" --endpoints "$endpoints" rollout status rooms --watch --timeout-ms $((remaining * 1000))
-settled() { [[ $(sched "int(j['view']['counts']['total'] == $rooms and j['view']['counts']['pending'] == 0 and j['view']['counts']['terminating'] == 0)") -eq 1 ]]; }
-wait_for "every room to settle" settled
-view=$(ctl sched show rooms --json)
-kill "$agent_pid"
-wait "$agent_pid" || true
-agent_pid=""
-
-report=$(cat "$CLUSTER_DIR/agent.json")
-total=$(echo "$view" | json "j['view']['counts']['total']")
+demo_settle
+demo_tally
 active=$(echo "$view" | json "j['view']['active_version']")
 failed_list=$(echo "$view" | json "','.join(sorted(j['view'].get('failed', {})))")
-old_left=$(echo "$view" | json "j['view']['counts']['old']")
-ready_min=$(echo "$view" | json "j['view']['rollout']['ready_min']")
-ready_floor=$(echo "$view" | json "j['view']['rollout']['ready_floor']")
-floor_held=no
-[[ $ready_min -ge $ready_floor ]] && floor_held=yes
-lost=$(echo "$report" | json "j['lost']")
-duplicated=$(echo "$report" | json "j['duplicated'] + max(0, $total - $rooms)")
 echo "rooms=$total failed=$failed_list active=$active old_left=$old_left ready_min=$ready_min ready_floor=$ready_floor floor_held=$floor_held lost=$lost duplicated=$duplicated"
 if [[ $failed_list == v2.0 && $active == v1.0 && $old_left -eq 0 && $lost -eq 0 && $duplicated -eq 0 && $floor_held == yes ]]; then
   ok=1

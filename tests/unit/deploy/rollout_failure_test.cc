@@ -18,31 +18,16 @@
 #include <algorithm>
 #include <set>
 
+#include "tests/unit/deploy/rollout_grid.h"
 #include "tests/unit/deploy/scheduler_scenario.h"
 
 namespace ts::deploy {
 namespace {
 
-struct Case {
-  uint32_t desired, occupied, ready_target, max_surge, add_limit;
-  std::string Name() const {
-    return "desired " + std::to_string(desired) + ", occupied " + std::to_string(occupied) + ", readyTarget " +
-           std::to_string(ready_target) + "%, maxSurge " + std::to_string(max_surge) + "%, add limit " +
-           std::to_string(add_limit);
-  }
-  uint32_t Base() const {
-    return std::max<uint32_t>(1, static_cast<uint32_t>(uint64_t{max_surge} * desired / 100));
-  }
-};
+using Case = RolloutCase;
 
-// rollout.h's bound for a rollout from O old rooms at constant occupancy.
-uint32_t LoopBound(const Case& c, uint32_t old_rooms) {
-  uint32_t step = std::min(c.Base(), c.add_limit);
-  return 2 * old_rooms + (c.desired + step - 1) / step + 2;
-}
-
-// With every new room failing (and a floor above 0): the rollout surges at least one room every
-// two loops, each fails on the next, and it gives up once
+// With every new room failing (and a floor above 0): the rollout surges
+// at least one room every two loops, each fails on the next, and it gives up once
 // RolloutFailureLimit (max(3, base)) have failed; the document's own rule
 // may first spend loops deleting old rooms above desiredReady (at most O).
 uint32_t GiveUpBound(const Case& c, uint32_t old_rooms) {
@@ -120,11 +105,7 @@ std::vector<Case> Grid() {
   std::vector<Case> out;
   for (uint32_t desired : {1u, 2u, 3u, 5u, 10u, 21u, 55u, 144u}) {
     for (uint32_t ready_target : {0u, 50u, 100u}) {
-      for (uint32_t occupied : {0u, desired / 2, desired}) {
-        for (uint32_t max_surge : {1u, 25u, 100u}) {
-          for (uint32_t add_limit : {1u, 150u}) out.push_back(Case{desired, occupied, ready_target, max_surge, add_limit});
-        }
-      }
+      for (uint32_t occupied : {0u, desired / 2, desired}) AddSurgesAndLimits(desired, occupied, ready_target, &out);
     }
   }
   return out;

@@ -13,6 +13,7 @@
 #include "node/station/version_state.h"
 #include "tests/sim/station_calls.h"
 #include "tests/sim/station_cluster.h"
+#include "tests/unit/station/deploy_calls.h"
 
 namespace ts::station {
 namespace {
@@ -23,13 +24,6 @@ using sim::StationCluster;
 
 const uint16_t kSched = static_cast<uint16_t>(DecreeType::kScheduler);
 const Semver v130{1, 3, 0}, v140{1, 4, 0};
-
-Decree Marker(const Semver& v) {
-  Decree d;
-  d.header.type = static_cast<uint16_t>(DecreeType::kVersionMarker);
-  d.payload = EncodeVersionMarker(VersionMarker{v.ToString()});
-  return d;
-}
 
 Decree Model3(const std::string& payload) {
   Decree d;
@@ -42,9 +36,9 @@ TEST(SchedModel3, IsReadFrom140AndWrittenOnlyAfterItsMarker) {
   EXPECT_EQ(MaxModelRead(v130, kSched), 2);
   EXPECT_EQ(MaxModelRead(v140, kSched), 3);
   VersionState st(v140);
-  st.Observe(Marker(v130), 1);
+  st.Observe(MarkerDecree(v130), 1);
   EXPECT_EQ(st.WriteModel(kSched), 2) << "write old until the marker";
-  st.Observe(Marker(v140), 2);
+  st.Observe(MarkerDecree(v140), 2);
   EXPECT_EQ(st.WriteModel(kSched), 3);
   EXPECT_EQ(st.HeaderFor(kSched).min_reader_version, "1.4.0") << "a 1.3.0 follower must stop, not misapply";
   st.PrepareDowngrade(v130);
@@ -77,44 +71,10 @@ TEST(SchedModel3, ADowngradeRestatesOnlyWhatHasNoFailureInIt) {
   }
 }
 
-std::optional<rpc::ClientResponse> Send(StationCluster& c, ClientOp op, std::string key, std::string value = "") {
-  return sim::Call(c, sim::Req(op, std::move(key), std::move(value)));
-}
-
-nlohmann::json Query(StationCluster& c, const std::string& key) {
-  auto r = Send(c, ClientOp::kDeployQuery, key);
-  if (!r || r->code != ClientCode::kOk) return nullptr;
-  return nlohmann::json::parse(r->value, nullptr, false);
-}
-
 rpc::ClientResponse Deploy(StationCluster& c, const nlohmann::json& cmd) {
   auto r = Send(c, ClientOp::kDeploy, "", cmd.dump());
   EXPECT_TRUE(r.has_value());
   return r.value_or(rpc::ClientResponse{});
-}
-
-template <class Pred>
-bool RunUntilView(StationCluster& c, Pred&& pred, uint64_t ms) {
-  return c.RunUntil(
-      [&] {
-        auto l = c.Leader();
-        if (!l) return false;
-        auto v = c.station(*l).deploy_state().Query("sched/s");
-        return v.ok() && pred(*v);
-      },
-      ms);
-}
-
-void AllApplied(StationCluster& c) {
-  ASSERT_TRUE(c.RunUntil(
-      [&] {
-        uint64_t slot = c.station(1).applied_slot();
-        for (auto id : c.members()) {
-          if (c.station(id).applied_slot() != slot) return false;
-        }
-        return true;
-      },
-      5000));
 }
 
 TEST(StationSchedFailures, AValidationRoomPastItsDeadlineFailsItsVersionOnEveryNode) {
@@ -139,7 +99,7 @@ TEST(StationSchedFailures, AValidationRoomPastItsDeadlineFailsItsVersionOnEveryN
   EXPECT_NE(v["failed"]["v2.0"]["reason"].get<std::string>().find("not ready within 10 s"), std::string::npos)
       << v.dump();
   EXPECT_EQ(v["reason"]["state"], "failed") << v.dump();
-  AllApplied(c);
+  ASSERT_TRUE(RunUntilAllApplied(c));
   for (auto id : c.members()) {
     EXPECT_EQ(c.station(id).StateDigest(), c.station(1).StateDigest());
     EXPECT_EQ(c.station(id).deploy_state().schedulers().Find("s")->failed.count("v2.0"), 1u);

@@ -270,7 +270,7 @@ uint32_t RolloutFailureLimit(const Scheduler& s);
 // the id is not of that form.
 uint64_t RoomCreatedSlot(const std::string& id);
 // Why the latest rollout or validation is not moving, and since which slot
-// (rollout status; docs/design/coordinator.md#reasons).
+// (rollout status; docs/design/coordinator.md#when-rooms-fail).
 nlohmann::json RolloutReason(const Scheduler& s);
 
 const char* RoomStatusName(RoomStatus s);

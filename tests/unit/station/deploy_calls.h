@@ -15,6 +15,12 @@
 
 namespace ts::station {
 
+using rpc::ClientCode;
+using rpc::ClientOp;
+using sim::StationCluster;
+
+inline constexpr uint16_t kSched = static_cast<uint16_t>(DecreeType::kScheduler);
+
 inline Decree MarkerDecree(const Semver& v) {
   Decree d;
   d.header.type = static_cast<uint16_t>(DecreeType::kVersionMarker);

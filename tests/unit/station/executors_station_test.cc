@@ -18,11 +18,6 @@
 namespace ts::station {
 namespace {
 
-using rpc::ClientCode;
-using rpc::ClientOp;
-using sim::StationCluster;
-
-const uint16_t kSched = static_cast<uint16_t>(DecreeType::kScheduler);
 
 Decree DowngradeTo(const Semver& v) {
   Decree d;

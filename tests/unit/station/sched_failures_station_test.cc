@@ -18,11 +18,6 @@
 namespace ts::station {
 namespace {
 
-using rpc::ClientCode;
-using rpc::ClientOp;
-using sim::StationCluster;
-
-const uint16_t kSched = static_cast<uint16_t>(DecreeType::kScheduler);
 const Semver v130{1, 3, 0}, v140{1, 4, 0};
 
 Decree Model3(const std::string& payload) {

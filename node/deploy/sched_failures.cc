@@ -182,6 +182,7 @@ bool SchedCommand::NeedsModel3() const {
 void SchedCommand::DropModel3() {
   std::erase_if(statuses, [](const auto& e) { return e.second == RoomStatus::kError; });
   timed_out.clear();
+  room_deadline_s.reset();  // a release before 1.4.0 ignores it (an unknown field)
 }
 
 bool SchedPayloadNeedsModel3(std::string_view payload) {

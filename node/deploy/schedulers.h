@@ -124,9 +124,10 @@ struct SchedCommand {
   // Whether it needs scheduler model 3 (a new op, an error report, a
   // deadline, timed-out rooms or a failed rollout).
   bool NeedsModel3() const;
-  // Drops the model-3 parts a leader may drop before the 1.4.0 marker: error
-  // reports (those rooms stay pending) and timed-out rooms; the rest of a
-  // command that needs model 3 is refused instead (coordinator).
+  // Drops the model-3 parts a release before 1.4.0 ignores or a leader may
+  // drop before the 1.4.0 marker: error reports (those rooms stay pending),
+  // timed-out rooms, the deadline. What still needs model 3 after it (the
+  // new ops, a failed rollout) cannot be written or applied in model 2.
   void DropModel3();
   // Whether it carries a model-2 field (executor, lost_executors).
   bool NamesExecutors() const { return !executor.empty() || !lost_executors.empty(); }

@@ -122,6 +122,14 @@ bool Coordinator::Propose(deploy::DeployCommand c, PendingDeploy* client) {
   // Failures are model 3 (coordinator_deadlines.cc).
   if (auto* sched = std::get_if<deploy::SchedCommand>(&c.command); sched && st_.versions_.WriteModel(type) < 3) {
     sched->DropModel3();
+    if (sched->NeedsModel3()) {  // a downgrade was asked for since it was checked
+      if (client != nullptr) {
+        st_.Respond(client->handle, Answer(client->request_id, ClientCode::kBadRequest,
+                                           "not applied: a downgrade below 1.4.0 is under way; that release has no " +
+                                               c.Describe()));
+      }
+      return false;
+    }
   }
   Decree d;
   d.header = st_.versions_.HeaderFor(type);
@@ -251,7 +259,10 @@ StatusOr<std::string> Coordinator::Apply(consensus::Slot slot, const Decree& d, 
   }
   // Likewise model-3 fields in an older decree (never written so).
   if (cmd.ok() && d.header.EffectiveModelVersion() < 3) {
-    if (auto* sched = std::get_if<deploy::SchedCommand>(&cmd->command)) sched->DropModel3();
+    auto* sched = std::get_if<deploy::SchedCommand>(&cmd->command);
+    if (sched != nullptr) sched->DropModel3();
+    // What 1.3.0 cannot parse at all it skips: so does every node.
+    if (sched != nullptr && sched->NeedsModel3()) cmd = Status::InvalidArgument("needs scheduler model 3");
   }
   StatusOr<std::string> outcome = cmd.ok() ? deploy_.Apply(*cmd, slot) : StatusOr<std::string>(cmd.status());
   ++applied_;

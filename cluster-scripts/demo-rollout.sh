@@ -5,6 +5,10 @@
 # the middle of it.
 #
 #   demo-rollout.sh [--rooms N] [--occupied-percent P] [--timeout-s S] [--keep]
+#   demo-rollout.sh --fail-new-version [...]: demo-rollout-failures.sh (a
+#     version that fails validation, then a rollout aborted and rolled back)
+#   demo-rollout.sh --fail-new-version [...]: demo-rollout-failures.sh (a
+#     version that fails validation, then a rollout aborted and rolled back)
 #
 # Starts 3 nodes (own CLUSTER_DIR, free ports) and `tsagent --simulate`,
 # which keeps P% of the desired rooms occupied (default 25; players of a
@@ -33,64 +37,20 @@
 # temporary directory).
 set -euo pipefail
 source "$(dirname "$0")/lib/common.sh"
-build_dir=$(ts_build_dir)
-rooms=40
-occupied_percent=25
-timeout_s=120
-keep=0
-while [[ $# -gt 0 ]]; do
-  case "$1" in
-    --rooms) rooms="$2"; shift ;;
-    --occupied-percent) occupied_percent="$2"; shift ;;
-    --timeout-s) timeout_s="$2"; shift ;;
-    --keep) keep=1 ;;
-    *) help_or_bad "$1" ;;
-  esac
-  shift
+source "$(dirname "$0")/lib/demo.sh"
+for arg in "$@"; do
+  if [[ "$arg" == --fail-new-version ]]; then
+    rest=()
+    for a in "$@"; do [[ "$a" == --fail-new-version ]] || rest+=("$a"); done
+    exec "$ts_root/cluster-scripts/demo-rollout-failures.sh" "${rest[@]}"
+  fi
 done
-[[ "$rooms" =~ ^[0-9]+$ && "$rooms" -ge 4 && "$rooms" -le 1000 ]] || bad "--rooms must be 4..1000"
-[[ "$occupied_percent" =~ ^[0-9]+$ && "$occupied_percent" -le 100 ]] || bad "--occupied-percent must be 0..100"
-players=$(( (rooms * occupied_percent + 50) / 100 ))
-build_programs
-need_bins tsnode tsctl tsagent
-export CLUSTER_DIR="${CLUSTER_DIR:-$(mktemp -d /tmp/ts-demo-rollout.XXXXXX)}"
-export BUILD_DIR="$build_dir"
-tsctl=$(ts_bin tsctl)
-agent_pid=""
-ok=0
-cleanup() {
-  [[ -n "$agent_pid" ]] && kill "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null
-  cluster-scripts/local-cluster.sh stop >/dev/null 2>&1 || true
-  if [[ $ok -eq 1 && $keep -eq 0 ]]; then rm -rf "$CLUSTER_DIR"; else echo "demo-rollout.sh: logs kept in $CLUSTER_DIR"; fi
-}
-trap cleanup EXIT
-deadline=$((SECONDS + timeout_s))
-# json EXPR: evaluates a Python expression over the JSON on stdin (j).
-json() { tspy jsonq "$1"; }
-# wait_for DESCRIPTION COMMAND...: polls COMMAND until it succeeds or the deadline.
-wait_for() {
-  local what="$1"; shift
-  until "$@"; do
-    (( SECONDS < deadline )) || die "timed out waiting for $what"
-    sleep 0.2
-  done
-}
-
-TSNODE_ARGS="--health-period-ms 300 ${TSNODE_ARGS:-}" cluster-scripts/local-cluster.sh start 3 >/dev/null
-endpoints=$(paste -sd, "$CLUSTER_DIR/endpoints")
-ctl() { "$tsctl" --endpoints "$endpoints" --timeout-ms 5000 "$@"; }
+demo_args "$@"
+demo_start
 leader_id() { ctl status --json | json "next((n['id'] for n in j['nodes'] if n.get('role')=='leader'), 0)"; }
-sched() { ctl sched show rooms --json | json "$1"; }
 leaders="$(leader_id)"
 
-"$(ts_bin tsagent)" --simulate --endpoints "$endpoints" --period-ms 200 --occupied-percent "$occupied_percent" \
-  --report "$CLUSTER_DIR/agent.json" >"$CLUSTER_DIR/agent.log" 2>&1 &
-agent_pid=$!
-
-ctl sched create rooms --desired "$rooms" --ready-target 50 --max-surge 25
-all_up() { [[ $(sched "int(j['view']['counts']['ready'] + j['view']['counts']['occupied'] == $rooms and j['view']['counts']['occupied'] == $players)") -eq 1 ]]; }
-wait_for "$rooms rooms of v1.0 to come up, $players occupied" all_up
-echo "demo-rollout.sh: $rooms rooms up at v1.0: $(sched "j['view']['counts']")"
+demo_up
 
 ctl sched update rooms --major
 under_way() { [[ $(sched "int(j['view']['rollout'] is not None and j['view']['rollout']['created'] > 0)") -eq 1 ]]; }
@@ -102,15 +62,7 @@ cluster-scripts/local-cluster.sh kill "$victim" >/dev/null
 new_leader() { local l; l=$(leader_id 2>/dev/null || echo 0); [[ "$l" -ne 0 && "$l" -ne "$victim" ]]; }
 wait_for "a new leader" new_leader
 leaders="$leaders $(leader_id)"
-remaining=$((deadline - SECONDS))
-(( remaining > 0 )) || die "no time left for the rollout"
-"$tsctl" --endpoints "$endpoints" rollout status rooms --watch --timeout-ms $((remaining * 1000))
-settled() { [[ $(sched "int(j['view']['counts']['total'] == $rooms and j['view']['counts']['pending'] == 0 and j['view']['counts']['terminating'] == 0)") -eq 1 ]]; }
-wait_for "every room to settle" settled
-view=$(ctl sched show rooms --json)
-kill "$agent_pid"
-wait "$agent_pid" || true
-agent_pid=""
+demo_settle
 
 # The killed leader is replaced by a fresh node (empty data directory) under
 # its id: it joins as a learner, replays the log, and votes once caught up.
@@ -126,16 +78,7 @@ digest=$(ctl status --json | json "j['nodes'][0]['state_digest']")
 echo "demo-rollout.sh: all 3 nodes vote and hold state digest $digest (node $victim was replaced: it replayed the log from empty as a learner, then was promoted)"
 leaders="$leaders $(leader_id)"
 
-report=$(cat "$CLUSTER_DIR/agent.json")
-total=$(echo "$view" | json "j['view']['counts']['total']")
-old_left=$(echo "$view" | json "j['view']['counts']['old']")
-ready_min=$(echo "$view" | json "j['view']['rollout']['ready_min']")
-ready_floor=$(echo "$view" | json "j['view']['rollout']['ready_floor']")
-occupied=$(echo "$view" | json "j['view']['counts']['occupied']")
-floor_held=no
-[[ $ready_min -ge $ready_floor ]] && floor_held=yes
-lost=$(echo "$report" | json "j['lost']")
-duplicated=$(echo "$report" | json "j['duplicated'] + max(0, $total - $rooms)")
+demo_tally
 leader_changes=$(($(echo "$leaders" | tr ' ' '\n' | uniq | wc -l) - 1))
 echo "rooms=$total occupied=$occupied old_left=$old_left ready_min=$ready_min ready_floor=$ready_floor floor_held=$floor_held lost=$lost duplicated=$duplicated leader_changes=$leader_changes"
 if [[ $old_left -eq 0 && $lost -eq 0 && $duplicated -eq 0 && $floor_held == yes && $leader_changes -ge 1 ]]; then

@@ -92,7 +92,7 @@ std::string DeployCommand::Describe() const {
     if (j.contains(key)) target = j[key].get<std::string>();
   }
   std::string line = std::string(InfoOf(kind).name) + " " + j["op"].get<std::string>() + " " + target;
-  for (const char* key : {"version", "definition_id", "switch_to", "add", "change", "desired"}) {
+  for (const char* key : {"version", "definition_id", "switch_to", "to", "add", "change", "desired"}) {
     if (j.contains(key) && !j[key].is_object()) {
       line += std::string(" ") + key + "=" + (j[key].is_string() ? j[key].get<std::string>() : j[key].dump());
     }
@@ -118,7 +118,7 @@ Status RefuseUnknownFields(const KindInfo& kind, const nlohmann::json& j, const 
   static const std::map<Kind, std::set<std::string>> kFields = {
       {Kind::kScheduler,
        {"op", "scheduler", "desired", "ready_target_percent", "max_surge_percent", "autoscale_min", "autoscale_max",
-        "autoscale_off", "add_limit", "change", "switch_to", "validation_room", "add", "delete", "executor", "rooms",
+        "autoscale_off", "add_limit", "room_deadline_s", "to", "change", "switch_to", "validation_room", "add", "delete", "executor", "rooms",
         "status", "lost", "lost_executors", "gone", "ready_start", "validation"}},
       {Kind::kLrp, {"op", "process_guid", "instances", "definition", "definition_id", "index", "keep"}},
       {Kind::kBlueGreen, {"op", "deployment", "version", "history_size", "clusters"}},

@@ -18,6 +18,15 @@
 // lost, as applying it makes them first: a lost room is never ready (it
 // counts as pending, or as occupied if it was last reported occupied, so it
 // is deleted last), and a lost validation room validates nothing.
+//
+// Failures (scheduler model 3; docs/design/coordinator.md#when-rooms-fail):
+// `timed_out` names rooms pending past their deadline (the coordinator
+// keeps those clocks); the decision carries them and treats them as in
+// error. Every room in error is deleted, and the rest of the decision sees
+// it gone (so a room of the active version is replaced, within surge). A
+// rollout whose new rooms failed RolloutFailureLimit more times than new
+// rooms are ready gives up: the decree fails the active version and
+// switches back to the rollout's from version (nothing else that loop).
 #pragma once
 
 #include <algorithm>
@@ -30,7 +39,8 @@
 namespace ts::deploy {
 
 std::optional<SchedCommand> DecideHealth(const std::string& name, const Scheduler& s,
-                                         const std::vector<std::string>& lost = {});
+                                         const std::vector<std::string>& lost = {},
+                                         const std::vector<std::string>& timed_out = {});
 
 // The executors, among those running rooms of `s` that are not lost yet,
 // that `live` (a predicate on a name) says are gone, in name order.

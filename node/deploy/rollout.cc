@@ -8,7 +8,8 @@ namespace ts::deploy {
 RolloutCounts CountRooms(const std::vector<Room>& rooms, const std::string& active_version) {
   RolloutCounts c;
   for (const Room& r : rooms) {
-    if (r.status == RoomStatus::kTerminating) continue;
+    // A failed room is being replaced: as good as gone.
+    if (r.status == RoomStatus::kTerminating || r.status == RoomStatus::kError) continue;
     ++c.total;
     if (r.status == RoomStatus::kReady) ++c.ready;
     if (r.status == RoomStatus::kOccupied) ++c.occupied;
@@ -54,7 +55,9 @@ RolloutDecision DecideRollout(const std::vector<Room>& rooms, const std::string&
   // Old rooms: pending and ready ones first, occupied last; by id within each.
   std::vector<const Room*> old;
   for (const Room& r : rooms) {
-    if (r.version != active_version && r.status != RoomStatus::kTerminating) old.push_back(&r);
+    if (r.version != active_version && r.status != RoomStatus::kTerminating && r.status != RoomStatus::kError) {
+      old.push_back(&r);
+    }
   }
   std::sort(old.begin(), old.end(), [](const Room* a, const Room* b) {
     bool ao = a->status == RoomStatus::kOccupied, bo = b->status == RoomStatus::kOccupied;

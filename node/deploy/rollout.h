@@ -39,7 +39,10 @@
 
 namespace ts::deploy {
 
-enum class RoomStatus : uint8_t { kPending = 0, kReady = 1, kOccupied = 2, kTerminating = 3 };
+// kError: the room failed (its executor said so, or it missed its
+// scheduler's creation deadline); never ready, and replaced like a
+// terminating one (scheduler model 3, docs/design/coordinator.md#when-rooms-fail).
+enum class RoomStatus : uint8_t { kPending = 0, kReady = 1, kOccupied = 2, kTerminating = 3, kError = 4 };
 
 struct Room {
   std::string id;

@@ -18,8 +18,10 @@ struct OpName {
   Op op;
   const char* name;
 };
-constexpr OpName kOps[] = {{Op::kCreate, "create"}, {Op::kUpdate, "update"},           {Op::kScale, "scale"},
-                           {Op::kHealth, "health"}, {Op::kRoomStatus, "room_status"}};
+constexpr OpName kOps[] = {{Op::kCreate, "create"},         {Op::kUpdate, "update"},
+                           {Op::kScale, "scale"},           {Op::kHealth, "health"},
+                           {Op::kRoomStatus, "room_status"}, {Op::kSwitch, "switch"},
+                           {Op::kAbort, "abort"},           {Op::kRetryValidation, "retry_validation"}};
 
 const char* NameOf(Op op) {
   for (const OpName& o : kOps) {
@@ -33,6 +35,7 @@ std::optional<RoomStatus> ParseStatus(const std::string& s) {
   if (s == "ready") return RoomStatus::kReady;
   if (s == "occupied") return RoomStatus::kOccupied;
   if (s == "terminating") return RoomStatus::kTerminating;
+  if (s == "error") return RoomStatus::kError;
   return std::nullopt;
 }
 
@@ -60,6 +63,7 @@ void ApplyParams(const SchedCommand& c, SchedParams* p) {
   if (c.ready_target_percent) p->ready_target_percent = *c.ready_target_percent;
   if (c.max_surge_percent) p->max_surge_percent = *c.max_surge_percent;
   if (c.add_limit) p->add_limit = *c.add_limit;
+  if (c.room_deadline_s) p->room_deadline_s = *c.room_deadline_s;
 }
 
 Status ParseParams(const Fields& f, SchedCommand* c) {
@@ -69,6 +73,9 @@ Status ParseParams(const Fields& f, SchedCommand* c) {
   if (Status s = f.OptUint("autoscale_min", 0, kDesiredMax, &c->autoscale_min); !s.ok()) return s;
   if (Status s = f.OptUint("autoscale_max", 1, kDesiredMax, &c->autoscale_max); !s.ok()) return s;
   if (Status s = f.OptBool("autoscale_off", &c->autoscale_off); !s.ok()) return s;
+  if (Status s = f.OptUint("room_deadline_s", kRoomDeadlineMinS, kRoomDeadlineMaxS, &c->room_deadline_s); !s.ok()) {
+    return s;
+  }
   if (c->autoscale_off && (c->autoscale_min || c->autoscale_max)) {
     return Status::InvalidArgument("autoscale_off with autoscale_min or autoscale_max: give one or the other");
   }
@@ -151,6 +158,7 @@ const char* RoomStatusName(RoomStatus s) {
     case RoomStatus::kReady: return "ready";
     case RoomStatus::kOccupied: return "occupied";
     case RoomStatus::kTerminating: return "terminating";
+    case RoomStatus::kError: return "error";
   }
   return "?";
 }
@@ -170,7 +178,8 @@ StatusOr<SchedCommand> ParseSchedCommand(const nlohmann::json& j) {
   }
   if (!known) {
     return Status::InvalidArgument("unknown scheduler op '" + op +
-                                   "' (create, update, scale, room_status; health is the coordinator's)");
+                                   "' (create, update, scale, switch, abort, retry_validation, room_status; health "
+                                   "is the coordinator's)");
   }
   if (Status s = f.Name("scheduler", &c.scheduler); !s.ok()) return s;
   switch (c.op) {
@@ -199,21 +208,32 @@ StatusOr<SchedCommand> ParseSchedCommand(const nlohmann::json& j) {
       if (Status s = f.OptUint("desired", 0, kDesiredMax, &c.desired); !s.ok()) return s;
       if (Status s = ParseNameList(j, "delete", false, &c.rooms); !s.ok()) return s;
       if (Status s = ParseNameList(j, "lost_executors", true, &c.lost_executors); !s.ok()) return s;
+      if (Status s = ParseNameList(j, "timed_out", false, &c.timed_out); !s.ok()) return s;
+      if (Status s = f.OptString("fail", 1024, &c.fail); !s.ok()) return s;
       break;
     }
+    case Op::kSwitch:
+      if (Status s = f.Name("to", &c.to); !s.ok()) return s;
+      break;
+    case Op::kAbort:
+    case Op::kRetryValidation:
+      break;
     case Op::kRoomStatus: {
       auto it = j.find("rooms");
       if (it != j.end()) {
         if (!it->is_object() || it->size() > kRoomsPerCommandMax) {
-          return Status::InvalidArgument("field 'rooms' must map at most 1000 room ids to ready or occupied");
+          return Status::InvalidArgument("field 'rooms' must map at most 1000 room ids to ready, occupied or error");
         }
         for (const auto& [id, st] : it->items()) {
-          auto status = st.is_string() ? ParseStatus(st.get<std::string>()) : std::nullopt;
-          if (!ValidName(id) || !status || (*status != RoomStatus::kReady && *status != RoomStatus::kOccupied)) {
+          // kPending stands for "none of the three" (GCC 12 warns, falsely,
+          // of an uninitialized optional here).
+          RoomStatus status = RoomStatus::kPending;
+          if (st.is_string()) status = ParseStatus(st.get<std::string>()).value_or(RoomStatus::kPending);
+          if (!ValidName(id) || status == RoomStatus::kPending || status == RoomStatus::kTerminating) {
             return Status::InvalidArgument("room_status: room '" + id.substr(0, 64) +
-                                           "' needs a valid id and the status ready or occupied");
+                                           "' needs a valid id and the status ready, occupied or error");
           }
-          c.statuses[id] = *status;
+          c.statuses[id] = status;
         }
       }
       if (Status s = ParseNameList(j, "gone", false, &c.gone); !s.ok()) return s;
@@ -236,6 +256,7 @@ nlohmann::json SchedCommandToJson(const SchedCommand& c) {
   if (c.autoscale_min) j["autoscale_min"] = *c.autoscale_min;
   if (c.autoscale_max) j["autoscale_max"] = *c.autoscale_max;
   if (c.autoscale_off) j["autoscale_off"] = true;
+  if (c.room_deadline_s) j["room_deadline_s"] = *c.room_deadline_s;
   if (c.op == Op::kUpdate) j["change"] = c.major ? "major" : "minor";
   if (!c.switch_to.empty()) j["switch_to"] = c.switch_to;
   if (c.validation_room) j["validation_room"] = true;
@@ -249,6 +270,9 @@ nlohmann::json SchedCommandToJson(const SchedCommand& c) {
   if (!c.gone.empty()) j["gone"] = c.gone;
   if (!c.executor.empty()) j["executor"] = c.executor;
   if (!c.lost_executors.empty()) j["lost_executors"] = c.lost_executors;
+  if (!c.to.empty()) j["to"] = c.to;
+  if (!c.timed_out.empty()) j["timed_out"] = c.timed_out;
+  if (!c.fail.empty()) j["fail"] = c.fail;
   return j;
 }
 
@@ -289,8 +313,13 @@ Status Schedulers::Check(const SchedCommand& c) const {
                                        "(tsctl rollout status " + c.scheduler + " --watch)");
       }
       return Status::Ok();
+    case Op::kSwitch:
+    case Op::kAbort:
+    case Op::kRetryValidation:
+      return CheckFailureOp(c, *s);
     case Op::kHealth:
-      if (!c.switch_to.empty() && c.switch_to != s->validating) {
+      if (Status st = CheckFailureOp(c, *s); !st.ok()) return st;
+      if (!c.switch_to.empty() && c.fail.empty() && c.switch_to != s->validating) {
         return Status::InvalidArgument("scheduler " + c.scheduler + ": " + c.switch_to + " is not being validated");
       }
       if (c.validation_room && s->validating.empty()) {
@@ -351,47 +380,63 @@ StatusOr<std::string> Schedulers::Apply(const SchedCommand& c, uint64_t slot) {
     case Op::kHealth:
       result = ApplyHealth(c, slot, s);
       break;
-    case Op::kRoomStatus: {
-      uint32_t applied = 0, restored = 0;
-      std::string skipped;
-      // The executor is back: every room it runs here is no longer lost.
-      if (!c.executor.empty()) {
-        for (auto& [id, room] : s.rooms) {
-          if (room.lost && room.executor == c.executor) {
-            room.lost = false;
-            ++restored;
-          }
-        }
-      }
-      for (const auto& [id, st] : c.statuses) {
-        auto it = s.rooms.find(id);
-        if (it == s.rooms.end() || it->second.status == RoomStatus::kTerminating) {
-          skipped += (skipped.empty() ? "" : ", ") + id + (it == s.rooms.end() ? " unknown" : " terminating");
-          continue;
-        }
-        it->second.status = st;
-        if (!c.executor.empty()) {
-          // A lost room another executor reports is now that executor's.
-          restored += it->second.lost ? 1 : 0;
-          it->second.executor = c.executor;
-          it->second.lost = false;
-        }
-        ++applied;
-      }
-      for (const std::string& id : c.gone) {
-        if (s.rooms.erase(id) == 0) {
-          skipped += (skipped.empty() ? "" : ", ") + id + " unknown";
-          continue;
-        }
-        ++applied;
-      }
-      result = "applied " + std::to_string(applied) + " room reports";
-      if (restored > 0) result += "; " + std::to_string(restored) + " lost rooms back with " + c.executor;
-      if (!skipped.empty()) result += "; skipped " + skipped;
+    case Op::kSwitch:
+    case Op::kAbort:
+    case Op::kRetryValidation:
+      result = ApplyFailureOp(c, slot, s);
       break;
-    }
+    case Op::kRoomStatus:
+      result = ApplyRoomStatus(c, slot, s);
+      break;
   }
   AfterApply(s, slot);
+  return result;
+}
+
+std::string Schedulers::ApplyRoomStatus(const SchedCommand& c, uint64_t slot, Scheduler& s) {
+  std::string result;
+  uint32_t applied = 0, restored = 0;
+  std::string skipped;
+  // The executor is back: every room it runs here is no longer lost.
+  if (!c.executor.empty()) {
+    for (auto& [id, room] : s.rooms) {
+      if (room.lost && room.executor == c.executor) {
+        room.lost = false;
+        ++restored;
+      }
+    }
+  }
+  for (const auto& [id, st] : c.statuses) {
+    auto it = s.rooms.find(id);
+    // Terminating and error are final: the room is on its way out.
+    if (it == s.rooms.end() || it->second.status == RoomStatus::kTerminating ||
+        it->second.status == RoomStatus::kError) {
+      skipped += (skipped.empty() ? "" : ", ") + id + (it == s.rooms.end() ? " unknown" : " " + std::string(RoomStatusName(it->second.status)));
+      continue;
+    }
+    if (st == RoomStatus::kError) {
+      MarkError(s, id, "room " + id + " reported error" + (c.executor.empty() ? "" : " by " + c.executor), slot);
+    } else {
+      it->second.status = st;
+    }
+    if (!c.executor.empty()) {
+      // A lost room another executor reports is now that executor's.
+      restored += it->second.lost ? 1 : 0;
+      it->second.executor = c.executor;
+      it->second.lost = false;
+    }
+    ++applied;
+  }
+  for (const std::string& id : c.gone) {
+    if (s.rooms.erase(id) == 0) {
+      skipped += (skipped.empty() ? "" : ", ") + id + " unknown";
+      continue;
+    }
+    ++applied;
+  }
+  result = "applied " + std::to_string(applied) + " room reports";
+  if (restored > 0) result += "; " + std::to_string(restored) + " lost rooms back with " + c.executor;
+  if (!skipped.empty()) result += "; skipped " + skipped;
   return result;
 }
 
@@ -410,29 +455,25 @@ std::string Schedulers::ApplyHealth(const SchedCommand& c, uint64_t slot, Schedu
     for (const std::string& e : c.lost_executors) names += (names.empty() ? "" : ", ") + e;
     result = "executors gone: " + names + " (their rooms are lost)";
   }
+  for (const std::string& id : c.timed_out) {
+    MarkError(s, id, "room " + id + " not ready within " + std::to_string(s.params.RoomDeadlineS()) + " s", slot);
+  }
+  if (!c.timed_out.empty()) {
+    result += std::string(result.empty() ? "" : "; ") + std::to_string(c.timed_out.size()) + " rooms timed out";
+  }
+  std::string failure = ApplyFailureOp(c, slot, s);  // the failed rollout, switched back
+  if (!failure.empty()) result += std::string(result.empty() ? "" : "; ") + failure;
   if (c.desired && *c.desired != s.params.desired) {
     result += std::string(result.empty() ? "" : "; ") + "autoscaled to " + std::to_string(*c.desired) + " rooms";
     s.params.desired = *c.desired;
   }
-  if (!c.switch_to.empty()) {
-    std::string from = s.active;
-    bool major = s.versions.at(c.switch_to) != s.ActiveMajor();
-    s.active = c.switch_to;
+  if (!c.switch_to.empty() && c.fail.empty()) {
     s.validating.clear();
     // The validation room has served its purpose.
     for (auto& [id, room] : s.rooms) {
       if (room.validation) room.status = RoomStatus::kTerminating;
     }
-    if (major) {
-      RolloutRecord r;
-      r.from = from;
-      r.to = c.switch_to;
-      r.started_slot = slot;
-      r.ready_min = ReportedReady(s);
-      r.ready_start = r.ready_min;
-      r.desired_ready = s.params.DesiredReady();
-      s.rollout = r;
-    }
+    SwitchActive(s, c.switch_to, slot);
     result += std::string(result.empty() ? "" : "; ") + "switched to " + c.switch_to;
   }
   if (c.validation_room) {
@@ -512,83 +553,6 @@ std::map<std::string, uint32_t> Schedulers::RoomsByExecutor() const {
     }
   }
   return out;
-}
-
-namespace {
-
-nlohmann::json SchedulerJson(const std::string& name, const Scheduler& s, bool with_rooms) {
-  RolloutCounts c = CountSchedulerRooms(s);
-  nlohmann::json j;
-  j["scheduler"] = name;
-  j["active_version"] = s.active;
-  j["validating"] = s.validating;
-  j["versions"] = nlohmann::json::object();
-  for (const auto& [v, major] : s.versions) j["versions"][v] = major;
-  j["desired"] = s.params.desired;
-  j["ready_target_percent"] = s.params.ready_target_percent;
-  j["desired_ready"] = s.params.DesiredReady();
-  j["max_surge_percent"] = s.params.max_surge_percent;
-  j["add_limit"] = s.params.add_limit;
-  if (s.params.Autoscaled()) j["autoscale"] = {{"min", *s.params.autoscale_min}, {"max", *s.params.autoscale_max}};
-  uint32_t pending = 0, terminating = 0, lost = 0;
-  for (const auto& [id, r] : s.rooms) {
-    if (r.status == RoomStatus::kTerminating) ++terminating;
-    else if (r.status == RoomStatus::kPending && !r.validation) ++pending;
-    if (r.lost && !r.validation && r.status != RoomStatus::kTerminating) ++lost;
-  }
-  j["counts"] = {{"total", c.total},       {"ready", c.ready}, {"occupied", c.occupied}, {"pending", pending},
-                 {"terminating", terminating}, {"new", c.new_rooms}, {"old", c.old_rooms}};
-  // Only where executors are tracked, so that a state without them dumps as
-  // a release before 1.3.0 dumps it.
-  if (lost > 0) j["counts"]["lost"] = lost;
-  if (s.rollout) {
-    const RolloutRecord& r = *s.rollout;
-    j["rollout"] = {{"from", r.from},
-                    {"to", r.to},
-                    {"started_slot", r.started_slot},
-                    {"finished_slot", r.finished_slot},
-                    {"done", r.finished_slot != 0},
-                    {"ready_min", r.ready_min},
-                    {"desired_ready", r.desired_ready},
-                    {"created", r.created},
-                    {"deleted", r.deleted}};
-    if (r.ready_start) {
-      j["rollout"]["ready_start"] = *r.ready_start;
-      j["rollout"]["ready_floor"] = std::min(*r.ready_start, s.params.DesiredReady());  // rollout.h
-    }
-  } else {
-    j["rollout"] = nullptr;
-  }
-  if (with_rooms) {
-    j["rooms"] = nlohmann::json::array();
-    for (const auto& [id, r] : s.rooms) {
-      nlohmann::json room = {{"id", id}, {"version", r.version}, {"status", RoomStatusName(r.status)}};
-      if (r.validation) room["validation"] = true;
-      if (!r.executor.empty()) room["executor"] = r.executor;
-      if (r.lost) room["lost"] = true;
-      j["rooms"].push_back(room);
-    }
-  }
-  return j;
-}
-
-}  // namespace
-
-StatusOr<nlohmann::json> Schedulers::View(const std::string& name) const {
-  if (name.empty()) {
-    nlohmann::json all = nlohmann::json::array();
-    for (const auto& [n, s] : schedulers_) all.push_back(SchedulerJson(n, s, false));
-    return all;
-  }
-  const Scheduler* s = Find(name);
-  if (s == nullptr) return Status::NotFound("unknown scheduler " + name + "; list them with tsctl sched show");
-  return SchedulerJson(name, *s, true);
-}
-
-nlohmann::json Schedulers::Snapshot() const {
-  nlohmann::json j = nlohmann::json::object();
-  for (const auto& [n, s] : schedulers_) j[n] = SchedulerJson(n, s, true);
-  return j;
 }
 
 }  // namespace ts::deploy

@@ -18,6 +18,13 @@
 // *lost* (never counted ready) until that executor's next room_status.
 // Both fields are scheduler model 2 (read from 1.3.0 on); a model-1 decree
 // never changes them (Coordinator::Apply drops them).
+// Failures (docs/design/coordinator.md#when-rooms-fail), scheduler model 3,
+// read from 1.4.0 on: rooms may be reported in error or time out (the
+// coordinator names them in a health decree); a validation room in error
+// fails its version, which is then never active; a rollout whose new rooms
+// keep failing fails its version and switches back; clients may switch the
+// active version, abort a rollout and retry a failed validation
+// (sched_failures.cc holds those rules).
 // Apply is deterministic: room ids come from the slot of the decree that
 // created them, containers are ordered, and nothing reads a clock.
 //
@@ -42,6 +49,10 @@ namespace ts::deploy {
 
 inline constexpr uint32_t kDesiredMax = 10000;
 inline constexpr uint32_t kAddLimitMax = 1000;
+// A room's creation deadline (room_deadline_s): its bounds and default.
+inline constexpr uint32_t kRoomDeadlineMinS = 10;
+inline constexpr uint32_t kRoomDeadlineMaxS = 86400;
+inline constexpr uint32_t kRoomDeadlineDefaultS = 300;
 
 // "v<major>.<minor>": the only spelling of a version name.
 std::string VersionName(uint32_t major, uint32_t minor);
@@ -63,7 +74,11 @@ struct SchedParams {
   // ceil(occupied / (1 - readyTarget)), clamped to [min, max] (max itself
   // when the ready target is 100%).
   std::optional<uint32_t> autoscale_min, autoscale_max;
+  // Model 3: seconds a room may stay pending before it is timed out
+  // (absent: kRoomDeadlineDefaultS).
+  std::optional<uint32_t> room_deadline_s;
 
+  uint32_t RoomDeadlineS() const { return room_deadline_s.value_or(kRoomDeadlineDefaultS); }
   uint32_t DesiredReady() const;  // ceil(readyTarget x desired)
   bool Autoscaled() const { return autoscale_min.has_value(); }
   uint32_t AutoscaledDesired(uint32_t occupied) const;
@@ -74,12 +89,16 @@ struct SchedCommand {
     kCreate, kUpdate, kScale,  // clients
     kHealth,                   // the coordinator only
     kRoomStatus,               // the runtime executor
+    // Model 3, clients: make an earlier version active again; switch back
+    // to the rollout's `from`; validate the latest failed version again.
+    kSwitch, kAbort, kRetryValidation,
   } op = Op::kCreate;
   std::string scheduler;
   // create/scale/update: the parameters given (absent ones keep their value).
   // health: `desired` is the autoscaler's decision, applied first.
   std::optional<uint32_t> desired, ready_target_percent, max_surge_percent, add_limit;
   std::optional<uint32_t> autoscale_min, autoscale_max;  // create/scale/update: turn the autoscaler on
+  std::optional<uint32_t> room_deadline_s;               // create/scale/update (model 3)
   bool autoscale_off = false;                            // scale/update: turn it off
   bool major = false;         // update: a major change (validated, rolled out)
   // health: applied in this order.
@@ -93,8 +112,23 @@ struct SchedCommand {
   // named); health: executors whose registration is gone, applied first.
   std::string executor;
   std::vector<std::string> lost_executors;
+  // Model 3. switch: the version to make active. health: `timed_out` rooms
+  // (pending past the deadline) become error, applied right after the lost
+  // executors; `fail` fails the active version with that reason (its
+  // rollout gave up), applied before switch_to (then the rollout's from).
+  std::string to;
+  std::vector<std::string> timed_out;
+  std::string fail;
 
   bool Internal() const { return op == Op::kHealth; }
+  // Whether it needs scheduler model 3 (a new op, an error report, a
+  // deadline, timed-out rooms or a failed rollout).
+  bool NeedsModel3() const;
+  // Drops the model-3 parts a release before 1.4.0 ignores or a leader may
+  // drop before the 1.4.0 marker: error reports (those rooms stay pending),
+  // timed-out rooms, the deadline. What still needs model 3 after it (the
+  // new ops, a failed rollout) cannot be written or applied in model 2.
+  void DropModel3();
   // Whether it carries a model-2 field (executor, lost_executors).
   bool NamesExecutors() const { return !executor.empty() || !lost_executors.empty(); }
   void DropExecutors() {
@@ -112,6 +146,9 @@ nlohmann::json SchedCommandToJson(const SchedCommand& c);
 // executor fields, everything else as it was ("" if it is not a JSON
 // object). For a downgrade's restatement (node/station/version_state.cc).
 std::string SchedPayloadWithoutExecutors(std::string_view payload);
+// Whether a scheduler decree's payload needs model 3 (NeedsModel3 of what
+// it parses to; false if it does not parse).
+bool SchedPayloadNeedsModel3(std::string_view payload);
 
 struct RoomRecord {
   std::string version;
@@ -135,6 +172,14 @@ struct RolloutRecord {
   uint32_t desired_ready = 0;  // at the switch (and the lowest since, if scaled)
   uint32_t created = 0;
   uint32_t deleted = 0;
+  // Model 3: rooms of the new major version that failed since the switch.
+  uint32_t failed_rooms = 0;
+};
+
+// Why a version failed (model 3), and the slot that decided it.
+struct FailedVersion {
+  std::string reason;
+  uint64_t slot = 0;
 };
 
 struct Scheduler {
@@ -144,6 +189,7 @@ struct Scheduler {
   std::string validating;                     // major version awaiting its validation room; "" if none
   std::map<std::string, RoomRecord> rooms;
   std::optional<RolloutRecord> rollout;       // the latest rolling update
+  std::map<std::string, FailedVersion> failed;  // model 3: versions never to be active (until retried)
 
   uint32_t ActiveMajor() const { return versions.at(active); }
   bool IsOld(const RoomRecord& r) const { return versions.at(r.version) != ActiveMajor(); }
@@ -174,6 +220,10 @@ class Schedulers {
   // Whether any room records an executor or is lost: a snapshot holding
   // such a state is scheduler model 2 (an older reader must refuse it).
   bool TracksExecutors() const;
+  // Whether any scheduler holds model-3 state (a failed version, a room in
+  // error, a deadline, a rollout's failed rooms, a version above the active
+  // one that is not being validated): a snapshot of it is model 3.
+  bool TracksFailures() const;
   // Forgets every room's executor and lost mark (a downgrade to a release
   // without executors): the state becomes what that release computes from
   // the same log with the executor fields dropped.
@@ -183,6 +233,7 @@ class Schedulers {
 
  private:
   std::string ApplyHealth(const SchedCommand& c, uint64_t slot, Scheduler& s);
+  std::string ApplyRoomStatus(const SchedCommand& c, uint64_t slot, Scheduler& s);
   void AfterApply(Scheduler& s, uint64_t slot);
   std::map<std::string, Scheduler> schedulers_;
 };
@@ -198,6 +249,30 @@ RolloutCounts CountSchedulerRooms(const Scheduler& s);
 uint32_t ReportedReady(const Scheduler& s);
 // Marks lost every room (not terminating) of the executors in `lost`.
 void MarkLost(Scheduler& s, const std::vector<std::string>& lost);
+
+// sched_failures.cc. Marks room `id` error: a validation room of the version
+// being validated fails that version (`reason`, at `slot`) and ends the
+// validation; a room of the active major version during a rollout counts
+// in the rollout's failed_rooms.
+void MarkError(Scheduler& s, const std::string& id, const std::string& reason, uint64_t slot);
+// Makes `to` active: a version of another major starts a rolling update
+// (from the active one); one of the same major switches at once.
+void SwitchActive(Scheduler& s, const std::string& to, uint64_t slot);
+// Checks and applies the model-3 client ops (switch, abort,
+// retry_validation) and the model-3 parts of a health decree.
+Status CheckFailureOp(const SchedCommand& c, const Scheduler& s);
+std::string ApplyFailureOp(const SchedCommand& c, uint64_t slot, Scheduler& s);
+// The version retry_validation would validate: the newest failed one.
+std::string LatestFailed(const Scheduler& s);
+// The rollout's failure limit: it gives up once failed_rooms reaches this
+// plus the ready rooms of its new version (max(3, base), base as in rollout.h).
+uint32_t RolloutFailureLimit(const Scheduler& s);
+// The slot a room was created at (its id is "<scheduler>-<slot>-<n>"); 0 if
+// the id is not of that form.
+uint64_t RoomCreatedSlot(const std::string& id);
+// Why the latest rollout or validation is not moving, and since which slot
+// (rollout status; docs/design/coordinator.md#when-rooms-fail).
+nlohmann::json RolloutReason(const Scheduler& s);
 
 const char* RoomStatusName(RoomStatus s);
 

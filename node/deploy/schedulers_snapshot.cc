@@ -42,6 +42,9 @@ Status RestoreRollout(const SnapshotReader& r, const Scheduler& s, std::optional
                             std::pair{"created", &rec.created}, std::pair{"deleted", &rec.deleted}}) {
     if (Status st = r.U32At(key, 0, UINT32_MAX, field); !st.ok()) return st;
   }
+  if (r.json().contains("failed_rooms")) {  // model 3
+    if (Status st = r.U32At("failed_rooms", 1, UINT32_MAX, &rec.failed_rooms); !st.ok()) return st;
+  }
   if (r.json().contains("ready_start")) {
     uint32_t start = 0;
     if (Status st = r.U32At("ready_start", 0, UINT32_MAX, &start); !st.ok()) return st;
@@ -66,7 +69,6 @@ Status RestoreScheduler(const SnapshotReader& r, const std::string& name, Schedu
   SnapshotReader versions = r;
   if (Status st = r.At("versions", &versions); !st.ok()) return st;
   if (Status st = versions.ExpectObject(); !st.ok()) return st;
-  std::map<std::string, uint32_t> minors;
   for (const auto& [v, major_json] : versions.json().items()) {
     SnapshotReader one = versions.Child(v, major_json);
     uint32_t major = 0, minor = 0, stored_major = 0;
@@ -74,29 +76,36 @@ Status RestoreScheduler(const SnapshotReader& r, const std::string& name, Schedu
     if (Status st = one.U32(1, UINT32_MAX, &stored_major); !st.ok()) return st;
     if (stored_major != major) return one.Bad("major number differs from the version's name");
     s->versions[v] = major;
-    minors[v] = minor;
   }
   if (Status st = r.StringAt("active_version", &s->active); !st.ok()) return st;
   if (s->versions.count(s->active) == 0) {
     return r.Bad("active version " + s->active.substr(0, 64) + " is not a version");
   }
   if (Status st = r.StringAt("validating", &s->validating); !st.ok()) return st;
-  // Versions are only ever added: a major update adds the one validated
-  // (the sole version of a new top major number), a minor one the newest of
-  // the active major, and a switch makes the validated one active.
+  // Versions are only ever added; a major update's version is validated
+  // above the active major one, a retried one too. Versions above the
+  // active one are those a switch went back from, or failed ones.
   uint32_t active_major = s->versions.at(s->active);
-  for (const auto& [v, major] : s->versions) {
-    if (v == s->validating) continue;
-    if (major > active_major) return r.Bad("version " + v + " is above the active one but not being validated");
-    if (major == active_major && minors.at(v) > minors.at(s->active)) {
-      return r.Bad("version " + v + " is newer than the active one");
-    }
-  }
   if (!s->validating.empty()) {
     auto it = s->versions.find(s->validating);
-    if (it == s->versions.end() || it->second <= active_major || s->validating != VersionName(it->second, 0)) {
+    if (it == s->versions.end() || it->second <= active_major) {
       return r.Bad("version being validated " + s->validating.substr(0, 64) +
-                   " is not the first of a major version above the active one");
+                   " is not a version of a major number above the active one");
+    }
+  }
+  if (r.json().contains("failed")) {  // model 3
+    SnapshotReader failed = r;
+    if (Status st = r.At("failed", &failed); !st.ok()) return st;
+    if (Status st = failed.ExpectObject(); !st.ok()) return st;
+    for (const auto& [v, one_json] : failed.json().items()) {
+      SnapshotReader one = failed.Child(v, one_json);
+      if (s->versions.count(v) == 0 || v == s->active || v == s->validating) {
+        return one.Bad("a failed version must be a known version, neither active nor being validated");
+      }
+      FailedVersion f;
+      if (Status st = one.StringAt("reason", &f.reason); !st.ok()) return st;
+      if (Status st = one.U64At("slot", 0, UINT64_MAX, &f.slot); !st.ok()) return st;
+      s->failed[v] = std::move(f);
     }
   }
 
@@ -113,6 +122,11 @@ Status RestoreScheduler(const SnapshotReader& r, const std::string& name, Schedu
     if (lo > hi) return a.Bad("min above max");
     s->params.autoscale_min = lo;
     s->params.autoscale_max = hi;
+  }
+  if (r.json().contains("room_deadline_s")) {  // model 3
+    uint32_t deadline = 0;
+    if (Status st = r.U32At("room_deadline_s", kRoomDeadlineMinS, kRoomDeadlineMaxS, &deadline); !st.ok()) return st;
+    s->params.room_deadline_s = deadline;
   }
 
   SnapshotReader rooms = r;
@@ -132,14 +146,14 @@ Status RestoreScheduler(const SnapshotReader& r, const std::string& name, Schedu
     // inline that one so that -Wmaybe-uninitialized fires, falsely, in
     // ParseSchedCommand.
     bool known = false;
-    for (RoomStatus candidate :
-         {RoomStatus::kPending, RoomStatus::kReady, RoomStatus::kOccupied, RoomStatus::kTerminating}) {
+    for (RoomStatus candidate : {RoomStatus::kPending, RoomStatus::kReady, RoomStatus::kOccupied,
+                                 RoomStatus::kTerminating, RoomStatus::kError}) {
       if (status == RoomStatusName(candidate)) {
         rec.status = candidate;
         known = true;
       }
     }
-    if (!known) return room.Bad("status must be pending, ready, occupied or terminating");
+    if (!known) return room.Bad("status must be pending, ready, occupied, terminating or error");
     if (room.json().contains("validation")) {
       SnapshotReader validation = room;
       if (Status st = room.At("validation", &validation); !st.ok()) return st;

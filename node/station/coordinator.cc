@@ -50,6 +50,7 @@ void Coordinator::HandleDeploy(uint64_t handle, ClientRequest&& req) {
   if (st_.replica_->GetStatus().role != consensus::Role::kLeader) {
     return st_.Respond(handle, st_.Redirect(req, "this node does not lead"));
   }
+  if (Status s = NeedsModel3(&*cmd); !s.ok()) return st_.Respond(handle, ErrorFor(req.id, s));
   if (!running_) {
     return st_.Respond(handle, Answer(req.id, ClientCode::kUnavailable,
                                       "recovery coordinator not running yet (leader recovering the log); retry"));
@@ -117,6 +118,18 @@ bool Coordinator::Propose(deploy::DeployCommand c, PendingDeploy* client) {
   // the 1.3.0 marker (and stops under a downgrade below it).
   if (auto* sched = std::get_if<deploy::SchedCommand>(&c.command); sched && st_.versions_.WriteModel(type) < 2) {
     sched->DropExecutors();
+  }
+  // Failures are model 3 (coordinator_deadlines.cc).
+  if (auto* sched = std::get_if<deploy::SchedCommand>(&c.command); sched && st_.versions_.WriteModel(type) < 3) {
+    sched->DropModel3();
+    if (sched->NeedsModel3()) {  // a downgrade was asked for since it was checked
+      if (client != nullptr) {
+        st_.Respond(client->handle, Answer(client->request_id, ClientCode::kBadRequest,
+                                           "not applied: a downgrade below 1.4.0 is under way; that release has no " +
+                                               c.Describe()));
+      }
+      return false;
+    }
   }
   Decree d;
   d.header = st_.versions_.HeaderFor(type);
@@ -187,6 +200,7 @@ void Coordinator::Supervise() {
     // older state).
     if (inflight_ && inflight_ballot_ != st_.replica_->GetStatus().promised) inflight_.reset();
     next_health_ms_ = st_.now_ms_;  // one loop at once: continue where the last coordinator stopped
+    pending_since_ms_.clear();      // every creation deadline starts again
     st_.Log(LogLevel::kInfo, "recovery coordinator started at applied slot " + std::to_string(st_.applied_slot_) +
                                  " (ballot " + consensus::ToString(st_.replica_->GetStatus().promised) + ")");
   }
@@ -224,7 +238,7 @@ void Coordinator::Run() {
         return st_.kv_.Get(deploy::kExecutorKeyPrefix + executor).has_value();
       });
     }
-    if (auto decision = deploy::DecideHealth(name, sched, lost)) {
+    if (auto decision = deploy::DecideHealth(name, sched, lost, TimedOut(name, sched))) {
       deploy::DeployCommand c;
       c.kind = deploy::Kind::kScheduler;
       c.command = std::move(*decision);
@@ -242,6 +256,13 @@ StatusOr<std::string> Coordinator::Apply(consensus::Slot slot, const Decree& d, 
   // (unknown fields), so every node must.
   if (cmd.ok() && d.header.EffectiveModelVersion() < 2) {
     if (auto* sched = std::get_if<deploy::SchedCommand>(&cmd->command)) sched->DropExecutors();
+  }
+  // Likewise model-3 fields in an older decree (never written so).
+  if (cmd.ok() && d.header.EffectiveModelVersion() < 3) {
+    auto* sched = std::get_if<deploy::SchedCommand>(&cmd->command);
+    if (sched != nullptr) sched->DropModel3();
+    // What 1.3.0 cannot parse at all it skips: so does every node.
+    if (sched != nullptr && sched->NeedsModel3()) cmd = Status::InvalidArgument("needs scheduler model 3");
   }
   StatusOr<std::string> outcome = cmd.ok() ? deploy_.Apply(*cmd, slot) : StatusOr<std::string>(cmd.status());
   ++applied_;

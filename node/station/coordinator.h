@@ -21,6 +21,11 @@
 //     their rooms lost. Before that marker, and under a downgrade below it,
 //     executors are not tracked: their fields are dropped from every
 //     scheduler decree written, and a model-1 decree never changes them.
+//     Once the marker is 1.4.0 or later (scheduler model 3), it also names
+//     the rooms pending longer than their scheduler's creation deadline,
+//     timed by this coordinator from when it first saw them pending
+//     (coordinator_deadlines.cc); before that, rooms never time out, error
+//     reports are dropped and the model-3 client commands are refused.
 // Every node applies deployment decrees with node/deploy/ in slot order; so
 // a new leader's coordinator starts from state it already holds.
 //
@@ -29,13 +34,16 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <optional>
 #include <set>
+#include <vector>
 #include <string>
 
 #include "consensus/types.h"
 #include "node/deploy/deploy_state.h"
 #include "node/station/decree.h"
+#include "node/station/version.h"
 #include "rpc/client_protocol.h"
 
 namespace ts::station {
@@ -72,7 +80,13 @@ class Coordinator {
   void ForgetExecutors(consensus::Slot slot);
   // The scheduler model a snapshot of the state is written in: 2 once rooms
   // record executors, else 1 (what a release before 1.3.0 reads).
-  uint16_t SnapshotModel() const { return deploy_.schedulers().TracksExecutors() ? 2 : 1; }
+  // Model 3 once a scheduler holds failures (Schedulers::TracksFailures).
+  uint16_t SnapshotModel() const {
+    return deploy_.schedulers().TracksFailures() ? 3 : deploy_.schedulers().TracksExecutors() ? 2 : 1;
+  }
+  // Why a downgrade to `target` must be refused for the deployment state
+  // ("" : it need not be): a release before 1.4.0 cannot hold failures.
+  std::string DowngradeRefusal(const Semver& target) const;
   // The state a checked snapshot holds replaces the applied one.
   void Restore(deploy::DeployState state) { deploy_ = std::move(state); }
 
@@ -110,6 +124,14 @@ class Coordinator {
   consensus::Ballot inflight_ballot_;        // the leadership that proposed it
   uint64_t next_health_ms_ = 0;
   std::set<std::string> sched_health_done_;  // schedulers decided in this health loop
+  // Scheduler -> room -> when this coordinator first saw it pending (its
+  // now_ms): the creation deadlines' clocks, started again by each new
+  // coordinator (coordinator_deadlines.cc).
+  std::map<std::string, std::map<std::string, uint64_t>> pending_since_ms_;
+  std::vector<std::string> TimedOut(const std::string& name, const deploy::Scheduler& s);
+  // Refuses a client command that needs scheduler model 3 before it may be
+  // written; an error report alone loses its error rooms instead.
+  Status NeedsModel3(deploy::DeployCommand* c) const;
   // Deployment decrees applied, those the state refused, and the stale
   // ones (see Station::deploy_applied).
   uint64_t applied_ = 0;

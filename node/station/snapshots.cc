@@ -131,6 +131,8 @@ Status Snapshots::Write(RecordSink* out) const {
     h.models[static_cast<uint16_t>(DecreeType::kKvTxn)] = 1;
     h.min_reader_version = kSessionsSince.ToString();
   }
+  // After the 1.3.0 features above, as it needs a newer reader.
+  if (h.models[static_cast<uint16_t>(DecreeType::kScheduler)] >= 3) h.min_reader_version = kSchedModel3Since.ToString();
   h.kv_keys = st_.kv_.size();
   SequenceHash full(SnapshotDigestHash(h));
   h.full_digest = full.Hex();  // a placeholder of the digest's size

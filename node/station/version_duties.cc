@@ -174,6 +174,7 @@ void VersionDuties::HandleDowngrade(uint64_t handle, rpc::ClientRequest&& req) {
     auto target = Semver::Parse(req.value);
     if (!target) return fail(ClientCode::kBadRequest, "downgrade target '" + req.value + "' is not X.Y.Z");
     std::string refusal = DowngradeRefusal(st_.versions_, *target);
+    if (refusal.empty()) refusal = st_.coordinator_.DowngradeRefusal(*target);
     if (!refusal.empty()) return fail(ClientCode::kBadRequest, refusal);
     g.target = target->ToString();
     st_.versions_.PrepareDowngrade(*target);

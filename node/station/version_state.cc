@@ -47,10 +47,12 @@ uint16_t MaxModelRead(const Semver& v, uint16_t type) {
   if (IsKvType(type)) return v >= kKvModel2Since ? 2 : 1;
   if (const Semver* since = IntroducedIn(type)) return v >= *since ? 1 : 0;
   switch (static_cast<DecreeType>(type)) {
+    case DecreeType::kScheduler:
+      if (v >= kSchedModel3Since) return 3;
+      [[fallthrough]];
     case DecreeType::kVersionMarker:
     case DecreeType::kDowngrade:
     case DecreeType::kMigrate:
-    case DecreeType::kScheduler:
       return v >= kSchedModel2Since ? 2 : 1;
     case DecreeType::kBlueGreen:  // the other deployment models are at version 1
     case DecreeType::kLrp:
@@ -187,7 +189,7 @@ uint16_t VersionState::WriteModel(uint16_t type) const {
   if (IsKvType(type) && self_ >= kKvModel2Since && latest_marker_ && *latest_marker_ >= kKvModel2Since) model = 2;
   if (type == static_cast<uint16_t>(DecreeType::kScheduler) && self_ >= kSchedModel2Since && latest_marker_ &&
       *latest_marker_ >= kSchedModel2Since) {
-    model = 2;
+    model = self_ >= kSchedModel3Since && *latest_marker_ >= kSchedModel3Since ? 3 : 2;
   }
   if (downgrade_to_) model = std::min(model, MaxModelRead(*downgrade_to_, type));
   if (prepared_downgrade_) model = std::min(model, MaxModelRead(*prepared_downgrade_, type));
@@ -209,8 +211,8 @@ DecreeHeader HeaderOf(uint16_t type, uint16_t model) {
   h.type = type;
   h.model_version = model;
   if (IsKvType(type) && h.model_version == 2) h.min_reader_version = kKvModel2Since.ToString();
-  if (type == static_cast<uint16_t>(DecreeType::kScheduler) && h.model_version == 2) {
-    h.min_reader_version = kSchedModel2Since.ToString();
+  if (type == static_cast<uint16_t>(DecreeType::kScheduler) && h.model_version >= 2) {
+    h.min_reader_version = (h.model_version == 2 ? kSchedModel2Since : kSchedModel3Since).ToString();
   }
   if (const Semver* since = IntroducedIn(type)) h.min_reader_version = since->ToString();
   return h;
@@ -238,6 +240,15 @@ std::string VersionState::WhyNotWritable(uint16_t type) const {
 
 std::optional<std::string> RewriteFor(const Semver& target, const Decree& d) {
   if (d.header.EffectiveModelVersion() <= MaxModelRead(target, d.header.type)) return EncodeDecree(d);
+  if (d.header.type == static_cast<uint16_t>(DecreeType::kScheduler) && d.header.EffectiveModelVersion() == 3) {
+    // Model 2 is model 3 without failures, deadlines and switches: a decree
+    // that holds none of them is model 2 as it is; one that does cannot be
+    // said in model 2 (the downgrade is refused; tsctl migrate compacts it).
+    if (deploy::SchedPayloadNeedsModel3(d.payload)) return std::nullopt;
+    Decree v2 = d;
+    v2.header = HeaderOf(d.header.type, 2);
+    return RewriteFor(target, v2);
+  }
   if (d.header.type == static_cast<uint16_t>(DecreeType::kScheduler) && d.header.EffectiveModelVersion() == 2) {
     // Model 1 is model 2 without the executor fields: the target applies
     // the rest alike, and the downgrade decree makes newer nodes forget

@@ -29,6 +29,11 @@ inline constexpr Semver kSessionsSince{1, 3, 0};
 // naming executors that are gone; docs/design/coordinator.md#executors)
 // arrives with 1.3.0.
 inline constexpr Semver kSchedModel2Since{1, 3, 0};
+// Scheduler model 3 (rooms in error, creation deadlines, failed versions,
+// switching versions; docs/design/coordinator.md#when-rooms-fail) arrives
+// with 1.4.0. A downgrade below it restates a model-3 decree without those
+// parts as model 2 when it has nothing else, and refuses otherwise.
+inline constexpr Semver kSchedModel3Since{1, 4, 0};
 // Key-value model 1 is read by software before this version only: N + 2 in
 // the terms of docs/design/versions.md, for which the migration errand must
 // have run.

@@ -62,7 +62,10 @@ std::optional<nlohmann::json> SimAgent::Step(const nlohmann::json& view, uint64_
     }
     // Created on an earlier step: it is up now. Said again while the state
     // still shows it pending (a report lost with a leader change).
-    if (status == "pending") statuses[id] = "ready";
+    if (status == "pending") {
+      const char* report = faults_.ReportFor(id, r.value("version", std::string()));
+      if (*report != '\0') statuses[id] = report;
+    }
     // Marked lost while it ran here (the lease lapsed): said again.
     else if (lost) statuses[id] = status;
   }

@@ -6,7 +6,8 @@
 // Each Step sees one scheduler as the cluster's applied state shows it and
 // returns the room_status command that reports what the executor did:
 //   - a pending room seen for the first time is created; on the next step it
-//     is up (ready);
+//     is up (ready), or failed (error) or still pending as its RoomFaults
+//     say;
 //   - a terminating room is destroyed and reported gone;
 //   - players: it keeps `occupied_percent` of the scheduler's desired rooms
 //     occupied (rounded), as the scenario tables assume: players of a deleted
@@ -43,6 +44,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "node/tsagent/room_faults.h"
+
 namespace ts::tsagent {
 
 struct AgentCounters {
@@ -72,6 +75,8 @@ class SimAgent {
   // count its rooms as lost).
   void set_executor(std::string name) { executor_ = std::move(name); }
   void set_registered(bool r) { registered_ = r; }
+  // Which created rooms fail or never come up (room_faults.h).
+  void set_faults(RoomFaults f) { faults_ = std::move(f); }
   bool registered() const { return registered_; }
   const std::string& executor() const { return executor_; }
 
@@ -101,6 +106,7 @@ class SimAgent {
   std::map<std::string, std::set<std::string>> rooms_;  // scheduler -> rooms it runs
   std::set<std::string> ever_created_;
   AgentCounters counters_;
+  RoomFaults faults_;
 };
 
 }  // namespace ts::tsagent

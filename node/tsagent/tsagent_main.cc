@@ -63,6 +63,9 @@ struct Flags {
   uint32_t give_up_s = 0;  // 0: retry for ever
   std::string executor;    // empty: DefaultExecutorName()
   uint32_t lease_ttl_ms = 10000;
+  // Rooms that fail (room_faults.h).
+  uint32_t fail_percent = 0;
+  std::vector<std::string> fail_versions, never_ready_versions;
 };
 
 // HOSTNAME-PID, with any character a name may not hold replaced by '-'.
@@ -118,6 +121,12 @@ void AddFlags(CLI::App& app, Flags& f) {
           },
           "SECONDS:PERCENT"));
   app.add_option("--scheduler", f.only, "Only these schedulers (repeatable; default: all)");
+  app.add_option("--fail-percent", f.fail_percent,
+                 "Share of created rooms that report error instead of ready (chosen by room id)")
+      ->check(CLI::Range(0, 100));
+  app.add_option("--fail-version", f.fail_versions, "Every room of this version reports error (repeatable)");
+  app.add_option("--never-ready-version", f.never_ready_versions,
+                 "Rooms of this version stay pending for ever: the creation deadline fails them (repeatable)");
   app.add_option("--report", f.report_path, "Write the ledger (JSON) to this file after every step");
   app.add_option("--executor", f.executor,
                  "This executor's name, registered as _ts/executors/NAME under a lease and recorded by each room "
@@ -418,6 +427,13 @@ int main(int argc, char** argv) {
   ts::client::Client client(std::move(o));
   ts::tsagent::SimAgent agent(f.occupied_percent);
   if (f.players) agent.set_players(*f.players);
+  {
+    ts::tsagent::RoomFaults faults;
+    faults.set_fail_percent(f.fail_percent);
+    for (const std::string& v : f.fail_versions) faults.add_fail_version(v);
+    for (const std::string& v : f.never_ready_versions) faults.add_never_ready_version(v);
+    agent.set_faults(std::move(faults));
+  }
   agent.set_executor(f.executor);
   ClientLeases leases(client);
   ts::tsagent::RegistrationOptions ro;

@@ -18,6 +18,8 @@ void AddSchedParams(CLI::App* c, DeployArgs* a) {
                 "this (give --autoscale-max too)");
   c->add_option("--autoscale-max", a->autoscale_max, "Autoscale: ... and at most this");
   c->add_flag("--no-autoscale", a->no_autoscale, "Turn the autoscaler off (then --desired sets desired by hand)");
+  c->add_option("--room-deadline-s", a->room_deadline,
+                "Seconds a room may stay pending before it is failed (10..86400; default 300)");
 }
 
 void PutParams(const DeployArgs& a, nlohmann::json& j) {
@@ -28,6 +30,7 @@ void PutParams(const DeployArgs& a, nlohmann::json& j) {
   if (a.autoscale_min) j["autoscale_min"] = *a.autoscale_min;
   if (a.autoscale_max) j["autoscale_max"] = *a.autoscale_max;
   if (a.no_autoscale) j["autoscale_off"] = true;
+  if (a.room_deadline) j["room_deadline_s"] = *a.room_deadline;
 }
 
 // show's --serializable: a read any node answers at once from its applied
@@ -46,7 +49,8 @@ std::string AutoscaleNote(const nlohmann::json& s) {
 
 // sched create, update, scale, show.
 void AddSchedCommands(CLI::App& app, DeployArgs* a) {
-  CLI::App* sched = app.add_subcommand("sched", "Schedulers of game rooms: create, update, scale, show");
+  CLI::App* sched =
+      app.add_subcommand("sched", "Schedulers of game rooms: create, update, scale, switch, retry-validation, show");
   sched->require_subcommand(1);
   CLI::App* create = sched->add_subcommand("create", "create NAME --desired N: a scheduler at version v1.0");
   create->add_option("NAME", a->name, "Scheduler name")->required();
@@ -67,6 +71,7 @@ void AddSchedCommands(CLI::App& app, DeployArgs* a) {
   CLI::App* show = sched->add_subcommand("show", "show [NAME]: every scheduler, or one with its rooms");
   show->add_option("NAME", a->name, "Scheduler name");
   AddSerializableFlag(show, a);
+  AddFailureCommands(sched, nullptr, a);
 }
 
 // rollout status [--watch].
@@ -78,6 +83,7 @@ void AddRolloutCommands(CLI::App& app, DeployArgs* a) {
                 "with --watch, wait until it completes (exit 3 at --timeout-ms)");
   rstatus->add_option("SCHEDULER", a->name, "Scheduler name")->required();
   rstatus->add_flag("--watch", a->watch, "Print progress until the rollout completes");
+  AddFailureCommands(nullptr, rollout, a);
 }
 
 // bg register, promote, rollback, delete, show.
@@ -199,6 +205,7 @@ StatusOr<nlohmann::json> BuildDeployCommand(const std::string& path, const Deplo
     if (j.is_discarded() || !j.is_object()) return Status::InvalidArgument("command: JSON must be an object");
     return j;
   }
+  if (auto failure = BuildFailureCommand(path, a)) return *failure;
   if (path.starts_with("sched ")) {
     j["kind"] = "sched";
     j["op"] = path.substr(6);
@@ -272,13 +279,14 @@ std::string FormatRolloutStatus(const nlohmann::json& s, bool* done) {
   const nlohmann::json& c = s["counts"];
   if (!s.value("validating", std::string()).empty()) {
     *done = false;
-    o << "Waiting for validation of " << s["validating"].get<std::string>() << " (one room must become ready)";
+    o << "Waiting for validation of " << s["validating"].get<std::string>() << " (one room must become ready)"
+      << FormatReason(s);
     return o.str();
   }
   if (s["rollout"].is_null()) {
     *done = true;
     o << "scheduler " << s["scheduler"].get<std::string>() << " has had no rolling update; active version "
-      << s["active_version"].get<std::string>();
+      << s["active_version"].get<std::string>() << FormatReason(s);
     return o.str();
   }
   const nlohmann::json& r = s["rollout"];
@@ -295,6 +303,7 @@ std::string FormatRolloutStatus(const nlohmann::json& s, bool* done) {
       << (r.contains("ready_floor") ? ", ready floor " + r["ready_floor"].dump() : "") << ", fewest ready so far "
       << r["ready_min"] << ")";
   }
+  o << FormatReason(s);
   return o.str();
 }
 
@@ -323,7 +332,9 @@ std::string FormatDeployView(const std::string& path, const nlohmann::json& view
         << "%)  max surge " << s["max_surge_percent"] << "%  add limit " << s["add_limit"] << "\n  rooms " << c["total"]
         << ": ready " << c["ready"] << ", occupied " << c["occupied"] << ", pending " << c["pending"]
         << ", terminating " << c["terminating"] << "; new " << c["new"] << ", old " << c["old"]
-        << (c.contains("lost") ? "; lost " + c["lost"].dump() + " (executor gone, not counted ready)" : "") << "\n";
+        << (c.contains("lost") ? "; lost " + c["lost"].dump() + " (executor gone, not counted ready)" : "")
+        << (c.contains("error") ? "; error " + c["error"].dump() + " (failed, being replaced)" : "") << "\n"
+        << FormatFailures(s);
       if (s.contains("rooms")) {
         for (const nlohmann::json& r : s["rooms"]) {
           // A lost room shows "lost" and the status its executor last reported.

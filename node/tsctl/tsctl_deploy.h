@@ -29,6 +29,8 @@ struct DeployArgs {
   std::string raw;                     // command: the JSON command as is
   bool watch = false;
   bool serializable = false;  // show: this node's applied state, no leader needed (may trail it)
+  std::optional<uint32_t> room_deadline;  // sched: seconds a room may stay pending
+  std::string to;                         // sched switch: the version
 };
 
 // Adds sched, rollout, bg, lrp and command (each with its subcommands).
@@ -56,5 +58,14 @@ std::string FormatExecutors(const std::optional<nlohmann::json>& executors);
 
 // `tsctl rollout status`: one line like kubectl's, and whether it is done.
 std::string FormatRolloutStatus(const nlohmann::json& sched, bool* done);
+
+// tsctl_sched_failures.cc: sched switch, sched retry-validation, rollout
+// abort (docs/design/coordinator.md#when-rooms-fail), added to `sched` and
+// `rollout`; their JSON commands (nullopt: not one of them); and the lines
+// `sched show` and `rollout status` add for failures and reasons.
+void AddFailureCommands(CLI::App* sched, CLI::App* rollout, DeployArgs* a);
+std::optional<nlohmann::json> BuildFailureCommand(const std::string& path, const DeployArgs& a);
+std::string FormatFailures(const nlohmann::json& sched);
+std::string FormatReason(const nlohmann::json& sched);
 
 }  // namespace ts::tsctl

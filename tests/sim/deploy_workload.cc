@@ -24,6 +24,12 @@ json LrpDefinition(uint32_t n) {
 
 DeployWorkload::DeployWorkload(StationCluster& c, uint64_t seed)
     : c_(c), rng_(seed), agent_(static_cast<uint32_t>(seed % 101)) {
+  // Rooms that fail (room_faults.h): a share on a quarter of the seeds,
+  // every room of v3.0 on a fifth.
+  tsagent::RoomFaults faults;
+  if (seed % 4 == 0) faults.set_fail_percent(15);
+  if (seed % 5 == 0) faults.add_fail_version("v3.0");
+  agent_.set_faults(std::move(faults));
   next_operator_ms_ = c_.now_ms() + 200 + rng_() % 300;
   next_occupancy_ms_ = c_.now_ms() + kOccupancyPeriodMs;
   next_executor_ms_ = c_.now_ms() + kExecutorPeriodMs;
@@ -76,6 +82,7 @@ void DeployWorkload::OperatorCommand() {
   std::string sched = "s" + std::to_string(1 + rng_() % 2);
   uint32_t desired = 2 + static_cast<uint32_t>(rng_() % 6);
   std::string lrp = "lrp1";
+  if (rng_() % 8 == 0 && FailureCommand(*leader, sched)) return;
   switch (rng_() % 10) {
     case 0: {
       json create = {{"kind", "sched"},        {"op", "create"}, {"scheduler", sched}, {"desired", desired},
@@ -84,6 +91,7 @@ void DeployWorkload::OperatorCommand() {
         create["autoscale_min"] = 1 + rng_() % 3;
         create["autoscale_max"] = 4 + rng_() % 8;
       }
+      if (rng_() % 2) create["room_deadline_s"] = 10;  // the shortest: rooms of a never-ready version time out
       return Command(*leader, create);
     }
     case 1:
@@ -154,6 +162,7 @@ void DeployWorkload::Executor() {
 }
 
 std::string DeployWorkload::Check() const {
+  if (std::string why = CheckFailures(); !why.empty()) return why;
   const tsagent::AgentCounters& k = agent_.counters();
   if (k.lost > 0 || k.duplicated > 0) {
     return "executor ledger: " + std::to_string(k.lost) + " rooms lost, " + std::to_string(k.duplicated) +

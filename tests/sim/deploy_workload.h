@@ -8,6 +8,10 @@
 //
 // Its checks, beside the station's own:
 //   - the executor's ledger: no room lost or created twice;
+//   - no node's applied state has a failed version active (scheduler
+//     failures: on some seeds a share of rooms, or every room of v3.0,
+//     fails, and the operator also switches versions, aborts rollouts and
+//     retries validations);
 //   - once healed, every rollout and LRP update finishes (Settled).
 #pragma once
 
@@ -38,6 +42,10 @@ class DeployWorkload {
 
  private:
   void OperatorCommand();
+  // Scheduler failures: the operator's switch, abort and retry commands,
+  // and the check that no failed version is active (deploy_failures.cc).
+  bool FailureCommand(NodeId leader, const std::string& sched);
+  std::string CheckFailures() const;
   void Executor();
   // A deployment query at `at`'s client port: the JSON and the slot it reflects.
   std::optional<std::pair<nlohmann::json, uint64_t>> Query(NodeId at, const std::string& key);

@@ -30,6 +30,17 @@
 namespace ts::sim {
 namespace {
 
+// Whether a scheduler decree says rooms failed: an error report, rooms
+// timed out, or a rollout that gave up.
+bool RoomsFail(const std::string& payload) {
+  auto c = deploy::ParseSchedCommand(nlohmann::json::parse(payload, nullptr, false));
+  if (!c.ok()) return false;
+  for (const auto& [id, status] : c->statuses) {
+    if (status == deploy::RoomStatus::kError) return true;
+  }
+  return !c->timed_out.empty() || !c->fail.empty();
+}
+
 struct Write {
   NodeId node;
   std::string key;
@@ -737,6 +748,9 @@ class Run {
       if (!e.IsNoop() && station::DecodeDecree(e.value, &d).ok() &&
           station::FamilyOf(d.header.type) == station::DecreeFamily::kDeploy) {
         ++r_.deploy_decrees;
+        if (d.header.type == static_cast<uint16_t>(station::DecreeType::kScheduler) && RoomsFail(d.payload)) {
+          ++r_.deploy_failure_decrees;
+        }
       }
     }
   }

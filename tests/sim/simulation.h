@@ -46,6 +46,7 @@ struct SimResult {
   uint64_t version_steps = 0;  // nodes restarted on another version, downgrade decrees
   uint64_t deploy_decrees = 0;  // deployment decrees in the final log
   uint64_t deploy_stale = 0;    // of those, validated against an older state: changed nothing
+  uint64_t deploy_failure_decrees = 0;  // of those, rooms failing: error reports, timeouts, rollouts given up
   uint64_t coordinator_handovers = 0;  // times the coordinator started on another node
   uint64_t wipes = 0;           // disks lost (the node rebuilt as a learner)
   uint64_t foreign_disks = 0;   // another cluster's data dir put in a node's place
@@ -109,8 +110,8 @@ inline uint64_t ScenarioSeeds(uint64_t fallback) { return SeedsFromEnv("TS_SCENA
 // Totals over a run of consecutive seeds.
 struct SweepResult {
   uint64_t seeds = 0, failed = 0, acknowledged = 0, faults = 0, write_faults = 0, version_steps = 0,
-           simulated_ms = 0, deploy_decrees = 0, deploy_stale = 0, coordinator_handovers = 0, wipes = 0,
-           foreign_disks = 0, refusals = 0, member_changes = 0, snapshots = 0, snapshots_torn = 0, installs = 0, crashes_writing = 0;
+           simulated_ms = 0, deploy_decrees = 0, deploy_stale = 0, deploy_failure_decrees = 0,
+           coordinator_handovers = 0, wipes = 0, foreign_disks = 0, refusals = 0, member_changes = 0, snapshots = 0, snapshots_torn = 0, installs = 0, crashes_writing = 0;
   uint64_t session_writes = 0, session_retries = 0;
   uint64_t txns = 0, txns_else = 0, txn_history_unknown = 0, leases_granted = 0, lease_keepalives = 0,
            lease_reads = 0, lease_vanished = 0;

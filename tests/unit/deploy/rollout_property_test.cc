@@ -14,26 +14,13 @@
 #include <random>
 #include <set>
 
+#include "tests/unit/deploy/rollout_grid.h"
 #include "tests/unit/deploy/scheduler_scenario.h"
 
 namespace ts::deploy {
 namespace {
 
-struct Case {
-  uint32_t desired, occupied, ready_target, max_surge, add_limit;
-  std::string Name() const {
-    return "desired " + std::to_string(desired) + ", occupied " + std::to_string(occupied) + ", readyTarget " +
-           std::to_string(ready_target) + "%, maxSurge " + std::to_string(max_surge) + "%, add limit " +
-           std::to_string(add_limit);
-  }
-};
-
-// rollout.h's bound: 2 x O + ceil(desired / base) + 2 loops from O old rooms.
-uint32_t LoopBound(const Case& c, uint32_t old_rooms) {
-  uint32_t base = std::max<uint32_t>(1, static_cast<uint32_t>(uint64_t{c.max_surge} * c.desired / 100));
-  base = std::min(base, c.add_limit);
-  return 2 * old_rooms + (c.desired + base - 1) / base + 2;
-}
+using Case = RolloutCase;
 
 // Runs one rollout to its end; `occupancy(loop)` is the occupancy the
 // executor keeps in that loop (players leave and arrive); returns the
@@ -99,11 +86,7 @@ std::vector<Case> Grid() {
           occupancies.insert(o);
         }
       }
-      for (uint32_t occupied : occupancies) {
-        for (uint32_t max_surge : {1u, 25u, 100u}) {
-          for (uint32_t add_limit : {1u, 150u}) out.push_back(Case{desired, occupied, ready_target, max_surge, add_limit});
-        }
-      }
+      for (uint32_t occupied : occupancies) AddSurgesAndLimits(desired, occupied, ready_target, &out);
     }
   }
   return out;

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,7 +38,13 @@ class SchedulerScenario {
     return r.ok() ? Status::Ok() : r.status();
   }
   const Scheduler& sched() const { return *s_.Find("s"); }
-  std::optional<SchedCommand> Decide() const { return DecideHealth("s", sched()); }
+  std::optional<SchedCommand> Decide(const std::vector<std::string>& timed_out = {}) const {
+    return DecideHealth("s", sched(), {}, timed_out);
+  }
+  // Rooms for which `fails` (id, version) holds report error instead of
+  // ready when they come up (the executor of a broken version).
+  void set_fails(std::function<bool(const std::string&, const std::string&)> fails) { fails_ = std::move(fails); }
+  uint64_t slot() const { return slot_; }
 
   // The executor after one loop: pending rooms become ready, terminating
   // rooms go away, and occupancy is topped up to `occupied` from ready rooms
@@ -50,7 +57,7 @@ class SchedulerScenario {
     uint32_t occ = 0;
     for (const auto& [id, r] : sched().rooms) {
       if (r.status == RoomStatus::kTerminating) gone.push_back(id);
-      else if (r.status == RoomStatus::kPending) statuses[id] = "ready";
+      else if (r.status == RoomStatus::kPending) statuses[id] = fails_ && fails_(id, r.version) ? "error" : "ready";
       else if (r.status == RoomStatus::kOccupied && !r.validation) ++occ;
     }
     for (int pass = 0; pass < 2 && leave && occ > occupied; ++pass) {
@@ -107,6 +114,7 @@ class SchedulerScenario {
  private:
   Schedulers s_;
   uint64_t slot_ = 0;
+  std::function<bool(const std::string&, const std::string&)> fails_;
 };
 
 }  // namespace ts::deploy

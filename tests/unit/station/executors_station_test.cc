@@ -13,22 +13,11 @@
 #include "node/station/version_state.h"
 #include "tests/sim/station_calls.h"
 #include "tests/sim/station_cluster.h"
+#include "tests/unit/station/deploy_calls.h"
 
 namespace ts::station {
 namespace {
 
-using rpc::ClientCode;
-using rpc::ClientOp;
-using sim::StationCluster;
-
-const uint16_t kSched = static_cast<uint16_t>(DecreeType::kScheduler);
-
-Decree Marker(const Semver& v) {
-  Decree d;
-  d.header.type = static_cast<uint16_t>(DecreeType::kVersionMarker);
-  d.payload = EncodeVersionMarker(VersionMarker{v.ToString()});
-  return d;
-}
 
 Decree DowngradeTo(const Semver& v) {
   Decree d;
@@ -44,10 +33,10 @@ TEST(SchedModel2, IsReadFrom130AndWrittenOnlyAfterItsMarker) {
   EXPECT_EQ(MaxModelRead(v120, kSched), 1);
   EXPECT_EQ(MaxModelRead(v130, kSched), 2);
   VersionState st(v130);
-  st.Observe(Marker(v120), 1);
+  st.Observe(MarkerDecree(v120), 1);
   EXPECT_EQ(st.WriteModel(kSched), 1) << "write old until the marker";
   EXPECT_TRUE(st.HeaderFor(kSched).min_reader_version.empty());
-  st.Observe(Marker(v130), 2);
+  st.Observe(MarkerDecree(v130), 2);
   EXPECT_EQ(st.WriteModel(kSched), 2);
   EXPECT_EQ(st.HeaderFor(kSched).min_reader_version, "1.3.0") << "a 1.2.0 follower must stop, not misapply";
   st.PrepareDowngrade(v120);
@@ -80,33 +69,10 @@ TEST(SchedModel2, ARestatementForADowngradeDropsTheExecutorFieldsOnly) {
   EXPECT_EQ(v1.payload, R"({"op":"room_status","rooms":{"r":"ready"},"scheduler":"s","validated_at":4})");
 }
 
-std::optional<rpc::ClientResponse> Send(StationCluster& c, ClientOp op, std::string key, std::string value = "") {
-  return sim::Call(c, sim::Req(op, std::move(key), std::move(value)));
-}
-
-nlohmann::json Query(StationCluster& c, const std::string& key) {
-  auto r = Send(c, ClientOp::kDeployQuery, key);
-  if (!r || r->code != ClientCode::kOk) return nullptr;
-  return nlohmann::json::parse(r->value, nullptr, false);
-}
-
 void Deploy(StationCluster& c, const nlohmann::json& cmd) {
   auto r = Send(c, ClientOp::kDeploy, "", cmd.dump());
   ASSERT_TRUE(r.has_value());
   ASSERT_EQ(r->code, ClientCode::kOk) << r->message << " for " << cmd.dump();
-}
-
-// Runs until the leader's view of scheduler s satisfies `pred` (5 s at most).
-template <class Pred>
-bool RunUntilView(StationCluster& c, Pred&& pred) {
-  return c.RunUntil(
-      [&] {
-        auto l = c.Leader();
-        if (!l) return false;
-        auto v = c.station(*l).deploy_state().Query("sched/s");
-        return v.ok() && pred(*v);
-      },
-      5000);
 }
 
 // A scheduler s of two rooms, both reported ready by executor "a" (whose
@@ -145,15 +111,7 @@ TEST(StationExecutors, RoomsOfAnExecutorWhoseKeyIsGoneAreLostOnEveryNode_UntilIt
   EXPECT_EQ(v["counts"]["total"], 2) << "nor replaced";
   EXPECT_TRUE(Query(c, "executors/").empty());
   // Every node applied the same: equal digests at equal slots.
-  ASSERT_TRUE(c.RunUntil(
-      [&] {
-        uint64_t slot = c.station(1).applied_slot();
-        for (auto id : c.members()) {
-          if (c.station(id).applied_slot() != slot) return false;
-        }
-        return true;
-      },
-      5000));
+  ASSERT_TRUE(RunUntilAllApplied(c));
   for (auto id : c.members()) {
     EXPECT_EQ(c.station(id).StateDigest(), c.station(1).StateDigest());
     EXPECT_TRUE(c.station(id).deploy_state().schedulers().Find("s")->rooms.begin()->second.lost);

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "node/deploy/lrp.h"
 #include "node/deploy/schedulers.h"
 
 namespace ts::station {
@@ -52,8 +53,9 @@ uint16_t MaxModelRead(const Semver& v, uint16_t type) {
     case DecreeType::kMigrate:
     case DecreeType::kScheduler:
       return v >= kSchedModel2Since ? 2 : 1;
-    case DecreeType::kBlueGreen:  // the other deployment models are at version 1
     case DecreeType::kLrp:
+      return v >= kLrpModel2Since ? 2 : 1;
+    case DecreeType::kBlueGreen:  // the other deployment models are at version 1
     case DecreeType::kMembership:
       return 1;
     default:
@@ -189,6 +191,10 @@ uint16_t VersionState::WriteModel(uint16_t type) const {
       *latest_marker_ >= kSchedModel2Since) {
     model = 2;
   }
+  if (type == static_cast<uint16_t>(DecreeType::kLrp) && self_ >= kLrpModel2Since && latest_marker_ &&
+      *latest_marker_ >= kLrpModel2Since) {
+    model = 2;
+  }
   if (downgrade_to_) model = std::min(model, MaxModelRead(*downgrade_to_, type));
   if (prepared_downgrade_) model = std::min(model, MaxModelRead(*prepared_downgrade_, type));
   return std::max<uint16_t>(model, 1);
@@ -211,6 +217,9 @@ DecreeHeader HeaderOf(uint16_t type, uint16_t model) {
   if (IsKvType(type) && h.model_version == 2) h.min_reader_version = kKvModel2Since.ToString();
   if (type == static_cast<uint16_t>(DecreeType::kScheduler) && h.model_version == 2) {
     h.min_reader_version = kSchedModel2Since.ToString();
+  }
+  if (type == static_cast<uint16_t>(DecreeType::kLrp) && h.model_version == 2) {
+    h.min_reader_version = kLrpModel2Since.ToString();
   }
   if (const Semver* since = IntroducedIn(type)) h.min_reader_version = since->ToString();
   return h;
@@ -246,6 +255,17 @@ std::optional<std::string> RewriteFor(const Semver& target, const Decree& d) {
     v1.header.model_version = 1;
     v1.header.min_reader_version.clear();
     v1.payload = deploy::SchedPayloadWithoutExecutors(d.payload);
+    if (v1.payload.empty()) return std::nullopt;
+    return EncodeDecree(v1);
+  }
+  if (d.header.type == static_cast<uint16_t>(DecreeType::kLrp) && d.header.EffectiveModelVersion() == 2) {
+    // Model 1 with 1.3.0's meaning (deploy::LrpPayloadModel1); the
+    // downgrade decree makes newer nodes forget model 2, so both end alike
+    // (Coordinator::ForgetLrpModel2).
+    Decree v1 = d;
+    v1.header.model_version = 1;
+    v1.header.min_reader_version.clear();
+    v1.payload = deploy::LrpPayloadModel1(d.payload);
     if (v1.payload.empty()) return std::nullopt;
     return EncodeDecree(v1);
   }

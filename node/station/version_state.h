@@ -29,6 +29,10 @@ inline constexpr Semver kSessionsSince{1, 3, 0};
 // naming executors that are gone; docs/design/coordinator.md#executors)
 // arrives with 1.3.0.
 inline constexpr Semver kSchedModel2Since{1, 3, 0};
+// LRP model 2 (cancel reverts through the executor, crash reports and the
+// pause, routes and annotation; docs/design/coordinator.md#desired-lrps)
+// arrives with 1.4.0.
+inline constexpr Semver kLrpModel2Since{1, 4, 0};
 // Key-value model 1 is read by software before this version only: N + 2 in
 // the terms of docs/design/versions.md, for which the migration errand must
 // have run.

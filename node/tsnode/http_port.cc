@@ -319,7 +319,7 @@ Status HttpPort::Start() {
     res.set_content(j.dump(), "application/json");
   });
   server_->Get("/v1/watch", [this](const httplib::Request& req, httplib::Response& res) { ServeWatch(req, res); });
-  for (const char* route : {"kv", "deploy", "session", "lease"}) {
+  for (const char* route : {"kv", "deploy", "session", "lease", "desired_lrp"}) {
     std::string pattern = std::string("/v1/") + route + "/(.*)";
     auto handler = [this, route](const httplib::Request& req, httplib::Response& res) { ServeApi(req, res, route); };
     server_->Get(pattern, handler);

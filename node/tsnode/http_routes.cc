@@ -13,7 +13,7 @@ struct Route {
 };
 
 // Exact paths first; prefixes (ending in '/') take the rest of the path.
-constexpr std::array<Route, 17> kRoutes = {{
+constexpr std::array<Route, 20> kRoutes = {{
     {"/health", "GET, HEAD"},  // HEAD: a load balancer's check that wants the status alone
     {"/metrics", "GET, HEAD"},
     {"/version", "GET, HEAD"},
@@ -27,6 +27,9 @@ constexpr std::array<Route, 17> kRoutes = {{
     {"/v1/txn", "POST"},
     {"/v1/session", "POST"},
     {"/v1/lease", "GET, POST"},
+    {"/v1/desired_lrp/update", "POST"},
+    {"/v1/desired_lrp/cancel_update", "POST"},
+    {"/v1/desired_lrp/rollback", "POST"},
     {"/v1/kv/", "GET, PUT, POST, DELETE"},
     {"/v1/deploy/", "GET"},
     {"/v1/session/", ""},  // ID: DELETE; ID/keepalive: POST

@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <cassert>
-#include <cmath>
-#include <set>
 #include <utility>
 
 #include "node/deploy/json_fields.h"

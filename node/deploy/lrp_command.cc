@@ -2,10 +2,8 @@
 // (docs/design/coordinator.md#desired-lrps); see lrp.h.
 #include "node/deploy/lrp.h"
 
-#include <algorithm>
 #include <cassert>
 #include <cmath>
-#include <set>
 #include <utility>
 
 #include "node/deploy/json_fields.h"
@@ -102,7 +100,6 @@ Status CheckAnnotation(const nlohmann::json& a) {
 
 namespace {
 
-using lrp_parts::CheckLrp;
 using lrp_parts::ParseDefinition;
 
 // desire/update's model-2 fields, each optional.

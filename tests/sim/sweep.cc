@@ -30,6 +30,7 @@ void Add(SweepResult& t, const SimOptions& o, const SimResult& r) {
   t.simulated_ms += r.simulated_ms;
   t.deploy_decrees += r.deploy_decrees;
   t.deploy_stale += r.deploy_stale;
+  t.lrp_reverts += r.lrp_reverts;
   t.coordinator_handovers += r.coordinator_handovers;
   t.wipes += r.wipes;
   t.foreign_disks += r.foreign_disks;

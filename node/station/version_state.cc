@@ -247,25 +247,22 @@ std::string VersionState::WhyNotWritable(uint16_t type) const {
 
 std::optional<std::string> RewriteFor(const Semver& target, const Decree& d) {
   if (d.header.EffectiveModelVersion() <= MaxModelRead(target, d.header.type)) return EncodeDecree(d);
-  if (d.header.type == static_cast<uint16_t>(DecreeType::kScheduler) && d.header.EffectiveModelVersion() == 2) {
-    // Model 1 is model 2 without the executor fields: the target applies
-    // the rest alike, and the downgrade decree makes newer nodes forget
-    // executors too (Coordinator::ForgetExecutors).
-    Decree v1 = d;
-    v1.header.model_version = 1;
-    v1.header.min_reader_version.clear();
-    v1.payload = deploy::SchedPayloadWithoutExecutors(d.payload);
-    if (v1.payload.empty()) return std::nullopt;
-    return EncodeDecree(v1);
+  // A deployment decree of model 2 in model 1, its payload restated. The
+  // scheduler's model 1 is model 2 without the executor fields; the LRPs'
+  // is model 1 with 1.3.0's meaning (deploy::LrpPayloadModel1). The target
+  // applies it alike, and the downgrade decree makes newer nodes forget
+  // what model 2 added (Coordinator::ForgetExecutors, ForgetLrpModel2).
+  std::string (*restate)(std::string_view) = nullptr;
+  if (d.header.EffectiveModelVersion() == 2 && d.header.type == static_cast<uint16_t>(DecreeType::kScheduler)) {
+    restate = deploy::SchedPayloadWithoutExecutors;
+  } else if (d.header.EffectiveModelVersion() == 2 && d.header.type == static_cast<uint16_t>(DecreeType::kLrp)) {
+    restate = deploy::LrpPayloadModel1;
   }
-  if (d.header.type == static_cast<uint16_t>(DecreeType::kLrp) && d.header.EffectiveModelVersion() == 2) {
-    // Model 1 with 1.3.0's meaning (deploy::LrpPayloadModel1); the
-    // downgrade decree makes newer nodes forget model 2, so both end alike
-    // (Coordinator::ForgetLrpModel2).
+  if (restate != nullptr) {
     Decree v1 = d;
     v1.header.model_version = 1;
     v1.header.min_reader_version.clear();
-    v1.payload = deploy::LrpPayloadModel1(d.payload);
+    v1.payload = restate(d.payload);
     if (v1.payload.empty()) return std::nullopt;
     return EncodeDecree(v1);
   }

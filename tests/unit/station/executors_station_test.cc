@@ -13,6 +13,7 @@
 #include "node/station/version_state.h"
 #include "tests/sim/station_calls.h"
 #include "tests/sim/station_cluster.h"
+#include "tests/unit/station/station_test_decrees.h"
 
 namespace ts::station {
 namespace {
@@ -23,21 +24,8 @@ using sim::StationCluster;
 
 const uint16_t kSched = static_cast<uint16_t>(DecreeType::kScheduler);
 
-Decree Marker(const Semver& v) {
-  Decree d;
-  d.header.type = static_cast<uint16_t>(DecreeType::kVersionMarker);
-  d.payload = EncodeVersionMarker(VersionMarker{v.ToString()});
-  return d;
-}
-
-Decree DowngradeTo(const Semver& v) {
-  Decree d;
-  d.header.type = static_cast<uint16_t>(DecreeType::kDowngrade);
-  Downgrade g;
-  g.target = v.ToString();
-  d.payload = EncodeDowngrade(g);
-  return d;
-}
+using testing_decrees::DowngradeTo;
+using testing_decrees::Marker;
 
 TEST(SchedModel2, IsReadFrom130AndWrittenOnlyAfterItsMarker) {
   const Semver v120{1, 2, 0}, v130{1, 3, 0};
@@ -145,15 +133,7 @@ TEST(StationExecutors, RoomsOfAnExecutorWhoseKeyIsGoneAreLostOnEveryNode_UntilIt
   EXPECT_EQ(v["counts"]["total"], 2) << "nor replaced";
   EXPECT_TRUE(Query(c, "executors/").empty());
   // Every node applied the same: equal digests at equal slots.
-  ASSERT_TRUE(c.RunUntil(
-      [&] {
-        uint64_t slot = c.station(1).applied_slot();
-        for (auto id : c.members()) {
-          if (c.station(id).applied_slot() != slot) return false;
-        }
-        return true;
-      },
-      5000));
+  ASSERT_TRUE(testing_decrees::AllAppliedAlike(c));
   for (auto id : c.members()) {
     EXPECT_EQ(c.station(id).StateDigest(), c.station(1).StateDigest());
     EXPECT_TRUE(c.station(id).deploy_state().schedulers().Find("s")->rooms.begin()->second.lost);

@@ -13,6 +13,7 @@
 #include "node/station/version_state.h"
 #include "tests/sim/station_calls.h"
 #include "tests/sim/station_cluster.h"
+#include "tests/unit/station/station_test_decrees.h"
 
 namespace ts::station {
 namespace {
@@ -24,21 +25,16 @@ using sim::StationCluster;
 
 const uint16_t kLrp = static_cast<uint16_t>(DecreeType::kLrp);
 
-Decree MarkerOf(const Semver& v) {
-  Decree d;
-  d.header.type = static_cast<uint16_t>(DecreeType::kVersionMarker);
-  d.payload = EncodeVersionMarker(VersionMarker{v.ToString()});
-  return d;
-}
+using testing_decrees::Marker;
 
 TEST(LrpModel2, IsReadFrom140AndWrittenOnlyAfterItsMarker) {
   const Semver v130{1, 3, 0}, v140{1, 4, 0};
   EXPECT_EQ(MaxModelRead(v130, kLrp), 1);
   EXPECT_EQ(MaxModelRead(v140, kLrp), 2);
   VersionState st(v140);
-  st.Observe(MarkerOf(v130), 1);
+  st.Observe(Marker(v130), 1);
   EXPECT_EQ(st.WriteModel(kLrp), 1) << "write old until the marker";
-  st.Observe(MarkerOf(v140), 2);
+  st.Observe(Marker(v140), 2);
   EXPECT_EQ(st.WriteModel(kLrp), 2);
   EXPECT_EQ(st.HeaderFor(kLrp).min_reader_version, "1.4.0") << "a 1.3.0 follower must stop, not misapply";
   st.PrepareDowngrade(v130);
@@ -86,15 +82,7 @@ void UpdateMidWay(StationCluster& c) {
 }
 
 void ExpectSameOnEveryNode(StationCluster& c) {
-  ASSERT_TRUE(c.RunUntil(
-      [&] {
-        uint64_t slot = c.station(1).applied_slot();
-        for (auto id : c.members()) {
-          if (c.station(id).applied_slot() != slot) return false;
-        }
-        return true;
-      },
-      5000));
+  ASSERT_TRUE(testing_decrees::AllAppliedAlike(c));
   for (auto id : c.members()) EXPECT_EQ(c.station(id).StateDigest(), c.station(1).StateDigest());
 }
 

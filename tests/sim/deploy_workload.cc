@@ -1,6 +1,8 @@
 // DeployWorkload; see deploy_workload.h.
 #include "tests/sim/deploy_workload.h"
 
+#include <algorithm>
+
 namespace ts::sim {
 
 namespace {
@@ -79,6 +81,14 @@ void DeployWorkload::OperatorCommand() {
   std::string sched = "s" + std::to_string(1 + rng_() % 2);
   uint32_t desired = 2 + static_cast<uint32_t>(rng_() % 6);
   std::string lrp = "lrp1";
+  // An update caught mid-way is cancelled half the time, so that reverts
+  // (and the check of where they end) happen in most runs.
+  const deploy::DesiredLrp* l = c_.station(*leader).deploy_state().lrps().Find(lrp);
+  if (l != nullptr && l->UpdateInProgress() && !l->reverting &&
+      std::count(l->actual_definition_ids.begin(), l->actual_definition_ids.end(), l->definition_id) > 0 &&
+      rng_() % 2 == 0) {
+    return Command(*leader, {{"kind", "lrp"}, {"op", "cancel"}, {"process_guid", lrp}});
+  }
   switch (rng_() % 10) {
     case 0: {
       json create = {{"kind", "sched"},        {"op", "create"}, {"scheduler", sched}, {"desired", desired},

@@ -35,9 +35,10 @@
 //   - definition ids are unique per LRP and never reused, even once pruned;
 //     to return to a stored definition, roll back to it;
 //   - update and rollback are refused while an update is in flight
-//     ("update in progress"); cancel is refused when none is, and (model 2)
-//     while a revert is in flight; a paused update may be rolled back to the
-//     definition it is leaving, which is a cancel;
+//     ("update in progress"); cancel is refused when none is; while a revert
+//     is in flight (model 2) cancel and prune are refused too ("revert in
+//     progress"); a paused update may be rolled back to the definition it is
+//     leaving, which the coordinator writes as a cancel (Normalized);
 //   - (model 2) cancel swaps DefinitionID and PreviousDefinitionID and marks
 //     the LRP reverting: the executor moves the instances already updated
 //     back one by one (instance_moved naming DefinitionID, the only id it

@@ -120,7 +120,9 @@ Status RefuseUnknownFields(const KindInfo& kind, const nlohmann::json& j, const 
        {"op", "scheduler", "desired", "ready_target_percent", "max_surge_percent", "autoscale_min", "autoscale_max",
         "autoscale_off", "add_limit", "room_deadline_s", "to", "change", "switch_to", "validation_room", "add", "delete", "executor", "rooms",
         "status", "lost", "lost_executors", "gone", "ready_start", "validation"}},
-      {Kind::kLrp, {"op", "process_guid", "instances", "definition", "definition_id", "index", "keep"}},
+      {Kind::kLrp,
+       {"op", "process_guid", "instances", "definition", "definition_id", "index", "keep", "routes", "annotation",
+        "crash_limit"}},
       {Kind::kBlueGreen, {"op", "deployment", "version", "history_size", "clusters"}},
   };
   const std::set<std::string>& known = kFields.at(kind.kind);
@@ -205,7 +207,7 @@ StatusOr<std::string> DeployState::ApplyToModel(const DeployCommand& c, uint64_t
     return c.Describe() + ": done";
   }
   const LrpCommand& l = std::get<LrpCommand>(c.command);
-  if (Status st = lrps_.Apply(l); !st.ok()) return st;
+  if (Status st = lrps_.Apply(l, slot); !st.ok()) return st;
   return l.Describe() + ": done";
 }
 

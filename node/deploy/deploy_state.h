@@ -76,6 +76,8 @@ class DeployState {
   uint64_t version() const { return version_; }
   // See Schedulers::ForgetExecutors.
   void ForgetExecutors() { schedulers_.ForgetExecutors(); }
+  // See DesiredLrps::ForgetModel2.
+  void ForgetLrpModel2() { lrps_.ForgetModel2(); }
   const Schedulers& schedulers() const { return schedulers_; }
   const DesiredLrps& lrps() const { return lrps_; }
   const BlueGreen& blue_green() const { return bg_; }

@@ -58,6 +58,7 @@ void Coordinator::HandleDeploy(uint64_t handle, ClientRequest&& req) {
   // A retry in a session whose first answer is saved gets it, rather than
   // a validation against the state the command already changed.
   if (req.session != 0 && st_.client_.AnsweredBeforeProposing(handle, req)) return;
+  PrepareLrp(&*cmd);
   // Invalid: answered now, nothing written.
   if (Status s = deploy_.Check(*cmd); !s.ok()) return st_.Respond(handle, ErrorFor(req.id, s));
   if (queue_.size() >= st_.options_.deploy_queue_max) {
@@ -103,6 +104,33 @@ nlohmann::json Coordinator::LiveExecutors() const {
   return out;
 }
 
+void Coordinator::ForgetLrpModel2(consensus::Slot slot) {
+  if (!deploy_.lrps().UsesModel2()) return;
+  deploy_.ForgetLrpModel2();
+  st_.Log(LogLevel::kWarn, "slot " + std::to_string(slot) + ": the downgrade to " +
+                               st_.versions_.downgrade_to()->ToString() +
+                               " completes every LRP revert at once and forgets crash counts, crash limits, routes "
+                               "and annotations; that release has none");
+}
+
+void Coordinator::PrepareLrp(deploy::DeployCommand* c) const {
+  auto* lrp = std::get_if<deploy::LrpCommand>(&c->command);
+  if (lrp == nullptr) return;
+  lrp->model = st_.versions_.WriteModel(static_cast<uint16_t>(DecreeType::kLrp));
+  *lrp = deploy_.lrps().Normalized(*lrp);
+}
+
+bool Coordinator::ProposeLrpPrune() {
+  std::vector<deploy::LrpCommand> prunes = deploy_.lrps().PrunesBeyond(st_.options_.lrp_keep_definitions);
+  if (prunes.empty()) return false;
+  deploy::DeployCommand c;
+  c.kind = deploy::Kind::kLrp;
+  c.command = std::move(prunes.front());
+  PrepareLrp(&c);
+  if (!deploy_.Check(c).ok()) return false;
+  return Propose(c, nullptr);
+}
+
 void Coordinator::ForgetExecutors(consensus::Slot slot) {
   if (!deploy_.schedulers().TracksExecutors()) return;
   deploy_.ForgetExecutors();
@@ -130,6 +158,9 @@ bool Coordinator::Propose(deploy::DeployCommand c, PendingDeploy* client) {
       }
       return false;
     }
+  }
+  if (auto* lrp = std::get_if<deploy::LrpCommand>(&c.command); lrp && st_.versions_.WriteModel(type) < 2) {
+    lrp->DropModel2Fields();  // PrepareLrp refused what needs them; a model-1 reader ignores them
   }
   Decree d;
   d.header = st_.versions_.HeaderFor(type);
@@ -213,6 +244,7 @@ void Coordinator::Run() {
   while (!queue_.empty() && !inflight_) {
     PendingDeploy p = std::move(queue_.front());
     queue_.pop_front();
+    PrepareLrp(&p.command);  // the model may have changed while it waited
     if (st_.now_ms_ >= p.deadline_ms) {
       st_.Respond(p.handle, Answer(p.request_id, ClientCode::kUnavailable,
                                    "not applied: waited too long for the coordinator; retry"));
@@ -246,6 +278,7 @@ void Coordinator::Run() {
       return;
     }
   }
+  if (ProposeLrpPrune()) return;
   sched_health_done_.clear();
   next_health_ms_ = st_.now_ms_ + st_.options_.health_period_ms;
 }
@@ -263,6 +296,12 @@ StatusOr<std::string> Coordinator::Apply(consensus::Slot slot, const Decree& d, 
     if (sched != nullptr) sched->DropModel3();
     // What 1.3.0 cannot parse at all it skips: so does every node.
     if (sched != nullptr && sched->NeedsModel3()) cmd = Status::InvalidArgument("needs scheduler model 3");
+  }
+  // An LRP decree applies in its own model: a model-1 cancel has 1.3.0's
+  // meaning, and 1.3.0 ignores the model-2 fields (unknown fields).
+  if (auto* lrp = cmd.ok() ? std::get_if<deploy::LrpCommand>(&cmd->command) : nullptr) {
+    lrp->model = d.header.EffectiveModelVersion();
+    if (lrp->model < 2) lrp->DropModel2Fields();
   }
   StatusOr<std::string> outcome = cmd.ok() ? deploy_.Apply(*cmd, slot) : StatusOr<std::string>(cmd.status());
   ++applied_;

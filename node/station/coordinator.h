@@ -25,7 +25,14 @@
 //     the rooms pending longer than their scheduler's creation deadline,
 //     timed by this coordinator from when it first saw them pending
 //     (coordinator_deadlines.cc); before that, rooms never time out, error
-//     reports are dropped and the model-3 client commands are refused.
+//     reports are dropped and the model-3 client commands are refused;
+//   - in the same loop, writes one "prune" decree per desired LRP with no
+//     update in flight that stores more than lrp_keep_definitions stale
+//     definitions (never a live one).
+// LRP model 2 (1.4.0: cancel reverts through the executor, crash reports,
+// routes and annotation) is written only once the log's marker is 1.4.0 or
+// later: before it, and under a downgrade below it, a command that needs it
+// is refused and a cancel is 1.3.0's (every instance back at once).
 // Every node applies deployment decrees with node/deploy/ in slot order; so
 // a new leader's coordinator starts from state it already holds.
 //
@@ -78,6 +85,9 @@ class Coordinator {
   // A downgrade decree below 1.3.0 applied at `slot`: executors are no
   // longer tracked (Schedulers::ForgetExecutors).
   void ForgetExecutors(consensus::Slot slot);
+  // A downgrade decree below 1.4.0 applied at `slot`: LRP model 2 is
+  // forgotten (DesiredLrps::ForgetModel2).
+  void ForgetLrpModel2(consensus::Slot slot);
   // The scheduler model a snapshot of the state is written in: 2 once rooms
   // record executors, else 1 (what a release before 1.3.0 reads).
   // Model 3 once a scheduler holds failures (Schedulers::TracksFailures).
@@ -115,6 +125,11 @@ class Coordinator {
   // each registered ("name", "version", "started") and its rooms.
   nlohmann::json LiveExecutors() const;
   bool Propose(deploy::DeployCommand c, PendingDeploy* client);
+  // An LRP command takes the model it will be written in, and a rollback
+  // that means a cancel becomes one (DesiredLrps::Normalized).
+  void PrepareLrp(deploy::DeployCommand* c) const;
+  // The health loop's LRP part: one prune decree, if one is due.
+  bool ProposeLrpPrune();
 
   Station& st_;
   deploy::DeployState deploy_;

@@ -143,7 +143,10 @@ std::string SnapshotRefusal(const Semver& reader, const SnapshotHeader& h) {
   }
   for (const auto& [type, model] : h.models) {
     if (!ReadsModel(reader, type, model)) {
-      std::string part = IsKvType(type) ? "key-value" : type == static_cast<uint16_t>(DecreeType::kScheduler) ? "deployment" : "type " + std::to_string(type);
+      std::string part = IsKvType(type)                                         ? "key-value"
+                         : type == static_cast<uint16_t>(DecreeType::kScheduler) ? "deployment"
+                         : type == static_cast<uint16_t>(DecreeType::kLrp)       ? "desired-LRP"
+                                                                                 : "type " + std::to_string(type);
       return "its " + part + " part is written in model " + std::to_string(model) +
              ", which software " + reader.ToString() + " does not read";
     }

@@ -131,8 +131,14 @@ Status Snapshots::Write(RecordSink* out) const {
     h.models[static_cast<uint16_t>(DecreeType::kKvTxn)] = 1;
     h.min_reader_version = kSessionsSince.ToString();
   }
-  // After the 1.3.0 features above, as it needs a newer reader.
+  // After the 1.3.0 features above, as these need a newer reader.
   if (h.models[static_cast<uint16_t>(DecreeType::kScheduler)] >= 3) h.min_reader_version = kSchedModel3Since.ToString();
+  // LRPs holding what only model 2 says (a revert, crash counts, routes) are
+  // LRP model 2, which 1.3.0 refuses.
+  if (st_.coordinator_.state().lrps().UsesModel2()) {
+    h.models[static_cast<uint16_t>(DecreeType::kLrp)] = 2;
+    h.min_reader_version = kLrpModel2Since.ToString();
+  }
   h.kv_keys = st_.kv_.size();
   SequenceHash full(SnapshotDigestHash(h));
   h.full_digest = full.Hex();  // a placeholder of the digest's size

@@ -377,6 +377,7 @@ bool Station::ApplyDecree(consensus::Slot slot, const std::string& bytes, bool r
                                  ", their keys deleted) and the slots kept per key; that release has neither");
       }
       if (versions_.downgrade_to() && *versions_.downgrade_to() < kSchedModel2Since) coordinator_.ForgetExecutors(slot);
+      if (versions_.downgrade_to() && *versions_.downgrade_to() < kLrpModel2Since) coordinator_.ForgetLrpModel2(slot);
       break;
     case DecreeFamily::kUnknown:  // CanRead already refused a type we do not know
       break;

@@ -94,6 +94,9 @@ struct StationOptions {
   bool fault_injection = false;  // accept ClientOp::kFault (tests and nemesis only)
   uint64_t health_period_ms = 1000;  // the coordinator's health-controller loop (docs/design/coordinator.md)
   size_t deploy_queue_max = 1024;    // deployment commands waiting; Busy beyond
+  // Stale definitions each desired LRP keeps; the coordinator prunes the
+  // rest (docs/design/coordinator.md#desired-lrps); 1..deploy::kLrpKeepDefinitionsMax.
+  uint32_t lrp_keep_definitions = 10;
   // Every node records its state digest at the slots that are multiples of
   // this (0: never), so that nodes can compare them (the driver does).
   uint64_t digest_checkpoint_slots = 10000;

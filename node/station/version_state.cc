@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "node/deploy/lrp.h"
 #include "node/deploy/schedulers.h"
 
 namespace ts::station {
@@ -54,8 +55,9 @@ uint16_t MaxModelRead(const Semver& v, uint16_t type) {
     case DecreeType::kDowngrade:
     case DecreeType::kMigrate:
       return v >= kSchedModel2Since ? 2 : 1;
-    case DecreeType::kBlueGreen:  // the other deployment models are at version 1
     case DecreeType::kLrp:
+      return v >= kLrpModel2Since ? 2 : 1;
+    case DecreeType::kBlueGreen:  // the other deployment models are at version 1
     case DecreeType::kMembership:
       return 1;
     default:
@@ -191,6 +193,10 @@ uint16_t VersionState::WriteModel(uint16_t type) const {
       *latest_marker_ >= kSchedModel2Since) {
     model = self_ >= kSchedModel3Since && *latest_marker_ >= kSchedModel3Since ? 3 : 2;
   }
+  if (type == static_cast<uint16_t>(DecreeType::kLrp) && self_ >= kLrpModel2Since && latest_marker_ &&
+      *latest_marker_ >= kLrpModel2Since) {
+    model = 2;
+  }
   if (downgrade_to_) model = std::min(model, MaxModelRead(*downgrade_to_, type));
   if (prepared_downgrade_) model = std::min(model, MaxModelRead(*prepared_downgrade_, type));
   return std::max<uint16_t>(model, 1);
@@ -213,6 +219,9 @@ DecreeHeader HeaderOf(uint16_t type, uint16_t model) {
   if (IsKvType(type) && h.model_version == 2) h.min_reader_version = kKvModel2Since.ToString();
   if (type == static_cast<uint16_t>(DecreeType::kScheduler) && h.model_version >= 2) {
     h.min_reader_version = (h.model_version == 2 ? kSchedModel2Since : kSchedModel3Since).ToString();
+  }
+  if (type == static_cast<uint16_t>(DecreeType::kLrp) && h.model_version == 2) {
+    h.min_reader_version = kLrpModel2Since.ToString();
   }
   if (const Semver* since = IntroducedIn(type)) h.min_reader_version = since->ToString();
   return h;
@@ -249,14 +258,22 @@ std::optional<std::string> RewriteFor(const Semver& target, const Decree& d) {
     v2.header = HeaderOf(d.header.type, 2);
     return RewriteFor(target, v2);
   }
-  if (d.header.type == static_cast<uint16_t>(DecreeType::kScheduler) && d.header.EffectiveModelVersion() == 2) {
-    // Model 1 is model 2 without the executor fields: the target applies
-    // the rest alike, and the downgrade decree makes newer nodes forget
-    // executors too (Coordinator::ForgetExecutors).
+  // A deployment decree of model 2 in model 1, its payload restated. The
+  // scheduler's model 1 is model 2 without the executor fields; the LRPs'
+  // is model 1 with 1.3.0's meaning (deploy::LrpPayloadModel1). The target
+  // applies it alike, and the downgrade decree makes newer nodes forget
+  // what model 2 added (Coordinator::ForgetExecutors, ForgetLrpModel2).
+  std::string (*restate)(std::string_view) = nullptr;
+  if (d.header.EffectiveModelVersion() == 2 && d.header.type == static_cast<uint16_t>(DecreeType::kScheduler)) {
+    restate = deploy::SchedPayloadWithoutExecutors;
+  } else if (d.header.EffectiveModelVersion() == 2 && d.header.type == static_cast<uint16_t>(DecreeType::kLrp)) {
+    restate = deploy::LrpPayloadModel1;
+  }
+  if (restate != nullptr) {
     Decree v1 = d;
     v1.header.model_version = 1;
     v1.header.min_reader_version.clear();
-    v1.payload = deploy::SchedPayloadWithoutExecutors(d.payload);
+    v1.payload = restate(d.payload);
     if (v1.payload.empty()) return std::nullopt;
     return EncodeDecree(v1);
   }

@@ -34,6 +34,10 @@ inline constexpr Semver kSchedModel2Since{1, 3, 0};
 // with 1.4.0. A downgrade below it restates a model-3 decree without those
 // parts as model 2 when it has nothing else, and refuses otherwise.
 inline constexpr Semver kSchedModel3Since{1, 4, 0};
+// LRP model 2 (cancel reverts through the executor, crash reports and the
+// pause, routes and annotation; docs/design/coordinator.md#desired-lrps)
+// arrives with 1.4.0.
+inline constexpr Semver kLrpModel2Since{1, 4, 0};
 // Key-value model 1 is read by software before this version only: N + 2 in
 // the terms of docs/design/versions.md, for which the migration errand must
 // have run.

@@ -117,25 +117,12 @@ bool SimAgent::OthersRoom(const nlohmann::json& r) const {
   return !executor.empty() && executor != executor_ && !r.value("lost", false);
 }
 
-std::optional<nlohmann::json> SimAgent::StepLrp(const nlohmann::json& lrp) const {
-  if (!lrp.value("update_in_progress", false)) return std::nullopt;
-  const std::string target = lrp.at("definition_id").get<std::string>();
-  for (const nlohmann::json& a : lrp.at("actual_lrps")) {
-    if (a.at("desired_lrp_definition_id").get<std::string>() == target) continue;
-    return nlohmann::json{{"kind", "lrp"},
-                          {"op", "instance_moved"},
-                          {"process_guid", lrp.at("process_guid")},
-                          {"index", a.at("index")},
-                          {"definition_id", target}};
-  }
-  return std::nullopt;
-}
-
 nlohmann::json SimAgent::Report() const {
   return {{"created", counters_.created},     {"destroyed", counters_.destroyed},
           {"running", running()},             {"reported", counters_.reported},
           {"lost", counters_.lost},           {"duplicated", counters_.duplicated},
-          {"stale_views", counters_.stale_views}, {"adopted", counters_.adopted}};
+          {"stale_views", counters_.stale_views}, {"adopted", counters_.adopted},
+          {"lrp_crashes_reported", lrp_.crashes_reported()}};
 }
 
 }  // namespace ts::tsagent

@@ -31,9 +31,10 @@
 // live executor are left alone.
 //
 // Desired LRPs (docs/design/coordinator.md#desired-lrps): while an LRP's
-// update is in progress, StepLrp restarts one instance per step on the new
-// definition and reports it (instance_moved), so an update completes after
-// `instances` steps and a cancel has something to send back.
+// update or revert is in progress, StepLrp restarts one instance per step on
+// DefinitionID and reports it (instance_moved), so an update completes after
+// `instances` steps and a cancel has something to send back; instances may
+// be made to crash (lrp_executor.h).
 #pragma once
 
 #include <cstdint>
@@ -44,6 +45,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "node/tsagent/lrp_executor.h"
 #include "node/tsagent/room_faults.h"
 
 namespace ts::tsagent {
@@ -85,7 +87,8 @@ class SimAgent {
   std::optional<nlohmann::json> Step(const nlohmann::json& view, uint64_t applied_slot);
 
   // `lrp`: one desired LRP's JSON (tsctl lrp show GUID --json's "view").
-  std::optional<nlohmann::json> StepLrp(const nlohmann::json& lrp) const;
+  std::optional<nlohmann::json> StepLrp(const nlohmann::json& lrp) { return lrp_.Step(lrp); }
+  void set_lrp_crashes(LrpCrashes c) { lrp_ = LrpExecutor(std::move(c)); }
 
   const AgentCounters& counters() const { return counters_; }
   size_t running() const;
@@ -107,6 +110,7 @@ class SimAgent {
   std::set<std::string> ever_created_;
   AgentCounters counters_;
   RoomFaults faults_;
+  LrpExecutor lrp_;
 };
 
 }  // namespace ts::tsagent

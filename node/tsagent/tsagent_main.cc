@@ -66,6 +66,7 @@ struct Flags {
   // Rooms that fail (room_faults.h).
   uint32_t fail_percent = 0;
   std::vector<std::string> fail_versions, never_ready_versions;
+  ts::tsagent::LrpCrashes lrp_crashes;
 };
 
 // HOSTNAME-PID, with any character a name may not hold replaced by '-'.
@@ -136,6 +137,13 @@ void AddFlags(CLI::App& app, Flags& f) {
                  "coordinator counts its rooms as lost")
       ->check(CLI::Range(1000u, 600000u))
       ->capture_default_str();
+  app.add_option("--crash-percent", f.lrp_crashes.crash_percent,
+                 "LRP instances: this share of (instance, definition) pairs crash, each reported once per update "
+                 "(instance_crashed); an update whose new instances keep crashing pauses")
+      ->check(CLI::Range(0u, 100u))
+      ->capture_default_str();
+  app.add_option("--crash-definition", f.lrp_crashes.crash_definition,
+                 "LRP instances: every instance running this definition id crashes");
   app.add_option("--give-up-after-s", f.give_up_s,
                  "Exit 3 once the cluster has not answered for this long (0: keep retrying, saying so every 10 s)")
       ->capture_default_str();
@@ -288,7 +296,7 @@ bool StepScheduler(ts::client::Client& client, ts::tsagent::SimAgent& agent, con
 }
 
 // One LRP's step: move one instance of its update. True if it sent a move.
-bool StepLrp(ts::client::Client& client, const ts::tsagent::SimAgent& agent, const nlohmann::json& lrp) {
+bool StepLrp(ts::client::Client& client, ts::tsagent::SimAgent& agent, const nlohmann::json& lrp) {
   auto cmd = agent.StepLrp(lrp);
   if (cmd) (void)SendCommand(client, *cmd);  // a lost move is made again next period
   return cmd.has_value();
@@ -435,6 +443,7 @@ int main(int argc, char** argv) {
     agent.set_faults(std::move(faults));
   }
   agent.set_executor(f.executor);
+  agent.set_lrp_crashes(f.lrp_crashes);
   ClientLeases leases(client);
   ts::tsagent::RegistrationOptions ro;
   ro.name = f.executor;

@@ -1,6 +1,8 @@
 // tsctl's deployment commands; see tsctl_deploy.h.
 #include "node/tsctl/tsctl_deploy.h"
 
+#include "node/tsctl/tsctl_lrp.h"
+
 #include <cstdlib>
 #include <sstream>
 
@@ -118,7 +120,7 @@ void AddBlueGreenCommands(CLI::App& app, DeployArgs* a) {
 // lrp desire, update, cancel, rollback, prune, move, remove, show.
 void AddLrpCommands(CLI::App& app, DeployArgs* a) {
   CLI::App* lrp = app.add_subcommand(
-      "lrp", "Desired LRPs: desire, update, cancel, rollback, prune, move, remove, show");
+      "lrp", "Desired LRPs: desire, update, cancel, rollback, prune, move, remove, show, status");
   lrp->require_subcommand(1);
   auto guid = [a](CLI::App* c) { c->add_option("GUID", a->name, "Process guid")->required(); };
   auto definition = [a](CLI::App* c, bool required) {
@@ -131,15 +133,18 @@ void AddLrpCommands(CLI::App& app, DeployArgs* a) {
   guid(desire);
   desire->add_option("--instances", a->instances, "Number of instances (0..10000)")->required();
   definition(desire, true);
+  AddLrpModel2Flags(desire, a);
   CLI::App* lupdate = lrp->add_subcommand(
-      "update", "update GUID --definition-id ID [--instances N]: move every instance to a new definition; "
-                "refused while an update is in progress");
+      "update", "update GUID [--definition-id ID] [--instances N] [--routes JSON] [--annotation TEXT]: move every "
+                "instance to a new definition (routes and annotation go with it), or change the current one's "
+                "routes, annotation or instances; refused while an update is in progress");
   guid(lupdate);
   lupdate->add_option("--instances", a->instances, "New number of instances");
-  definition(lupdate, true);
+  definition(lupdate, false);
+  AddLrpModel2Flags(lupdate, a);
   CLI::App* lcancel = lrp->add_subcommand(
-      "cancel", "cancel GUID: cancel the update in progress; instances already moved go back to the previous "
-                "definition");
+      "cancel", "cancel GUID: cancel the update in progress; the executor moves the instances already updated "
+                "back to the previous definition, one by one (see lrp status)");
   guid(lcancel);
   CLI::App* lrollback = lrp->add_subcommand(
       "rollback", "rollback GUID DEFINITION_ID: update back to a stored definition (refused if it was pruned)");
@@ -155,6 +160,7 @@ void AddLrpCommands(CLI::App& app, DeployArgs* a) {
   lmove->add_option("DEFINITION_ID", a->id, "The definition it runs now")->required();
   CLI::App* lremove = lrp->add_subcommand("remove", "remove GUID: forget the LRP");
   guid(lremove);
+  AddLrpStatus(lrp, a);
   CLI::App* lshow = lrp->add_subcommand("show", "show [GUID]: every LRP, or one with its instances");
   lshow->add_option("GUID", a->name, "Process guid");
   AddSerializableFlag(lshow, a);
@@ -189,7 +195,7 @@ std::string DeployCommandPath(const CLI::App& app) {
 }
 
 bool IsDeployQuery(const std::string& path) {
-  return path.ends_with(" show") || path == "rollout status";
+  return path.ends_with(" show") || path == "rollout status" || path == "lrp status";
 }
 
 std::string DeployQueryKey(const std::string& path, const DeployArgs& a) {
@@ -258,6 +264,12 @@ StatusOr<nlohmann::json> BuildDeployCommand(const std::string& path, const Deplo
     j["process_guid"] = a.name;
     if (a.instances) j["instances"] = *a.instances;
     if (op == "desire" || op == "update") {
+      if (Status s = PutLrpModel2Fields(a, j); !s.ok()) return s;
+    }
+    if (op == "update" && a.id.empty() && !a.definition_json.empty()) {
+      return Status::InvalidArgument("--definition needs --definition-id ID");
+    }
+    if (op == "desire" || (op == "update" && !a.id.empty())) {
       nlohmann::json def = nlohmann::json::object();
       if (!a.definition_json.empty()) {
         def = nlohmann::json::parse(a.definition_json, nullptr, false);
@@ -354,6 +366,7 @@ std::string FormatDeployView(const std::string& path, const nlohmann::json& view
     }
     return o.str();
   }
+  if (path == "lrp status") return FormatLrpStatus(view);
   return view.dump(2) + "\n";
 }
 

@@ -26,6 +26,8 @@ struct DeployArgs {
   std::vector<std::string> clusters;   // bg register: CLUSTER=endpoint,...
   std::vector<std::string> routes;     // bg register: CLUSTER=route,...
   std::string definition_json;         // lrp: extra definition fields as a JSON object
+  std::optional<std::string> lrp_routes, lrp_annotation;  // lrp desire/update (tsctl_lrp.h)
+  std::optional<uint32_t> lrp_crash_limit;
   std::string raw;                     // command: the JSON command as is
   bool watch = false;
   bool serializable = false;  // show: this node's applied state, no leader needed (may trail it)

@@ -2,6 +2,7 @@
 #include "node/tsnode/http_api.h"
 
 #include "node/tsctl/tsctl_txn.h"
+#include "node/tsnode/http_lrp.h"
 
 #include <nlohmann/json.hpp>
 
@@ -178,6 +179,13 @@ StatusOr<rpc::ClientRequest> RequestFromHttp(std::string_view method, std::strin
     req.value = std::string(body);
     if (Status s = FillSessionFields(*json, &req); !s.ok()) return s;
     return req;
+  }
+  if (route == "desired_lrp") {
+    auto lrp = LrpRequestFromHttp(method, rest, json);
+    if (lrp.ok()) {
+      if (Status s = FillSessionFields(*json, &*lrp); !s.ok()) return s;
+    }
+    return lrp;
   }
   if (route == "txn") {
     if (method != "POST" || !rest.empty()) return Status::InvalidArgument("a transaction is POST /v1/txn");

@@ -15,6 +15,8 @@
 //   GET    /v1/deploy/QUERY       deployment state: QUERY is bg/NAME, sched/NAME or lrp/GUID
 //                                 (NAME empty: all); linearizable, or with ?serializable this
 //                                 node's applied state; the answer's "serializable" says which
+//   POST   /v1/desired_lrp/update, /cancel_update, /rollback
+//                                 the spec's desired-LRP calls (node/tsnode/http_lrp.h)
 //   GET    /v1/status             this node's status (as `tsctl status --json` shows one node)
 //   GET    /v1/log?from=S&limit=N decrees of the chosen log
 //   POST   /v1/request            any request: {"op": "put", "key": ..., ...}; op is one of the names

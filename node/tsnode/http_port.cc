@@ -324,7 +324,7 @@ Status HttpPort::Start() {
   }
   server_->Get("/v1/cluster", [this](const httplib::Request& req, httplib::Response& res) { ServeCluster(req, res); });
   server_->Get("/v1/versions", [this](const httplib::Request& req, httplib::Response& res) { ServeVersions(req, res); });
-  for (const char* route : {"kv", "deploy", "session", "lease"}) {
+  for (const char* route : {"kv", "deploy", "session", "lease", "desired_lrp"}) {
     std::string pattern = std::string("/v1/") + route + "/(.*)";
     auto handler = [this, route](const httplib::Request& req, httplib::Response& res) { ServeApi(req, res, route); };
     server_->Get(pattern, handler);

@@ -13,7 +13,7 @@ struct Route {
 };
 
 // Exact paths first; prefixes (ending in '/') take the rest of the path.
-constexpr std::array<Route, 22> kRoutes = {{
+constexpr std::array<Route, 25> kRoutes = {{
     {"/", "GET, HEAD"},  // the board (http_board.cc) and its files
     {"/board.js", "GET, HEAD"},
     {"/board.css", "GET, HEAD"},
@@ -32,6 +32,9 @@ constexpr std::array<Route, 22> kRoutes = {{
     {"/v1/txn", "POST"},
     {"/v1/session", "POST"},
     {"/v1/lease", "GET, POST"},
+    {"/v1/desired_lrp/update", "POST"},
+    {"/v1/desired_lrp/cancel_update", "POST"},
+    {"/v1/desired_lrp/rollback", "POST"},
     {"/v1/kv/", "GET, PUT, POST, DELETE"},
     {"/v1/deploy/", "GET"},
     {"/v1/session/", ""},  // ID: DELETE; ID/keepalive: POST

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "node/deploy/lrp.h"
 #include "node/station/version.h"
 #include "node/tsnode/driver.h"
 #include "node/tsnode/flag_sources.h"
@@ -132,6 +133,11 @@ int main(int argc, char** argv) {
   app.add_option("--health-period-ms", so.health_period_ms,
                  "period of the recovery coordinator's health-controller loop (game rooms)")
       ->check(CLI::Range(uint64_t{10}, uint64_t{3'600'000}))
+      ->capture_default_str();
+  app.add_option("--lrp-keep-definitions", so.lrp_keep_definitions,
+                 "stale definitions each desired LRP keeps; the recovery coordinator prunes older ones (never a "
+                 "live one, nor any of an LRP with an update in flight)")
+      ->check(CLI::Range(uint32_t{1}, ts::deploy::kLrpKeepDefinitionsMax))
       ->capture_default_str();
   app.add_option("--snapshot-entries", so.snapshot_entries,
                  "take a snapshot of the applied state after this many decrees since the last one")

@@ -1,6 +1,8 @@
 // DeployWorkload; see deploy_workload.h.
 #include "tests/sim/deploy_workload.h"
 
+#include <algorithm>
+
 namespace ts::sim {
 
 namespace {
@@ -53,10 +55,13 @@ void DeployWorkload::Step(bool operator_active) {
 
 void DeployWorkload::CollectReplies() {
   for (auto it = waiting_.begin(); it != waiting_.end();) {
-    if (auto r = c_.TakeReply(*it)) {
-      if (r->code == rpc::ClientCode::kOk) ++applied_;
+    if (auto r = c_.TakeReply(it->handle)) {
+      if (r->code == rpc::ClientCode::kOk) {
+        ++applied_;
+        if (it->cmd.value("kind", "") == "lrp") NoteLrpApplied(it->at, it->cmd, r->slot);
+      }
       it = waiting_.erase(it);
-    } else if (!c_.Pending(*it)) {
+    } else if (!c_.Pending(it->handle)) {
       it = waiting_.erase(it);  // its node crashed: outcome unknown
     } else {
       ++it;
@@ -70,7 +75,7 @@ void DeployWorkload::Command(NodeId at, const json& cmd) {
   req.value = cmd.dump();
   if (uint64_t h = c_.Send(at, std::move(req))) {
     ++sent_;
-    waiting_.push_back(h);
+    waiting_.push_back(Sent{h, at, cmd});
   }
 }
 
@@ -83,6 +88,14 @@ void DeployWorkload::OperatorCommand() {
   uint32_t desired = 2 + static_cast<uint32_t>(rng_() % 6);
   std::string lrp = "lrp1";
   if (rng_() % 8 == 0 && FailureCommand(*leader, sched)) return;
+  // An update caught mid-way is cancelled half the time, so that reverts
+  // (and the check of where they end) happen in most runs.
+  const deploy::DesiredLrp* l = c_.station(*leader).deploy_state().lrps().Find(lrp);
+  if (l != nullptr && l->UpdateInProgress() && !l->reverting &&
+      std::count(l->actual_definition_ids.begin(), l->actual_definition_ids.end(), l->definition_id) > 0 &&
+      rng_() % 2 == 0) {
+    return Command(*leader, {{"kind", "lrp"}, {"op", "cancel"}, {"process_guid", lrp}});
+  }
   switch (rng_() % 10) {
     case 0: {
       json create = {{"kind", "sched"},        {"op", "create"}, {"scheduler", sched}, {"desired", desired},
@@ -125,6 +138,42 @@ void DeployWorkload::OperatorCommand() {
       return Command(*leader, {{"kind", "lrp"}, {"op", "rollback"}, {"process_guid", lrp},
                                {"definition_id", "d" + std::to_string(lrp_def_ > 0 ? lrp_def_ - 1 : 0)}});
   }
+}
+
+void DeployWorkload::NoteLrpApplied(NodeId node, const json& cmd, uint64_t slot) {
+  const std::string op = cmd.value("op", "");
+  const std::string guid = cmd.value("process_guid", "");
+  if (op == "cancel") {
+    // The answering node applied the cancel; while its revert is in flight
+    // nothing else can change the LRP's DefinitionID, which is then the
+    // definition it goes back to. (A revert already complete, or a model-1
+    // cancel, has nothing left to check.)
+    const deploy::DesiredLrp* l = c_.station(node).deploy_state().lrps().Find(guid);
+    if (l != nullptr && l->reverting && (!cancelled_.count(guid) || cancelled_[guid].slot < slot)) {
+      cancelled_[guid] = Cancelled{slot, l->definition_id, l->previous_definition_id};
+      ++reverts_seen_;
+    }
+  }
+}
+
+std::string DeployWorkload::CheckCancelled() const {
+  auto leader = c_.Leader();
+  if (!leader) return "";
+  const deploy::DeployState& st = c_.station(*leader).deploy_state();
+  for (const auto& [guid, c] : cancelled_) {
+    const deploy::DesiredLrp* l = st.lrps().Find(guid);
+    // Moved on: a revert keeps DefinitionID until it completes, and only a
+    // later update or rollback changes it after that.
+    if (l == nullptr || l->definition_id != c.back_to) continue;
+    for (size_t i = 0; i < l->actual_definition_ids.size(); ++i) {
+      if (l->actual_definition_ids[i] != c.back_to) {
+        return "LRP " + guid + " cancelled at slot " + std::to_string(c.slot) + " back to " + c.back_to +
+               " (leaving " + c.cancelled + ") ends with instance " + std::to_string(i) + " on " +
+               l->actual_definition_ids[i];
+      }
+    }
+  }
+  return "";
 }
 
 std::optional<std::pair<json, uint64_t>> DeployWorkload::Query(NodeId at, const std::string& key) {

@@ -12,10 +12,15 @@
 //     failures: on some seeds a share of rooms, or every room of v3.0,
 //     fails, and the operator also switches versions, aborts rollouts and
 //     retries validations);
-//   - once healed, every rollout and LRP update finishes (Settled).
+//   - once healed, every rollout and LRP update finishes (Settled);
+//   - a cancelled LRP (model 2: a revert) ends with every instance on the
+//     definition it went back to, unless a later update or rollback moved
+//     it on (CheckCancelled, once settled); the simulation counts the
+//     reverts it saw (reverts_seen).
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <random>
 #include <string>
 
@@ -26,6 +31,7 @@ namespace ts::sim {
 
 class DeployWorkload {
  public:
+  using json_t = nlohmann::json;
   DeployWorkload(StationCluster& c, uint64_t seed);
 
   // One simulated millisecond: maybe an operator command (only while
@@ -36,9 +42,13 @@ class DeployWorkload {
   // Whether every rollout and LRP update has finished, as the leader's
   // applied state shows; *why says what is still running.
   bool Settled(std::string* why) const;
+  // Once settled: an explanation if a cancelled LRP has an instance off the
+  // definition its cancel went back to.
+  std::string CheckCancelled() const;
 
   uint64_t commands_sent() const { return sent_; }
   uint64_t commands_applied() const { return applied_; }
+  uint64_t reverts_seen() const { return reverts_seen_; }
 
  private:
   void OperatorCommand();
@@ -51,6 +61,9 @@ class DeployWorkload {
   std::optional<std::pair<nlohmann::json, uint64_t>> Query(NodeId at, const std::string& key);
   void Command(NodeId at, const nlohmann::json& cmd);
   void CollectReplies();
+  // An applied LRP command's answer at `node`, slot `slot`: what the
+  // cancel check needs.
+  void NoteLrpApplied(NodeId node, const json_t& cmd, uint64_t slot);
 
   StationCluster& c_;
   std::mt19937_64 rng_;
@@ -62,7 +75,19 @@ class DeployWorkload {
   uint32_t lrp_def_ = 0;
   uint64_t sent_ = 0;
   uint64_t applied_ = 0;
-  std::vector<uint64_t> waiting_;  // handles of commands sent
+  struct Sent {
+    uint64_t handle;
+    NodeId at;
+    json_t cmd;
+  };
+  std::vector<Sent> waiting_;  // commands sent, with where to
+  struct Cancelled {
+    uint64_t slot;
+    std::string back_to;
+    std::string cancelled;
+  };
+  std::map<std::string, Cancelled> cancelled_;  // guid -> its latest revert
+  uint64_t reverts_seen_ = 0;
 };
 
 }  // namespace ts::sim

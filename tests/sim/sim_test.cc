@@ -18,6 +18,7 @@ TEST(Simulation, RunSimulation_ManySeedsKeepEveryInvariant) {
   EXPECT_GT(t.crashes_writing, seeds / 4) << "crashes must strike while batches are still being written";
   EXPECT_GT(t.deploy_decrees, 5 * seeds) << "the deployment workload must actually run";
   EXPECT_GT(t.deploy_failure_decrees, seeds / 10) << "rooms must actually fail (error reports, timeouts)";
+  EXPECT_GT(t.lrp_reverts, seeds / 50) << "cancels must actually start LRP reverts (checked once settled)";
   EXPECT_GT(t.coordinator_handovers, seeds) << "coordinators must actually change hands amid the faults";
   EXPECT_GT(t.watch_deploy_events, seeds) << "watchers of deployment events must actually get some";
   std::printf("simulation: %s\n", t.Summary().c_str());

@@ -598,6 +598,7 @@ class Run {
       Fail("deployments did not finish within " + std::to_string(o_.heal_limit_ms) + "ms after faults healed: " +
            why + DescribeNodes());
     }
+    Fail(deploy_.CheckCancelled());
     // Every lease lapsed when faults stopped: each ends, its keys gone,
     // within its TTL (at most 2 s) and the heal limit.
     deadline = c_.now_ms() + o_.heal_limit_ms + 2000;
@@ -738,6 +739,7 @@ class Run {
     }
     r_.acknowledged = acked_.size();
     r_.session_writes = sessions_.acknowledged();
+    r_.lrp_reverts = deploy_.reverts_seen();
     r_.session_retries = sessions_.retries();
     r_.chosen = log.size();
     // A station counts what it applied since it started, replay included:

@@ -31,6 +31,7 @@ void Add(SweepResult& t, const SimOptions& o, const SimResult& r) {
   t.deploy_decrees += r.deploy_decrees;
   t.deploy_stale += r.deploy_stale;
   t.deploy_failure_decrees += r.deploy_failure_decrees;
+  t.lrp_reverts += r.lrp_reverts;
   t.coordinator_handovers += r.coordinator_handovers;
   t.wipes += r.wipes;
   t.foreign_disks += r.foreign_disks;
@@ -99,14 +100,15 @@ std::string SweepResult::Summary() const {
   char line[1200];
   std::snprintf(line, sizeof line,
                 "seeds=%llu failed=%llu acknowledged=%llu faults=%llu write_faults=%llu version_steps=%llu "
-                "deploy_decrees=%llu (stale %llu, failures %llu) coordinator_handovers=%llu wipes=%llu foreign_disks=%llu "
+                "deploy_decrees=%llu (stale %llu, failures %llu, lrp reverts %llu) coordinator_handovers=%llu "
+                "wipes=%llu foreign_disks=%llu "
                 "refusals=%llu member_decrees=%llu snapshots=%llu (torn %llu) installs=%llu crashes_writing=%llu "
                 "session_writes=%llu (retried %llu) txns=%llu (else %llu, unknown writes %llu) leases=%llu "
                 "(keepalives %llu, reads %llu, vanished %llu) watch_events=%llu (resumes %llu, deployment %llu) simulated_hours=%.2f",
                 (unsigned long long)seeds, (unsigned long long)failed, (unsigned long long)acknowledged,
                 (unsigned long long)faults, (unsigned long long)write_faults, (unsigned long long)version_steps,
                 (unsigned long long)deploy_decrees, (unsigned long long)deploy_stale,
-                (unsigned long long)deploy_failure_decrees,
+                (unsigned long long)deploy_failure_decrees, (unsigned long long)lrp_reverts,
                 (unsigned long long)coordinator_handovers, (unsigned long long)wipes,
                 (unsigned long long)foreign_disks, (unsigned long long)refusals, (unsigned long long)member_changes,
                 (unsigned long long)snapshots, (unsigned long long)snapshots_torn, (unsigned long long)installs,

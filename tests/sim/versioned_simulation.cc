@@ -15,6 +15,7 @@ const Semver kA{1, 0, 0};
 const Semver kB{1, 1, 0};
 const Semver kC{1, 2, 0};
 const Semver kD{1, 3, 0};  // sessions
+const Semver kE{1, 4, 0};  // LRP model 2: reverts, crash counts, routes
 
 // Start versions and the targets to walk through, chosen by the seed.
 struct Plan {
@@ -24,7 +25,11 @@ struct Plan {
 
 Plan ChoosePlan(size_t nodes, std::mt19937_64& rng) {
   Plan p;
-  switch (rng() % 5) {
+  switch (rng() % 6) {
+    case 5:  // up to the release with LRP model 2, down again (restating its decrees), up again
+      p.start.assign(nodes, kD);
+      p.targets = {kE, kD, kE};
+      break;
     case 0:  // the whole way up
       p.start.assign(nodes, kA);
       p.targets = {kB, kC, kD};

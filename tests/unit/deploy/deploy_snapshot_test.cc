@@ -176,11 +176,22 @@ class CommandGen {
       j["op"] = "update";
       if (P(85)) j["definition"] = Definition(P(90) ? Id("d", ++next_def_) : any_id());
       if (P(30) || !j.contains("definition")) j["instances"] = U(4);
-    } else if (r < 66) {
+      // LRP model 2's fields: routes and an annotation, a crash limit.
+      if (P(20)) j["routes"] = {{"http", {Id("h", U(3))}}};
+      if (P(10)) j["annotation"] = Id("note", U(3));
+      if (P(10)) j["crash_limit"] = 1 + U(3);
+    } else if (r < 60) {
       j["op"] = "instance_moved";
       j["index"] = U(l != nullptr ? l->instances + 1 : 2);
       j["definition_id"] = l != nullptr && P(85) ? (P(80) ? l->definition_id : l->previous_definition_id) : any_id();
       if (j["definition_id"] == "") j["definition_id"] = any_id();
+    } else if (r < 66) {
+      // A crash report: mostly of what an instance runs, so that updates
+      // count crashes and some pause.
+      j["op"] = "instance_crashed";
+      uint32_t index = U(l != nullptr ? l->instances + 1 : 2);
+      j["index"] = index;
+      j["definition_id"] = l != nullptr && index < l->instances && P(85) ? l->actual_definition_ids[index] : any_id();
     } else if (r < 73) {
       j["op"] = "cancel";
     } else if (r < 83) {
@@ -392,7 +403,7 @@ TEST(DeploySnapshot, Restore_IsIndistinguishableUnderRandomCommands) {
     if (HasFatalFailure()) return;
   }
   for (const char* op : {"sched/create", "sched/update", "sched/scale", "sched/health", "sched/room_status",
-                         "lrp/desire", "lrp/update", "lrp/instance_moved", "lrp/cancel", "lrp/rollback", "lrp/prune",
+                         "lrp/desire", "lrp/update", "lrp/instance_moved", "lrp/instance_crashed", "lrp/cancel", "lrp/rollback", "lrp/prune",
                          "lrp/remove", "bg/register", "bg/promote", "bg/rollback", "bg/delete_version"}) {
     EXPECT_GT(cov.applied[op], 20u) << op << " rarely or never applied: the generator misses it";
   }

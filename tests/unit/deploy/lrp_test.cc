@@ -13,96 +13,12 @@
 #include <string>
 #include <vector>
 
+#include "tests/unit/deploy/lrp_scenario.h"
+
 namespace ts::deploy {
 namespace {
 
-using json = nlohmann::json;
-
-// "d" + std::to_string(n) trips GCC 12's false -Wrestrict at -O2 (bug 105329).
-std::string Id(const char* prefix, uint64_t n) {
-  std::string s = prefix;
-  s += std::to_string(n);
-  return s;
-}
-
-json Def(const std::string& id, int memory_mb = 256) {
-  return {{"definition_id", id}, {"memory_mb", memory_mb}, {"rootfs", "docker:///app"}, {"ports", {8080}}};
-}
-
-LrpCommand Cmd(const json& j) {
-  auto c = ParseLrpCommand(j);
-  EXPECT_TRUE(c.ok()) << c.status().ToString() << " for " << j.dump();
-  return c.ok() ? *c : LrpCommand{};
-}
-
-json Desire(const std::string& guid, uint32_t n, const std::string& def) {
-  return {{"op", "desire"}, {"process_guid", guid}, {"instances", n}, {"definition", Def(def)}};
-}
-json Update(const std::string& guid, const std::string& def) {
-  return {{"op", "update"}, {"process_guid", guid}, {"definition", Def(def)}};
-}
-json Moved(const std::string& guid, uint32_t index, const std::string& def) {
-  return {{"op", "instance_moved"}, {"process_guid", guid}, {"index", index}, {"definition_id", def}};
-}
-json Cancel(const std::string& guid) { return {{"op", "cancel"}, {"process_guid", guid}}; }
-json Rollback(const std::string& guid, const std::string& def) {
-  return {{"op", "rollback"}, {"process_guid", guid}, {"definition_id", def}};
-}
-json Prune(const std::string& guid, uint32_t keep) { return {{"op", "prune"}, {"process_guid", guid}, {"keep", keep}}; }
-json Remove(const std::string& guid) { return {{"op", "remove"}, {"process_guid", guid}}; }
-
-class LrpScenario {
- public:
-  void Ok(const json& j) {
-    Status s = lrps_.Apply(Cmd(j));
-    EXPECT_TRUE(s.ok()) << s.ToString() << " for " << j.dump();
-    ExpectInvariants();
-  }
-  // Applies a command that must be refused; the state must not change.
-  Status Refused(const json& j) {
-    std::string before = lrps_.Snapshot().dump();
-    Status checked = lrps_.Check(Cmd(j));
-    Status s = lrps_.Apply(Cmd(j));
-    EXPECT_FALSE(s.ok()) << "accepted " << j.dump();
-    EXPECT_EQ(checked.ToString(), s.ToString()) << "Check and Apply disagree";
-    EXPECT_EQ(lrps_.Snapshot().dump(), before) << "refused command changed the state: " << j.dump();
-    ExpectInvariants();
-    return s;
-  }
-  void ExpectInvariants() const {
-    Status inv = lrps_.CheckInvariants();
-    EXPECT_TRUE(inv.ok()) << inv.ToString();
-    // The spec's sentence, checked directly rather than through CheckInvariants.
-    for (const auto& [g, l] : lrps_.all()) {
-      EXPECT_EQ(l.actual_definition_ids.size(), l.instances) << g;
-      for (const auto& id : l.actual_definition_ids) {
-        EXPECT_TRUE(id == l.definition_id || (!l.previous_definition_id.empty() && id == l.previous_definition_id))
-            << g << " instance runs " << id;
-      }
-    }
-  }
-  const DesiredLrp& lrp(const std::string& g = "web") const {
-    const DesiredLrp* l = lrps_.Find(g);
-    EXPECT_NE(l, nullptr) << g;
-    static const DesiredLrp kEmpty;
-    return l != nullptr ? *l : kEmpty;
-  }
-  std::vector<std::string> Actual(const std::string& g = "web") const { return lrp(g).actual_definition_ids; }
-  // View's ids in stored order: "stored_definitions" or "pruned_definitions".
-  std::vector<std::string> Listed(const char* key, const std::string& g) const {
-    auto v = lrps_.View(g);
-    EXPECT_TRUE(v.ok());
-    return v.ok() ? (*v)[key].get<std::vector<std::string>>() : std::vector<std::string>{};
-  }
-  std::vector<std::string> Stored(const std::string& g = "web") const { return Listed("stored_definitions", g); }
-  std::vector<std::string> Pruned(const std::string& g = "web") const { return Listed("pruned_definitions", g); }
-  DesiredLrps& lrps() { return lrps_; }
-
- private:
-  DesiredLrps lrps_;
-};
-
-using Ids = std::vector<std::string>;
+using namespace lrp_scenario;  // NOLINT: the scenario helpers
 
 TEST(DesiredLrps, Desire_CreatesInstancesOnItsDefinition) {
   LrpScenario s;
@@ -241,8 +157,10 @@ TEST(DesiredLrps, InstanceMoved_BadIndexOrDefinition_FailsUnchanged) {
   EXPECT_NE(st.message().find("v7 is not live"), std::string::npos) << st.message();
 }
 
-TEST(DesiredLrps, Cancel_MovedInstancesGoBack_PreviousRestored) {
-  LrpScenario s;
+// Model 1 (1.3.0's meaning, kept for model-1 decrees): cancel moves every
+// instance back at once. Model 2's revert: lrp_revert_test.cc.
+TEST(DesiredLrps, Model1_Cancel_MovedInstancesGoBack_PreviousRestored) {
+  LrpScenario s(1);
   s.Ok(Desire("web", 3, "v1"));
   s.Ok(Update("web", "v2"));
   s.Ok(Moved("web", 0, "v2"));
@@ -271,8 +189,8 @@ TEST(DesiredLrps, Cancel_NothingInFlight_FailsUnchanged) {
 
 // The spec's own example: update to version-2, cancel, update to version-3,
 // complete, then roll back to version-2.
-TEST(DesiredLrps, SpecExample_UpdateCancelUpdateRollback) {
-  LrpScenario s;
+TEST(DesiredLrps, Model1_SpecExample_UpdateCancelUpdateRollback) {
+  LrpScenario s(1);
   s.Ok(Desire("app", 2, "version-1"));
   s.Ok(Update("app", "version-2"));
   s.Ok(Moved("app", 0, "version-2"));
@@ -294,8 +212,8 @@ TEST(DesiredLrps, SpecExample_UpdateCancelUpdateRollback) {
   EXPECT_EQ((*v)["definition"], Def("version-2"));
 }
 
-TEST(DesiredLrps, Rollback_ToStoredDefinition_StartsUpdateTowardsIt) {
-  LrpScenario s;
+TEST(DesiredLrps, Model1_Rollback_ToStoredDefinition_StartsUpdateTowardsIt) {
+  LrpScenario s(1);
   s.Ok(Desire("web", 2, "v1"));
   s.Ok(Update("web", "v2"));
   s.Ok(Moved("web", 0, "v2"));
@@ -572,7 +490,7 @@ TEST(ParseLrpCommand, RejectsMalformedInput) {
        "non-finite"},
       {json{{"op", "update"}, {"process_guid", "w"}, {"definition", {{"definition_id", "v2"}, {"s", "\xff"}}}},
        "UTF-8"},
-      {json{{"op", "update"}, {"process_guid", "w"}}, "needs 'definition' and/or 'instances'"},
+      {json{{"op", "update"}, {"process_guid", "w"}}, "update needs 'definition', 'instances', 'routes'"},
       {json{{"op", "instance_moved"}, {"process_guid", "w"}, {"definition_id", "v1"}}, "missing field 'index'"},
       {json{{"op", "instance_moved"}, {"process_guid", "w"}, {"index", 10000}, {"definition_id", "v1"}}, "0..9999"},
       {json{{"op", "instance_moved"}, {"process_guid", "w"}, {"index", 0}}, "missing field 'definition_id'"},
@@ -594,7 +512,7 @@ TEST(ParseLrpCommand, IgnoresUnknownFields) {
   json j = Desire("web", 2, "v1");
   j["kind"] = "lrp";
   j["version"] = 1;
-  j["routes"] = {{"http", {"a.example"}}};
+  j["future"] = {{"http", {"a.example"}}};
   auto c = ParseLrpCommand(j);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->op, LrpCommand::Op::kDesire);

@@ -1,7 +1,8 @@
 // Helpers of the station tests that drive deployments on the simulated
-// cluster (executors_station_test.cc, sched_failures_station_test.cc): a
-// version marker decree, client calls, the leader's view of scheduler "s",
-// and waiting until every node applied the same slot.
+// cluster (executors_station_test.cc, sched_failures_station_test.cc):
+// client calls and the leader's view of scheduler "s"; version decrees and
+// the wait until every node applied the same slot are in
+// station_test_decrees.h.
 #pragma once
 
 #include <optional>
@@ -12,6 +13,7 @@
 #include "node/station/station.h"
 #include "tests/sim/station_calls.h"
 #include "tests/sim/station_cluster.h"
+#include "tests/unit/station/station_test_decrees.h"
 
 namespace ts::station {
 
@@ -20,13 +22,6 @@ using rpc::ClientOp;
 using sim::StationCluster;
 
 inline constexpr uint16_t kSched = static_cast<uint16_t>(DecreeType::kScheduler);
-
-inline Decree MarkerDecree(const Semver& v) {
-  Decree d;
-  d.header.type = static_cast<uint16_t>(DecreeType::kVersionMarker);
-  d.payload = EncodeVersionMarker(VersionMarker{v.ToString()});
-  return d;
-}
 
 inline std::optional<rpc::ClientResponse> Send(sim::StationCluster& c, rpc::ClientOp op, std::string key,
                                                std::string value = "") {
@@ -51,19 +46,6 @@ bool RunUntilView(sim::StationCluster& c, Pred&& pred, uint64_t ms = 5000) {
         return v.ok() && pred(*v);
       },
       ms);
-}
-
-// Runs until every member applied the same slot (5 s at most).
-inline bool RunUntilAllApplied(sim::StationCluster& c) {
-  return c.RunUntil(
-      [&] {
-        uint64_t slot = c.station(1).applied_slot();
-        for (auto id : c.members()) {
-          if (c.station(id).applied_slot() != slot) return false;
-        }
-        return true;
-      },
-      5000);
 }
 
 }  // namespace ts::station

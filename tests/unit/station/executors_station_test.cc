@@ -18,25 +18,17 @@
 namespace ts::station {
 namespace {
 
-
-Decree DowngradeTo(const Semver& v) {
-  Decree d;
-  d.header.type = static_cast<uint16_t>(DecreeType::kDowngrade);
-  Downgrade g;
-  g.target = v.ToString();
-  d.payload = EncodeDowngrade(g);
-  return d;
-}
+using testing_decrees::DowngradeTo;
 
 TEST(SchedModel2, IsReadFrom130AndWrittenOnlyAfterItsMarker) {
   const Semver v120{1, 2, 0}, v130{1, 3, 0};
   EXPECT_EQ(MaxModelRead(v120, kSched), 1);
   EXPECT_EQ(MaxModelRead(v130, kSched), 2);
   VersionState st(v130);
-  st.Observe(MarkerDecree(v120), 1);
+  st.Observe(testing_decrees::Marker(v120), 1);
   EXPECT_EQ(st.WriteModel(kSched), 1) << "write old until the marker";
   EXPECT_TRUE(st.HeaderFor(kSched).min_reader_version.empty());
-  st.Observe(MarkerDecree(v130), 2);
+  st.Observe(testing_decrees::Marker(v130), 2);
   EXPECT_EQ(st.WriteModel(kSched), 2);
   EXPECT_EQ(st.HeaderFor(kSched).min_reader_version, "1.3.0") << "a 1.2.0 follower must stop, not misapply";
   st.PrepareDowngrade(v120);
@@ -111,7 +103,7 @@ TEST(StationExecutors, RoomsOfAnExecutorWhoseKeyIsGoneAreLostOnEveryNode_UntilIt
   EXPECT_EQ(v["counts"]["total"], 2) << "nor replaced";
   EXPECT_TRUE(Query(c, "executors/").empty());
   // Every node applied the same: equal digests at equal slots.
-  ASSERT_TRUE(RunUntilAllApplied(c));
+  ASSERT_TRUE(testing_decrees::AllAppliedAlike(c));
   for (auto id : c.members()) {
     EXPECT_EQ(c.station(id).StateDigest(), c.station(1).StateDigest());
     EXPECT_TRUE(c.station(id).deploy_state().schedulers().Find("s")->rooms.begin()->second.lost);

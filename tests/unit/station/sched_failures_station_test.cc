@@ -31,9 +31,9 @@ TEST(SchedModel3, IsReadFrom140AndWrittenOnlyAfterItsMarker) {
   EXPECT_EQ(MaxModelRead(v130, kSched), 2);
   EXPECT_EQ(MaxModelRead(v140, kSched), 3);
   VersionState st(v140);
-  st.Observe(MarkerDecree(v130), 1);
+  st.Observe(testing_decrees::Marker(v130), 1);
   EXPECT_EQ(st.WriteModel(kSched), 2) << "write old until the marker";
-  st.Observe(MarkerDecree(v140), 2);
+  st.Observe(testing_decrees::Marker(v140), 2);
   EXPECT_EQ(st.WriteModel(kSched), 3);
   EXPECT_EQ(st.HeaderFor(kSched).min_reader_version, "1.4.0") << "a 1.3.0 follower must stop, not misapply";
   st.PrepareDowngrade(v130);
@@ -94,7 +94,7 @@ TEST(StationSchedFailures, AValidationRoomPastItsDeadlineFailsItsVersionOnEveryN
   EXPECT_NE(v["failed"]["v2.0"]["reason"].get<std::string>().find("not ready within 10 s"), std::string::npos)
       << v.dump();
   EXPECT_EQ(v["reason"]["state"], "failed") << v.dump();
-  ASSERT_TRUE(RunUntilAllApplied(c));
+  ASSERT_TRUE(testing_decrees::AllAppliedAlike(c));
   for (auto id : c.members()) {
     EXPECT_EQ(c.station(id).StateDigest(), c.station(1).StateDigest());
     EXPECT_EQ(c.station(id).deploy_state().schedulers().Find("s")->failed.count("v2.0"), 1u);

@@ -244,6 +244,14 @@ function schedulerCard(s) {
                    el("span", { class: "muted" }, [...byVersion.entries()].map(([v, n]) => v + ": " + n).join(" · ")));
   const card = el("div", { class: "card", "data-scheduler": s.scheduler },
                   el("div", { class: "title" }, s.scheduler), facts, roomBar(s));
+  // Why the rollout moves or not, and since when (the coordinator's own words).
+  if (s.reason && s.reason.reason) {
+    card.append(el("div", { class: "reason state-" + s.reason.state, "data-state": s.reason.state },
+                   s.reason.reason, s.reason.since_slot ? " (since slot " + s.reason.since_slot + ")" : ""));
+  }
+  for (const [v, f] of Object.entries(s.failed || {})) {
+    card.append(el("div", { class: "failed", "data-failed": v }, v + " failed at slot " + f.slot + ": " + f.reason));
+  }
   const r = s.rollout;
   if (r) {
     const floor = r.ready_floor;
@@ -272,8 +280,14 @@ function lrpCard(l) {
   const card = el("div", { class: "card", "data-lrp": l.process_guid }, el("div", { class: "title" }, l.process_guid),
                   el("div", { class: "kv" }, el("span", {}, "definition ", el("b", {}, l.definition_id)),
                      el("span", {}, onCurrent + " of " + l.instances + " instances on it")));
+  const p = l.progress;
+  if (p && p.status) {
+    card.append(el("div", { class: "reason" + (p.paused ? " state-failed" : ""), "data-direction": p.direction,
+                            "data-paused": p.paused ? "yes" : "no" }, p.status));
+  }
   if (l.update_in_progress) {
-    card.append(el("div", { class: "kv" }, "update in progress from ", el("b", {}, l.previous_definition_id)));
+    card.append(el("div", { class: "kv" }, (p && p.direction === "revert" ? "reverting from " : "update in progress from "),
+                   el("b", {}, l.previous_definition_id)));
     const bar = el("div", { class: "bar" });
     const n = Math.max(1, l.instances);
     bar.append(el("span", { class: "seg-ready-new", style: "width:" + (100 * onCurrent / n) + "%" }),

@@ -123,7 +123,9 @@ bool VersionDuties::TryResumeWithRewrites(consensus::Slot downgrade_slot, const 
     }
   }
   for (const consensus::Entry& e : entries) {
-    if (!st_.ApplyDecree(e.slot, e.value, true) && !st_.ApplyDecree(e.slot, *rewrite[e.slot], true)) {
+    auto restated = rewrite.find(e.slot);
+    if (!st_.ApplyDecree(e.slot, e.value, true) &&
+        (restated == rewrite.end() || !st_.ApplyDecree(e.slot, *restated->second, true))) {
       st_.Log(LogLevel::kError, "restated decree for slot " + std::to_string(e.slot) + " is unreadable too");
       st_.stuck_at_ = e.slot;
       return false;

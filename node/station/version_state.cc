@@ -305,10 +305,19 @@ bool RestateInto(const Semver& target, uint64_t slot, const std::string& bytes, 
     *why = "slot " + std::to_string(slot) + " is undecodable";
     return false;
   }
-  if (Reads(target, d)) return true;
+  const bool session_write = d.header.type == static_cast<uint16_t>(DecreeType::kSessionWrite);
+  // A session write is readable when the write inside it is too: a target
+  // with sessions may still lack the model its write is in (1.3.0 and a
+  // scheduler decree of model 3).
+  const bool outer_read = Reads(target, d);
+  if (outer_read && !session_write) return true;
+  if (outer_read) {
+    SessionWrite w;
+    if (!DecodeSessionWrite(d.payload, &w).ok() || IsSessionType(w.type)) return true;
+    if (Reads(target, InnerDecree(&w, d.tag))) return true;
+  }
   std::optional<std::string> restated;
   Decree inner;
-  const bool session_write = d.header.type == static_cast<uint16_t>(DecreeType::kSessionWrite);
   if (session_write && !applied_nothing) {
     *why = "slot " + std::to_string(slot) + " holds a session write that this leader did not apply itself (its " +
            "state starts from a snapshot past it), so it cannot tell whether it was a repeat; run `tsctl migrate " +
@@ -320,8 +329,19 @@ bool RestateInto(const Semver& target, uint64_t slot, const std::string& bytes, 
   } else if (!session_write || *applied_nothing) {
     restated = std::string();  // it changed nothing but the session table, which the target has not
   } else if (SessionWrite w; DecodeSessionWrite(d.payload, &w).ok() && !IsSessionType(w.type)) {
+    SessionWrite numbers = w;
     inner = InnerDecree(&w, d.tag);
     restated = RewriteFor(target, inner);
+    Decree again;
+    if (restated && outer_read && !restated->empty() && DecodeDecree(*restated, &again).ok()) {
+      // The target keeps sessions: the write stays in its session, restated.
+      numbers.type = again.header.type;
+      numbers.model_version = again.header.model_version;
+      numbers.payload = again.payload;
+      Decree outer = d;
+      outer.payload = EncodeSessionWrite(numbers);
+      restated = EncodeDecree(outer);
+    }
   }
   if (!restated) {
     const char* name = DecreeTypeName(session_write ? inner.header.type : d.header.type);

@@ -28,10 +28,8 @@ DeployWorkload::DeployWorkload(StationCluster& c, uint64_t seed)
     : c_(c), rng_(seed), agent_(static_cast<uint32_t>(seed % 101)) {
   // Rooms that fail (room_faults.h): a share on a quarter of the seeds,
   // every room of v3.0 on a fifth.
-  tsagent::RoomFaults faults;
-  if (seed % 4 == 0) faults.set_fail_percent(15);
-  if (seed % 5 == 0) faults.add_fail_version("v3.0");
-  agent_.set_faults(std::move(faults));
+  if (seed % 4 == 0) faults_.set_fail_percent(15);
+  if (seed % 5 == 0) faults_.add_fail_version("v3.0");
   next_operator_ms_ = c_.now_ms() + 200 + rng_() % 300;
   next_occupancy_ms_ = c_.now_ms() + kOccupancyPeriodMs;
   next_executor_ms_ = c_.now_ms() + kExecutorPeriodMs;
@@ -196,6 +194,12 @@ std::optional<std::pair<json, uint64_t>> DeployWorkload::Query(NodeId at, const 
 void DeployWorkload::Executor() {
   auto leader = c_.Leader();
   if (!leader) return;
+  // Rooms fail only while the cluster can say so (scheduler model 3, from
+  // the 1.4.0 marker on): before it an error report is dropped and the room
+  // stays pending for good, as it does on 1.3.0, so no rollout could end.
+  const auto sched = static_cast<uint16_t>(station::DecreeType::kScheduler);
+  const bool can_fail = c_.station(*leader).versions().WriteModel(sched) >= 3;
+  agent_.set_faults(can_fail ? faults_ : tsagent::RoomFaults());
   if (auto all = Query(*leader, "sched/")) {
     for (const json& s : all->first) {
       auto view = Query(*leader, "sched/" + s.at("scheduler").get<std::string>());

@@ -68,6 +68,7 @@ class DeployWorkload {
   StationCluster& c_;
   std::mt19937_64 rng_;
   tsagent::SimAgent agent_;
+  tsagent::RoomFaults faults_;  // the seed's room failures, while the cluster can record them
   uint64_t next_operator_ms_ = 0;
   uint64_t next_executor_ms_ = 0;
   uint64_t next_occupancy_ms_ = 0;

@@ -161,6 +161,43 @@ TEST(VersionState, DowngradeRefusal_OnlyToAnOlderVersionNotAlreadyInForce) {
   EXPECT_NE(DowngradeRefusal(b, kA).find("already in force"), std::string::npos);
 }
 
+// A session write is as readable as the write inside it: 1.3.0 keeps
+// sessions but reads no scheduler decree of model 3, so a downgrade to it
+// restates such a write, keeping it in its session with the same numbers.
+TEST(VersionState, RestateInto_ASessionWriteWhoseWriteTheTargetCannotRead) {
+  const Semver v130{1, 3, 0};
+  SessionWrite w;
+  w.session = 7;
+  w.seq = 3;
+  w.lowest_pending = 2;
+  w.type = static_cast<uint16_t>(DecreeType::kScheduler);
+  w.model_version = 3;
+  w.payload = R"({"op":"scale","scheduler":"s","desired":4})";
+  Decree outer;
+  outer.header = HeaderOf(static_cast<uint16_t>(DecreeType::kSessionWrite), 1);
+  outer.payload = EncodeSessionWrite(w);
+  std::vector<Rewrite> out;
+  std::string why;
+  ASSERT_TRUE(RestateInto(v130, 9, EncodeDecree(outer), &out, &why, false)) << why;
+  ASSERT_EQ(out.size(), 1u) << "the outer header alone is readable by 1.3.0; the write inside is not";
+  Decree back;
+  ASSERT_TRUE(DecodeDecree(out[0].decree, &back).ok());
+  EXPECT_EQ(back.header.type, static_cast<uint16_t>(DecreeType::kSessionWrite));
+  SessionWrite inner;
+  ASSERT_TRUE(DecodeSessionWrite(back.payload, &inner).ok());
+  EXPECT_EQ(inner.session, 7u);
+  EXPECT_EQ(inner.seq, 3u);
+  EXPECT_EQ(inner.lowest_pending, 2u);
+  EXPECT_EQ(inner.type, w.type);
+  EXPECT_EQ(inner.model_version, 2) << "restated in the model 1.3.0 reads";
+  // The same write in model 2 needs nothing.
+  w.model_version = 2;
+  outer.payload = EncodeSessionWrite(w);
+  out.clear();
+  ASSERT_TRUE(RestateInto(v130, 10, EncodeDecree(outer), &out, &why, false)) << why;
+  EXPECT_TRUE(out.empty());
+}
+
 TEST(VersionState, RestateInto_OnlyWhatTheTargetCannotRead) {
   std::vector<Rewrite> out;
   std::string why;

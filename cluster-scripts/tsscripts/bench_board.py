@@ -10,10 +10,10 @@ import argparse
 import http.client
 import json
 import os
-import shutil
 import sys
 import time
 
+from tsscripts.browser import headless_chromium, missing
 from tsscripts.common import machine
 
 
@@ -47,22 +47,6 @@ def page_weight(addr):
     return sizes
 
 
-def browser():
-    try:
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
-    except ImportError:
-        sys.exit("bench_board: Python's selenium is missing (cluster-scripts/setup.sh --browser)")
-    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
-    if not chromium or not driver:
-        sys.exit("bench_board: chromium or chromedriver is missing (cluster-scripts/setup.sh --browser)")
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = chromium
-    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
-        opts.add_argument(a)
-    return webdriver.Chrome(service=Service(driver), options=opts)
-
-
 def main(argv):
     ap = argparse.ArgumentParser(prog="bench_board")
     ap.add_argument("http_addr")
@@ -73,7 +57,9 @@ def main(argv):
     pids = [int(p) for p in a.pids.split(",")]
     weight = page_weight(a.http_addr)
     closed = cpu_ms_per_s(pids, a.duration)
-    b = browser()
+    if why := missing():
+        sys.exit(f"bench_board: {why} is missing (cluster-scripts/setup.sh --browser)")
+    b = headless_chromium()
     try:
         b.get(f"http://{a.http_addr}/")
         time.sleep(3)  # the first reads and the watch's start are not the steady cost

@@ -32,7 +32,8 @@ namespace ts::tsnode {
 namespace {
 
 constexpr auto kMemberStatusTimeout = std::chrono::milliseconds(800);
-constexpr uint64_t kLogPageRows = 1000;  // what one kLog answer holds at most
+constexpr uint64_t kLogPageRows = 1000;
+constexpr const char* kNoAnswer = "the node did not answer in time";  // what one kLog answer holds at most
 
 void SetBoardHeaders(httplib::Response& res) {
   res.set_header("Content-Security-Policy",
@@ -68,15 +69,11 @@ void HttpPort::ServeBoardFile(const httplib::Request& req, httplib::Response& re
 }
 
 void HttpPort::ServeCluster(const httplib::Request& req, httplib::Response& res) {
-  auto reply = [&res](const HttpAnswer& a) {
-    res.status = a.status;
-    res.set_content(a.body, "application/json");
-  };
   if (auto why = Denied(req, rpc::ClientOp::kStatus)) {
-    return reply(ErrorToHttp(rpc::ClientCode::kPermissionDenied, *why));
+    return WriteAnswer(res, ErrorToHttp(rpc::ClientCode::kPermissionDenied, *why));
   }
   auto self = FetchStatus();
-  if (!self) return reply(ErrorToHttp(rpc::ClientCode::kUnavailable, "the node did not answer in time"));
+  if (!self) return WriteAnswer(res, ErrorToHttp(rpc::ClientCode::kUnavailable, kNoAnswer));
   std::map<consensus::NodeId, std::string> addrs = peer_addrs_ ? peer_addrs_() : decltype(addrs){};
   std::vector<rpc::HostPort> endpoints = {watch_target_};
   std::vector<StatusOr<rpc::NodeStatus>> statuses = {StatusOr<rpc::NodeStatus>(*self)};
@@ -107,13 +104,11 @@ void HttpPort::ServeCluster(const httplib::Request& req, httplib::Response& res)
 }
 
 void HttpPort::ServeVersions(const httplib::Request& req, httplib::Response& res) {
-  auto reply = [&res](const HttpAnswer& a) {
-    res.status = a.status;
-    res.set_content(a.body, "application/json");
-  };
-  if (auto why = Denied(req, rpc::ClientOp::kLog)) return reply(ErrorToHttp(rpc::ClientCode::kPermissionDenied, *why));
+  if (auto why = Denied(req, rpc::ClientOp::kLog)) {
+    return WriteAnswer(res, ErrorToHttp(rpc::ClientCode::kPermissionDenied, *why));
+  }
   auto self = FetchStatus();
-  if (!self) return reply(ErrorToHttp(rpc::ClientCode::kUnavailable, "the node did not answer in time"));
+  if (!self) return WriteAnswer(res, ErrorToHttp(rpc::ClientCode::kUnavailable, kNoAnswer));
   std::lock_guard<std::mutex> lock(versions_mu_);
   // Decrees up to the compacted slot are gone from this node's log.
   if (versions_.scanned_upto < self->compacted_slot) {

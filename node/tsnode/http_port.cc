@@ -83,6 +83,11 @@ class Exposition {
 
 }  // namespace
 
+void WriteAnswer(httplib::Response& res, const HttpAnswer& a) {
+  res.status = a.status;
+  res.set_content(a.body, "application/json");
+}
+
 std::string GateText(const HttpGate& g) {
   Exposition e;
   auto d = [](uint64_t v) { return static_cast<double>(v); };
@@ -236,10 +241,6 @@ void HttpPort::ForwardToLeader(const rpc::ClientRequest& req, rpc::ClientRespons
 }
 
 void HttpPort::ServeApi(const httplib::Request& req, httplib::Response& res, const std::string& route) {
-  auto reply = [&res](const HttpAnswer& a) {
-    res.status = a.status;
-    res.set_content(a.body, "application/json");
-  };
   std::string rest = req.matches.size() > 1 ? std::string(req.matches[1]) : std::string();
   auto param = [&req](const char* name) {
     return req.has_param(name) ? std::optional<std::string>(req.get_param_value(name)) : std::nullopt;
@@ -255,10 +256,12 @@ void HttpPort::ServeApi(const httplib::Request& req, httplib::Response& res, con
     else if (*serializable) call->range_flags |= rpc::kRangeSerializable;
   }
   if (!call.ok()) {
-    return reply(ErrorToHttp(rpc::ClientCode::kBadRequest,
+    return WriteAnswer(res, ErrorToHttp(rpc::ClientCode::kBadRequest,
                              call.status().message() + "; correct the call and send it again (docs/operating.md, The HTTP port, lists the calls)"));
   }
-  if (auto why = Denied(req, call->op)) return reply(ErrorToHttp(rpc::ClientCode::kPermissionDenied, *why));
+  if (auto why = Denied(req, call->op)) {
+    return WriteAnswer(res, ErrorToHttp(rpc::ClientCode::kPermissionDenied, *why));
+  }
   rpc::ClientOp op = call->op;
   const rpc::Txn txn = call->txn;
   rpc::ClientRequest forward = *call;
@@ -266,7 +269,7 @@ void HttpPort::ServeApi(const httplib::Request& req, httplib::Response& res, con
   if (answer && answer->code == rpc::ClientCode::kNotLeader) ForwardToLeader(forward, &*answer);
   if (!answer) {
     bool read = rpc::RequiredRole(op) == rpc::ClientRole::kRead;
-    return reply(ErrorToHttp(read ? rpc::ClientCode::kUnavailable : rpc::ClientCode::kOutcomeUnknown,
+    return WriteAnswer(res, ErrorToHttp(read ? rpc::ClientCode::kUnavailable : rpc::ClientCode::kOutcomeUnknown,
                              "the node did not answer in time"));
   }
   if (op == rpc::ClientOp::kCas && answer->code == rpc::ClientCode::kOk) {
@@ -275,7 +278,7 @@ void HttpPort::ServeApi(const httplib::Request& req, httplib::Response& res, con
     answer->found = !forward.expected_absent;
     answer->value = forward.value;
   }
-  reply(AnswerToHttp(op, *answer, &txn));
+  WriteAnswer(res, AnswerToHttp(op, *answer, &txn));
 }
 
 Status HttpPort::Start() {

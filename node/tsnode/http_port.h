@@ -42,6 +42,10 @@ struct Response;
 
 namespace ts::tsnode {
 
+struct HttpAnswer;
+// Writes `a` as the answer: its status and its JSON body.
+void WriteAnswer(httplib::Response& res, const HttpAnswer& a);
+
 // The node's status as Prometheus text exposition (format 0.0.4).
 std::string PrometheusText(const rpc::NodeStatus& s);
 // The HTTP port's own families: connections, requests in flight, closed.

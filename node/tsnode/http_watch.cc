@@ -49,9 +49,7 @@ struct HttpWatch {
 
 void HttpPort::ServeWatch(const httplib::Request& req, httplib::Response& res) {
   auto fail = [&res](rpc::ClientCode code, const std::string& why) {
-    HttpAnswer a = ErrorToHttp(code, why);
-    res.status = a.status;
-    res.set_content(a.body, "application/json");
+    WriteAnswer(res, ErrorToHttp(code, why));
   };
   rpc::ClientRequest w;
   w.op = rpc::ClientOp::kWatch;
@@ -91,10 +89,7 @@ void HttpPort::ServeWatch(const httplib::Request& req, httplib::Response& res) {
   if (!answer.ok() || !answer->stream_more) {
     --watches_;
     if (!answer.ok()) return fail(rpc::ClientCode::kUnavailable, answer.status().message());
-    HttpAnswer a = AnswerToHttp(rpc::ClientOp::kWatch, *answer, nullptr);
-    res.status = a.status;
-    res.set_content(a.body, "application/json");
-    return;
+    return WriteAnswer(res, AnswerToHttp(rpc::ClientOp::kWatch, *answer, nullptr));
   }
   const uint64_t first_slot = answer->slot;
   res.set_header("Cache-Control", "no-cache");

@@ -36,12 +36,11 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "cluster-scripts"))
 from tsscripts.cluster import Cluster, Programs  # noqa: E402
+from tsscripts.browser import headless_chromium, missing  # noqa: E402
 from tsscripts.common import Failed, free_ports  # noqa: E402
 
 SKIP = 77
 DEADLINE_S = 60.0
-CHROMIUM = shutil.which("chromium")
-DRIVER = shutil.which("chromedriver")
 
 
 def say(msg):
@@ -111,14 +110,7 @@ class Board:
     """One browser tab on a node's board."""
 
     def __init__(self):
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
-        opts = webdriver.ChromeOptions()
-        opts.binary_location = CHROMIUM
-        for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                  "--window-size=1400,1100"):
-            opts.add_argument(a)
-        self.driver = webdriver.Chrome(service=Service(DRIVER), options=opts)
+        self.driver = headless_chromium()
 
     def open(self, port):
         self.driver.get(f"http://127.0.0.1:{port}/")
@@ -358,17 +350,14 @@ def main(argv):
     if len(argv) >= 3 and argv[1] == "--screenshots":
         shots = os.path.abspath(argv[2])
         os.makedirs(shots, exist_ok=True)
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
-        # Debian's python3-selenium is in the system's Python; another python3 may come first on PATH.
-        system = "/usr/bin/python3"
-        if os.path.exists(system) and os.path.realpath(sys.executable) != os.path.realpath(system):
-            os.execv(system, [system, os.path.abspath(__file__), *argv])
-        say("skipped: Python's selenium is missing (cluster-scripts/setup.sh --browser installs it)")
-        return SKIP
-    if not CHROMIUM or not DRIVER:
-        say("skipped: chromium or chromedriver is missing (cluster-scripts/setup.sh --browser installs them)")
+    why = missing()
+    # Debian's python3-selenium is in the system's Python; another python3 may come first on PATH.
+    system = "/usr/bin/python3"
+    if why == "Python's selenium" and os.path.exists(system) and \
+            os.path.realpath(sys.executable) != os.path.realpath(system):
+        os.execv(system, [system, os.path.abspath(__file__), *argv])
+    if why:
+        say(f"skipped: {why} is missing (cluster-scripts/setup.sh --browser installs it)")
         return SKIP
     try:
         run(build, shots)

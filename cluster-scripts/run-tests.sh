@@ -20,8 +20,9 @@
 #   --deploy     then also run cluster-scripts/test-deploy.sh: deploy.sh onto
 #                three hosts simulated with network namespaces (root)
 #   --browser    also install Chromium, its WebDriver and Selenium (setup.sh
-#                --browser), so the board's browser test runs rather than
-#                being skipped; CI passes it
+#                --browser), so the board's browser test runs; with this
+#                flag a missing browser fails that test instead of skipping
+#                it (TS_REQUIRE_BROWSER=1); CI passes it
 #   -- ARGS      passed to ctest, e.g. -- -R integration -V
 # Environment: BUILD_DIR (default build) for the normal build, ASAN_BUILD_DIR
 # (default build-asan) for --sanitize.
@@ -44,7 +45,7 @@ while [[ $# -gt 0 ]]; do
     --only) [[ $# -ge 2 && -n "$2" ]] || die "--only needs a list of test names"; read -r -a only <<<"$2"; shift ;;
     --fuzz) fuzz=1 ;;
     --deploy) deploy=1 ;;
-    --browser) setup_args+=(--browser) ;;
+    --browser) setup_args+=(--browser); export TS_REQUIRE_BROWSER=1 ;;
     --) shift; ctest_extra=("$@"); break ;;
     *) help_or_bad "$1" ;;
   esac
@@ -62,6 +63,7 @@ if [[ ${#only[@]} -gt 0 ]]; then
 fi
 
 rc=0
+phase=$SECONDS
 cluster-scripts/setup.sh --build-dir "$build_dir" "${setup_args[@]}" || rc=$?
 if [[ $rc -ne 0 ]]; then
   echo "run-tests.sh: FAILED in $build_dir: setup or build failed (exit $rc)"
@@ -70,15 +72,20 @@ fi
 # The previous release's programs for the upgrade test, built here (once
 # per commit, cached) rather than inside ctest, where the build would
 # compete with the timed integration tests for the cores.
+times="setup and build $((SECONDS - phase)) s"
+phase=$SECONDS
 if [[ ${#only[@]} -eq 0 ]]; then cluster-scripts/upgrade-from.sh --from previous --build-only || rc=$?; fi
 if [[ $rc -ne 0 ]]; then
   echo "run-tests.sh: FAILED in $build_dir: building the previous release failed (exit $rc)"
   exit "$rc"
 fi
+times+=", previous release $((SECONDS - phase)) s"
+phase=$SECONDS
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 (cd "$build_dir" && ctest --output-on-failure -j2 "${exclude[@]}" "${ctest_extra[@]}") 2>&1 | tee "$log" || rc=$?
 summary=$(grep -E 'tests passed|No tests were found' "$log" | tail -n 1 || true)
+times+=", ctest $((SECONDS - phase)) s"
 if [[ $fuzz -eq 1 ]]; then
   cluster-scripts/fuzz.sh --seconds "${FUZZ_SECONDS:-30}" || rc=$?
 fi
@@ -86,8 +93,8 @@ if [[ $deploy -eq 1 ]]; then
   BUILD_DIR="$build_dir" cluster-scripts/test-deploy.sh || rc=$?
 fi
 if [[ $rc -eq 0 ]]; then
-  echo "run-tests.sh: PASSED in $build_dir: ${summary:-no ctest summary}"
+  echo "run-tests.sh: PASSED in $build_dir: ${summary:-no ctest summary} ($times)"
 else
-  echo "run-tests.sh: FAILED in $build_dir: ${summary:-ctest exited with $rc}"
+  echo "run-tests.sh: FAILED in $build_dir: ${summary:-ctest exited with $rc} ($times)"
 fi
 exit "$rc"

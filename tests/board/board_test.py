@@ -18,7 +18,8 @@ rooms, it checks that:
      shows literally and runs nothing; a scheduler named <script> is refused;
   6. bad requests: an unknown path is 404 with a JSON error, a huge header
      or query is refused, and the node answers /health afterwards.
-Exits 77 (ctest: skipped) when Chromium, its driver or Selenium is missing.
+Exits 77 (ctest: skipped) when Chromium, its driver or Selenium is missing,
+unless TS_REQUIRE_BROWSER=1 (run-tests.sh --browser sets it): then it fails.
 
   board_test.py BUILD_DIR [--screenshots DIR]
 --screenshots DIR also saves board-upgrade.png (mid-upgrade) and
@@ -357,6 +358,9 @@ def main(argv):
             os.path.realpath(sys.executable) != os.path.realpath(system):
         os.execv(system, [system, os.path.abspath(__file__), *argv])
     if why:
+        if os.environ.get("TS_REQUIRE_BROWSER") == "1":
+            say(f"FAILED: {why} is missing and TS_REQUIRE_BROWSER=1 (run-tests.sh --browser) asks for the browser")
+            return 1
         say(f"skipped: {why} is missing (cluster-scripts/setup.sh --browser installs it)")
         return SKIP
     try:

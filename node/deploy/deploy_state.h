@@ -76,6 +76,15 @@ class DeployState {
   uint64_t version() const { return version_; }
   // See Schedulers::ForgetExecutors.
   void ForgetExecutors() { schedulers_.ForgetExecutors(); }
+  // See Schedulers::ForgetFailures. The state changed at `slot` if it did
+  // anything: a command validated before is not applied after it. (The two
+  // forgets above change no version: the older release replays the same
+  // log without them, and must end with the same state.)
+  std::string ForgetFailures(uint64_t slot) {
+    std::string what = schedulers_.ForgetFailures(slot);
+    if (!what.empty()) version_ = slot;
+    return what;
+  }
   // See DesiredLrps::ForgetModel2.
   void ForgetLrpModel2() { lrps_.ForgetModel2(); }
   const Schedulers& schedulers() const { return schedulers_; }

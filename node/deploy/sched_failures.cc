@@ -208,6 +208,73 @@ bool Schedulers::TracksFailures() const {
   return false;
 }
 
+std::string Schedulers::RoomsAboveActive() const {
+  for (const auto& [name, s] : schedulers_) {
+    const auto active = VersionNumbers(s.active);
+    std::map<std::string, uint32_t> live;
+    for (const auto& [id, room] : s.rooms) {
+      if (room.status == RoomStatus::kTerminating || room.status == RoomStatus::kError) continue;
+      if (room.version != s.validating && VersionNumbers(room.version) > active) ++live[room.version];
+    }
+    if (live.empty()) continue;
+    const auto& [version, n] = *live.rbegin();
+    return "scheduler " + name + ": " + std::to_string(n) + " rooms still run " + version + ", above the active " +
+           s.active + " (a rollout back in progress, or a version switched back from)";
+  }
+  return "";
+}
+
+std::string Schedulers::ForgetFailures(uint64_t slot) {
+  uint32_t dropped_versions = 0, dropped_rooms = 0, errors = 0, marks = 0;
+  for (auto& [name, s] : schedulers_) {
+    marks += static_cast<uint32_t>(s.failed.size());
+    s.failed.clear();
+    s.params.room_deadline_s.reset();
+    if (s.rollout) s.rollout->failed_rooms = 0;
+    // A version above the active one that is not being validated (failed,
+    // or switched back from) goes with its rooms: a release before 1.4.0
+    // holds no such version, and its executors stop rooms gone from the
+    // state.
+    const auto active = VersionNumbers(s.active);
+    for (auto v = s.versions.begin(); v != s.versions.end();) {
+      if (v->first == s.validating || VersionNumbers(v->first) <= active) {
+        ++v;
+        continue;
+      }
+      dropped_rooms += static_cast<uint32_t>(
+          std::erase_if(s.rooms, [&](const auto& room) { return room.second.version == v->first; }));
+      v = s.versions.erase(v);
+      ++dropped_versions;
+    }
+    // A room in error is one the health loop would delete next.
+    for (auto& [id, room] : s.rooms) {
+      if (room.status != RoomStatus::kError) continue;
+      room.status = RoomStatus::kTerminating;
+      ++errors;
+    }
+    if (!s.rollout) continue;
+    RolloutRecord& r = *s.rollout;
+    if (s.versions.count(r.to) == 0) r.to = s.active;
+    std::string old_left;  // the newest version among the old rooms still running
+    for (const auto& [id, room] : s.rooms) {
+      if (room.status == RoomStatus::kTerminating || room.validation || !s.IsOld(room)) continue;
+      if (old_left.empty() || VersionNumbers(room.version) > VersionNumbers(old_left)) old_left = room.version;
+    }
+    if (s.versions.count(r.from) == 0) {
+      if (old_left.empty()) {
+        s.rollout.reset();
+        continue;
+      }
+      r.from = old_left;
+    }
+    if (r.finished_slot == 0 && old_left.empty()) r.finished_slot = slot;
+  }
+  if (marks + dropped_versions + errors == 0) return "";
+  return std::to_string(marks) + " failure marks and every creation deadline forgotten, " +
+         std::to_string(dropped_versions) + " versions above the active ones dropped with their " +
+         std::to_string(dropped_rooms) + " rooms, " + std::to_string(errors) + " rooms in error made terminating";
+}
+
 nlohmann::json RolloutReason(const Scheduler& s) {
   nlohmann::json j;
   auto say = [&j](const char* state, std::string text, uint64_t since) {

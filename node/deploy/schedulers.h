@@ -228,6 +228,23 @@ class Schedulers {
   // without executors): the state becomes what that release computes from
   // the same log with the executor fields dropped.
   void ForgetExecutors();
+  // Forgets what a release before 1.4.0 cannot hold (a downgrade below it):
+  // failed marks, deadlines and rollouts' failed rooms; a version above the
+  // active one that is not being validated goes with its rooms (terminating
+  // or in error ones: RoomsAboveActive says when others run); a room in
+  // error becomes terminating; a rollout record naming a version gone is
+  // mended (its `from` becomes the newest old version still running, or
+  // the record goes). Afterwards TracksFailures() is false. Unlike
+  // ForgetExecutors, the older release's replay of the log does not reach
+  // this state: its nodes start from a snapshot taken at the downgrade
+  // (docs/design/coordinator.md#when-rooms-fail). Returns what it did ("" :
+  // nothing), for the log.
+  std::string ForgetFailures(uint64_t slot);
+  // What ForgetFailures would drop that still runs: rooms, neither
+  // terminating nor in error, of a version above the active one that is
+  // not being validated ("" : none; else the first scheduler holding them,
+  // its newest such version and how many rooms run it).
+  std::string RoomsAboveActive() const;
   // Executor -> rooms it runs (not terminating), over every scheduler.
   std::map<std::string, uint32_t> RoomsByExecutor() const;
 

@@ -103,7 +103,7 @@ bool ClientRequests::AnsweredBeforeProposing(uint64_t handle, const ClientReques
 
 Decree ClientRequests::InSession(Decree&& d, uint64_t session, uint64_t seq, uint64_t lowest_pending) const {
   Decree outer;
-  outer.header = st_.versions_.HeaderFor(static_cast<uint16_t>(DecreeType::kSessionWrite));
+  outer.header = SessionWriteHeader(st_.versions_.WriteModel(static_cast<uint16_t>(DecreeType::kSessionWrite)), d.header);
   outer.payload = EncodeSessionWrite(
       SessionWrite{session, seq, lowest_pending, d.header.type, d.header.model_version, std::move(d.payload)});
   return outer;

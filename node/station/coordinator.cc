@@ -139,6 +139,14 @@ void Coordinator::ForgetExecutors(consensus::Slot slot) {
                                " forgets which executor runs each room; that release does not track executors");
 }
 
+void Coordinator::ForgetFailures(consensus::Slot slot) {
+  std::string what = deploy_.ForgetFailures(slot);
+  if (what.empty()) return;
+  st_.Log(LogLevel::kWarn, "slot " + std::to_string(slot) + ": the downgrade to " +
+                               st_.versions_.downgrade_to()->ToString() + " forgets what that release cannot hold: " +
+                               what + "; its nodes start from the snapshot taken here");
+}
+
 bool Coordinator::Propose(deploy::DeployCommand c, PendingDeploy* client) {
   c.validated_at = deploy_.version();  // validated against the state as it is now
   const uint16_t type = static_cast<uint16_t>(DecreeTypeOf(c.kind));

@@ -88,14 +88,18 @@ class Coordinator {
   // A downgrade decree below 1.4.0 applied at `slot`: LRP model 2 is
   // forgotten (DesiredLrps::ForgetModel2).
   void ForgetLrpModel2(consensus::Slot slot);
+  // A downgrade below 1.4.0: scheduler failures are forgotten
+  // (Schedulers::ForgetFailures).
+  void ForgetFailures(consensus::Slot slot);
   // The scheduler model a snapshot of the state is written in: 2 once rooms
   // record executors, else 1 (what a release before 1.3.0 reads).
   // Model 3 once a scheduler holds failures (Schedulers::TracksFailures).
   uint16_t SnapshotModel() const {
     return deploy_.schedulers().TracksFailures() ? 3 : deploy_.schedulers().TracksExecutors() ? 2 : 1;
   }
-  // Why a downgrade to `target` must be refused for the deployment state
-  // ("" : it need not be): a release before 1.4.0 cannot hold failures.
+  // Why a downgrade to `target` must wait ("" : it need not): below 1.4.0,
+  // while rooms of a version above the active one still run
+  // (Schedulers::RoomsAboveActive); the downgrade would drop them.
   std::string DowngradeRefusal(const Semver& target) const;
   // The state a checked snapshot holds replaces the applied one.
   void Restore(deploy::DeployState state) { deploy_ = std::move(state); }

@@ -1,8 +1,8 @@
 // Coordinator: scheduler model 3 on the leader: the rooms' creation
 // deadlines (clocks kept in memory, started again by each new coordinator,
 // like session and lease expiry), the gate that keeps model-3 commands out
-// of the log before the 1.4.0 marker, and the downgrade refusal while the
-// state holds failures. See coordinator.h and
+// of the log before the 1.4.0 marker, and what a downgrade below it waits
+// for. See coordinator.h and
 // docs/design/coordinator.md#when-rooms-fail.
 #include "node/station/coordinator.h"
 #include "node/station/station.h"
@@ -48,10 +48,12 @@ Status Coordinator::NeedsModel3(deploy::DeployCommand* c) const {
 }
 
 std::string Coordinator::DowngradeRefusal(const Semver& target) const {
-  if (target >= kSchedModel3Since || !deploy_.schedulers().TracksFailures()) return "";
-  return "a scheduler holds what " + target.ToString() + " cannot: a failed version, a room in error, a creation " +
-         "deadline, or an active version switched back below a newer one (tsctl sched show); " + target.ToString() +
-         " has none of them, so the state cannot be said in its formats";
+  if (target >= kSchedModel3Since) return "";
+  std::string rooms = deploy_.schedulers().RoomsAboveActive();
+  if (rooms.empty()) return "";
+  return rooms + "; " + target.ToString() + " cannot hold a version above the active one, and the downgrade would " +
+         "drop them: wait for the rollout back to finish (tsctl rollout status --watch), or switch to that version " +
+         "again, then ask again";
 }
 
 }  // namespace ts::station

@@ -378,6 +378,7 @@ bool Station::ApplyDecree(consensus::Slot slot, const std::string& bytes, bool r
       }
       if (versions_.downgrade_to() && *versions_.downgrade_to() < kSchedModel2Since) coordinator_.ForgetExecutors(slot);
       if (versions_.downgrade_to() && *versions_.downgrade_to() < kLrpModel2Since) coordinator_.ForgetLrpModel2(slot);
+      if (versions_.downgrade_to() && *versions_.downgrade_to() < kSchedModel3Since) coordinator_.ForgetFailures(slot);
       break;
     case DecreeFamily::kUnknown:  // CanRead already refused a type we do not know
       break;

@@ -214,6 +214,7 @@ void VersionDuties::MaybeProposeDowngrade() {
   if (!p.g.cancel) {
     Semver target = *Semver::Parse(p.g.target);
     std::string refusal = p.restate ? "" : DowngradeRefusal(st_.versions_, target);
+    if (refusal.empty() && !p.restate) refusal = st_.coordinator_.DowngradeRefusal(target);
     if (!refusal.empty()) return fail(ClientCode::kBadRequest, refusal);
     auto rewrites = RewritesFor(target);
     if (!rewrites.ok()) return fail(ClientCode::kBadRequest, "downgrade refused: " + rewrites.status().message());

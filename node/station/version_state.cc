@@ -212,6 +212,14 @@ Decree InnerDecree(SessionWrite* w, const RequestTag& tag) {
   return d;
 }
 
+DecreeHeader SessionWriteHeader(uint16_t model, const DecreeHeader& inner) {
+  DecreeHeader h = HeaderOf(static_cast<uint16_t>(DecreeType::kSessionWrite), model);
+  auto mine = Semver::Parse(h.min_reader_version);
+  auto theirs = Semver::Parse(inner.min_reader_version);
+  if (theirs && (!mine || *theirs > *mine)) h.min_reader_version = inner.min_reader_version;
+  return h;
+}
+
 DecreeHeader HeaderOf(uint16_t type, uint16_t model) {
   DecreeHeader h;
   h.type = type;
@@ -252,7 +260,8 @@ std::optional<std::string> RewriteFor(const Semver& target, const Decree& d) {
   if (d.header.type == static_cast<uint16_t>(DecreeType::kScheduler) && d.header.EffectiveModelVersion() == 3) {
     // Model 2 is model 3 without failures, deadlines and switches: a decree
     // that holds none of them is model 2 as it is; one that does cannot be
-    // said in model 2 (the downgrade is refused; tsctl migrate compacts it).
+    // said in model 2: the downgrade restates nothing for it, and the
+    // target's nodes take the state from a snapshot (RestateInto).
     if (deploy::SchedPayloadNeedsModel3(d.payload)) return std::nullopt;
     Decree v2 = d;
     v2.header = HeaderOf(d.header.type, 2);
@@ -311,7 +320,9 @@ bool RestateInto(const Semver& target, uint64_t slot, const std::string& bytes, 
   // scheduler decree of model 3).
   const bool outer_read = Reads(target, d);
   if (outer_read && !session_write) return true;
-  if (outer_read) {
+  const bool target_has_sessions =
+      session_write && ReadsModel(target, d.header.type, d.header.EffectiveModelVersion());
+  if (target_has_sessions) {
     SessionWrite w;
     if (!DecodeSessionWrite(d.payload, &w).ok() || IsSessionType(w.type)) return true;
     if (Reads(target, InnerDecree(&w, d.tag))) return true;
@@ -333,15 +344,26 @@ bool RestateInto(const Semver& target, uint64_t slot, const std::string& bytes, 
     inner = InnerDecree(&w, d.tag);
     restated = RewriteFor(target, inner);
     Decree again;
-    if (restated && outer_read && !restated->empty() && DecodeDecree(*restated, &again).ok()) {
+    if (restated && target_has_sessions && !restated->empty() && DecodeDecree(*restated, &again).ok()) {
       // The target keeps sessions: the write stays in its session, restated.
       numbers.type = again.header.type;
       numbers.model_version = again.header.model_version;
       numbers.payload = again.payload;
       Decree outer = d;
+      outer.header = SessionWriteHeader(d.header.EffectiveModelVersion(), again.header);
       outer.payload = EncodeSessionWrite(numbers);
       restated = EncodeDecree(outer);
     }
+  }
+  if (!restated && d.header.type != static_cast<uint16_t>(DecreeType::kDowngrade) &&
+      (session_write ? inner.header.type : d.header.type) == static_cast<uint16_t>(DecreeType::kScheduler) &&
+      target < kSchedModel3Since) {
+    // A failure, deadline or switch: no state of the target holds them. The
+    // downgrade decree makes every newer node forget them
+    // (Schedulers::ForgetFailures) and snapshot at once; a target's node
+    // that meets this decree in its log cannot read it, stops there and
+    // takes that snapshot from the leader instead of replaying.
+    return true;
   }
   if (!restated) {
     const char* name = DecreeTypeName(session_write ? inner.header.type : d.header.type);

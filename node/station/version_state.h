@@ -65,6 +65,10 @@ DecreeHeader HeaderOf(uint16_t type, uint16_t model);
 // The write a session-write decree carries, as a decree of its own with
 // the outer decree's tag; takes the payload out of *w (its numbers stay).
 Decree InnerDecree(SessionWrite* w, const RequestTag& tag);
+// A session write's header for a write with header `inner`: its minimum
+// reader is the newer of the session write's and the write's, so a release
+// that has sessions but not the write's model stops at it before decoding.
+DecreeHeader SessionWriteHeader(uint16_t model, const DecreeHeader& inner);
 
 // What a snapshot carries of the version state: everything the applied
 // log says (never this node's own software version, nor what it recorded

@@ -9,6 +9,9 @@
 //     client is locked out),
 //   - the old release's tsagent runs a scheduler's rooms, and the old
 //     tsctl starts a rolling update of them mid-upgrade,
+//   - after the new marker, what the old release cannot hold is written
+//     (leases and transactions; a scheduler's creation deadline), and the
+//     downgrade compacts or forgets it,
 // and at the end every acknowledged write is read back and counted once in
 // the log. It prints acknowledged, lost, duplicated, the longest stall and
 // each client's refusals by kind. Run it through
@@ -383,12 +386,16 @@ class UpgradeFromTest : public ClusterFixture {
     return RunCommand(argv, "", timeout);
   }
 
-  // Whether a release has leases and transactions (1.3.0 on).
-  static bool LeasesIn(const std::string& version) {
+  // Whether a release is `major`.`minor` or later.
+  static bool AtLeast(const std::string& version, int want_major, int want_minor) {
     int major = 0, minor = 0;
     std::sscanf(version.c_str(), "%d.%d", &major, &minor);
-    return major > 1 || (major == 1 && minor >= 3);
+    return major > want_major || (major == want_major && minor >= want_minor);
   }
+  // Whether a release has leases and transactions (1.3.0 on).
+  static bool LeasesIn(const std::string& version) { return AtLeast(version, 1, 3); }
+  // Whether a release has scheduler failures and deadlines (1.4.0 on).
+  static bool FailuresIn(const std::string& version) { return AtLeast(version, 1, 4); }
 
   // After the marker of a release that brings them: a service registered
   // under a lease and a lock taken by a transaction, through this build's
@@ -661,6 +668,18 @@ TEST_F(UpgradeFromTest, RollsNodeByNodeToThisBuildAndBackUnderLoad) {
               static_cast<unsigned long long>(watch_from), watched_puts);
   const bool brings_leases = !LeasesIn(old_version_);
   if (brings_leases) UseLeasesAndTransactions();
+  // A scheduler with a creation deadline (scheduler model 3, in a session
+  // write), which the old release cannot hold: the downgrade forgets the
+  // deadline without restating the decree, and the old binaries start
+  // from the snapshot it makes (or take the leader's), never from it.
+  const bool brings_failures = !FailuresIn(old_version_);
+  if (brings_failures) {
+    CommandResult limits = Tsctl(TS_TSCTL_PATH, {"sched", "create", "limits", "--desired", "1", "--room-deadline-s", "60"});
+    ASSERT_EQ(limits.code, 0) << limits.out << limits.err;
+    auto s = Scheduler("limits");
+    ASSERT_TRUE(s.has_value());
+    EXPECT_EQ((*s)["room_deadline_s"], 60) << s->dump();
+  }
 
   // Back: the downgrade decree first, then the old binaries node by node.
   // A release without leases cannot read the lease and transaction decrees
@@ -701,6 +720,15 @@ TEST_F(UpgradeFromTest, RollsNodeByNodeToThisBuildAndBackUnderLoad) {
     return s && (*s)["active_version"] == "v2.0" && (*s)["counts"]["old"] == 0 && (*s)["counts"]["pending"] == 0 &&
            (*s)["counts"]["total"] == 4 && ((*s)["rollout"].is_null() || (*s)["rollout"]["done"] == true);
   }, milliseconds(60000))) << "the rolling update did not finish: " << (Scheduler("up") ? Scheduler("up")->dump() : "-");
+  if (brings_failures) {
+    auto s = Scheduler("limits");
+    ASSERT_TRUE(s.has_value()) << "the scheduler created at " << new_version << " is gone";
+    EXPECT_FALSE(s->contains("room_deadline_s")) << s->dump();
+    EXPECT_TRUE(WaitFor([&] {
+      auto l = Scheduler("limits");
+      return l && (*l)["counts"]["ready"] == 1;
+    }, milliseconds(30000))) << "the old tsagent runs its room: " << Scheduler("limits")->dump();
+  }
   agent.Stop();
 
   // Every acknowledged write is there, and in the log once.

@@ -156,6 +156,7 @@ class Run {
     r_.snapshots_torn = c_.snapshots_torn();
     r_.installs = c_.snapshots_installed();
     if (layer_) r_.version_steps = layer_->version_steps();
+    if (layer_) r_.failures_forgotten = layer_->failures_forgotten();
     return r_;
   }
 

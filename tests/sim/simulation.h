@@ -48,6 +48,7 @@ struct SimResult {
   uint64_t deploy_stale = 0;    // of those, validated against an older state: changed nothing
   uint64_t deploy_failure_decrees = 0;  // of those, rooms failing: error reports, timeouts, rollouts given up
   uint64_t lrp_reverts = 0;     // cancels that started a revert (DeployWorkload::reverts_seen)
+  uint64_t failures_forgotten = 0;  // SimLayer::failures_forgotten
   uint64_t coordinator_handovers = 0;  // times the coordinator started on another node
   uint64_t wipes = 0;           // disks lost (the node rebuilt as a learner)
   uint64_t foreign_disks = 0;   // another cluster's data dir put in a node's place
@@ -92,6 +93,9 @@ class SimLayer {
   virtual std::string Describe(consensus::NodeId id) const = 0;
   // Counters for the summary: upgrade and downgrade steps taken.
   virtual uint64_t version_steps() const = 0;
+  // Nodes that held scheduler failures when they applied a downgrade below
+  // 1.4.0, which forgot them (Schedulers::ForgetFailures).
+  virtual uint64_t failures_forgotten() const { return 0; }
 };
 using LayerFactory = std::function<std::unique_ptr<SimLayer>(StationCluster& cluster, uint64_t seed)>;
 
@@ -114,7 +118,7 @@ struct SweepResult {
            simulated_ms = 0, deploy_decrees = 0, deploy_stale = 0, deploy_failure_decrees = 0,
            coordinator_handovers = 0, wipes = 0, foreign_disks = 0, refusals = 0, member_changes = 0, snapshots = 0, snapshots_torn = 0, installs = 0, crashes_writing = 0;
   uint64_t session_writes = 0, session_retries = 0;
-  uint64_t lrp_reverts = 0;
+  uint64_t lrp_reverts = 0, failures_forgotten = 0;
   uint64_t txns = 0, txns_else = 0, txn_history_unknown = 0, leases_granted = 0, lease_keepalives = 0,
            lease_reads = 0, lease_vanished = 0;
   uint64_t watch_events = 0, watch_resumes = 0, watch_deploy_events = 0;

@@ -32,6 +32,7 @@ void Add(SweepResult& t, const SimOptions& o, const SimResult& r) {
   t.deploy_stale += r.deploy_stale;
   t.deploy_failure_decrees += r.deploy_failure_decrees;
   t.lrp_reverts += r.lrp_reverts;
+  t.failures_forgotten += r.failures_forgotten;
   t.coordinator_handovers += r.coordinator_handovers;
   t.wipes += r.wipes;
   t.foreign_disks += r.foreign_disks;
@@ -100,7 +101,8 @@ std::string SweepResult::Summary() const {
   char line[1200];
   std::snprintf(line, sizeof line,
                 "seeds=%llu failed=%llu acknowledged=%llu faults=%llu write_faults=%llu version_steps=%llu "
-                "deploy_decrees=%llu (stale %llu, failures %llu, lrp reverts %llu) coordinator_handovers=%llu "
+                "deploy_decrees=%llu (stale %llu, failures %llu, lrp reverts %llu, model-3 scheduler states forgotten by a downgrade %llu) "
+                "coordinator_handovers=%llu "
                 "wipes=%llu foreign_disks=%llu "
                 "refusals=%llu member_decrees=%llu snapshots=%llu (torn %llu) installs=%llu crashes_writing=%llu "
                 "session_writes=%llu (retried %llu) txns=%llu (else %llu, unknown writes %llu) leases=%llu "
@@ -109,6 +111,7 @@ std::string SweepResult::Summary() const {
                 (unsigned long long)faults, (unsigned long long)write_faults, (unsigned long long)version_steps,
                 (unsigned long long)deploy_decrees, (unsigned long long)deploy_stale,
                 (unsigned long long)deploy_failure_decrees, (unsigned long long)lrp_reverts,
+                (unsigned long long)failures_forgotten,
                 (unsigned long long)coordinator_handovers, (unsigned long long)wipes,
                 (unsigned long long)foreign_disks, (unsigned long long)refusals, (unsigned long long)member_changes,
                 (unsigned long long)snapshots, (unsigned long long)snapshots_torn, (unsigned long long)installs,

@@ -25,7 +25,11 @@ struct Plan {
 
 Plan ChoosePlan(size_t nodes, std::mt19937_64& rng) {
   Plan p;
-  switch (rng() % 6) {
+  switch (rng() % 7) {
+    case 6:  // a cluster on the newest release (its deployments failing and reverting), down a release, up again
+      p.start.assign(nodes, kE);
+      p.targets = {kE, kD, kE};
+      break;
     case 5:  // up to the release with LRP model 2, down again (restating its decrees), up again
       p.start.assign(nodes, kD);
       p.targets = {kE, kD, kE};
@@ -63,12 +67,14 @@ class VersionLayer : public SimLayer {
   void AfterStep() override {
     PlanStep();
     vc_.AfterStep();  // after the plan, so a restarted node has applied its log
+    NoteForgotten();
   }
 
   void Restart(NodeId id) override {
     auto it = pending_.find(id);
     Semver v = it == pending_.end() ? vc_.VersionOf(id) : it->second;
     if (it != pending_.end()) pending_.erase(it);
+    held_failures_.erase(id);
     vc_.Restart(id, v);
   }
 
@@ -76,6 +82,7 @@ class VersionLayer : public SimLayer {
   std::string Check(bool settled) override { return vc_.CheckVersionRules(settled); }
   std::string Describe(NodeId id) const override { return vc_.Describe(id); }
   uint64_t version_steps() const override { return steps_; }
+  uint64_t failures_forgotten() const override { return forgotten_; }
 
  private:
   void PlanStep() {
@@ -88,7 +95,11 @@ class VersionLayer : public SimLayer {
       if (Planned(id) != t) off.push_back(id);
     }
     if (off.empty()) {
+      // Every node runs the target: stay a while, so that the leader writes
+      // its marker and the workloads use what the version brings (LRP
+      // reverts and room failures at 1.4.0) before the next move.
       ++target_;
+      next_step_ms_ = c.now_ms() + 1500 + rng_() % 2000;
       return;
     }
     // Moving a node below the others needs the downgrade decree first; the
@@ -103,6 +114,22 @@ class VersionLayer : public SimLayer {
     ++steps_;
     if (c.IsUp(id)) vc_.Upgrade(id, t);
     else pending_[id] = t;  // comes back on t
+  }
+
+  // A node that held failures one step and is under a downgrade below
+  // 1.4.0 the next applied it with them.
+  void NoteForgotten() {
+    StationCluster& c = vc_.cluster();
+    for (NodeId id : c.members()) {
+      if (!c.IsUp(id)) {
+        held_failures_.erase(id);
+        continue;
+      }
+      const auto& down = vc_.state(id).downgrade_to();
+      const bool below = down && *down < kE;
+      if (below && held_failures_[id]) ++forgotten_;
+      held_failures_[id] = !below && c.station(id).deploy_state().schedulers().TracksFailures();
+    }
   }
 
   Semver Planned(NodeId id) const {
@@ -125,6 +152,8 @@ class VersionLayer : public SimLayer {
   uint64_t steps_ = 0;
   bool frozen_ = false;
   std::map<NodeId, Semver> pending_;
+  std::map<NodeId, bool> held_failures_;
+  uint64_t forgotten_ = 0;
 };
 
 }  // namespace

@@ -1,7 +1,8 @@
 // Schedulers when things fail (docs/design/coordinator.md#when-rooms-fail):
 // rooms in error and timed out, failed validations, switching versions,
 // aborting a rollout, retrying a validation, their refusals, the reasons
-// rollout status gives, and the model-3 state through a snapshot.
+// rollout status gives, the model-3 state through a snapshot, and what a
+// downgrade below 1.4.0 makes of it.
 #include <gtest/gtest.h>
 
 #include "node/deploy/deploy_state.h"
@@ -191,9 +192,10 @@ TEST(SchedFailures, RolloutReason_SaysWhatItWaitsForAndSinceWhen) {
   EXPECT_NE(r["reason"].get<std::string>().find("waiting for " + std::to_string(d->add) + " rooms"), std::string::npos);
 }
 
-TEST(SchedFailures, ModelThreeState_RoundTripsThroughASnapshot) {
-  DeployState a;
-  EXPECT_FALSE(a.schedulers().TracksFailures()) << "nothing yet";
+// Scheduler x with every kind of model-3 state: a deadline, a room in error
+// (x-2-1), a failed version v2.0 (its validation room x-5-0 in error), and
+// v1.1 above the active v1.0 after a switch back. Returns the last slot.
+uint64_t WithEveryFailure(DeployState& a) {
   uint64_t slot = 0;
   auto apply = [&](const json& j) {
     auto c = ParseDecreeCommand(Kind::kScheduler, j.dump());
@@ -209,6 +211,13 @@ TEST(SchedFailures, ModelThreeState_RoundTripsThroughASnapshot) {
   apply(json{{"op", "room_status"}, {"scheduler", "x"}, {"rooms", {{"x-5-0", "error"}}}});
   apply(json{{"op", "update"}, {"scheduler", "x"}, {"change", "minor"}});  // v1.1
   apply(json{{"op", "switch"}, {"scheduler", "x"}, {"to", "v1.0"}});        // v1.1 above the active one
+  return slot;
+}
+
+TEST(SchedFailures, ModelThreeState_RoundTripsThroughASnapshot) {
+  DeployState a;
+  EXPECT_FALSE(a.schedulers().TracksFailures()) << "nothing yet";
+  WithEveryFailure(a);
   ASSERT_EQ(a.schedulers().Find("x")->failed.count("v2.0"), 1u);
   EXPECT_TRUE(a.schedulers().TracksFailures());
   DeployState b;
@@ -227,6 +236,69 @@ TEST(SchedFailures, ModelThreeState_RoundTripsThroughASnapshot) {
   dump["sched"]["x"]["room_deadline_s"] = 5;
   DeployState c;
   EXPECT_EQ(c.Restore(dump.dump()).code(), Status::Code::kCorruption) << "a deadline below 10 s";
+}
+
+TEST(SchedFailures, ForgettingFailures_LeavesWhatA130ReleaseHolds) {
+  DeployState a;
+  uint64_t slot = WithEveryFailure(a);
+  EXPECT_EQ(a.schedulers().RoomsAboveActive(), "") << "v1.1 and v2.0 have no live rooms";
+  std::string what = a.ForgetFailures(slot + 1);
+  EXPECT_NE(what.find("1 failure marks"), std::string::npos) << what;
+  EXPECT_NE(what.find("2 versions above the active ones dropped with their 1 rooms"), std::string::npos) << what;
+  EXPECT_NE(what.find("1 rooms in error made terminating"), std::string::npos) << what;
+  EXPECT_FALSE(a.schedulers().TracksFailures()) << a.SnapshotDump();
+  const Scheduler& x = *a.schedulers().Find("x");
+  EXPECT_EQ(x.active, "v1.0");
+  EXPECT_EQ(x.versions.count("v2.0") + x.versions.count("v1.1"), 0u);
+  EXPECT_EQ(x.rooms.count("x-5-0"), 0u) << "the failed validation room goes with its version";
+  EXPECT_EQ(x.rooms.at("x-2-1").status, RoomStatus::kTerminating);
+  EXPECT_EQ(x.rooms.at("x-2-0").status, RoomStatus::kReady);
+  EXPECT_FALSE(x.params.room_deadline_s.has_value());
+  DeployState b;
+  ASSERT_TRUE(b.Restore(a.SnapshotDump()).ok());
+  EXPECT_EQ(b.SnapshotDump(), a.SnapshotDump());
+  EXPECT_EQ(a.ForgetFailures(slot + 2), "") << "nothing left to forget";
+}
+
+TEST(SchedFailures, ForgettingFailures_WaitsForARolloutBack_ThenMendsItsRecord) {
+  SchedulerScenario sc;
+  RolledOut(sc, 8);
+  sc.Apply(json{{"op", "switch"}, {"scheduler", "s"}, {"to", "v1.0"}});
+  std::string live = sc.all().RoomsAboveActive();
+  EXPECT_NE(live.find("rooms still run v2.0, above the active v1.0"), std::string::npos) << live;
+  for (int i = 0; i < 50 && !sc.all().RoomsAboveActive().empty(); ++i) {
+    if (auto d = sc.Decide()) sc.Apply(*d);
+    sc.Execute(0);
+  }
+  ASSERT_EQ(sc.all().RoomsAboveActive(), "");
+  sc.all().ForgetFailures(sc.slot() + 1);
+  const Scheduler& s = sc.sched();
+  EXPECT_FALSE(sc.all().TracksFailures());
+  EXPECT_EQ(s.versions.count("v2.0"), 0u);
+  EXPECT_FALSE(s.rollout.has_value()) << "its from version is gone and no old room runs";
+  for (const auto& [id, r] : s.rooms) EXPECT_EQ(r.version, "v1.0") << id;
+  Schedulers back;
+  ASSERT_TRUE(back.Restore(sc.all().Snapshot()).ok());
+  // The health loop goes on from there as before, to 8 rooms of v1.0.
+  for (int i = 0; i < 10; ++i) {
+    if (auto d = sc.Decide()) sc.Apply(*d);
+    sc.Execute(0);
+  }
+  EXPECT_EQ(sc.Decide(), std::nullopt);
+  EXPECT_EQ(CountSchedulerRooms(sc.sched()).total, 8u);
+}
+
+TEST(SchedFailures, ForgettingFailures_KeepsARolloutRecordWhoseOldRoomsStillRun) {
+  // A rollout forward in flight: its old rooms run v1.0, below the active
+  // v2.0, and nothing of it is a failure.
+  SchedulerScenario sc;
+  sc.SwitchedWith(8, 0, 8);
+  sc.Apply(*sc.Decide());  // the rollout's first surge: v2.0 rooms pending, v1.0 rooms old
+  sc.all().ForgetFailures(sc.slot() + 1);
+  const Scheduler& s = sc.sched();
+  ASSERT_TRUE(s.rollout.has_value());
+  EXPECT_EQ(s.rollout->from, "v1.0") << "nothing forgotten touches a rollout forward";
+  EXPECT_EQ(s.rollout->finished_slot, 0u);
 }
 
 TEST(SchedFailures, NeedsModelThree_AndWhatDropsBeforeTheMarker) {

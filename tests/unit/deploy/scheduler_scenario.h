@@ -38,6 +38,7 @@ class SchedulerScenario {
     return r.ok() ? Status::Ok() : r.status();
   }
   const Scheduler& sched() const { return *s_.Find("s"); }
+  Schedulers& all() { return s_; }
   std::optional<SchedCommand> Decide(const std::vector<std::string>& timed_out = {}) const {
     return DecideHealth("s", sched(), {}, timed_out);
   }

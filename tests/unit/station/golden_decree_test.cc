@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "node/deploy/lrp.h"
 #include "node/deploy/schedulers.h"
 #include "node/station/decree.h"
 #include "node/station/kv_store.h"
@@ -46,10 +47,8 @@ struct Golden {
   Decree decree;
 };
 
-// The formats 1.3.0 brings (sessions, leases, transactions, scheduler
-// model 2) and two of 1.2.0 that had no golden file yet (membership, the
-// migration errand), with their headers as a leader writes them (HeaderOf).
-Decree Of130(DecreeType t, std::string payload, uint16_t model = 1) {
+// A decree of type `t` with its header as a leader writes it (HeaderOf).
+Decree Written(DecreeType t, std::string payload, uint16_t model = 1) {
   Decree d;
   d.header = HeaderOf(static_cast<uint16_t>(t), model);
   d.tag = RequestTag{4, 11, 0x0102030405060708ull};
@@ -70,28 +69,53 @@ rpc::Txn GoldenTxn() {
 }
 
 void AddFormatsOf130(std::vector<Golden>& out) {
-  out.push_back({"session_open_model1", Of130(DecreeType::kSessionOpen, EncodeSessionOpen(SessionOpen{30000}))});
+  out.push_back({"session_open_model1", Written(DecreeType::kSessionOpen, EncodeSessionOpen(SessionOpen{30000}))});
   KvBatch put;
   put.ops.push_back(KvOp{static_cast<uint16_t>(DecreeType::kKvPut), KvCommand{"colour", "green", "", false}});
   out.push_back({"session_write_model1",
-                 Of130(DecreeType::kSessionWrite,
+                 Written(DecreeType::kSessionWrite,
                        EncodeSessionWrite(SessionWrite{9, 300, 298, static_cast<uint16_t>(DecreeType::kKvPut), 2,
                                                        EncodeKvBatch(put)}))});
-  out.push_back({"session_close_model1", Of130(DecreeType::kSessionClose, EncodeIdList(IdList{{9}}))});
-  out.push_back({"session_expire_model1", Of130(DecreeType::kSessionExpire, EncodeIdList(IdList{{9, 12}}))});
-  out.push_back({"lease_grant_model1", Of130(DecreeType::kLeaseGrant, EncodeLeaseGrant(LeaseGrant{5000}))});
-  out.push_back({"lease_revoke_model1", Of130(DecreeType::kLeaseRevoke, EncodeIdList(IdList{{10}}))});
-  out.push_back({"lease_expire_model1", Of130(DecreeType::kLeaseExpire, EncodeIdList(IdList{{10, 14}}))});
-  out.push_back({"kv_txn_model1", Of130(DecreeType::kKvTxn, EncodeTxn(GoldenTxn()))});
+  out.push_back({"session_close_model1", Written(DecreeType::kSessionClose, EncodeIdList(IdList{{9}}))});
+  out.push_back({"session_expire_model1", Written(DecreeType::kSessionExpire, EncodeIdList(IdList{{9, 12}}))});
+  out.push_back({"lease_grant_model1", Written(DecreeType::kLeaseGrant, EncodeLeaseGrant(LeaseGrant{5000}))});
+  out.push_back({"lease_revoke_model1", Written(DecreeType::kLeaseRevoke, EncodeIdList(IdList{{10}}))});
+  out.push_back({"lease_expire_model1", Written(DecreeType::kLeaseExpire, EncodeIdList(IdList{{10, 14}}))});
+  out.push_back({"kv_txn_model1", Written(DecreeType::kKvTxn, EncodeTxn(GoldenTxn()))});
   MembershipDecree m;
   m.cluster_uuid = "7c9e6679-7425-40de-944b-e07fc1f90ae7";
   m.members = {MemberRecord{1, 11, true, "10.0.0.1:7001"}, MemberRecord{4, 0, false, "10.0.0.4:7001"}};
   m.change = "add 4 as a learner";
-  out.push_back({"membership_model1", Of130(DecreeType::kMembership, EncodeMembership(m))});
-  out.push_back({"migrate_model1", Of130(DecreeType::kMigrate, "")});
+  out.push_back({"membership_model1", Written(DecreeType::kMembership, EncodeMembership(m))});
+  out.push_back({"migrate_model1", Written(DecreeType::kMigrate, "")});
   out.push_back({"scheduler_model2",
-                 Of130(DecreeType::kScheduler,
+                 Written(DecreeType::kScheduler,
                        R"({"executor":"agent-1","op":"room_status","rooms":{"r1":"ready"},"scheduler":"arena"})", 2)});
+}
+
+// The formats 1.4.0 brings: scheduler model 3 (failures, deadlines,
+// switches), LRP model 2 (routes, annotations, crash reports), and a
+// session write whose write needs 1.4.0 (its header says so).
+void AddFormatsOf140(std::vector<Golden>& out) {
+  out.push_back({"scheduler_model3_health",
+                 Written(DecreeType::kScheduler,
+                       R"({"fail":"4 new rooms failed","op":"health","scheduler":"arena","switch_to":"v1.0",)"
+                       R"("timed_out":["arena-40-0"]})", 3)});
+  out.push_back({"scheduler_model3_switch",
+                 Written(DecreeType::kScheduler, R"({"op":"switch","scheduler":"arena","to":"v1.0"})", 3)});
+  out.push_back({"lrp_model2_update",
+                 Written(DecreeType::kLrp,
+                       R"({"annotation":"canary","crash_limit":3,"definition":{"definition_id":"d2"},"op":"update",)"
+                       R"("process_guid":"web","routes":{"http":[{"hostnames":["web.example"],"port":8080}]}})", 2)});
+  out.push_back({"lrp_model2_instance_crashed",
+                 Written(DecreeType::kLrp, R"({"definition_id":"d2","index":1,"op":"instance_crashed","process_guid":"web"})",
+                       2)});
+  Decree error = Written(DecreeType::kScheduler, R"({"op":"room_status","rooms":{"r1":"error"},"scheduler":"arena"})", 3);
+  Decree outer = Written(DecreeType::kSessionWrite, "");
+  outer.header = SessionWriteHeader(1, error.header);
+  outer.payload = EncodeSessionWrite(
+      SessionWrite{9, 301, 301, static_cast<uint16_t>(DecreeType::kScheduler), 3, error.payload});
+  out.push_back({"session_write_of_scheduler_model3", outer});
 }
 
 std::vector<Golden> Formats() {
@@ -132,6 +156,7 @@ std::vector<Golden> Formats() {
   down.payload = EncodeDowngrade(g);
   out.push_back({"downgrade_model1", down});
   AddFormatsOf130(out);
+  AddFormatsOf140(out);
   return out;
 }
 
@@ -223,6 +248,41 @@ TEST(GoldenDecrees, Apply_FormatsOf130KeepTheirMeaning) {
   ASSERT_TRUE(sched.ok()) << sched.status().ToString();
   EXPECT_EQ(sched->executor, "agent-1");
   EXPECT_EQ(sched->statuses.at("r1"), deploy::RoomStatus::kReady);
+}
+
+TEST(GoldenDecrees, Apply_FormatsOf140KeepTheirMeaning) {
+  const auto read = ReadGolden;
+  VersionState older(Semver{1, 3, 0});
+  for (const char* name : {"scheduler_model3_health", "scheduler_model3_switch", "lrp_model2_update",
+                           "lrp_model2_instance_crashed", "session_write_of_scheduler_model3"}) {
+    EXPECT_EQ(read(name).header.min_reader_version, "1.4.0") << name << ": a release before 1.4.0 must not apply it";
+    EXPECT_FALSE(older.CanRead(read(name))) << name;
+  }
+  auto health = deploy::ParseSchedCommand(nlohmann::json::parse(read("scheduler_model3_health").payload));
+  ASSERT_TRUE(health.ok()) << health.status().ToString();
+  EXPECT_EQ(health->fail, "4 new rooms failed");
+  EXPECT_EQ(health->switch_to, "v1.0");
+  EXPECT_EQ(health->timed_out, (std::vector<std::string>{"arena-40-0"}));
+  auto sw = deploy::ParseSchedCommand(nlohmann::json::parse(read("scheduler_model3_switch").payload));
+  ASSERT_TRUE(sw.ok()) << sw.status().ToString();
+  EXPECT_EQ(sw->op, deploy::SchedCommand::Op::kSwitch);
+  EXPECT_EQ(sw->to, "v1.0");
+  auto update = deploy::ParseLrpCommand(nlohmann::json::parse(read("lrp_model2_update").payload));
+  ASSERT_TRUE(update.ok()) << update.status().ToString();
+  EXPECT_EQ(update->annotation, "canary");
+  EXPECT_EQ(update->crash_limit, 3u);
+  EXPECT_EQ((*update->routes)["http"][0]["port"], 8080);
+  auto crashed = deploy::ParseLrpCommand(nlohmann::json::parse(read("lrp_model2_instance_crashed").payload));
+  ASSERT_TRUE(crashed.ok()) << crashed.status().ToString();
+  EXPECT_EQ(crashed->op, deploy::LrpCommand::Op::kInstanceCrashed);
+  EXPECT_EQ(crashed->index, 1u);
+  SessionWrite w;
+  ASSERT_TRUE(DecodeSessionWrite(read("session_write_of_scheduler_model3").payload, &w).ok());
+  Decree inner = InnerDecree(&w, read("session_write_of_scheduler_model3").tag);
+  EXPECT_EQ(inner.header.EffectiveModelVersion(), 3);
+  auto error = deploy::ParseSchedCommand(nlohmann::json::parse(inner.payload));
+  ASSERT_TRUE(error.ok()) << error.status().ToString();
+  EXPECT_EQ(error->statuses.at("r1"), deploy::RoomStatus::kError);
 }
 
 }  // namespace

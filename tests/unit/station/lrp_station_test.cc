@@ -108,6 +108,42 @@ TEST(StationLrp, AfterThe140Marker_CancelStartsARevertOnEveryNode) {
   ExpectSameOnEveryNode(c);
 }
 
+// A revert in flight when the cluster is downgraded to 1.3.0: the 1.4.0
+// nodes complete it at the downgrade decree (DesiredLrps::ForgetModel2); a
+// node down throughout comes back as 1.3.0, stops at the first model-2
+// decree, resumes on the downgrade's restatements (1.3.0's cancel) and ends
+// with the same state.
+TEST(StationLrp, ADowngradeMidRevert_EndsWhereA130ReplayOfItsRestatementsEnds) {
+  StationCluster c(3, 54);
+  ASSERT_TRUE(sim::WritableLeader(c, true).has_value());
+  consensus::NodeId away = *c.Leader() % 3 + 1;
+  c.Crash(away);
+  UpdateMidWay(c);
+  ASSERT_EQ(Deploy(c, {{"kind", "lrp"}, {"op", "cancel"}, {"process_guid", "web"}})->code, ClientCode::kOk);
+  ASSERT_EQ(Lrp(c)["progress"]["direction"], "revert");
+  auto r = Deploy(c, {{"kind", "lrp"}, {"op", "update"}, {"process_guid", "web"}, {"annotation", "a"}});
+  EXPECT_EQ(r->code, ClientCode::kBadRequest) << "an update while the revert is in flight";
+  r = sim::Call(c, sim::Req(ClientOp::kDowngrade, "", "1.3.0"));
+  ASSERT_TRUE(r && r->code == ClientCode::kOk) << (r ? r->message : "no answer");
+  json v = Lrp(c);
+  EXPECT_EQ(v["progress"]["direction"], "none") << "the revert completed at once: " << v.dump();
+  EXPECT_EQ(v["progress"]["instances_on"], (json{{"v1", 3}}));
+  for (auto id : c.members()) c.SetSoftwareVersion(id, "1.3.0");
+  c.Restart(away);
+  ASSERT_TRUE(c.RunUntil(
+      [&] {
+        return c.station(away).applied_slot() == c.station(*c.Leader()).applied_slot() &&
+               !c.station(away).stuck_at().has_value();
+      },
+      10000))
+      << c.RecentEvents(away);
+  std::string events = c.RecentEvents(away);
+  EXPECT_NE(events.find("needs a newer reader than 1.3.0"), std::string::npos) << events;
+  EXPECT_NE(events.find("resumed applying after downgrade decree"), std::string::npos) << events;
+  EXPECT_FALSE(c.station(away).deploy_state().lrps().UsesModel2());
+  ExpectSameOnEveryNode(c);
+}
+
 TEST(StationLrp, BeforeThe140Marker_CancelIs130s_AndModel2IsRefused) {
   StationCluster c(3, 52);
   for (consensus::NodeId id : c.members()) {

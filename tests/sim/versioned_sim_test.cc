@@ -18,6 +18,7 @@ TEST(VersionedSimulation, RunVersionedSimulation_ManySeedsKeepEveryInvariant) {
   EXPECT_GT(t.acknowledged, seeds) << "the runs did real work";
   EXPECT_GT(t.version_steps, 3 * seeds) << "nodes must actually change versions";
   EXPECT_GT(t.deploy_decrees, 5 * seeds) << "the deployment workload must actually run";
+  EXPECT_GT(t.failures_forgotten, seeds / 20) << "downgrades must actually meet failures and deadlines to forget";
   std::printf("versioned simulation: %s\n", t.Summary().c_str());
 }
 

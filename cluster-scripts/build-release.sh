@@ -39,9 +39,19 @@ git archive "$full" | tar -x -C "$cache/src"
 echo "build-release.sh: building tsnode, tsctl and tsagent of $want (${full:0:12}) in $cache" >&2
 # Only the programs: tests, benchmarks and fuzzers of the old release are not
 # needed to run it. Its own CMakeLists sets the version it announces.
-# Release, as users build it (the release preset): no debug information,
-# which makes this build about a quarter faster.
-cmake -S "$cache/src" -B "$cache/build" -DCMAKE_BUILD_TYPE=Release -DTS_BUILD_TESTS=OFF >"$cache/configure.log" 2>&1 ||
+# A Release build (no debug information, NDEBUG) at -O1 rather than the
+# release preset's -O3: the upgrade test checks what the old programs do,
+# not how fast, and this build is about a third quicker, which counts in
+# CI's budget. TS_RELEASE_OPT overrides it (-O3: as users build it). GCC's
+# flow-based warnings differ between levels, and an old release's sources
+# (built with -Werror) cannot be fixed: at -O1, 1.3.0 meets a false
+# maybe-uninitialized and a true dangling-pointer (a reference into a
+# temporary in tsctl's transaction parser, fixed in 1.4.0), so both are
+# off here.
+opt="${TS_RELEASE_OPT:--O1}"
+cmake -S "$cache/src" -B "$cache/build" -DCMAKE_BUILD_TYPE=Release \
+  "-DCMAKE_CXX_FLAGS_RELEASE=$opt -DNDEBUG -Wno-maybe-uninitialized -Wno-dangling-pointer" \
+  -DTS_BUILD_TESTS=OFF >"$cache/configure.log" 2>&1 ||
   { tail -n 30 "$cache/configure.log" >&2; die "configuring $want failed (log: $cache/configure.log)"; }
 cmake --build "$cache/build" -j"$(nproc)" --target tsnode tsctl tsagent >"$cache/build.log" 2>&1 ||
   { tail -n 30 "$cache/build.log" >&2; die "building $want failed (log: $cache/build.log)"; }

@@ -44,7 +44,11 @@ StatusOr<TxnOp> OpFromJson(const nlohmann::json& j) {
   if (!j.is_object() || j.size() != 1) {
     return Status::InvalidArgument("an operation is {\"put\": {...}}, {\"delete\": {...}} or {\"get\": {...}}");
   }
-  const auto& [kind, body] = *j.items().begin();
+  // Through the object's own iterator: items() makes a temporary whose
+  // element a reference would outlive.
+  const auto first = j.begin();
+  const std::string& kind = first.key();
+  const nlohmann::json& body = first.value();
   TxnOp op;
   auto key = KeyField(body);
   if (!key.ok()) return key.status();

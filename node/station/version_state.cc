@@ -355,9 +355,9 @@ bool RestateInto(const Semver& target, uint64_t slot, const std::string& bytes, 
       restated = EncodeDecree(outer);
     }
   }
-  if (!restated && d.header.type != static_cast<uint16_t>(DecreeType::kDowngrade) &&
-      (session_write ? inner.header.type : d.header.type) == static_cast<uint16_t>(DecreeType::kScheduler) &&
-      target < kSchedModel3Since) {
+  const Decree& write = session_write ? inner : d;
+  if (!restated && write.header.type == static_cast<uint16_t>(DecreeType::kScheduler) &&
+      deploy::SchedPayloadNeedsModel3(write.payload) && target < kSchedModel3Since) {
     // A failure, deadline or switch: no state of the target holds them. The
     // downgrade decree makes every newer node forget them
     // (Schedulers::ForgetFailures) and snapshot at once; a target's node
@@ -366,13 +366,13 @@ bool RestateInto(const Semver& target, uint64_t slot, const std::string& bytes, 
     return true;
   }
   if (!restated) {
-    const char* name = DecreeTypeName(session_write ? inner.header.type : d.header.type);
+    const char* name = DecreeTypeName(write.header.type);
     *why = "slot " + std::to_string(slot) + " holds a " + (name ? name : "unknown") + " decree (model " +
            std::to_string(d.header.EffectiveModelVersion()) + ") that " + target.ToString() +
            " cannot read and that cannot be rewritten";
     // A transaction's or a lease's effect depends on the state it met:
     // only a snapshot carries it across, so the log must be compacted past it.
-    if (IntroducedIn(session_write ? inner.header.type : d.header.type)) {
+    if (IntroducedIn(write.header.type)) {
       *why += "; run `tsctl migrate --wait` (which compacts the log past it into a snapshot) and ask again";
     }
     return false;

@@ -46,6 +46,12 @@ std::pair<uint32_t, uint32_t> VersionNumbers(const std::string& v) {
           static_cast<uint32_t>(std::stoul(v.substr(dot + 1)))};
 }
 
+// A version above the active one that is not being validated: only a
+// switch back leaves one (a release before 1.4.0 refuses such a state).
+bool AboveActive(const Scheduler& s, const std::string& v) {
+  return v != s.validating && VersionNumbers(v) > VersionNumbers(s.active);
+}
+
 }  // namespace
 
 uint64_t RoomCreatedSlot(const std::string& id) {
@@ -198,11 +204,8 @@ bool Schedulers::TracksFailures() const {
     for (const auto& [id, r] : s.rooms) {
       if (r.status == RoomStatus::kError) return true;
     }
-    // Only a switch back leaves a version above the active one (a release
-    // before 1.4.0 refuses such a state).
-    auto active = VersionNumbers(s.active);
     for (const auto& [v, major] : s.versions) {
-      if (v != s.validating && VersionNumbers(v) > active) return true;
+      if (AboveActive(s, v)) return true;
     }
   }
   return false;
@@ -210,11 +213,10 @@ bool Schedulers::TracksFailures() const {
 
 std::string Schedulers::RoomsAboveActive() const {
   for (const auto& [name, s] : schedulers_) {
-    const auto active = VersionNumbers(s.active);
     std::map<std::string, uint32_t> live;
     for (const auto& [id, room] : s.rooms) {
       if (room.status == RoomStatus::kTerminating || room.status == RoomStatus::kError) continue;
-      if (room.version != s.validating && VersionNumbers(room.version) > active) ++live[room.version];
+      if (AboveActive(s, room.version)) ++live[room.version];
     }
     if (live.empty()) continue;
     const auto& [version, n] = *live.rbegin();
@@ -235,9 +237,8 @@ std::string Schedulers::ForgetFailures(uint64_t slot) {
     // or switched back from) goes with its rooms: a release before 1.4.0
     // holds no such version, and its executors stop rooms gone from the
     // state.
-    const auto active = VersionNumbers(s.active);
     for (auto v = s.versions.begin(); v != s.versions.end();) {
-      if (v->first == s.validating || VersionNumbers(v->first) <= active) {
+      if (!AboveActive(s, v->first)) {
         ++v;
         continue;
       }

@@ -214,6 +214,7 @@ Decree InnerDecree(SessionWrite* w, const RequestTag& tag) {
 
 DecreeHeader SessionWriteHeader(uint16_t model, const DecreeHeader& inner) {
   DecreeHeader h = HeaderOf(static_cast<uint16_t>(DecreeType::kSessionWrite), model);
+  if (inner.min_reader_version.empty()) return h;  // most writes: nothing to compare
   auto mine = Semver::Parse(h.min_reader_version);
   auto theirs = Semver::Parse(inner.min_reader_version);
   if (theirs && (!mine || *theirs > *mine)) h.min_reader_version = inner.min_reader_version;

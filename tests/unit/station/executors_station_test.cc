@@ -121,11 +121,7 @@ TEST(StationExecutors, RoomsOfAnExecutorWhoseKeyIsGoneAreLostOnEveryNode_UntilIt
 
 TEST(StationExecutors, BeforeThe130Marker_ExecutorsAreNotWrittenNorTracked) {
   StationCluster c(3, 42);
-  for (consensus::NodeId id : c.members()) {
-    c.SetSoftwareVersion(id, "1.2.0");
-    c.Crash(id);
-  }
-  for (consensus::NodeId id : c.members()) c.Restart(id);
+  testing_decrees::AllRestartedOn(c, "1.2.0");
   TwoRoomsOfA(c);
   nlohmann::json v = Query(c, "sched/s");
   for (const auto& r : v["rooms"]) EXPECT_FALSE(r.contains("executor")) << v.dump();

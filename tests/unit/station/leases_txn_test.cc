@@ -10,6 +10,7 @@
 #include "node/station/station.h"
 #include "tests/sim/station_calls.h"
 #include "tests/sim/station_cluster.h"
+#include "tests/unit/station/station_test_decrees.h"
 
 namespace ts::station {
 namespace {
@@ -427,11 +428,7 @@ TEST(StationTxn, BadInputIsRefusedAndAppliesNothing) {
 
 TEST(StationTxn, BeforeTheMarkerOfTheirRelease_LeasesAndTransactionsAreUnsupported) {
   StationCluster c(3, 36);
-  for (consensus::NodeId id : c.members()) {
-    c.SetSoftwareVersion(id, "1.2.0");
-    c.Crash(id);
-  }
-  for (consensus::NodeId id : c.members()) c.Restart(id);
+  testing_decrees::AllRestartedOn(c, "1.2.0");
   consensus::NodeId l = StableLeader(c);
   rpc::ClientRequest g = sim::Req(ClientOp::kLeaseGrant);
   g.ttl_ms = 5000;

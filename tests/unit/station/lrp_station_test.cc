@@ -146,11 +146,7 @@ TEST(StationLrp, ADowngradeMidRevert_EndsWhereA130ReplayOfItsRestatementsEnds) {
 
 TEST(StationLrp, BeforeThe140Marker_CancelIs130s_AndModel2IsRefused) {
   StationCluster c(3, 52);
-  for (consensus::NodeId id : c.members()) {
-    c.SetSoftwareVersion(id, "1.3.0");
-    c.Crash(id);
-  }
-  for (consensus::NodeId id : c.members()) c.Restart(id);
+  testing_decrees::AllRestartedOn(c, "1.3.0");
   UpdateMidWay(c);
   auto r = Deploy(c, {{"kind", "lrp"}, {"op", "instance_crashed"}, {"process_guid", "web"}, {"index", 0},
                       {"definition_id", "v2"}});

@@ -177,11 +177,7 @@ TEST(StationSchedFailures, ADowngradeBelow140ForgetsFailures_And130NodesStartFro
 
 TEST(StationSchedFailures, BeforeThe140Marker_NothingTimesOutAndTheNewCommandsAreRefused) {
   StationCluster c(3, 52);
-  for (consensus::NodeId id : c.members()) {
-    c.SetSoftwareVersion(id, "1.3.0");
-    c.Crash(id);
-  }
-  for (consensus::NodeId id : c.members()) c.Restart(id);
+  testing_decrees::AllRestartedOn(c, "1.3.0");
   ASSERT_TRUE(sim::WritableLeader(c, true).has_value());
   rpc::ClientResponse r =
       Deploy(c, {{"kind", "sched"}, {"op", "create"}, {"scheduler", "s"}, {"desired", 2}, {"room_deadline_s", 10}});

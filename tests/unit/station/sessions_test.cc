@@ -9,6 +9,7 @@
 #include "node/station/version_state.h"
 #include "tests/sim/station_calls.h"
 #include "tests/sim/station_cluster.h"
+#include "tests/unit/station/station_test_decrees.h"
 
 namespace ts::station {
 namespace {
@@ -328,11 +329,7 @@ TEST(StationSessions, SessionsSurviveARestartFromASnapshot_WithEqualDigests) {
 
 TEST(StationSessions, BeforeTheMarkerOfTheirRelease_SessionsAreRefusedAsUnsupported) {
   StationCluster c(3, 18);
-  for (consensus::NodeId id : c.members()) {
-    c.SetSoftwareVersion(id, "1.2.0");
-    c.Crash(id);
-  }
-  for (consensus::NodeId id : c.members()) c.Restart(id);
+  testing_decrees::AllRestartedOn(c, "1.2.0");
   consensus::NodeId l = StableLeader(c);
   rpc::ClientRequest o = sim::Req(ClientOp::kSessionOpen);
   o.ttl_ms = 5000;

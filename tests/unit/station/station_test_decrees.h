@@ -1,7 +1,10 @@
-// Helpers shared by the station's deployment tests (executors_station_test.cc,
-// lrp_station_test.cc): version decrees built by hand, and a wait until
-// every member has applied the same slot.
+// Helpers shared by the station's tests of version rules (deployments,
+// sessions, leases): version decrees built by hand, a whole cluster
+// restarted on another version, and a wait until every member has applied
+// the same slot.
 #pragma once
+
+#include <string>
 
 #include "node/station/decree.h"
 #include "node/station/version.h"
@@ -23,6 +26,16 @@ inline Decree DowngradeTo(const Semver& v) {
   g.target = v.ToString();
   d.payload = EncodeDowngrade(g);
   return d;
+}
+
+// Every member stopped, then every member started again running `version`
+// (a cluster that was on it all along).
+inline void AllRestartedOn(sim::StationCluster& c, const std::string& version) {
+  for (auto id : c.members()) {
+    c.SetSoftwareVersion(id, version);
+    c.Crash(id);
+  }
+  for (auto id : c.members()) c.Restart(id);
 }
 
 // Runs until every member has applied the same slot (5 s at most).

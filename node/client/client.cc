@@ -7,6 +7,7 @@
 // are returned as a response of code kOutcomeUnknown. The meaning travels in
 // that code, never in the message text.
 #include "node/client/client.h"
+#include "node/client/deadline.h"
 #include "node/client/watch.h"
 
 #include <spdlog/sinks/stdout_sinks.h>
@@ -36,12 +37,13 @@ constexpr size_t kConnectionsMax = 16;
 // before the write is sent rather than after.
 constexpr milliseconds kWriteIdleReuseMax{1000};
 
-// Time left, rounded up: a deadline 0.4 ms away still allows a 1 ms wait.
-milliseconds Left(Clock::time_point deadline) { return std::chrono::ceil<milliseconds>(deadline - Clock::now()); }
-
 bool Same(const HostPort& a, const HostPort& b) { return a.host == b.host && a.port == b.port; }
 
-// Endpoint errors in first-seen order, one per endpoint.
+}  // namespace
+
+// Endpoint errors in first-seen order, one per endpoint. Not in the
+// anonymous namespace: Client::CallState holds one.
+namespace client_detail {
 class ErrorList {
  public:
   void Set(const HostPort& where, std::string message) {
@@ -69,6 +71,10 @@ class ErrorList {
  private:
   std::vector<std::pair<std::string, std::string>> items_;
 };
+}  // namespace client_detail
+using client_detail::ErrorList;
+
+namespace {
 
 // The answer the client gives for a write whose own answer was lost: the
 // same code a node gives when it cannot tell, so callers handle one case.
@@ -217,7 +223,7 @@ bool Client::EnsureSession(Clock::time_point deadline) {
   open.ttl_ms = static_cast<uint64_t>(options_.session_ttl.count());
   // The opening gets at most half the write's time (and one read attempt's):
   // a node that does not answer it leaves the rest to the write itself.
-  milliseconds budget = std::min(options_.read_attempt_timeout, Left(deadline) / 2);
+  milliseconds budget = std::min(options_.read_attempt_timeout, TimeLeft(deadline) / 2);
   auto r = CallOnce(std::move(open), Clock::now() + std::max(budget, milliseconds(1)));
   if (r.ok() && r->code == ClientCode::kOk && r->slot != 0) {
     session_ = r->slot;
@@ -243,10 +249,10 @@ void Client::CloseSession() {
 
 StatusOr<rpc::ClientResponse> Client::CallOnce(rpc::ClientRequest req, Clock::time_point deadline) {
   CallState call = StartCall(req, deadline);
-  while (Left(call.deadline).count() > 0) {
+  while (TimeLeft(call.deadline).count() > 0) {
     std::optional<HostPort> target = NextTarget(call);
     if (!target) continue;  // a round ended and was backed off
-    auto conn = ConnectionTo(*target, std::min(Left(call.deadline), options_.connect_timeout), call.write);
+    auto conn = ConnectionTo(*target, std::min(TimeLeft(call.deadline), options_.connect_timeout), call.write);
     if (!conn.ok()) {
       ++stats_.connect_failures;
       call.unreachable.Set(*target, conn.status().message());
@@ -301,7 +307,7 @@ std::optional<HostPort> Client::NextTarget(CallState& call) {
 }
 
 void Client::BackOff(CallState& call) {
-  milliseconds left = Left(call.deadline);
+  milliseconds left = TimeLeft(call.deadline);
   if (left.count() <= 0) return;
   std::this_thread::sleep_for(std::min(call.backoff, left));
   call.backoff = std::min(call.backoff * 2, options_.backoff_max);
@@ -333,7 +339,7 @@ bool Client::KnownToLead(const CallState& call, const HostPort& target) const {
 // must not get it. Asking for status first costs one round trip and is safe
 // to time out and retry elsewhere.
 Client::Next Client::ProbeLeadership(CallState& call, const HostPort& target, rpc::BlockingClient& conn) {
-  milliseconds probe_timeout = std::min(Left(call.deadline), options_.read_attempt_timeout);
+  milliseconds probe_timeout = std::min(TimeLeft(call.deadline), options_.read_attempt_timeout);
   if (probe_timeout.count() <= 0) return Next::kOutOfTime;
   ++stats_.probes;
   rpc::ClientRequest probe;
@@ -367,9 +373,9 @@ Client::Next Client::ProbeLeadership(CallState& call, const HostPort& target, rp
 std::optional<StatusOr<rpc::ClientResponse>> Client::Attempt(CallState& call, const HostPort& target,
                                                              rpc::BlockingClient& conn,
                                                              const rpc::ClientRequest& req) {
-  milliseconds attempt = !call.write       ? std::min(Left(call.deadline), options_.read_attempt_timeout)
-                         : call.in_session ? std::min(Left(call.deadline), options_.session_attempt_timeout)
-                                           : Left(call.deadline);
+  milliseconds attempt = !call.write       ? std::min(TimeLeft(call.deadline), options_.read_attempt_timeout)
+                         : call.in_session ? std::min(TimeLeft(call.deadline), options_.session_attempt_timeout)
+                                           : TimeLeft(call.deadline);
   if (attempt.count() <= 0) return GiveUp(call);
   ++stats_.attempts;
   StatusOr<rpc::ClientResponse> r = conn.Call(req, attempt);
@@ -468,7 +474,7 @@ StatusOr<rpc::ClientResponse> Client::CallOne(const HostPort& endpoint, rpc::Cli
   rpc::BlockingClient conn(options_.tls);
   Status s = conn.Connect(endpoint, std::min(options_.connect_timeout, timeout));
   if (!s.ok()) return s;
-  milliseconds left = Left(deadline);
+  milliseconds left = TimeLeft(deadline);
   if (left.count() <= 0) return Status::Unavailable(endpoint.ToString() + ": no time left after connecting");
   auto r = conn.Call(std::move(req), left);
   if (!r.ok()) {

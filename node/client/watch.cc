@@ -1,5 +1,6 @@
 // Watcher; see watch.h.
 #include "node/client/watch.h"
+#include "node/client/deadline.h"
 
 #include <algorithm>
 #include <thread>
@@ -10,14 +11,6 @@ using rpc::ClientCode;
 using rpc::ClientResponse;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
-
-namespace {
-
-milliseconds Left(Clock::time_point deadline) {
-  return std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(deadline - Clock::now()));
-}
-
-}  // namespace
 
 Watcher::Watcher(ClientOptions options, std::string key, bool prefix, uint64_t from_slot, bool deploy)
     : options_(std::move(options)), key_(std::move(key)), prefix_(prefix), deploy_(deploy), from_slot_(from_slot) {}
@@ -33,7 +26,7 @@ bool Watcher::Open(Clock::time_point deadline) {
   serving_ = next_endpoint_++ % n;
   const rpc::HostPort& target = options_.endpoints[serving_];
   conn_ = std::make_unique<rpc::BlockingClient>(options_.tls);
-  milliseconds attempt = std::min(options_.connect_timeout, Left(deadline));
+  milliseconds attempt = std::min(options_.connect_timeout, TimeLeft(deadline));
   if (Status s = conn_->Connect(target, attempt); !s.ok()) {
     Lost(s.message());
     return false;
@@ -45,7 +38,7 @@ bool Watcher::Open(Clock::time_point deadline) {
   req.watch_deploy = deploy_;
   req.from_slot = started_ ? last_slot_ + 1 : from_slot_;
   if (started_) ++stats_.resumes;
-  first_ = conn_->StartStream(std::move(req), std::max(milliseconds(1), std::min(options_.connect_timeout, Left(deadline))));
+  first_ = conn_->StartStream(std::move(req), std::max(milliseconds(1), std::min(options_.connect_timeout, TimeLeft(deadline))));
   if (!first_->ok()) {
     Lost(target.ToString() + ": " + first_->status().message());
     first_.reset();
@@ -118,14 +111,14 @@ StatusOr<ClientResponse> Watcher::Next(milliseconds timeout) {
       }
       if (failures_in_a_row_ >= options_.endpoints.size()) {
         // A whole round failed: wait a little before the next.
-        std::this_thread::sleep_for(std::min(options_.backoff_max, Left(deadline)));
+        std::this_thread::sleep_for(std::min(options_.backoff_max, TimeLeft(deadline)));
       }
-      if (Left(deadline).count() == 0) return Status::Timeout("watch: no stream open: " + last_error_);
+      if (TimeLeft(deadline).count() == 0) return Status::Timeout("watch: no stream open: " + last_error_);
       Open(deadline);
       continue;
     }
-    if (Left(deadline).count() == 0) return Status::Timeout("watch: no answer yet");
-    StatusOr<ClientResponse> r = conn_->NextInStream(Left(deadline));
+    if (TimeLeft(deadline).count() == 0) return Status::Timeout("watch: no answer yet");
+    StatusOr<ClientResponse> r = conn_->NextInStream(TimeLeft(deadline));
     if (!r.ok()) {
       if (r.status().code() == Status::Code::kTimeout) return r.status();
       Lost(options_.endpoints[serving_].ToString() + ": " + r.status().message());

@@ -11,15 +11,15 @@ namespace ts::deploy {
 
 namespace {
 
-using Op = BgCommand::Op;
+using BgOp = BgCommand::Op;
 
 constexpr size_t kItemsMax = 256;  // clusters, endpoints or routes per command
 constexpr uint32_t kVersionMax = 1'000'000'000;
 constexpr uint32_t kHistoryMax = 1000;
 
-constexpr std::pair<Op, const char*> kOps[] = {
-    {Op::kRegister, "register"}, {Op::kPromote, "promote"}, {Op::kRollback, "rollback"},
-    {Op::kDeleteVersion, "delete_version"}};
+constexpr std::pair<BgOp, const char*> kOps[] = {
+    {BgOp::kRegister, "register"}, {BgOp::kPromote, "promote"}, {BgOp::kRollback, "rollback"},
+    {BgOp::kDeleteVersion, "delete_version"}};
 
 std::optional<uint32_t> InStage(const BgDeployment& d, Stage s) {
   for (const auto& [v, stage] : d.versions) {
@@ -135,15 +135,15 @@ StatusOr<BgCommand> ParseBgCommand(const nlohmann::json& j) {
   }
   if (!known) return Status::InvalidArgument("unknown bg op '" + op + "' (register, promote, rollback, delete_version)");
   if (Status s = f.Name("deployment", &c.deployment); !s.ok()) return s;
-  if (c.op != Op::kRollback) {
+  if (c.op != BgOp::kRollback) {
     if (Status s = f.Uint("version", 1, kVersionMax, &c.version); !s.ok()) return s;
   }
-  if (c.op == Op::kPromote) {
+  if (c.op == BgOp::kPromote) {
     std::optional<uint32_t> h;
     if (Status s = f.OptUint("history_size", 0, kHistoryMax, &h); !s.ok()) return s;
     c.history_size = h.value_or(1);
   }
-  if (c.op == Op::kRegister) {
+  if (c.op == BgOp::kRegister) {
     auto it = j.find("clusters");
     if (it == j.end() || !it->is_object() || it->empty() || it->size() > kItemsMax) {
       return Status::InvalidArgument("register needs 'clusters': an object of 1..256 clusters");
@@ -167,9 +167,9 @@ nlohmann::json BgCommandToJson(const BgCommand& c) {
     if (o == c.op) j["op"] = name;
   }
   j["deployment"] = c.deployment;
-  if (c.op != Op::kRollback) j["version"] = c.version;
-  if (c.op == Op::kPromote) j["history_size"] = c.history_size;
-  if (c.op == Op::kRegister) {
+  if (c.op != BgOp::kRollback) j["version"] = c.version;
+  if (c.op == BgOp::kPromote) j["history_size"] = c.history_size;
+  if (c.op == BgOp::kRegister) {
     j["clusters"] = nlohmann::json::object();
     for (const auto& [name, p] : c.clusters) {
       nlohmann::json routes = nlohmann::json::array();
@@ -187,7 +187,7 @@ const BgDeployment* BlueGreen::Find(const std::string& name) const {
 
 Status BlueGreen::Check(const BgCommand& c) const {
   const BgDeployment* d = Find(c.deployment);
-  if (c.op == Op::kRegister) {
+  if (c.op == BgOp::kRegister) {
     if (d == nullptr) return Status::Ok();
     bool direct = std::any_of(c.clusters.begin(), c.clusters.end(), [&](const auto& kv) {
       return RegisterTarget(*d, kv.first, c.version) == c.version;
@@ -209,7 +209,7 @@ Status BlueGreen::Check(const BgCommand& c) const {
                             "or list them with tsctl bg show");
   }
   std::string where = "deployment " + c.deployment + ": ";
-  if (c.op == Op::kRollback) {
+  if (c.op == BgOp::kRollback) {
     if (!InStage(*d, Stage::kActive)) return Status::InvalidArgument(where + "no ACTIVE version; register one first");
     if (!InStage(*d, Stage::kLegacy)) {
       return Status::InvalidArgument(where + "no LEGACY version to roll back to (two rollbacks in a row are not "
@@ -222,7 +222,7 @@ Status BlueGreen::Check(const BgCommand& c) const {
     return Status::NotFound(where + "unknown version " + std::to_string(c.version) +
                             "; see its versions with tsctl bg show " + c.deployment);
   }
-  if (c.op == Op::kDeleteVersion) {
+  if (c.op == BgOp::kDeleteVersion) {
     if (v->second == Stage::kActive) {
       return Status::InvalidArgument(where + "the ACTIVE version cannot be deleted; promote another version first");
     }
@@ -242,7 +242,7 @@ Status BlueGreen::Apply(const BgCommand& c) {
   if (Status s = Check(c); !s.ok()) return s;
   BgDeployment& d = deployments_[c.deployment];
   switch (c.op) {
-    case Op::kRegister: {
+    case BgOp::kRegister: {
       std::map<std::string, uint32_t> target;
       for (const auto& [name, p] : c.clusters) target[name] = RegisterTarget(d, name, c.version);
       bool direct = std::any_of(target.begin(), target.end(), [&](const auto& kv) { return kv.second == c.version; });
@@ -261,10 +261,10 @@ Status BlueGreen::Apply(const BgCommand& c) {
       }
       return Status::Ok();
     }
-    case Op::kDeleteVersion:
+    case BgOp::kDeleteVersion:
       DeleteVersion(d, c.version);
       return Status::Ok();
-    case Op::kPromote: {
+    case BgOp::kPromote: {
       uint32_t active = *InStage(d, Stage::kActive);
       std::optional<uint32_t> legacy = InStage(d, Stage::kLegacy);
       std::vector<uint32_t> others;
@@ -286,7 +286,7 @@ Status BlueGreen::Apply(const BgCommand& c) {
       for (size_t i = 0; i + c.history_size < archived.size(); ++i) DeleteVersion(d, archived[i]);
       return Status::Ok();
     }
-    case Op::kRollback: {
+    case BgOp::kRollback: {
       uint32_t active = *InStage(d, Stage::kActive);
       uint32_t legacy = *InStage(d, Stage::kLegacy);
       for (const auto& [v, s] : d.versions) {

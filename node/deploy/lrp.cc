@@ -12,7 +12,7 @@
 namespace ts::deploy {
 namespace {
 
-using Op = LrpCommand::Op;
+using LrpOp = LrpCommand::Op;
 using lrp_parts::CheckLrp;
 
 // Stored non-live definitions, most recent (highest seq) first.
@@ -93,8 +93,8 @@ const DesiredLrp* DesiredLrps::Find(const std::string& process_guid) const {
 // A command built in code rather than parsed must still be whole.
 static Status CheckShape(const LrpCommand& c) {
   if (!ValidName(c.process_guid)) return Status::InvalidArgument("invalid process guid");
-  bool whole = c.op == Op::kDesire   ? c.instances && c.definition
-               : c.op == Op::kUpdate ? c.instances || c.definition || c.NeedsModel2()
+  bool whole = c.op == LrpOp::kDesire   ? c.instances && c.definition
+               : c.op == LrpOp::kUpdate ? c.instances || c.definition || c.NeedsModel2()
                                      : true;
   if (!whole) {
     return Status::InvalidArgument(std::string("lrp ") + LrpOpName(c.op) + " is missing its definition or instances");
@@ -121,7 +121,7 @@ Status DesiredLrps::Check(const LrpCommand& c) const {
   if (Status s = CheckShape(c); !s.ok()) return s;
   const std::string& g = c.process_guid;
   const DesiredLrp* l = Find(g);
-  if (c.op == Op::kDesire) {
+  if (c.op == LrpOp::kDesire) {
     if (l != nullptr) {
       return Status::InvalidArgument("desired LRP " + g + " already exists; update it (tsctl lrp update) or remove it "
                                      "first");
@@ -149,9 +149,9 @@ Status DesiredLrps::Check(const LrpCommand& c) const {
                                    std::to_string(l->instances) + " instances); report an index below that");
   };
   switch (c.op) {
-    case Op::kDesire:
+    case LrpOp::kDesire:
       break;
-    case Op::kUpdate:
+    case LrpOp::kUpdate:
       if (l->UpdateInProgress()) return in_progress();
       if (c.definition) {
         // Ids are never reused: an actual LRP's DesiredLRPDefinitionID must
@@ -167,7 +167,7 @@ Status DesiredLrps::Check(const LrpCommand& c) const {
         }
       }
       return Status::Ok();
-    case Op::kInstanceCrashed:
+    case LrpOp::kInstanceCrashed:
       if (c.index >= l->instances) return no_instance();
       if (!l->UpdateInProgress()) {
         return Status::InvalidArgument("no update in flight for " + g +
@@ -179,7 +179,7 @@ Status DesiredLrps::Check(const LrpCommand& c) const {
                                        "; report the definition it runs");
       }
       return Status::Ok();
-    case Op::kInstanceMoved:
+    case LrpOp::kInstanceMoved:
       if (c.index >= l->instances) return no_instance();
       // A revert moves instances back only, and a paused update moves none
       // to its new definition (whatever the decree's model: only model 2
@@ -200,13 +200,13 @@ Status DesiredLrps::Check(const LrpCommand& c) const {
                                        "); report one of those");
       }
       return Status::Ok();
-    case Op::kCancel:
+    case LrpOp::kCancel:
       if (!l->UpdateInProgress()) {
         return Status::InvalidArgument("no update in progress for " + g + "; to go back, roll back (tsctl lrp rollback)");
       }
       if (l->reverting) return in_progress();  // a revert is itself a cancel
       return Status::Ok();
-    case Op::kRollback:
+    case LrpOp::kRollback:
       if (l->pruned.count(c.definition_id)) {
         return Status::NotFound("definition " + c.definition_id + " of " + g +
                                 " was pruned; update to a new definition instead (tsctl lrp update)");
@@ -221,12 +221,12 @@ Status DesiredLrps::Check(const LrpCommand& c) const {
                                        "; nothing to do, or roll back to another definition");
       }
       return Status::Ok();
-    case Op::kPrune:
+    case LrpOp::kPrune:
       // The definition a revert leaves is live for it, but not for a node
       // that applied the cancel in 1.3.0's meaning (a downgrade's restatement).
       if (l->reverting) return in_progress();
       return Status::Ok();
-    case Op::kRemove:
+    case LrpOp::kRemove:
       return Status::Ok();
   }
   return Status::InvalidArgument("unknown lrp op");
@@ -236,19 +236,19 @@ Status DesiredLrps::Apply(const LrpCommand& c, uint64_t slot) {
   if (Status s = Check(c); !s.ok()) return s;
   // Everything below is infallible: Check has refused whatever could fail,
   // which is what keeps the state unchanged on error.
-  if (c.op == Op::kRemove) {
+  if (c.op == LrpOp::kRemove) {
     lrps_.erase(c.process_guid);
     return Status::Ok();
   }
   DesiredLrp& l = lrps_[c.process_guid];
   switch (c.op) {
-    case Op::kDesire:
+    case LrpOp::kDesire:
       l.definition_id = c.definition_id;
       l.definitions[c.definition_id] = StoredDefinition{*c.definition, l.next_seq++, c.routes, c.annotation};
       if (c.crash_limit) l.crash_limit = *c.crash_limit;
       Resize(l, *c.instances);
       break;
-    case Op::kUpdate:
+    case LrpOp::kUpdate:
       if (c.definition) {
         // Routes and annotation go with the definition: given, or kept from
         // the one it replaces.
@@ -270,16 +270,16 @@ Status DesiredLrps::Apply(const LrpCommand& c, uint64_t slot) {
       if (c.crash_limit) l.crash_limit = *c.crash_limit;
       if (c.instances) Resize(l, *c.instances);
       break;
-    case Op::kInstanceMoved:
+    case LrpOp::kInstanceMoved:
       l.actual_definition_ids[c.index] = c.definition_id;
       break;
-    case Op::kInstanceCrashed: {
+    case LrpOp::kInstanceCrashed: {
       uint32_t& n = l.crashes[c.definition_id];
       if (n < UINT32_MAX) ++n;
       if (l.first_crash_slot == 0) l.first_crash_slot = slot == 0 ? 1 : slot;
       break;
     }
-    case Op::kCancel:
+    case LrpOp::kCancel:
       if (c.model >= 2) {
         // A revert: the cancelled definition becomes the one being left,
         // and the executor moves the instances already updated back one by
@@ -293,7 +293,7 @@ Status DesiredLrps::Apply(const LrpCommand& c, uint64_t slot) {
       l.definition_id = l.previous_definition_id;
       EndFlight(l);
       break;
-    case Op::kRollback:
+    case LrpOp::kRollback:
       // A rollback is an update towards a stored definition; it becomes the
       // most recent one, since it is running again (pruning keeps it longest).
       l.previous_definition_id = l.definition_id;
@@ -301,10 +301,10 @@ Status DesiredLrps::Apply(const LrpCommand& c, uint64_t slot) {
       l.definitions[c.definition_id].seq = l.next_seq++;
       StartFlight(l, c, slot, false);
       break;
-    case Op::kPrune:
+    case LrpOp::kPrune:
       PruneTo(l, c.keep);
       break;
-    case Op::kRemove:
+    case LrpOp::kRemove:
       break;
   }
   MaybeCompleteUpdate(l);
@@ -314,12 +314,12 @@ Status DesiredLrps::Apply(const LrpCommand& c, uint64_t slot) {
 
 LrpCommand DesiredLrps::Normalized(const LrpCommand& c) const {
   const DesiredLrp* l = Find(c.process_guid);
-  if (c.op != Op::kRollback || c.model < 2 || l == nullptr || !l->Paused() ||
+  if (c.op != LrpOp::kRollback || c.model < 2 || l == nullptr || !l->Paused() ||
       c.definition_id != l->previous_definition_id) {
     return c;
   }
   LrpCommand cancel;
-  cancel.op = Op::kCancel;
+  cancel.op = LrpOp::kCancel;
   cancel.process_guid = c.process_guid;
   cancel.model = c.model;
   return cancel;
@@ -330,7 +330,7 @@ std::vector<LrpCommand> DesiredLrps::PrunesBeyond(uint32_t keep) const {
   for (const auto& [g, l] : lrps_) {
     if (l.UpdateInProgress() || PrunableNewestFirst(l).size() <= keep) continue;
     LrpCommand c;
-    c.op = Op::kPrune;
+    c.op = LrpOp::kPrune;
     c.process_guid = g;
     c.keep = keep;
     out.push_back(std::move(c));

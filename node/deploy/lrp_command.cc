@@ -12,7 +12,7 @@
 namespace ts::deploy {
 namespace {
 
-using Op = LrpCommand::Op;
+using LrpOp = LrpCommand::Op;
 
 constexpr uint32_t kPruneKeepMax = 10000;
 // A stored definition sits five levels down in a deployment snapshot
@@ -21,13 +21,13 @@ constexpr uint32_t kPruneKeepMax = 10000;
 static_assert(5 + kDefinitionDepthMax <= kSnapshotDepthMax, "a stored definition must fit a snapshot's depth");
 
 struct OpName {
-  Op op;
+  LrpOp op;
   const char* name;
 };
 constexpr OpName kOpNames[] = {
-    {Op::kDesire, "desire"}, {Op::kUpdate, "update"}, {Op::kInstanceMoved, "instance_moved"},
-    {Op::kCancel, "cancel"}, {Op::kRollback, "rollback"}, {Op::kPrune, "prune"},
-    {Op::kRemove, "remove"}, {Op::kInstanceCrashed, "instance_crashed"},
+    {LrpOp::kDesire, "desire"}, {LrpOp::kUpdate, "update"}, {LrpOp::kInstanceMoved, "instance_moved"},
+    {LrpOp::kCancel, "cancel"}, {LrpOp::kRollback, "rollback"}, {LrpOp::kPrune, "prune"},
+    {LrpOp::kRemove, "remove"}, {LrpOp::kInstanceCrashed, "instance_crashed"},
 };
 
 // Walks a definition before anything recursive (dump, compare) touches it:
@@ -119,7 +119,7 @@ Status ParseFields(const nlohmann::json& j, LrpCommand* c) {
   Fields f(j);
   if (Status s = f.Name("process_guid", &c->process_guid); !s.ok()) return s;
   switch (c->op) {
-    case Op::kDesire: {
+    case LrpOp::kDesire: {
       uint32_t n = 0;
       if (Status s = f.Uint("instances", 0, kLrpInstancesMax, &n); !s.ok()) return s;
       c->instances = n;
@@ -128,7 +128,7 @@ Status ParseFields(const nlohmann::json& j, LrpCommand* c) {
       c->definition = std::move(def);
       return ParseModel2Fields(j, c);
     }
-    case Op::kUpdate: {
+    case LrpOp::kUpdate: {
       if (Status s = f.OptUint("instances", 0, kLrpInstancesMax, &c->instances); !s.ok()) return s;
       if (f.Has("definition")) {
         nlohmann::json def;
@@ -144,16 +144,16 @@ Status ParseFields(const nlohmann::json& j, LrpCommand* c) {
       }
       return Status::Ok();
     }
-    case Op::kInstanceMoved:
-    case Op::kInstanceCrashed:
+    case LrpOp::kInstanceMoved:
+    case LrpOp::kInstanceCrashed:
       if (Status s = f.Uint("index", 0, kLrpInstancesMax - 1, &c->index); !s.ok()) return s;
       return f.Name("definition_id", &c->definition_id);
-    case Op::kRollback:
+    case LrpOp::kRollback:
       return f.Name("definition_id", &c->definition_id);
-    case Op::kPrune:
+    case LrpOp::kPrune:
       return f.Uint("keep", 0, kPruneKeepMax, &c->keep);
-    case Op::kCancel:
-    case Op::kRemove:
+    case LrpOp::kCancel:
+    case LrpOp::kRemove:
       return Status::Ok();
   }
   return Status::InvalidArgument("unknown lrp op");
@@ -161,7 +161,7 @@ Status ParseFields(const nlohmann::json& j, LrpCommand* c) {
 
 }  // namespace
 
-const char* LrpOpName(Op op) {
+const char* LrpOpName(LrpOp op) {
   for (const auto& n : kOpNames) {
     if (n.op == op) return n.name;
   }
@@ -171,25 +171,25 @@ const char* LrpOpName(Op op) {
 std::string LrpCommand::Describe() const {
   std::string s = std::string("lrp ") + LrpOpName(op) + " " + process_guid;
   switch (op) {
-    case Op::kDesire:
-    case Op::kUpdate:
+    case LrpOp::kDesire:
+    case LrpOp::kUpdate:
       if (definition) s += " definition " + definition_id;
       if (instances) s += " instances " + std::to_string(*instances);
       break;
-    case Op::kInstanceMoved:
+    case LrpOp::kInstanceMoved:
       s += " index " + std::to_string(index) + " -> " + definition_id;
       break;
-    case Op::kInstanceCrashed:
+    case LrpOp::kInstanceCrashed:
       s += " index " + std::to_string(index) + " crashed on " + definition_id;
       break;
-    case Op::kRollback:
+    case LrpOp::kRollback:
       s += " to " + definition_id;
       break;
-    case Op::kPrune:
+    case LrpOp::kPrune:
       s += " keep " + std::to_string(keep);
       break;
-    case Op::kCancel:
-    case Op::kRemove:
+    case LrpOp::kCancel:
+    case LrpOp::kRemove:
       break;
   }
   return s;
@@ -220,34 +220,34 @@ StatusOr<LrpCommand> ParseLrpCommand(const nlohmann::json& j) {
 nlohmann::json LrpCommandToJson(const LrpCommand& c) {
   nlohmann::json j = {{"op", LrpOpName(c.op)}, {"process_guid", c.process_guid}};
   switch (c.op) {
-    case Op::kDesire:
-    case Op::kUpdate:
+    case LrpOp::kDesire:
+    case LrpOp::kUpdate:
       if (c.instances) j["instances"] = *c.instances;
       if (c.definition) j["definition"] = *c.definition;  // carries definition_id
       if (c.routes) j["routes"] = *c.routes;
       if (c.annotation) j["annotation"] = *c.annotation;
       if (c.crash_limit) j["crash_limit"] = *c.crash_limit;
       break;
-    case Op::kInstanceMoved:
-    case Op::kInstanceCrashed:
+    case LrpOp::kInstanceMoved:
+    case LrpOp::kInstanceCrashed:
       j["index"] = c.index;
       j["definition_id"] = c.definition_id;
       break;
-    case Op::kRollback:
+    case LrpOp::kRollback:
       j["definition_id"] = c.definition_id;
       break;
-    case Op::kPrune:
+    case LrpOp::kPrune:
       j["keep"] = c.keep;
       break;
-    case Op::kCancel:
-    case Op::kRemove:
+    case LrpOp::kCancel:
+    case LrpOp::kRemove:
       break;
   }
   return j;
 }
 
 bool LrpCommand::NeedsModel2() const {
-  return op == Op::kInstanceCrashed || routes || annotation || crash_limit;
+  return op == LrpOp::kInstanceCrashed || routes || annotation || crash_limit;
 }
 
 void LrpCommand::DropModel2Fields() {
@@ -261,8 +261,8 @@ std::string LrpPayloadModel1(std::string_view payload) {
   if (!j.ok() || !j->is_object()) return "";
   auto c = ParseLrpCommand(*j);
   if (!c.ok()) return "";
-  const bool touch = c->op == Op::kInstanceCrashed ||
-                     (c->op == Op::kUpdate && !c->definition && !c->instances);
+  const bool touch = c->op == LrpOp::kInstanceCrashed ||
+                     (c->op == LrpOp::kUpdate && !c->definition && !c->instances);
   for (const char* f : {"routes", "annotation", "crash_limit"}) j->erase(f);
   if (touch) {
     nlohmann::json prune = {{"op", "prune"}, {"process_guid", c->process_guid}, {"keep", kPruneKeepMax}};

@@ -11,7 +11,7 @@ namespace ts::deploy {
 
 namespace {
 
-using Op = SchedCommand::Op;
+using SchedOp = SchedCommand::Op;
 
 std::string VersionList(const Scheduler& s) {
   std::string out;
@@ -107,15 +107,15 @@ uint32_t RolloutFailureLimit(const Scheduler& s) {
 Status CheckFailureOp(const SchedCommand& c, const Scheduler& s) {
   const std::string& name = c.scheduler;
   switch (c.op) {
-    case Op::kSwitch:
+    case SchedOp::kSwitch:
       return CheckSwitchTo(name, s, c.to);
-    case Op::kAbort:
+    case SchedOp::kAbort:
       if (!RolloutRunning(s)) {
         return Status::InvalidArgument("scheduler " + name + " has no rollout in progress; switch versions with "
                                        "tsctl sched switch " + name + " --to VERSION");
       }
       return CheckSwitchTo(name, s, s.rollout->from);
-    case Op::kRetryValidation: {
+    case SchedOp::kRetryValidation: {
       std::string latest = LatestFailed(s);
       if (latest.empty()) return Status::InvalidArgument("scheduler " + name + ": nothing failed, nothing to retry");
       if (!s.validating.empty()) {
@@ -129,7 +129,7 @@ Status CheckFailureOp(const SchedCommand& c, const Scheduler& s) {
       }
       return Status::Ok();
     }
-    case Op::kHealth:
+    case SchedOp::kHealth:
       for (const std::string& id : c.timed_out) {
         auto it = s.rooms.find(id);
         if (it == s.rooms.end() || it->second.status != RoomStatus::kPending) {
@@ -153,13 +153,13 @@ std::string ApplyFailureOp(const SchedCommand& c, uint64_t slot, Scheduler& s) {
   };
   std::string from = s.active;
   switch (c.op) {
-    case Op::kSwitch:
-    case Op::kAbort: {
-      std::string to = c.op == Op::kSwitch ? c.to : s.rollout->from;
+    case SchedOp::kSwitch:
+    case SchedOp::kAbort: {
+      std::string to = c.op == SchedOp::kSwitch ? c.to : s.rollout->from;
       SwitchActive(s, to, slot);
       return "scheduler " + c.scheduler + ": switched to " + to + switched(from);
     }
-    case Op::kRetryValidation: {
+    case SchedOp::kRetryValidation: {
       std::string v = LatestFailed(s);
       s.failed.erase(v);
       s.validating = v;
@@ -169,7 +169,7 @@ std::string ApplyFailureOp(const SchedCommand& c, uint64_t slot, Scheduler& s) {
       }
       return "scheduler " + c.scheduler + ": validating " + v + " again with one room";
     }
-    case Op::kHealth:
+    case SchedOp::kHealth:
       if (c.fail.empty()) return "";
       s.failed[s.active] = FailedVersion{c.fail, slot};
       SwitchActive(s, c.switch_to, slot);
@@ -180,7 +180,7 @@ std::string ApplyFailureOp(const SchedCommand& c, uint64_t slot, Scheduler& s) {
 }
 
 bool SchedCommand::NeedsModel3() const {
-  if (op == Op::kSwitch || op == Op::kAbort || op == Op::kRetryValidation) return true;
+  if (op == SchedOp::kSwitch || op == SchedOp::kAbort || op == SchedOp::kRetryValidation) return true;
   if (room_deadline_s || !timed_out.empty() || !fail.empty()) return true;
   return std::any_of(statuses.begin(), statuses.end(), [](const auto& e) { return e.second == RoomStatus::kError; });
 }

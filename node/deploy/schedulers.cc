@@ -10,20 +10,20 @@ namespace ts::deploy {
 
 namespace {
 
-using Op = SchedCommand::Op;
+using SchedOp = SchedCommand::Op;
 
 constexpr size_t kRoomsPerCommandMax = 1000;
 
 struct OpName {
-  Op op;
+  SchedOp op;
   const char* name;
 };
-constexpr OpName kOps[] = {{Op::kCreate, "create"},         {Op::kUpdate, "update"},
-                           {Op::kScale, "scale"},           {Op::kHealth, "health"},
-                           {Op::kRoomStatus, "room_status"}, {Op::kSwitch, "switch"},
-                           {Op::kAbort, "abort"},           {Op::kRetryValidation, "retry_validation"}};
+constexpr OpName kOps[] = {{SchedOp::kCreate, "create"},         {SchedOp::kUpdate, "update"},
+                           {SchedOp::kScale, "scale"},           {SchedOp::kHealth, "health"},
+                           {SchedOp::kRoomStatus, "room_status"}, {SchedOp::kSwitch, "switch"},
+                           {SchedOp::kAbort, "abort"},           {SchedOp::kRetryValidation, "retry_validation"}};
 
-const char* NameOf(Op op) {
+const char* NameOf(SchedOp op) {
   for (const OpName& o : kOps) {
     if (o.op == op) return o.name;
   }
@@ -183,12 +183,12 @@ StatusOr<SchedCommand> ParseSchedCommand(const nlohmann::json& j) {
   }
   if (Status s = f.Name("scheduler", &c.scheduler); !s.ok()) return s;
   switch (c.op) {
-    case Op::kCreate:
-    case Op::kScale:
-    case Op::kUpdate:
+    case SchedOp::kCreate:
+    case SchedOp::kScale:
+    case SchedOp::kUpdate:
       if (Status s = ParseParams(f, &c); !s.ok()) return s;
-      if (c.op == Op::kCreate && !c.desired) return Status::InvalidArgument("create needs 'desired'");
-      if (c.op == Op::kUpdate) {
+      if (c.op == SchedOp::kCreate && !c.desired) return Status::InvalidArgument("create needs 'desired'");
+      if (c.op == SchedOp::kUpdate) {
         std::string change = "minor";
         if (Status s = f.OptString("change", 16, &change); !s.ok()) return s;
         if (change != "major" && change != "minor") {
@@ -197,7 +197,7 @@ StatusOr<SchedCommand> ParseSchedCommand(const nlohmann::json& j) {
         c.major = change == "major";
       }
       break;
-    case Op::kHealth: {
+    case SchedOp::kHealth: {
       if (f.Has("switch_to")) {
         if (Status s = f.Name("switch_to", &c.switch_to); !s.ok()) return s;
       }
@@ -212,13 +212,13 @@ StatusOr<SchedCommand> ParseSchedCommand(const nlohmann::json& j) {
       if (Status s = f.OptString("fail", 1024, &c.fail); !s.ok()) return s;
       break;
     }
-    case Op::kSwitch:
+    case SchedOp::kSwitch:
       if (Status s = f.Name("to", &c.to); !s.ok()) return s;
       break;
-    case Op::kAbort:
-    case Op::kRetryValidation:
+    case SchedOp::kAbort:
+    case SchedOp::kRetryValidation:
       break;
-    case Op::kRoomStatus: {
+    case SchedOp::kRoomStatus: {
       auto it = j.find("rooms");
       if (it != j.end()) {
         if (!it->is_object() || it->size() > kRoomsPerCommandMax) {
@@ -257,7 +257,7 @@ nlohmann::json SchedCommandToJson(const SchedCommand& c) {
   if (c.autoscale_max) j["autoscale_max"] = *c.autoscale_max;
   if (c.autoscale_off) j["autoscale_off"] = true;
   if (c.room_deadline_s) j["room_deadline_s"] = *c.room_deadline_s;
-  if (c.op == Op::kUpdate) j["change"] = c.major ? "major" : "minor";
+  if (c.op == SchedOp::kUpdate) j["change"] = c.major ? "major" : "minor";
   if (!c.switch_to.empty()) j["switch_to"] = c.switch_to;
   if (c.validation_room) j["validation_room"] = true;
   if (c.add > 0) j["add"] = c.add;
@@ -291,7 +291,7 @@ const Scheduler* Schedulers::Find(const std::string& name) const {
 
 Status Schedulers::Check(const SchedCommand& c) const {
   const Scheduler* s = Find(c.scheduler);
-  if (c.op == Op::kCreate) {
+  if (c.op == SchedOp::kCreate) {
     if (s != nullptr) {
       return Status::InvalidArgument("scheduler " + c.scheduler + " already exists; change it with tsctl sched scale or "
                                      "update, or pick another name");
@@ -302,22 +302,22 @@ Status Schedulers::Check(const SchedCommand& c) const {
     return Status::NotFound("unknown scheduler " + c.scheduler + "; create it first (tsctl sched create), or list them "
                             "with tsctl sched show");
   }
-  if (c.op != Op::kRoomStatus) {
+  if (c.op != SchedOp::kRoomStatus) {
     if (Status st = CheckParams(c.scheduler, s->params, c); !st.ok()) return st;
   }
   switch (c.op) {
-    case Op::kUpdate:
+    case SchedOp::kUpdate:
       if (c.major && !s->validating.empty()) {
         return Status::InvalidArgument("scheduler " + c.scheduler + ": major version " + s->validating +
                                        " is still being validated; wait for its validation room to become ready "
                                        "(tsctl rollout status " + c.scheduler + " --watch)");
       }
       return Status::Ok();
-    case Op::kSwitch:
-    case Op::kAbort:
-    case Op::kRetryValidation:
+    case SchedOp::kSwitch:
+    case SchedOp::kAbort:
+    case SchedOp::kRetryValidation:
       return CheckFailureOp(c, *s);
-    case Op::kHealth:
+    case SchedOp::kHealth:
       if (Status st = CheckFailureOp(c, *s); !st.ok()) return st;
       if (!c.switch_to.empty() && c.fail.empty() && c.switch_to != s->validating) {
         return Status::InvalidArgument("scheduler " + c.scheduler + ": " + c.switch_to + " is not being validated");
@@ -346,7 +346,7 @@ Status Schedulers::Check(const SchedCommand& c) const {
 
 StatusOr<std::string> Schedulers::Apply(const SchedCommand& c, uint64_t slot) {
   if (Status s = Check(c); !s.ok()) return s;
-  if (c.op == Op::kCreate) {
+  if (c.op == SchedOp::kCreate) {
     Scheduler s;
     ApplyParams(c, &s.params);
     s.active = VersionName(1, 0);
@@ -357,13 +357,13 @@ StatusOr<std::string> Schedulers::Apply(const SchedCommand& c, uint64_t slot) {
   Scheduler& s = schedulers_.at(c.scheduler);
   std::string result;
   switch (c.op) {
-    case Op::kCreate:
+    case SchedOp::kCreate:
       break;
-    case Op::kScale:
+    case SchedOp::kScale:
       ApplyParams(c, &s.params);
       result = "scheduler " + c.scheduler + " scaled to " + std::to_string(s.params.desired) + " rooms";
       break;
-    case Op::kUpdate: {
+    case SchedOp::kUpdate: {
       ApplyParams(c, &s.params);
       auto [major, minor] = NextVersion(s, c.major);
       std::string next = VersionName(major, minor);
@@ -377,15 +377,15 @@ StatusOr<std::string> Schedulers::Apply(const SchedCommand& c, uint64_t slot) {
       }
       break;
     }
-    case Op::kHealth:
+    case SchedOp::kHealth:
       result = ApplyHealth(c, slot, s);
       break;
-    case Op::kSwitch:
-    case Op::kAbort:
-    case Op::kRetryValidation:
+    case SchedOp::kSwitch:
+    case SchedOp::kAbort:
+    case SchedOp::kRetryValidation:
       result = ApplyFailureOp(c, slot, s);
       break;
-    case Op::kRoomStatus:
+    case SchedOp::kRoomStatus:
       result = ApplyRoomStatus(c, slot, s);
       break;
   }

@@ -1,6 +1,5 @@
-// Tests that drive one Replica by hand: make it campaign. Its election timer
-// runs out at `now_ms`, it asks for pre-votes (messages.h, PreVote), and
-// `voter` says yes, which with its own makes a majority of three.
+// Tests that drive one Replica by hand: drain what it has ready, make it
+// campaign.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -9,6 +8,16 @@
 
 namespace ts::consensus {
 
+// Takes what the replica has ready and reports it persisted.
+inline Ready Drain(Replica& r) {
+  Ready out = r.TakeReady();
+  r.Persisted(out.token);
+  return out;
+}
+
+// Its election timer runs out at `now_ms`, it asks for pre-votes
+// (messages.h, PreVote), and `voter` says yes, which with its own makes a
+// majority of three.
 inline void CampaignNow(Replica& r, uint64_t now_ms, NodeId self, NodeId voter) {
   r.Tick(now_ms);
   Ready asked = r.TakeReady();

@@ -42,12 +42,6 @@ Config ConfigOf(NodeId id, std::vector<NodeId> members, uint64_t incarnation) {
   return c;
 }
 
-Ready Drain(Replica& r) {
-  Ready out = r.TakeReady();
-  r.Persisted(out.token);
-  return out;
-}
-
 template <class T>
 int Count(const Ready& r) {
   int n = 0;

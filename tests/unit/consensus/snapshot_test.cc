@@ -40,12 +40,6 @@ class FakeLog : public LogReader {
   Slot chosen = 0;
 };
 
-Ready Drain(Replica& r) {
-  Ready out = r.TakeReady();
-  r.Persisted(out.token);
-  return out;
-}
-
 template <class T>
 const T* Find(const Ready& r) {
   for (const auto* list : {&r.messages, &r.early_messages}) {

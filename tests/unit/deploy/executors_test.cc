@@ -187,7 +187,7 @@ Schedulers RunScenario(bool with_executors) {
   Schedulers s;
   uint64_t slot = 0;
   for (const nlohmann::json& j : Scenario()) {
-    SchedCommand c = Cmd(j);
+    SchedCommand c = SchedCmd(j);
     if (!with_executors) c.DropExecutors();
     auto r = s.Apply(c, ++slot);
     EXPECT_TRUE(r.ok()) << r.status().ToString() << " at " << j.dump();
@@ -253,7 +253,7 @@ TEST(Executors, BadExecutorFieldsAreRefused) {
 }
 
 TEST(Executors, TheModelOnePayloadDropsOnlyTheExecutorFields) {
-  SchedCommand c = Cmd({{"op", "health"}, {"scheduler", "s"}, {"lost_executors", {"a"}}, {"add", 2}});
+  SchedCommand c = SchedCmd({{"op", "health"}, {"scheduler", "s"}, {"lost_executors", {"a"}}, {"add", 2}});
   nlohmann::json j = SchedCommandToJson(c);
   j["validated_at"] = 7;
   nlohmann::json v1 = nlohmann::json::parse(SchedPayloadWithoutExecutors(j.dump()));

@@ -291,7 +291,7 @@ TEST(LrpRevert, DowngradeRestatement_EndsWhereForgettingModel2Does) {
   uint64_t slot = 0;
   for (const json& j : history) {
     ++slot;
-    LrpCommand c2 = Cmd(j);
+    LrpCommand c2 = LrpCmd(j);
     c2.model = 2;
     Status s2 = newer.Apply(c2, slot);
     EXPECT_TRUE(s2.ok()) << j.dump() << ": " << s2.ToString();

@@ -27,7 +27,7 @@ inline json Def(const std::string& id, int memory_mb = 256) {
   return {{"definition_id", id}, {"memory_mb", memory_mb}, {"rootfs", "docker:///app"}, {"ports", {8080}}};
 }
 
-inline LrpCommand Cmd(const json& j) {
+inline LrpCommand LrpCmd(const json& j) {
   auto c = ParseLrpCommand(j);
   EXPECT_TRUE(c.ok()) << c.status().ToString() << " for " << j.dump();
   return c.ok() ? *c : LrpCommand{};
@@ -53,7 +53,7 @@ class LrpScenario {
  public:
   explicit LrpScenario(uint16_t model = kLrpModelNewest) : model_(model) {}
   LrpCommand In(const json& j) const {
-    LrpCommand c = Cmd(j);
+    LrpCommand c = LrpCmd(j);
     c.model = model_;
     return c;
   }

@@ -384,9 +384,9 @@ TEST(DesiredLrps, Check_NeverMutates) {
   LrpScenario s;
   s.Ok(Desire("web", 2, "v1"));
   std::string before = s.lrps().Snapshot().dump();
-  EXPECT_TRUE(s.lrps().Check(Cmd(Update("web", "v2"))).ok());
-  EXPECT_TRUE(s.lrps().Check(Cmd(Prune("web", 0))).ok());
-  EXPECT_TRUE(s.lrps().Check(Cmd(Remove("web"))).ok());
+  EXPECT_TRUE(s.lrps().Check(LrpCmd(Update("web", "v2"))).ok());
+  EXPECT_TRUE(s.lrps().Check(LrpCmd(Prune("web", 0))).ok());
+  EXPECT_TRUE(s.lrps().Check(LrpCmd(Remove("web"))).ok());
   EXPECT_EQ(s.lrps().Snapshot().dump(), before);
 }
 
@@ -423,7 +423,7 @@ TEST(DesiredLrps, Determinism_TwoMachinesSameCommands_EqualSnapshots) {
       case 6: j = Prune(g, static_cast<uint32_t>(next(3))); break;
       default: j = next(10) == 0 ? Remove(g) : json{{"op", "update"}, {"process_guid", g}, {"instances", next(5)}};
     }
-    LrpCommand c = Cmd(j);
+    LrpCommand c = LrpCmd(j);
     auto logged = ParseLrpCommand(LrpCommandToJson(c));
     ASSERT_TRUE(logged.ok()) << logged.status().ToString();
     Status sa = a.Apply(c);
@@ -552,7 +552,7 @@ TEST(ParseLrpCommand, RoundTrip_EveryOp) {
     EXPECT_TRUE(*again == *c) << j.dump();
     EXPECT_NE(c->Describe().find(c->process_guid), std::string::npos);
   }
-  EXPECT_EQ(Cmd(Moved("web", 2, "v2")).Describe(), "lrp instance_moved web index 2 -> v2");
+  EXPECT_EQ(LrpCmd(Moved("web", 2, "v2")).Describe(), "lrp instance_moved web index 2 -> v2");
 }
 
 }  // namespace

@@ -41,19 +41,19 @@ uint32_t IdHash(const std::string& id) {
   return static_cast<uint32_t>(h % 100);
 }
 
-struct Outcome {
+struct FailureRun {
   uint32_t loops = 0;         // until no room of another major is left
   uint32_t gave_up_at = 0;    // the loop whose decree failed v2.0 (0: never)
   uint32_t floor = 0;         // the rollout's floor when it began
 };
 
-Outcome RunWithFailures(const Case& c, std::function<bool(const std::string&, const std::string&)> fails,
+FailureRun RunWithFailures(const Case& c, std::function<bool(const std::string&, const std::string&)> fails,
                         uint32_t loop_limit) {
   SchedulerScenario sc;
   sc.SwitchedWith(c.desired, c.occupied, c.desired,
                   {{"ready_target_percent", c.ready_target}, {"max_surge_percent", c.max_surge},
                    {"add_limit", c.add_limit}});
-  Outcome out;
+  FailureRun out;
   if (::testing::Test::HasFatalFailure()) return out;
   sc.set_fails(std::move(fails));
   const uint32_t start_ready = *sc.sched().rollout->ready_start;
@@ -116,7 +116,7 @@ TEST(RolloutFailure, EveryNewRoomFails_TheRolloutGivesUpWithinTheBoundAndRollsBa
   for (const Case& c : Grid()) {
     SCOPED_TRACE(c.Name());
     uint32_t bound = GiveUpBound(c, c.desired);
-    Outcome o = RunWithFailures(c, [](const std::string&, const std::string& v) { return v == "v2.0"; },
+    FailureRun o = RunWithFailures(c, [](const std::string&, const std::string& v) { return v == "v2.0"; },
                     bound + LoopBound(c, c.desired) + 2);
     if (HasFailure()) return;
     // With a floor of 0 (readyTarget 0%) the document's rule deletes every
@@ -138,7 +138,7 @@ TEST(RolloutFailure, AShareOfRoomsFails_TheRolloutEndsAboveTheFloor) {
     size_t cases = 0, gave_up = 0;
     for (const Case& c : Grid()) {
       SCOPED_TRACE(c.Name() + ", " + std::to_string(percent) + "% of rooms fail");
-      Outcome o = RunWithFailures(
+      FailureRun o = RunWithFailures(
           c, [percent](const std::string& id, const std::string&) { return IdHash(id) < percent; },
           3 * LoopBound(c, c.desired) + GiveUpBound(c, c.desired));
       if (HasFailure()) return;

@@ -6,21 +6,17 @@
 // next loop, deleted rooms are gone, and occupancy stays constant (when an
 // occupied old room goes, a ready one becomes occupied).
 #include "node/deploy/rollout.h"
+#include "tests/unit/deploy/spec_tables.h"
 
 #include <gtest/gtest.h>
 
 namespace ts::deploy {
 namespace {
 
-struct Row {
-  uint32_t loop, ready, occupied, total, new_rooms, desired, desired_ready;
-  int to_surge, to_delete;  // -1: the table's "-" (no rolling update decision)
-};
-
 // Builds rooms matching the counts: `new_rooms` of "v2", the rest "v1";
 // `occupied` rooms occupied (old ones first, as the spec's bookkeeping
 // keeps occupancy on the oldest), the rest ready.
-std::vector<Room> Build(const Row& r) {
+std::vector<Room> Build(const SpecRow& r) {
   std::vector<Room> rooms;
   uint32_t old = r.total - r.new_rooms;
   uint32_t occupied_left = r.occupied;
@@ -41,11 +37,11 @@ std::vector<Room> Build(const Row& r) {
   return rooms;
 }
 
-void Replay(const std::vector<Row>& table) {
+void ReplayDecideRollout(const std::vector<SpecRow>& table) {
   RolloutParams p;
   p.max_surge_percent = 25;
-  Row state = table.front();
-  for (const Row& expected : table) {
+  SpecRow state = table.front();
+  for (const SpecRow& expected : table) {
     SCOPED_TRACE("loop " + std::to_string(expected.loop));
     // The state we carried forward must match the table's columns.
     ASSERT_EQ(state.ready, expected.ready);
@@ -72,19 +68,11 @@ void Replay(const std::vector<Row>& table) {
 }
 
 TEST(Rollout, DecideRollout_ReproducesTheDownscaleTable) {
-  Replay({{1, 20, 5, 25, 0, 10, 5, 0, 15},  {2, 5, 5, 10, 0, 10, 5, 2, 0},   {3, 7, 5, 12, 2, 10, 5, 0, 2},
-          {4, 5, 5, 10, 2, 10, 5, 2, 0},    {5, 7, 5, 12, 4, 10, 5, 0, 2},   {6, 5, 5, 10, 4, 10, 5, 2, 0},
-          {7, 7, 5, 12, 6, 10, 5, 0, 2},    {8, 5, 5, 10, 6, 10, 5, 2, 0},   {9, 7, 5, 12, 8, 10, 5, 0, 2},
-          {10, 5, 5, 10, 8, 10, 5, 2, 0},   {11, 7, 5, 12, 10, 10, 5, 0, 2}, {12, 5, 5, 10, 10, 10, 5, -1, -1}});
+  ReplayDecideRollout(DownscaleTable());
 }
 
 TEST(Rollout, DecideRollout_ReproducesTheUpscaleTable) {
-  // Loop 6's ready column reads 35 in the source document; 25 is meant (45
-  // rooms, 20 occupied, and the previous loop deleted as many as it
-  // created). With 35 the table's own toBeDeleted of 5 would be 15.
-  Replay({{1, 5, 20, 25, 0, 40, 20, 10, 0},   {2, 15, 20, 35, 10, 40, 20, 10, 0}, {3, 25, 20, 45, 20, 40, 20, 5, 5},
-          {4, 25, 20, 45, 25, 40, 20, 5, 5},  {5, 25, 20, 45, 30, 40, 20, 5, 5},  {6, 25, 20, 45, 35, 40, 20, 5, 5},
-          {7, 25, 20, 45, 40, 40, 20, 0, 5},  {8, 20, 20, 40, 40, 40, 20, -1, -1}});
+  ReplayDecideRollout(UpscaleTable());
 }
 
 TEST(Rollout, DecideRollout_SmallSchedulerStillSurgesOne) {

@@ -302,14 +302,14 @@ TEST(SchedFailures, ForgettingFailures_KeepsARolloutRecordWhoseOldRoomsStillRun)
 }
 
 TEST(SchedFailures, NeedsModelThree_AndWhatDropsBeforeTheMarker) {
-  SchedCommand report = Cmd(json{{"op", "room_status"}, {"scheduler", "s"}, {"rooms", {{"a", "ready"}, {"b", "error"}}}});
+  SchedCommand report = SchedCmd(json{{"op", "room_status"}, {"scheduler", "s"}, {"rooms", {{"a", "ready"}, {"b", "error"}}}});
   EXPECT_TRUE(report.NeedsModel3());
   report.DropModel3();
   EXPECT_FALSE(report.NeedsModel3());
   EXPECT_EQ(report.statuses.size(), 1u) << "the error report goes, the ready one stays";
-  EXPECT_TRUE(Cmd(json{{"op", "abort"}, {"scheduler", "s"}}).NeedsModel3());
-  EXPECT_TRUE(Cmd(json{{"op", "scale"}, {"scheduler", "s"}, {"room_deadline_s", 30}}).NeedsModel3());
-  EXPECT_FALSE(Cmd(json{{"op", "scale"}, {"scheduler", "s"}, {"desired", 3}}).NeedsModel3());
+  EXPECT_TRUE(SchedCmd(json{{"op", "abort"}, {"scheduler", "s"}}).NeedsModel3());
+  EXPECT_TRUE(SchedCmd(json{{"op", "scale"}, {"scheduler", "s"}, {"room_deadline_s", 30}}).NeedsModel3());
+  EXPECT_FALSE(SchedCmd(json{{"op", "scale"}, {"scheduler", "s"}, {"desired", 3}}).NeedsModel3());
   EXPECT_TRUE(SchedPayloadNeedsModel3(R"({"op":"health","scheduler":"s","timed_out":["s-1-0"]})"));
   EXPECT_FALSE(SchedPayloadNeedsModel3(R"({"op":"health","scheduler":"s","add":2})"));
   EXPECT_FALSE(SchedPayloadNeedsModel3("not json"));

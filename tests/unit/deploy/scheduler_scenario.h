@@ -18,7 +18,7 @@
 
 namespace ts::deploy {
 
-inline SchedCommand Cmd(const nlohmann::json& j) {
+inline SchedCommand SchedCmd(const nlohmann::json& j) {
   auto c = ParseSchedCommand(j);
   EXPECT_TRUE(c.ok()) << c.status().ToString() << " for " << j.dump();
   return c.ok() ? *c : SchedCommand{};
@@ -32,9 +32,9 @@ class SchedulerScenario {
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? *r : "";
   }
-  std::string Apply(const nlohmann::json& j) { return Apply(Cmd(j)); }
+  std::string Apply(const nlohmann::json& j) { return Apply(SchedCmd(j)); }
   Status Refused(const nlohmann::json& j) {
-    auto r = s_.Apply(Cmd(j), ++slot_);
+    auto r = s_.Apply(SchedCmd(j), ++slot_);
     return r.ok() ? Status::Ok() : r.status();
   }
   const Scheduler& sched() const { return *s_.Find("s"); }

@@ -11,20 +11,16 @@
 #include "node/deploy/health.h"
 #include "node/deploy/schedulers.h"
 #include "tests/unit/deploy/scheduler_scenario.h"
+#include "tests/unit/deploy/spec_tables.h"
 
 namespace ts::deploy {
 namespace {
 
-struct Row {
-  uint32_t loop, ready, occupied, total, new_rooms, desired, desired_ready;
-  int to_surge, to_delete;  // -1: the table's "-"
-};
-
-void Replay(const std::vector<Row>& table) {
+void ReplayHealthLoop(const std::vector<SpecRow>& table) {
   SchedulerScenario sc;
-  const Row& first = table.front();
+  const SpecRow& first = table.front();
   sc.SwitchedWith(first.total, first.occupied, first.desired);
-  for (const Row& row : table) {
+  for (const SpecRow& row : table) {
     SCOPED_TRACE("loop " + std::to_string(row.loop));
     RolloutCounts c = CountSchedulerRooms(sc.sched());
     ASSERT_EQ(c.ready, row.ready);
@@ -54,19 +50,11 @@ void Replay(const std::vector<Row>& table) {
 }
 
 TEST(HealthLoop, DecideHealth_ReproducesTheDownscaleTable) {
-  Replay({{1, 20, 5, 25, 0, 10, 5, 0, 15},  {2, 5, 5, 10, 0, 10, 5, 2, 0},   {3, 7, 5, 12, 2, 10, 5, 0, 2},
-          {4, 5, 5, 10, 2, 10, 5, 2, 0},    {5, 7, 5, 12, 4, 10, 5, 0, 2},   {6, 5, 5, 10, 4, 10, 5, 2, 0},
-          {7, 7, 5, 12, 6, 10, 5, 0, 2},    {8, 5, 5, 10, 6, 10, 5, 2, 0},   {9, 7, 5, 12, 8, 10, 5, 0, 2},
-          {10, 5, 5, 10, 8, 10, 5, 2, 0},   {11, 7, 5, 12, 10, 10, 5, 0, 2}, {12, 5, 5, 10, 10, 10, 5, -1, -1}});
+  ReplayHealthLoop(DownscaleTable());
 }
 
 TEST(HealthLoop, DecideHealth_ReproducesTheUpscaleTable) {
-  // The source document's loop 6 reads ready 35; 25 is meant (45 rooms with
-  // 20 occupied, and loop 5 deleted as many ready rooms as loop 4 surged).
-  // With 35 the table's own toBeDeleted of 5 would be 15.
-  Replay({{1, 5, 20, 25, 0, 40, 20, 10, 0},   {2, 15, 20, 35, 10, 40, 20, 10, 0}, {3, 25, 20, 45, 20, 40, 20, 5, 5},
-          {4, 25, 20, 45, 25, 40, 20, 5, 5},  {5, 25, 20, 45, 30, 40, 20, 5, 5},  {6, 25, 20, 45, 35, 40, 20, 5, 5},
-          {7, 25, 20, 45, 40, 40, 20, 0, 5},  {8, 20, 20, 40, 40, 40, 20, -1, -1}});
+  ReplayHealthLoop(UpscaleTable());
 }
 
 TEST(HealthLoop, MinorUpdate_SwitchesAtOnceAndReplacesNoRoom) {
@@ -128,8 +116,8 @@ TEST(HealthLoop, Autoscale_AddsUpToTheLimitAndNeverDeletesOccupiedRooms) {
 
 TEST(Schedulers, Apply_RoomIdsComeFromTheSlot) {
   Schedulers s;
-  ASSERT_TRUE(s.Apply(Cmd({{"op", "create"}, {"scheduler", "a"}, {"desired", 2}}), 7).ok());
-  ASSERT_TRUE(s.Apply(Cmd({{"op", "health"}, {"scheduler", "a"}, {"add", 2}}), 9).ok());
+  ASSERT_TRUE(s.Apply(SchedCmd({{"op", "create"}, {"scheduler", "a"}, {"desired", 2}}), 7).ok());
+  ASSERT_TRUE(s.Apply(SchedCmd({{"op", "health"}, {"scheduler", "a"}, {"add", 2}}), 9).ok());
   ASSERT_EQ(s.Find("a")->rooms.size(), 2u);
   EXPECT_EQ(s.Find("a")->rooms.begin()->first, "a-9-0");
   EXPECT_EQ(s.Find("a")->rooms.rbegin()->first, "a-9-1");
@@ -137,15 +125,15 @@ TEST(Schedulers, Apply_RoomIdsComeFromTheSlot) {
 
 TEST(Schedulers, Check_RefusesWithClearErrorsAndChangesNothing) {
   Schedulers s;
-  ASSERT_TRUE(s.Apply(Cmd({{"op", "create"}, {"scheduler", "a"}, {"desired", 1}}), 1).ok());
+  ASSERT_TRUE(s.Apply(SchedCmd({{"op", "create"}, {"scheduler", "a"}, {"desired", 1}}), 1).ok());
   std::string before = s.Snapshot().dump();
-  auto exists = s.Apply(Cmd({{"op", "create"}, {"scheduler", "a"}, {"desired", 1}}), 2);
+  auto exists = s.Apply(SchedCmd({{"op", "create"}, {"scheduler", "a"}, {"desired", 1}}), 2);
   EXPECT_EQ(exists.status().message(), "scheduler a already exists; change it with tsctl sched scale or update, or pick another name");
-  auto unknown = s.Apply(Cmd({{"op", "scale"}, {"scheduler", "b"}, {"desired", 1}}), 3);
+  auto unknown = s.Apply(SchedCmd({{"op", "scale"}, {"scheduler", "b"}, {"desired", 1}}), 3);
   EXPECT_EQ(unknown.status().code(), Status::Code::kNotFound);
-  auto room = s.Apply(Cmd({{"op", "health"}, {"scheduler", "a"}, {"delete", {"a-1-0"}}}), 4);
+  auto room = s.Apply(SchedCmd({{"op", "health"}, {"scheduler", "a"}, {"delete", {"a-1-0"}}}), 4);
   EXPECT_EQ(room.status().message(), "scheduler a: unknown room a-1-0");
-  auto sw = s.Apply(Cmd({{"op", "health"}, {"scheduler", "a"}, {"switch_to", "v2.0"}}), 5);
+  auto sw = s.Apply(SchedCmd({{"op", "health"}, {"scheduler", "a"}, {"switch_to", "v2.0"}}), 5);
   EXPECT_FALSE(sw.ok());
   EXPECT_EQ(s.Snapshot().dump(), before);
 }
@@ -155,23 +143,23 @@ TEST(Schedulers, Check_RefusesWithClearErrorsAndChangesNothing) {
 // writes both, so a decree holding both comes from elsewhere and is refused.
 TEST(Schedulers, Check_RefusesASwitchWithAValidationRoom) {
   Schedulers s;
-  ASSERT_TRUE(s.Apply(Cmd({{"op", "create"}, {"scheduler", "a"}, {"desired", 1}}), 1).ok());
-  ASSERT_TRUE(s.Apply(Cmd({{"op", "update"}, {"scheduler", "a"}, {"change", "major"}}), 2).ok());
+  ASSERT_TRUE(s.Apply(SchedCmd({{"op", "create"}, {"scheduler", "a"}, {"desired", 1}}), 1).ok());
+  ASSERT_TRUE(s.Apply(SchedCmd({{"op", "update"}, {"scheduler", "a"}, {"change", "major"}}), 2).ok());
   std::string before = s.Snapshot().dump();
-  auto both = s.Apply(Cmd({{"op", "health"}, {"scheduler", "a"}, {"switch_to", "v2.0"}, {"validation_room", true}}), 3);
+  auto both = s.Apply(SchedCmd({{"op", "health"}, {"scheduler", "a"}, {"switch_to", "v2.0"}, {"validation_room", true}}), 3);
   ASSERT_FALSE(both.ok());
   EXPECT_EQ(both.status().code(), Status::Code::kInvalidArgument);
   EXPECT_EQ(s.Snapshot().dump(), before);
   for (const auto& [id, room] : s.Find("a")->rooms) EXPECT_FALSE(room.version.empty()) << id;
-  EXPECT_TRUE(s.Apply(Cmd({{"op", "health"}, {"scheduler", "a"}, {"switch_to", "v2.0"}}), 4).ok());
+  EXPECT_TRUE(s.Apply(SchedCmd({{"op", "health"}, {"scheduler", "a"}, {"switch_to", "v2.0"}}), 4).ok());
 }
 
 TEST(Schedulers, RoomStatus_AppliesWhatItCanAndSaysWhatItSkipped) {
   Schedulers s;
-  ASSERT_TRUE(s.Apply(Cmd({{"op", "create"}, {"scheduler", "a"}, {"desired", 2}}), 1).ok());
-  ASSERT_TRUE(s.Apply(Cmd({{"op", "health"}, {"scheduler", "a"}, {"add", 2}}), 2).ok());
-  ASSERT_TRUE(s.Apply(Cmd({{"op", "health"}, {"scheduler", "a"}, {"delete", {"a-2-1"}}}), 3).ok());
-  auto r = s.Apply(Cmd({{"op", "room_status"},
+  ASSERT_TRUE(s.Apply(SchedCmd({{"op", "create"}, {"scheduler", "a"}, {"desired", 2}}), 1).ok());
+  ASSERT_TRUE(s.Apply(SchedCmd({{"op", "health"}, {"scheduler", "a"}, {"add", 2}}), 2).ok());
+  ASSERT_TRUE(s.Apply(SchedCmd({{"op", "health"}, {"scheduler", "a"}, {"delete", {"a-2-1"}}}), 3).ok());
+  auto r = s.Apply(SchedCmd({{"op", "room_status"},
                         {"scheduler", "a"},
                         {"rooms", {{"a-2-0", "ready"}, {"a-2-1", "ready"}, {"zz", "occupied"}}}}),
                    4);

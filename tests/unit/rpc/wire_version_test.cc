@@ -46,7 +46,7 @@ struct HeartbeatPrev {
 
 // A vector of them, to put the tolerance below the top level.
 template <class T>
-struct Batch {
+struct BeatBatch {
   std::vector<T> beats;
   uint64_t after = 0;  // a field after the nested structs: must land intact
 
@@ -55,8 +55,8 @@ struct Batch {
 };
 
 TEST(WireVersion2, Decode_SkipsFieldsANewerWriterAppended) {
-  Batch<HeartbeatNext> next{{{{3, 1}, 7, 9, "1.3.0", std::string(300, 'z')}, {{3, 2}, 8, 10, "1.3.0", "x"}}, 42};
-  Batch<consensus::Heartbeat> back;
+  BeatBatch<HeartbeatNext> next{{{{3, 1}, 7, 9, "1.3.0", std::string(300, 'z')}, {{3, 2}, 8, 10, "1.3.0", "x"}}, 42};
+  BeatBatch<consensus::Heartbeat> back;
   ASSERT_TRUE(DecodeBounded(EncodeBounded(next, 2), &back, 2).ok());
   ASSERT_EQ(back.beats.size(), 2u);
   EXPECT_EQ(back.beats[0].ballot, (consensus::Ballot{3, 1}));
@@ -69,8 +69,8 @@ TEST(WireVersion2, Decode_SkipsFieldsANewerWriterAppended) {
 }
 
 TEST(WireVersion2, Decode_DefaultsFieldsAnOlderWriterLacked) {
-  Batch<HeartbeatPrev> prev{{{{3, 1}, 7, 9}}, 42};
-  Batch<consensus::Heartbeat> back;
+  BeatBatch<HeartbeatPrev> prev{{{{3, 1}, 7, 9}}, 42};
+  BeatBatch<consensus::Heartbeat> back;
   back.beats.push_back({{9, 9}, 1, 1, "stale"});  // a fresh value is decoded, not this one
   ASSERT_TRUE(DecodeBounded(EncodeBounded(prev, 2), &back, 2).ok());
   ASSERT_EQ(back.beats.size(), 1u);

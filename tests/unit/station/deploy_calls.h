@@ -5,6 +5,8 @@
 // station_test_decrees.h.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <optional>
 #include <string>
 
@@ -26,6 +28,20 @@ inline constexpr uint16_t kSched = static_cast<uint16_t>(DecreeType::kScheduler)
 inline std::optional<rpc::ClientResponse> Send(sim::StationCluster& c, rpc::ClientOp op, std::string key,
                                                std::string value = "") {
   return sim::Call(c, sim::Req(op, std::move(key), std::move(value)));
+}
+
+// A deployment command's answer (a failed check and an empty answer if
+// none came).
+inline rpc::ClientResponse Deploy(sim::StationCluster& c, const nlohmann::json& cmd) {
+  auto r = Send(c, rpc::ClientOp::kDeploy, "", cmd.dump());
+  EXPECT_TRUE(r.has_value()) << "no answer to " << cmd.dump();
+  return r.value_or(rpc::ClientResponse{});
+}
+
+// A deployment command that must be accepted.
+inline void DeployOk(sim::StationCluster& c, const nlohmann::json& cmd) {
+  rpc::ClientResponse r = Deploy(c, cmd);
+  ASSERT_EQ(r.code, rpc::ClientCode::kOk) << r.message << " for " << cmd.dump();
 }
 
 // A deployment query's JSON answer (null if refused).

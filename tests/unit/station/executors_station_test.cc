@@ -61,24 +61,18 @@ TEST(SchedModel2, ARestatementForADowngradeDropsTheExecutorFieldsOnly) {
   EXPECT_EQ(v1.payload, R"({"op":"room_status","rooms":{"r":"ready"},"scheduler":"s","validated_at":4})");
 }
 
-void Deploy(StationCluster& c, const nlohmann::json& cmd) {
-  auto r = Send(c, ClientOp::kDeploy, "", cmd.dump());
-  ASSERT_TRUE(r.has_value());
-  ASSERT_EQ(r->code, ClientCode::kOk) << r->message << " for " << cmd.dump();
-}
-
 // A scheduler s of two rooms, both reported ready by executor "a" (whose
 // registration key is put first).
 void TwoRoomsOfA(StationCluster& c) {
   ASSERT_TRUE(sim::WritableLeader(c, true).has_value());
   auto put = Send(c, ClientOp::kPut, "_ts/executors/a", R"({"name":"a"})");
   ASSERT_TRUE(put && put->code == ClientCode::kOk);
-  Deploy(c, {{"kind", "sched"}, {"op", "create"}, {"scheduler", "s"}, {"desired", 2}});
+  DeployOk(c, {{"kind", "sched"}, {"op", "create"}, {"scheduler", "s"}, {"desired", 2}});
   ASSERT_TRUE(RunUntilView(c, [](const nlohmann::json& v) { return v["rooms"].size() == 2; }));
   nlohmann::json rooms = nlohmann::json::object();
   const nlohmann::json view = Query(c, "sched/s");
   for (const auto& r : view["rooms"]) rooms[r["id"].get<std::string>()] = "ready";
-  Deploy(c, {{"kind", "sched"}, {"op", "room_status"}, {"scheduler", "s"}, {"rooms", rooms}, {"executor", "a"}});
+  DeployOk(c, {{"kind", "sched"}, {"op", "room_status"}, {"scheduler", "s"}, {"rooms", rooms}, {"executor", "a"}});
 }
 
 TEST(StationExecutors, RoomsOfAnExecutorWhoseKeyIsGoneAreLostOnEveryNode_UntilItReportsAgain) {
@@ -112,7 +106,7 @@ TEST(StationExecutors, RoomsOfAnExecutorWhoseKeyIsGoneAreLostOnEveryNode_UntilIt
   // a is back: registered again, one report restores both rooms.
   ASSERT_EQ(Send(c, ClientOp::kPut, "_ts/executors/a", "{}")->code, ClientCode::kOk);
   const std::string one = v["rooms"][0]["id"].get<std::string>();
-  Deploy(c, {{"kind", "sched"}, {"op", "room_status"}, {"scheduler", "s"}, {"rooms", {{one, "ready"}}},
+  DeployOk(c, {{"kind", "sched"}, {"op", "room_status"}, {"scheduler", "s"}, {"rooms", {{one, "ready"}}},
              {"executor", "a"}});
   v = Query(c, "sched/s");
   EXPECT_EQ(v["counts"]["ready"], 2) << v.dump();
@@ -140,7 +134,7 @@ TEST(StationDeployReads, AFollowerRedirects_ASerializableQueryIsAnsweredWhereItA
   StationCluster c(3, 43);
   auto leader = sim::WritableLeader(c, /*coordinator=*/true);
   ASSERT_TRUE(leader);
-  Deploy(c, {{"kind", "sched"}, {"op", "create"}, {"scheduler", "s"}, {"desired", 1}});
+  DeployOk(c, {{"kind", "sched"}, {"op", "create"}, {"scheduler", "s"}, {"desired", 1}});
   consensus::NodeId follower = *leader == 1 ? 2 : 1;
   auto on_follower = sim::CallNode(c, follower, sim::Req(ClientOp::kDeployQuery, "sched/s"));
   ASSERT_TRUE(on_follower);

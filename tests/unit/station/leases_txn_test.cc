@@ -15,18 +15,16 @@
 namespace ts::station {
 namespace {
 
+using testing_decrees::Of;
+
+using testing_decrees::StableLeader;
+
 using rpc::ClientCode;
 using rpc::ClientOp;
 using rpc::TxnCompare;
 using rpc::TxnOp;
 using sim::StationCluster;
 
-Decree Of(DecreeType type, std::string payload) {
-  Decree d;
-  d.header.type = static_cast<uint16_t>(type);
-  d.payload = std::move(payload);
-  return d;
-}
 
 Decree PutD(const std::string& k, const std::string& v) {
   return Of(DecreeType::kKvPut, EncodeKvCommand(KvCommand{k, v, "", false}));
@@ -237,12 +235,6 @@ TEST(LeaseTimers, ExpiryFollowsTheLastTouch_AndARestartGivesAWholeTtl) {
 // ------------------------------------------------------------ the station
 
 using sim::CallNode;
-
-consensus::NodeId StableLeader(StationCluster& c) {
-  auto l = sim::WritableLeader(c);
-  EXPECT_TRUE(l.has_value()) << "no leader that takes writes";
-  return l.value_or(1);
-}
 
 uint64_t GrantLease(StationCluster& c, consensus::NodeId l, uint64_t ttl_ms) {
   rpc::ClientRequest r = sim::Req(ClientOp::kLeaseGrant);

@@ -54,7 +54,7 @@ TEST(LrpModel2, ARestatementForADowngradeIsModel1WithItsMeaning) {
   EXPECT_EQ(v1.payload, R"({"keep":10000,"op":"prune","process_guid":"web","validated_at":9})");
 }
 
-std::optional<rpc::ClientResponse> Deploy(StationCluster& c, const json& cmd) {
+std::optional<rpc::ClientResponse> DeployLrp(StationCluster& c, const json& cmd) {
   return sim::Call(c, sim::Req(ClientOp::kDeploy, "", cmd.dump()));
 }
 
@@ -74,11 +74,11 @@ json Update(const std::string& def) {
 // web: 3 instances on v1, updated to v2 with instance 0 moved.
 void UpdateMidWay(StationCluster& c) {
   ASSERT_TRUE(sim::WritableLeader(c, true).has_value());
-  auto r = Deploy(c, {{"kind", "lrp"}, {"op", "desire"}, {"process_guid", "web"}, {"instances", 3},
+  auto r = DeployLrp(c, {{"kind", "lrp"}, {"op", "desire"}, {"process_guid", "web"}, {"instances", 3},
                       {"definition", {{"definition_id", "v1"}}}});
   ASSERT_TRUE(r && r->code == ClientCode::kOk) << (r ? r->message : "no answer");
-  ASSERT_EQ(Deploy(c, Update("v2"))->code, ClientCode::kOk);
-  ASSERT_EQ(Deploy(c, Moved(0, "v2"))->code, ClientCode::kOk);
+  ASSERT_EQ(DeployLrp(c, Update("v2"))->code, ClientCode::kOk);
+  ASSERT_EQ(DeployLrp(c, Moved(0, "v2"))->code, ClientCode::kOk);
 }
 
 void ExpectSameOnEveryNode(StationCluster& c) {
@@ -89,7 +89,7 @@ void ExpectSameOnEveryNode(StationCluster& c) {
 TEST(StationLrp, AfterThe140Marker_CancelStartsARevertOnEveryNode) {
   StationCluster c(3, 51);
   UpdateMidWay(c);
-  auto r = Deploy(c, {{"kind", "lrp"}, {"op", "cancel"}, {"process_guid", "web"}});
+  auto r = DeployLrp(c, {{"kind", "lrp"}, {"op", "cancel"}, {"process_guid", "web"}});
   ASSERT_EQ(r->code, ClientCode::kOk) << r->message;
   json v = Lrp(c);
   EXPECT_EQ(v["progress"]["direction"], "revert") << v.dump();
@@ -98,10 +98,10 @@ TEST(StationLrp, AfterThe140Marker_CancelStartsARevertOnEveryNode) {
     c.RunUntil([&] { return c.station(id).deploy_state().lrps().Find("web")->reverting; }, 5000);
     EXPECT_TRUE(c.station(id).deploy_state().lrps().Find("web")->reverting) << "node " << id;
   }
-  r = Deploy(c, Moved(0, "v2"));
+  r = DeployLrp(c, Moved(0, "v2"));
   EXPECT_EQ(r->code, ClientCode::kBadRequest);
   EXPECT_EQ(r->message, "revert in progress for web: instances move back to v1 only");
-  ASSERT_EQ(Deploy(c, Moved(0, "v1"))->code, ClientCode::kOk);
+  ASSERT_EQ(DeployLrp(c, Moved(0, "v1"))->code, ClientCode::kOk);
   v = Lrp(c);
   EXPECT_EQ(v["progress"]["direction"], "none");
   EXPECT_EQ(v["progress"]["instances_on"], (json{{"v1", 3}}));
@@ -119,9 +119,9 @@ TEST(StationLrp, ADowngradeMidRevert_EndsWhereA130ReplayOfItsRestatementsEnds) {
   consensus::NodeId away = *c.Leader() % 3 + 1;
   c.Crash(away);
   UpdateMidWay(c);
-  ASSERT_EQ(Deploy(c, {{"kind", "lrp"}, {"op", "cancel"}, {"process_guid", "web"}})->code, ClientCode::kOk);
+  ASSERT_EQ(DeployLrp(c, {{"kind", "lrp"}, {"op", "cancel"}, {"process_guid", "web"}})->code, ClientCode::kOk);
   ASSERT_EQ(Lrp(c)["progress"]["direction"], "revert");
-  auto r = Deploy(c, {{"kind", "lrp"}, {"op", "update"}, {"process_guid", "web"}, {"annotation", "a"}});
+  auto r = DeployLrp(c, {{"kind", "lrp"}, {"op", "update"}, {"process_guid", "web"}, {"annotation", "a"}});
   EXPECT_EQ(r->code, ClientCode::kBadRequest) << "an update while the revert is in flight";
   r = sim::Call(c, sim::Req(ClientOp::kDowngrade, "", "1.3.0"));
   ASSERT_TRUE(r && r->code == ClientCode::kOk) << (r ? r->message : "no answer");
@@ -148,13 +148,13 @@ TEST(StationLrp, BeforeThe140Marker_CancelIs130s_AndModel2IsRefused) {
   StationCluster c(3, 52);
   testing_decrees::AllRestartedOn(c, "1.3.0");
   UpdateMidWay(c);
-  auto r = Deploy(c, {{"kind", "lrp"}, {"op", "instance_crashed"}, {"process_guid", "web"}, {"index", 0},
+  auto r = DeployLrp(c, {{"kind", "lrp"}, {"op", "instance_crashed"}, {"process_guid", "web"}, {"index", 0},
                       {"definition_id", "v2"}});
   EXPECT_EQ(r->code, ClientCode::kBadRequest);
   EXPECT_NE(r->message.find("needs LRP model 2 (every node on 1.4.0 or later"), std::string::npos) << r->message;
-  r = Deploy(c, {{"kind", "lrp"}, {"op", "update"}, {"process_guid", "web"}, {"annotation", "a"}});
+  r = DeployLrp(c, {{"kind", "lrp"}, {"op", "update"}, {"process_guid", "web"}, {"annotation", "a"}});
   EXPECT_EQ(r->code, ClientCode::kBadRequest);
-  ASSERT_EQ(Deploy(c, {{"kind", "lrp"}, {"op", "cancel"}, {"process_guid", "web"}})->code, ClientCode::kOk);
+  ASSERT_EQ(DeployLrp(c, {{"kind", "lrp"}, {"op", "cancel"}, {"process_guid", "web"}})->code, ClientCode::kOk);
   json v = Lrp(c);
   EXPECT_EQ(v["progress"]["direction"], "none") << "every instance back at once: " << v.dump();
   EXPECT_EQ(v["progress"]["instances_on"], (json{{"v1", 3}}));
@@ -167,22 +167,22 @@ TEST(StationLrp, TheCoordinatorPrunesBeyondTheLastN) {
   o.lrp_keep_definitions = 2;
   StationCluster c(3, 53, o);
   ASSERT_TRUE(sim::WritableLeader(c, true).has_value());
-  ASSERT_EQ(Deploy(c, {{"kind", "lrp"}, {"op", "desire"}, {"process_guid", "web"}, {"instances", 1},
+  ASSERT_EQ(DeployLrp(c, {{"kind", "lrp"}, {"op", "desire"}, {"process_guid", "web"}, {"instances", 1},
                        {"definition", {{"definition_id", "v1"}}}})
                 ->code,
             ClientCode::kOk);
   for (const char* def : {"v2", "v3", "v4", "v5"}) {
-    ASSERT_EQ(Deploy(c, Update(def))->code, ClientCode::kOk);
-    ASSERT_EQ(Deploy(c, Moved(0, def))->code, ClientCode::kOk);
+    ASSERT_EQ(DeployLrp(c, Update(def))->code, ClientCode::kOk);
+    ASSERT_EQ(DeployLrp(c, Moved(0, def))->code, ClientCode::kOk);
   }
   // Between updates it may already have pruned; while one is in flight it
   // prunes nothing of that LRP.
-  ASSERT_EQ(Deploy(c, Update("v6"))->code, ClientCode::kOk);
+  ASSERT_EQ(DeployLrp(c, Update("v6"))->code, ClientCode::kOk);
   const json stored = Lrp(c)["stored_definitions"];
   EXPECT_GT(stored.size(), 3u) << stored.dump();
   c.Run(1000);  // several health loops
   EXPECT_EQ(Lrp(c)["stored_definitions"], stored) << "nothing pruned in flight";
-  ASSERT_EQ(Deploy(c, Moved(0, "v6"))->code, ClientCode::kOk);
+  ASSERT_EQ(DeployLrp(c, Moved(0, "v6"))->code, ClientCode::kOk);
   ASSERT_TRUE(c.RunUntil([&] { return Lrp(c)["stored_definitions"] == json{"v4", "v5", "v6"}; }, 5000))
       << Lrp(c).dump();
   EXPECT_EQ(Lrp(c)["pruned_definitions"], (json{"v1", "v2", "v3"}));

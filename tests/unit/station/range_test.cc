@@ -12,9 +12,12 @@
 #include "node/station/station.h"
 #include "tests/sim/station_calls.h"
 #include "tests/sim/station_cluster.h"
+#include "tests/unit/station/station_test_decrees.h"
 
 namespace ts::station {
 namespace {
+
+using testing_decrees::StableLeader;
 
 using rpc::ClientCode;
 using rpc::ClientOp;
@@ -226,12 +229,6 @@ TEST(KvRange, CountOnlyCountsPastTheTokenWithoutEntries_ABoundedNumberAPage) {
 }
 
 // ---- the station, on the simulated cluster
-
-consensus::NodeId StableLeader(StationCluster& c) {
-  auto l = sim::WritableLeader(c);
-  EXPECT_TRUE(l.has_value());
-  return l.value_or(1);
-}
 
 consensus::NodeId AFollower(StationCluster& c, consensus::NodeId leader) {
   for (consensus::NodeId id : c.members()) {

@@ -79,12 +79,6 @@ TEST(SchedModel3, ADowngradeRestatesOnlyWhatHasNoFailureInIt) {
   }
 }
 
-rpc::ClientResponse Deploy(StationCluster& c, const nlohmann::json& cmd) {
-  auto r = Send(c, ClientOp::kDeploy, "", cmd.dump());
-  EXPECT_TRUE(r.has_value());
-  return r.value_or(rpc::ClientResponse{});
-}
-
 // Scheduler s, created with a 10 s room deadline, with its one room ready.
 void OneReadyRoom(StationCluster& c) {
   ASSERT_TRUE(sim::WritableLeader(c, true).has_value());

@@ -14,6 +14,9 @@
 namespace ts::station {
 namespace {
 
+using sim::CallNode;
+using testing_decrees::StableLeader;
+
 using rpc::ClientCode;
 using rpc::ClientOp;
 using sim::StationCluster;
@@ -163,20 +166,10 @@ rpc::ClientRequest Put(const std::string& key, const std::string& value, uint64_
   return r;
 }
 
-std::optional<rpc::ClientResponse> Call(StationCluster& c, consensus::NodeId to, rpc::ClientRequest req) {
-  return sim::CallNode(c, to, std::move(req));
-}
-
-consensus::NodeId StableLeader(StationCluster& c) {
-  auto l = sim::WritableLeader(c);
-  EXPECT_TRUE(l.has_value());
-  return l.value_or(1);
-}
-
 uint64_t Open(StationCluster& c, consensus::NodeId l, uint64_t ttl_ms) {
   rpc::ClientRequest r = sim::Req(ClientOp::kSessionOpen);
   r.ttl_ms = ttl_ms;
-  auto a = Call(c, l, r);
+  auto a = CallNode(c, l, r);
   EXPECT_TRUE(a.has_value());
   if (!a) return 0;
   EXPECT_EQ(a->code, ClientCode::kOk) << a->message;
@@ -186,7 +179,7 @@ uint64_t Open(StationCluster& c, consensus::NodeId l, uint64_t ttl_ms) {
 std::string Value(StationCluster& c, consensus::NodeId l, const std::string& key) {
   rpc::ClientRequest g = sim::Req(ClientOp::kGet);
   g.key = key;
-  auto a = Call(c, l, g);
+  auto a = CallNode(c, l, g);
   return a && a->code == ClientCode::kOk ? a->value : "<" + std::string(a ? a->message : "no answer") + ">";
 }
 
@@ -195,15 +188,15 @@ TEST(StationSessions, ARetriedPutIsAnsweredFromTheTable_AndCannotOverwriteALater
   consensus::NodeId l = StableLeader(c);
   uint64_t s = Open(c, l, 10'000);
   ASSERT_NE(s, 0u);
-  auto first = Call(c, l, Put("k", "a", s, 1));
+  auto first = CallNode(c, l, Put("k", "a", s, 1));
   ASSERT_EQ(first->code, ClientCode::kOk) << first->message;
   // Write 2 while the client still waits for write 1's answer (it was
   // lost): the lowest pending stays 1.
   rpc::ClientRequest second = Put("k", "b", s, 2);
   second.lowest_pending = 1;
-  ASSERT_EQ(Call(c, l, second)->code, ClientCode::kOk);
+  ASSERT_EQ(CallNode(c, l, second)->code, ClientCode::kOk);
   // The retry of write 1, as a client would send it after a lost answer.
-  auto again = Call(c, l, Put("k", "a", s, 1));
+  auto again = CallNode(c, l, Put("k", "a", s, 1));
   ASSERT_TRUE(again.has_value());
   EXPECT_EQ(again->code, ClientCode::kOk);
   EXPECT_EQ(again->slot, first->slot) << "the first answer, with the slot it was applied at";
@@ -233,14 +226,14 @@ TEST(StationSessions, ADuplicateInTheLogAppliesNothing) {
 TEST(StationSessions, UnknownSessionAndTooOldWrite_AreRefusedAndApplyNothing) {
   StationCluster c(3, 13);
   consensus::NodeId l = StableLeader(c);
-  auto unknown = Call(c, l, Put("k", "v", 424242, 1));
+  auto unknown = CallNode(c, l, Put("k", "v", 424242, 1));
   ASSERT_TRUE(unknown.has_value());
   EXPECT_EQ(unknown->code, ClientCode::kSessionUnknown) << unknown->message;
   EXPECT_EQ(Value(c, l, "k"), "<key not found>");
   uint64_t s = Open(c, l, 10'000);
   rpc::ClientRequest w3 = Put("k", "three", s, 3);
-  ASSERT_EQ(Call(c, l, w3)->code, ClientCode::kOk);
-  auto old = Call(c, l, Put("k", "one", s, 1));
+  ASSERT_EQ(CallNode(c, l, w3)->code, ClientCode::kOk);
+  auto old = CallNode(c, l, Put("k", "one", s, 1));
   ASSERT_TRUE(old.has_value());
   EXPECT_EQ(old->code, ClientCode::kBadRequest);
   EXPECT_NE(old->message.find("too old"), std::string::npos) << old->message;
@@ -248,7 +241,7 @@ TEST(StationSessions, UnknownSessionAndTooOldWrite_AreRefusedAndApplyNothing) {
   for (uint64_t ttl : {uint64_t{0}, uint64_t{999}, kSessionTtlMaxMs + 1}) {
     rpc::ClientRequest o = sim::Req(ClientOp::kSessionOpen);
     o.ttl_ms = ttl;
-    auto r = Call(c, l, o);
+    auto r = CallNode(c, l, o);
     ASSERT_TRUE(r.has_value());
     EXPECT_EQ(r->code, ClientCode::kBadRequest) << ttl;
   }
@@ -263,10 +256,10 @@ TEST(StationSessions, AQuietSessionExpiresByTheLeadersDecree_AKeepaliveKeepsItOp
     c.Run(400);
     rpc::ClientRequest k = sim::Req(ClientOp::kSessionKeepAlive);
     k.session = kept;
-    ASSERT_EQ(Call(c, l, k)->code, ClientCode::kOk);
+    ASSERT_EQ(CallNode(c, l, k)->code, ClientCode::kOk);
   }
-  EXPECT_EQ(Call(c, l, Put("k", "v", quiet, 1))->code, ClientCode::kSessionUnknown);
-  EXPECT_EQ(Call(c, l, Put("k", "v", kept, 1))->code, ClientCode::kOk);
+  EXPECT_EQ(CallNode(c, l, Put("k", "v", quiet, 1))->code, ClientCode::kSessionUnknown);
+  EXPECT_EQ(CallNode(c, l, Put("k", "v", kept, 1))->code, ClientCode::kOk);
   for (consensus::NodeId id : c.members()) {
     EXPECT_FALSE(c.station(id).sessions().Has(quiet)) << "node " << id << ": ended by a decree, on every node";
     EXPECT_TRUE(c.station(id).sessions().Has(kept)) << "node " << id;
@@ -299,9 +292,9 @@ TEST(StationSessions, ADeploymentCommandRetriedInASessionCreatesOneScheduler) {
   d.session = s;
   d.seq = 1;
   d.lowest_pending = 1;
-  auto first = Call(c, l, d);
+  auto first = CallNode(c, l, d);
   ASSERT_EQ(first->code, ClientCode::kOk) << first->message;
-  auto retry = Call(c, l, d);
+  auto retry = CallNode(c, l, d);
   ASSERT_TRUE(retry.has_value());
   EXPECT_EQ(retry->code, ClientCode::kOk) << "the first answer, not 'already exists': " << retry->message;
   EXPECT_EQ(retry->slot, first->slot);
@@ -315,7 +308,7 @@ TEST(StationSessions, SessionsSurviveARestartFromASnapshot_WithEqualDigests) {
   consensus::NodeId l = StableLeader(c);
   uint64_t s = Open(c, l, 60'000);
   for (uint64_t seq = 1; seq <= 30; ++seq) {
-    ASSERT_EQ(Call(c, l, Put("k" + std::to_string(seq % 4), "v", s, seq))->code, ClientCode::kOk);
+    ASSERT_EQ(CallNode(c, l, Put("k" + std::to_string(seq % 4), "v", s, seq))->code, ClientCode::kOk);
   }
   c.Run(500);
   consensus::NodeId f = l % 3 + 1;
@@ -333,11 +326,11 @@ TEST(StationSessions, BeforeTheMarkerOfTheirRelease_SessionsAreRefusedAsUnsuppor
   consensus::NodeId l = StableLeader(c);
   rpc::ClientRequest o = sim::Req(ClientOp::kSessionOpen);
   o.ttl_ms = 5000;
-  auto r = Call(c, l, o);
+  auto r = CallNode(c, l, o);
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->code, ClientCode::kUnsupported) << r->message;
   EXPECT_NE(r->message.find("1.3.0"), std::string::npos) << r->message;
-  auto w = Call(c, l, Put("k", "v", 99, 1));
+  auto w = CallNode(c, l, Put("k", "v", 99, 1));
   EXPECT_EQ(w->code, ClientCode::kUnsupported) << w->message;
 }
 

@@ -8,9 +8,13 @@
 #include "tests/sim/mem_snapshots.h"
 #include "tests/sim/station_calls.h"
 #include "tests/sim/station_cluster.h"
+#include "tests/unit/station/station_test_decrees.h"
 
 namespace ts::station {
 namespace {
+
+using sim::CallNode;
+using testing_decrees::StableLeader;
 
 using sim::StationCluster;
 
@@ -29,26 +33,15 @@ rpc::ClientRequest Get(const std::string& key) {
   return r;
 }
 
-std::optional<rpc::ClientResponse> Call(StationCluster& c, consensus::NodeId to, rpc::ClientRequest req,
-                                        uint64_t limit_ms = 3000) {
-  return sim::CallNode(c, to, std::move(req), limit_ms);
-}
-
-consensus::NodeId StableLeader(StationCluster& c) {
-  auto l = sim::WritableLeader(c, /*coordinator=*/true);
-  EXPECT_TRUE(l.has_value());
-  return l.value_or(1);
-}
-
 TEST(Station, Put_AnsweredWithItsSlotOnceApplied_ThenALeaseReadSeesIt) {
   StationCluster c(3, 1);
-  consensus::NodeId l = StableLeader(c);
-  auto put = Call(c, l, Put("k", "v1"));
+  consensus::NodeId l = StableLeader(c, /*coordinator=*/true);
+  auto put = CallNode(c, l, Put("k", "v1"));
   ASSERT_TRUE(put.has_value());
   ASSERT_EQ(put->code, rpc::ClientCode::kOk) << put->message;
   EXPECT_GT(put->slot, 0u);
   EXPECT_GE(c.station(l).applied_slot(), put->slot);
-  auto get = Call(c, l, Get("k"));
+  auto get = CallNode(c, l, Get("k"));
   ASSERT_TRUE(get.has_value());
   EXPECT_EQ(get->code, rpc::ClientCode::kOk);
   EXPECT_EQ(get->value, "v1");
@@ -69,9 +62,9 @@ class EmptyLog : public LogSource {
 // swapped is refused at boot, while the same records framed anew load.
 TEST(Station, Snapshot_KeysOutOfOrderAreRefusedWhenLoaded) {
   StationCluster c(3, 51);
-  consensus::NodeId l = StableLeader(c);
+  consensus::NodeId l = StableLeader(c, /*coordinator=*/true);
   for (const char* k : {"a", "b", "c", "d"}) {
-    auto put = Call(c, l, Put(k, std::string("value of ") + k));
+    auto put = CallNode(c, l, Put(k, std::string("value of ") + k));
     ASSERT_TRUE(put.has_value() && put->code == rpc::ClientCode::kOk);
   }
   const consensus::Slot slot = c.station(l).applied_slot();
@@ -125,9 +118,9 @@ TEST(Station, Snapshot_KeysOutOfOrderAreRefusedWhenLoaded) {
 // different values at one slot).
 TEST(Station, Snapshot_NewerThanTheLogsChosenMarkBecomesItsBaseInTheFirstWrite) {
   StationCluster c(3, 52);
-  consensus::NodeId l = StableLeader(c);
+  consensus::NodeId l = StableLeader(c, /*coordinator=*/true);
   for (const char* k : {"a", "b"}) {
-    auto put = Call(c, l, Put(k, "v"));
+    auto put = CallNode(c, l, Put(k, "v"));
     ASSERT_TRUE(put.has_value() && put->code == rpc::ClientCode::kOk);
   }
   const consensus::Slot slot = c.station(l).applied_slot();
@@ -165,9 +158,9 @@ TEST(Station, Compaction_KeepsAtMostTheRetentionBytesBelowTheSnapshot) {
   o.snapshot_retention_slots = 10000;
   o.snapshot_retention_bytes = 8 * 1024;
   StationCluster c(3, 53, o);
-  consensus::NodeId l = StableLeader(c);
+  consensus::NodeId l = StableLeader(c, /*coordinator=*/true);
   for (int i = 0; i < 60; ++i) {
-    auto put = Call(c, l, Put("k" + std::to_string(i % 7), std::string(1000, static_cast<char>('a' + i % 26))));
+    auto put = CallNode(c, l, Put("k" + std::to_string(i % 7), std::string(1000, static_cast<char>('a' + i % 26))));
     ASSERT_TRUE(put.has_value() && put->code == rpc::ClientCode::kOk);
   }
   ASSERT_TRUE(c.RunUntil([&] { return c.station(l).replica().compacted_upto() > 0; }, 3000));
@@ -182,9 +175,9 @@ TEST(Station, Compaction_KeepsAtMostTheRetentionBytesBelowTheSnapshot) {
 
 TEST(Station, Follower_RedirectsToTheLeadersClientAddress) {
   StationCluster c(3, 2);
-  consensus::NodeId l = StableLeader(c);
+  consensus::NodeId l = StableLeader(c, /*coordinator=*/true);
   consensus::NodeId f = l % 3 + 1;
-  auto r = Call(c, f, Put("k", "v"));
+  auto r = CallNode(c, f, Put("k", "v"));
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->code, rpc::ClientCode::kNotLeader);
   EXPECT_EQ(r->leader_hint, "sim:" + std::to_string(l));
@@ -203,7 +196,7 @@ TEST(Station, WithoutALeader_ANodeWarnsEveryFewSeconds_AndSaysWhenOneIsBack) {
       }
     }
   });
-  consensus::NodeId l = StableLeader(c);
+  consensus::NodeId l = StableLeader(c, /*coordinator=*/true);
   c.Run(10000);
   EXPECT_TRUE(warnings.empty()) << "a healthy cluster warned: " << warnings.begin()->second.front();
   consensus::NodeId f = l % 3 + 1, other = f % 3 + 1;
@@ -225,7 +218,7 @@ TEST(Station, WithoutALeader_ANodeWarnsEveryFewSeconds_AndSaysWhenOneIsBack) {
 
 TEST(Station, WriteThatCannotBeChosen_IsAnsweredOutcomeUnknown) {
   StationCluster c(3, 3);
-  consensus::NodeId l = StableLeader(c);
+  consensus::NodeId l = StableLeader(c, /*coordinator=*/true);
   c.network().Isolate(l, true);
   uint64_t h = c.Send(l, Put("k", "lost?"));
   std::optional<rpc::ClientResponse> r;
@@ -236,18 +229,18 @@ TEST(Station, WriteThatCannotBeChosen_IsAnsweredOutcomeUnknown) {
 
 TEST(Station, InvalidDeployCommand_IsRefusedAndWritesNothing) {
   StationCluster c(3, 4);
-  consensus::NodeId l = StableLeader(c);
+  consensus::NodeId l = StableLeader(c, /*coordinator=*/true);
   c.Run(200);
   consensus::Slot before = c.station(l).replica().GetStatus().last_slot;
   rpc::ClientRequest req;
   req.op = rpc::ClientOp::kDeploy;
   req.value = R"({"kind":"sched","op":"scale","scheduler":"nope","desired":3})";
-  auto r = Call(c, l, req);
+  auto r = CallNode(c, l, req);
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->code, rpc::ClientCode::kNotFound) << r->message;
   EXPECT_EQ(c.station(l).replica().GetStatus().last_slot, before);
   req.value = R"({"kind":"sched","op":"health","scheduler":"nope","add":1})";
-  r = Call(c, l, req);
+  r = CallNode(c, l, req);
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->code, rpc::ClientCode::kBadRequest) << "the coordinator's own decisions are refused from clients";
   EXPECT_EQ(c.station(l).replica().GetStatus().last_slot, before);
@@ -255,11 +248,11 @@ TEST(Station, InvalidDeployCommand_IsRefusedAndWritesNothing) {
 
 TEST(Station, DeployCommand_AppliedOnEveryNode_WithEqualStateDigests) {
   StationCluster c(3, 5);
-  consensus::NodeId l = StableLeader(c);
+  consensus::NodeId l = StableLeader(c, /*coordinator=*/true);
   rpc::ClientRequest req;
   req.op = rpc::ClientOp::kDeploy;
   req.value = R"({"kind":"sched","op":"create","scheduler":"rooms","desired":3})";
-  auto r = Call(c, l, req);
+  auto r = CallNode(c, l, req);
   ASSERT_TRUE(r.has_value());
   ASSERT_EQ(r->code, rpc::ClientCode::kOk) << r->message;
   c.Run(500);  // the health loop adds rooms
@@ -273,8 +266,8 @@ TEST(Station, DeployCommand_AppliedOnEveryNode_WithEqualStateDigests) {
 
 TEST(Station, Restart_ReplaysTheLogIntoTheSameState) {
   StationCluster c(3, 6);
-  consensus::NodeId l = StableLeader(c);
-  for (int i = 0; i < 20; ++i) ASSERT_EQ(Call(c, l, Put("k" + std::to_string(i % 5), "v"))->code, rpc::ClientCode::kOk);
+  consensus::NodeId l = StableLeader(c, /*coordinator=*/true);
+  for (int i = 0; i < 20; ++i) ASSERT_EQ(CallNode(c, l, Put("k" + std::to_string(i % 5), "v"))->code, rpc::ClientCode::kOk);
   c.Run(200);
   consensus::NodeId f = l % 3 + 1;
   std::string digest = c.station(f).StateDigest();
@@ -287,11 +280,11 @@ TEST(Station, Restart_ReplaysTheLogIntoTheSameState) {
 
 TEST(Station, Status_AnsweredByAnyNode_WithTheLeadersAddressAndTheCoordinator) {
   StationCluster c(3, 7);
-  consensus::NodeId l = StableLeader(c);
+  consensus::NodeId l = StableLeader(c, /*coordinator=*/true);
   for (consensus::NodeId id : c.members()) {
     rpc::ClientRequest req;
     req.op = rpc::ClientOp::kStatus;
-    auto r = Call(c, id, req);
+    auto r = CallNode(c, id, req);
     ASSERT_TRUE(r.has_value());
     EXPECT_EQ(r->status.id, id);
     EXPECT_EQ(r->status.leader, l);
@@ -303,7 +296,7 @@ TEST(Station, Status_AnsweredByAnyNode_WithTheLeadersAddressAndTheCoordinator) {
 
 TEST(Station, Shutdown_AnswersEveryWaitingWrite) {
   StationCluster c(3, 8);
-  consensus::NodeId l = StableLeader(c);
+  consensus::NodeId l = StableLeader(c, /*coordinator=*/true);
   c.network().Isolate(l, true);
   uint64_t h = c.Send(l, Put("k", "v"));
   c.Run(5);
@@ -325,14 +318,14 @@ void CheckSnapshotThresholds(uint64_t entries, uint64_t bytes, uint64_t seed) {
   o.snapshot_bytes = bytes;
   o.snapshot_log_ratio = 3;
   StationCluster c(3, seed, o);
-  consensus::NodeId l = StableLeader(c);
+  consensus::NodeId l = StableLeader(c, /*coordinator=*/true);
   struct Taken {
     consensus::Slot slot;
     uint64_t bytes;
   };
   std::vector<Taken> taken;
   for (int i = 0; i < 700; ++i) {
-    auto r = Call(c, l, Put("key-" + std::to_string(i), std::string(1024, 'a' + i % 26)));
+    auto r = CallNode(c, l, Put("key-" + std::to_string(i), std::string(1024, 'a' + i % 26)));
     ASSERT_TRUE(r.has_value() && r->code == rpc::ClientCode::kOk) << "put " << i;
     ASSERT_EQ(c.Leader(), l) << "the test reads one node's snapshots; its leader changed";
     const Station& st = c.station(l);

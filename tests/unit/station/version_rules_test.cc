@@ -4,12 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/unit/station/station_test_decrees.h"
+
 namespace ts::station {
 namespace {
 
-const Semver kA{1, 0, 0};
-const Semver kB{1, 1, 0};
-const Semver kC{1, 2, 0};
+using testing_decrees::kA;
+using testing_decrees::kB;
+using testing_decrees::kC;
 
 std::map<consensus::NodeId, std::optional<Semver>> View(std::initializer_list<std::optional<Semver>> versions) {
   std::map<consensus::NodeId, std::optional<Semver>> m;

@@ -5,29 +5,15 @@
 #include <gtest/gtest.h>
 
 #include "node/station/kv_store.h"
+#include "tests/unit/station/station_test_decrees.h"
 
 namespace ts::station {
 namespace {
 
-const Semver kA{1, 0, 0};
-const Semver kB{1, 1, 0};
-
-Decree Marker(const Semver& v) {
-  Decree d;
-  d.header.type = static_cast<uint16_t>(DecreeType::kVersionMarker);
-  d.payload = EncodeVersionMarker(VersionMarker{v.ToString()});
-  return d;
-}
-
-Decree DowngradeTo(const Semver& v, bool cancel = false) {
-  Decree d;
-  d.header.type = static_cast<uint16_t>(DecreeType::kDowngrade);
-  Downgrade g;
-  g.target = cancel ? "" : v.ToString();
-  g.cancel = cancel;
-  d.payload = EncodeDowngrade(g);
-  return d;
-}
+using testing_decrees::DowngradeTo;
+using testing_decrees::kA;
+using testing_decrees::kB;
+using testing_decrees::Marker;
 
 Decree PutV2(const std::string& key, const std::string& value, size_t ops = 1) {
   Decree d;

@@ -11,22 +11,18 @@
 #include "node/station/watch_hub.h"
 #include "tests/sim/station_calls.h"
 #include "tests/sim/station_cluster.h"
+#include "tests/unit/station/station_test_decrees.h"
 
 namespace ts::station {
 namespace {
+
+using testing_decrees::Of;
 
 using rpc::ClientCode;
 using rpc::ClientOp;
 using rpc::WatchEvent;
 using sim::StationCluster;
 
-Decree Of(DecreeType type, std::string payload, uint16_t model = 0) {
-  Decree d;
-  d.header.type = static_cast<uint16_t>(type);
-  d.header.model_version = model;
-  d.payload = std::move(payload);
-  return d;
-}
 Decree Kv(DecreeType type, const std::string& k, const std::string& v = "", const std::string& expected = "") {
   return Of(type, EncodeKvCommand(KvCommand{k, v, expected, false}));
 }

@@ -32,13 +32,13 @@ using testing::Batch;
 
 // About 200 bytes of letters that differ per slot, so that neither
 // compression nor deduplication could fake the space figures.
-std::string ValueOf(Slot s) {
+std::string BulkyValue(Slot s) {
   std::mt19937_64 rng(s);
   std::string v = "v" + std::to_string(s) + ":";
   while (v.size() < 200) v.push_back(static_cast<char>('a' + rng() % 26));
   return v;
 }
-Entry EntryOf(Slot s) { return Entry{s, {1, 1}, ValueOf(s)}; }
+Entry BulkyEntry(Slot s) { return Entry{s, {1, 1}, BulkyValue(s)}; }
 
 uintmax_t DirBytes(const std::string& dir) {
   uintmax_t total = 0;
@@ -56,7 +56,7 @@ class LogStoreCompactionTest : public testing::StoreTest {
     for (Slot first = from; first <= to; first += kBatch) {
       std::vector<Entry> es;
       const Slot last = std::min(to, first + kBatch - 1);
-      for (Slot s = first; s <= last; ++s) es.push_back(EntryOf(s));
+      for (Slot s = first; s <= last; ++s) es.push_back(BulkyEntry(s));
       ASSERT_TRUE(store.Persist(Batch(std::nullopt, es, last)).ok());
     }
   }
@@ -65,7 +65,7 @@ class LogStoreCompactionTest : public testing::StoreTest {
     auto got = store.ReadRange(from, to);
     ASSERT_TRUE(got.ok()) << got.status().ToString();
     ASSERT_EQ(got->size(), last_kept - first_kept + 1);
-    for (Slot s = first_kept; s <= last_kept; ++s) ASSERT_EQ((*got)[s - first_kept], EntryOf(s));
+    for (Slot s = first_kept; s <= last_kept; ++s) ASSERT_EQ((*got)[s - first_kept], BulkyEntry(s));
   }
 };
 
@@ -97,7 +97,7 @@ TEST_F(LogStoreCompactionTest, CompactTo_DropsTheEntriesBelowAndReclaimsTheirSpa
   EXPECT_TRUE(store->ReadChosen(kUpto, 1 << 20).empty());
   auto chosen = store->ReadChosen(kUpto + 1, 1 << 20);
   ASSERT_FALSE(chosen.empty());
-  EXPECT_EQ(chosen.front(), EntryOf(kUpto + 1));
+  EXPECT_EQ(chosen.front(), BulkyEntry(kUpto + 1));
   auto boot = store->LoadBootstrap();
   ASSERT_TRUE(boot.ok()) << boot.status().ToString();
   EXPECT_EQ(boot->chosen_upto, kSlots);
@@ -163,7 +163,7 @@ TEST_F(LogStoreCompactionTest, CompactTo_DropsWholeFilesAndLeavesTheFileAboveAsI
 TEST_F(LogStoreCompactionTest, CompactTo_StopsAtTheChosenWatermarkAndIsIdempotent) {
   auto store = OpenOrDie();
   PersistChosen(*store, 1, 100);
-  ASSERT_TRUE(store->Persist(Batch(std::nullopt, {EntryOf(101), EntryOf(102)}, std::nullopt)).ok());  // unchosen
+  ASSERT_TRUE(store->Persist(Batch(std::nullopt, {BulkyEntry(101), BulkyEntry(102)}, std::nullopt)).ok());  // unchosen
   Status above = store->CompactTo(101);
   EXPECT_EQ(above.code(), Status::Code::kInvalidArgument);
   EXPECT_NE(above.message().find("above the chosen watermark 100"), std::string::npos) << above.message();
@@ -178,7 +178,7 @@ TEST_F(LogStoreCompactionTest, CompactTo_StopsAtTheChosenWatermarkAndIsIdempoten
   ExpectSlots(*store, 1, 1000, 101, 102);
   auto boot = store->LoadBootstrap();
   ASSERT_TRUE(boot.ok());
-  EXPECT_EQ(boot->unchosen, (std::vector<Entry>{EntryOf(101), EntryOf(102)}));
+  EXPECT_EQ(boot->unchosen, (std::vector<Entry>{BulkyEntry(101), BulkyEntry(102)}));
 }
 
 // Many requests while the worker runs coalesce, and a store closed with
@@ -200,7 +200,7 @@ TEST_F(LogStoreCompactionTest, InstallSnapshotBase_MovesWatermarkAndFirstSlotAnd
     auto store = OpenOrDie();
     PersistChosen(*store, 1, 5);
     std::vector<Entry> accepted;
-    for (Slot s = 6; s <= 20; ++s) accepted.push_back(EntryOf(s));
+    for (Slot s = 6; s <= 20; ++s) accepted.push_back(BulkyEntry(s));
     ASSERT_TRUE(store->Persist(Batch(Ballot{2, 3}, accepted, std::nullopt)).ok());
     ASSERT_TRUE(store->InstallSnapshotBase(12).ok());
     EXPECT_EQ(store->chosen_upto(), 12u);
@@ -215,7 +215,7 @@ TEST_F(LogStoreCompactionTest, InstallSnapshotBase_MovesWatermarkAndFirstSlotAnd
   EXPECT_EQ(boot->promised, (Ballot{2, 3}));
   EXPECT_EQ(boot->chosen_upto, 12u);
   ASSERT_EQ(boot->unchosen.size(), 8u);  // this acceptor's votes above the snapshot
-  EXPECT_EQ(boot->unchosen.front(), EntryOf(13));
+  EXPECT_EQ(boot->unchosen.front(), BulkyEntry(13));
 
   // The watermark never goes down: a snapshot below it (but above the
   // compaction point) only compacts.
@@ -246,11 +246,11 @@ TEST_F(LogStoreCompactionTest, Persist_RefusesAWatermarkBelowTheCompactionPoint)
   auto store = OpenOrDie();
   PersistChosen(*store, 1, 10);
   ASSERT_TRUE(store->InstallSnapshotBase(50).ok());
-  Status s = store->Persist(Batch(std::nullopt, {EntryOf(51)}, 40));
+  Status s = store->Persist(Batch(std::nullopt, {BulkyEntry(51)}, 40));
   EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
   EXPECT_EQ(store->chosen_upto(), 50u);
   ExpectSlots(*store, 1, 100, 1, 0);  // nothing of the refused batch was written
-  ASSERT_TRUE(store->Persist(Batch(std::nullopt, {EntryOf(51)}, 50)).ok());  // at the point itself is fine
+  ASSERT_TRUE(store->Persist(Batch(std::nullopt, {BulkyEntry(51)}, 50)).ok());  // at the point itself is fine
   ExpectSlots(*store, 1, 100, 51, 51);
 }
 

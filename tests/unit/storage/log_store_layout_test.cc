@@ -22,7 +22,7 @@ using consensus::Entry;
 using consensus::Slot;
 using testing::RawEntryKey;
 
-Entry EntryOf(Slot s) { return Entry{s, {3, 1}, "value of slot " + std::to_string(s)}; }
+Entry LayoutEntry(Slot s) { return Entry{s, {3, 1}, "value of slot " + std::to_string(s)}; }
 
 class LogStoreLayoutTest : public testing::StoreTest {
  protected:
@@ -46,7 +46,7 @@ class LogStoreLayoutTest : public testing::StoreTest {
     ASSERT_TRUE(db->Put(wo, "m/chosen", record::EncodeU64(kChosen)).ok());
     for (Slot s = 1; s <= kSlots; ++s) {
       rocksdb::ColumnFamilyHandle* family = s >= in_log_from ? handles[1] : handles[0];
-      ASSERT_TRUE(db->Put(wo, family, RawEntryKey(s), EncodeEntryRecord(EntryOf(s))).ok());
+      ASSERT_TRUE(db->Put(wo, family, RawEntryKey(s), EncodeEntryRecord(LayoutEntry(s))).ok());
     }
     for (rocksdb::ColumnFamilyHandle* h : handles) ASSERT_TRUE(db->DestroyColumnFamilyHandle(h).ok());
   }
@@ -58,11 +58,11 @@ class LogStoreLayoutTest : public testing::StoreTest {
     auto all = store.ReadRange(1, kSlots);
     ASSERT_TRUE(all.ok()) << all.status().ToString();
     ASSERT_EQ(all->size(), kSlots);
-    for (Slot s = 1; s <= kSlots; ++s) ASSERT_EQ((*all)[s - 1], EntryOf(s));
+    for (Slot s = 1; s <= kSlots; ++s) ASSERT_EQ((*all)[s - 1], LayoutEntry(s));
     auto boot = store.LoadBootstrap();
     ASSERT_TRUE(boot.ok()) << boot.status().ToString();
     ASSERT_EQ(boot->unchosen.size(), kSlots - kChosen);
-    EXPECT_EQ(boot->unchosen.front(), EntryOf(kChosen + 1));
+    EXPECT_EQ(boot->unchosen.front(), LayoutEntry(kChosen + 1));
   }
 
   // How many entry keys each family holds, read under LogStore.
@@ -105,7 +105,7 @@ TEST_F(LogStoreLayoutTest, Open_CompletesAMoveCutShort) {
     EXPECT_EQ(store->moved_from_older_layout(), 1200u);
     ExpectTheWholeLog(*store);
     // And it goes on as a store of this layout.
-    ASSERT_TRUE(store->Persist(testing::Batch(std::nullopt, {EntryOf(kSlots + 1)}, std::nullopt)).ok());
+    ASSERT_TRUE(store->Persist(testing::Batch(std::nullopt, {LayoutEntry(kSlots + 1)}, std::nullopt)).ok());
   }
   EXPECT_EQ(EntryKeysByFamily(), std::make_pair(size_t{0}, size_t{kSlots + 1}));
 }

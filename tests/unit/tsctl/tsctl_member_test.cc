@@ -29,7 +29,7 @@ using client::testing::FakeNode;
 using testing::Lines;
 using testing::Result;
 using testing::Tsctl;
-bool Has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using testing::Has;
 
 // A leader keeping a configuration the way station_members.cc does: add
 // makes a learner, promote is refused until the learner is caught up, one

@@ -25,7 +25,7 @@ using rpc::ClientOp;
 using testing::Lines;
 using testing::Tsctl;
 
-bool Has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using testing::Has;
 
 constexpr const char* kUuid = "range-test-cluster";
 

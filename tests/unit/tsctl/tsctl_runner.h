@@ -11,6 +11,9 @@
 
 namespace ts::tsctl::testing {
 
+// Whether `s` contains `part` (tsctl's output, in the tests' checks).
+inline bool Has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
 struct Result {
   int code = -1;
   std::string out;

@@ -23,7 +23,7 @@ using client::testing::Leading;
 using client::testing::Ok;
 using testing::Tsctl;
 
-bool Has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+using testing::Has;
 
 TEST(TsctlTxn, TextComparesAndOperations) {
   auto v = ParseCompareText("value(lock) = alice smith");

@@ -8,7 +8,10 @@
 # Default: every test not labelled long or fuzz (unit, sim, integration).
 #   --sanitize   build and run under ASan+UBSan, in build-asan; integration
 #                timings and deadlines are lengthened (TS_TEST_TIMING_SCALE,
-#                default 3 there)
+#                default 3 there), and the simulations sweep fewer seeds
+#                (TS_SIM_SEEDS 200 on TS_SIM_THREADS 2, TS_VSIM_SEEDS 100:
+#                ASan makes a seed about 40 times slower, and the plain
+#                suite sweeps 1000 and 500)
 #   --only "T.." build and run only these ctest tests (each a test binary's
 #                name, e.g. "rpc_test station_test"), not the whole suite;
 #                what .ci/run does under --sanitize
@@ -39,7 +42,8 @@ only=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --sanitize) setup_args+=(--sanitize); build_dir="${ASAN_BUILD_DIR:-build-asan}"
-                export TS_TEST_TIMING_SCALE="${TS_TEST_TIMING_SCALE:-3}" ;;
+                export TS_TEST_TIMING_SCALE="${TS_TEST_TIMING_SCALE:-3}" TS_SIM_SEEDS="${TS_SIM_SEEDS:-200}" \
+                       TS_SIM_THREADS="${TS_SIM_THREADS:-2}" TS_VSIM_SEEDS="${TS_VSIM_SEEDS:-100}" ;;
     --long) long=1; export TS_SIM_SEEDS="${TS_SIM_SEEDS:-20000}" TS_VSIM_SEEDS="${TS_VSIM_SEEDS:-10000}" \
                  TS_SCENARIO_SEEDS="${TS_SCENARIO_SEEDS:-1000}" ;;
     --only) [[ $# -ge 2 && -n "$2" ]] || die "--only needs a list of test names"; read -r -a only <<<"$2"; shift ;;

@@ -90,6 +90,15 @@ trap 'rm -f "$log"' EXIT
 (cd "$build_dir" && ctest --output-on-failure -j2 "${exclude[@]}" "${ctest_extra[@]}") 2>&1 | tee "$log" || rc=$?
 summary=$(grep -E 'tests passed|No tests were found' "$log" | tail -n 1 || true)
 times+=", ctest $((SECONDS - phase)) s"
+# Tests start scripts that build programs in this directory: none may have
+# configured it otherwise (plain programs under a sanitizer run).
+want=OFF
+[[ " ${setup_args[*]} " == *" --sanitize "* ]] && want=ON
+if ! grep -qx "TS_SANITIZE:BOOL=$want" "$build_dir/CMakeCache.txt"; then
+  echo "run-tests.sh: $build_dir is no longer configured with TS_SANITIZE=$want after the tests:" \
+       "a script rebuilt its programs otherwise, so some tests ran other programs" >&2
+  rc=1
+fi
 if [[ $fuzz -eq 1 ]]; then
   cluster-scripts/fuzz.sh --seconds "${FUZZ_SECONDS:-30}" || rc=$?
 fi

@@ -12,7 +12,8 @@
 #                     (what local-cluster.sh start and the bench scripts run)
 #   --target T        build target T too (with --programs) or only (without);
 #                     may be given more than once
-#   --sanitize        AddressSanitizer + UBSan build, in build-asan
+#   --sanitize        AddressSanitizer + UBSan build, in build-asan (a directory
+#                     once configured so stays so)
 #   --no-build        install packages only
 #   --quiet           the build's output goes to DIR/setup-build.log, shown (its
 #                     end) only if the build fails
@@ -125,11 +126,16 @@ if [[ -f "$build_dir/CMakeCache.txt" ]] &&
   echo "setup.sh: $build_dir was configured for another build tool; configuring it afresh for $generator"
   rm -rf "$build_dir/CMakeCache.txt" "$build_dir/CMakeFiles"
 fi
-# Configured once; again only when TS_SANITIZE is not what is asked (it is
-# always stated so a directory never keeps an older choice). Otherwise the
-# build step itself reruns CMake when a CMakeLists.txt changed.
+# Configured once; again only when TS_SANITIZE is not what is asked.
+# Otherwise the build step itself reruns CMake when a CMakeLists.txt
+# changed. A directory configured for the sanitizers stays so when a
+# script builds in it without --sanitize (the demos and benchmarks that
+# run-tests.sh --sanitize starts build their programs in build-asan; a
+# plain configuration there would swap plain programs in mid-run). To make
+# such a directory plain again, remove it.
 want_sanitize=OFF
 [[ $sanitize -eq 1 ]] && want_sanitize=ON
+if grep -qx "TS_SANITIZE:BOOL=ON" "$build_dir/CMakeCache.txt" 2>/dev/null; then want_sanitize=ON; fi
 if ! grep -qx "TS_SANITIZE:BOOL=$want_sanitize" "$build_dir/CMakeCache.txt" 2>/dev/null ||
    [[ ! -f "$build_dir/build.ninja" ]]; then
   cmake -G "$generator" -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTS_SANITIZE="$want_sanitize" >/dev/null

@@ -48,6 +48,7 @@ Status Config::Validate() const {
   if (inflight_slots_max == 0) return Status::InvalidArgument("in-flight slot window must be > 0");
   if (inflight_bytes_max == 0) return Status::InvalidArgument("in-flight byte window must be > 0");
   if (memory_bytes_max == 0) return Status::InvalidArgument("bytes of applied entries kept in memory must be > 0");
+  if (unwritten_bytes_max == 0) return Status::InvalidArgument("bytes of entries waiting for the disk must be > 0");
   return Status::Ok();
 }
 
@@ -134,12 +135,31 @@ Ready Replica::TakeReady() {
   ready_ = Ready{};
   out.token = next_token_++;
   if (out.promised) promise_token_ = out.token;
+  size_t bytes = 0;
+  for (const Entry& e : out.entries) bytes += EntryBytes(e);
+  if (bytes > 0) {
+    unwritten_.emplace_back(out.token, bytes);
+    unwritten_bytes_ += bytes;
+  }
   return out;
+}
+
+bool Replica::DiskBehind(size_t incoming) const {
+  return unwritten_bytes_ > 0 && unwritten_bytes_ + incoming > config_.unwritten_bytes_max;
 }
 
 void Replica::Persisted(uint64_t token) {
   TS_CHECK(token < next_token_, "Persisted with a token TakeReady never returned");
   persisted_token_ = std::max(persisted_token_, token);
+  while (!unwritten_.empty() && unwritten_.front().first <= token) {
+    unwritten_bytes_ -= unwritten_.front().second;
+    unwritten_.pop_front();
+  }
+  if (catchup_deferred_ && !DiskBehind(0)) {
+    NodeId from = *catchup_deferred_;
+    catchup_deferred_.reset();
+    if (role_ != Role::kLeader) AskCatchup(from, leader_ballot_, 0);
+  }
   if (promise_token_ && *promise_token_ <= token) promise_token_.reset();
   if (phase1_self_token_ && *phase1_self_token_ <= token) {
     phase1_self_token_.reset();
@@ -198,6 +218,8 @@ ReplicaStatus Replica::GetStatus() const {
   s.entries_in_memory = log_.size();
   s.applied_bytes_in_memory = applied_bytes_;
   s.inflight_bytes = role_ == Role::kLeader ? InflightBytes() : 0;
+  s.unwritten_bytes = unwritten_bytes_;
+  s.entries_declined = entries_declined_;
   return s;
 }
 
@@ -502,16 +524,18 @@ void Replica::AfterInput(const char* input) {
 }
 
 std::string Replica::CheckByteCounts() const {
-  size_t log = 0, applied = 0, held = 0;
+  size_t log = 0, applied = 0, held = 0, unwritten = 0;
   for (const auto& [s, st] : log_) {
     log += EntryBytes(st.entry);
     if (s <= applied_upto_) applied += EntryBytes(st.entry);
   }
   for (const std::string& v : held_) held += v.size() + kEntryOverheadBytes;
-  if (log != log_bytes_ || applied != applied_bytes_ || held != held_bytes_) {
+  for (const auto& [token, bytes] : unwritten_) unwritten += bytes;
+  if (log != log_bytes_ || applied != applied_bytes_ || held != held_bytes_ || unwritten != unwritten_bytes_) {
     return "byte counts drifted: log " + std::to_string(log_bytes_) + " (walk " + std::to_string(log) + "), applied " +
            std::to_string(applied_bytes_) + " (walk " + std::to_string(applied) + "), held " +
-           std::to_string(held_bytes_) + " (walk " + std::to_string(held) + ")";
+           std::to_string(held_bytes_) + " (walk " + std::to_string(held) + "), unwritten " +
+           std::to_string(unwritten_bytes_) + " (walk " + std::to_string(unwritten) + ")";
   }
   return "";
 }

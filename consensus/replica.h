@@ -68,6 +68,13 @@ struct Config {
   // behind a membership decree: Propose answers Busy past it, but a value
   // alone may exceed it when nothing else is in flight.
   size_t inflight_bytes_max = 64 << 20;
+  // Entries handed to the driver (TakeReady) and not yet written
+  // (Persisted), in bytes (EntryBytes): the disk's backlog. Past it the
+  // disk is behind: Propose answers Busy, and catch-up asks for its next
+  // run only once the disk has caught up. A batch alone may exceed it when
+  // nothing else waits. (A follower still takes every Accept the leader
+  // sends it: what the leader may send a slow follower is not bounded yet.)
+  size_t unwritten_bytes_max = 64 << 20;
   size_t memory_entries_max = 65536;     // applied entries kept in memory for catch-up
   size_t memory_bytes_max = 64 << 20;    // ... and their bytes (EntryBytes), whichever is less
   std::string software_version = "0.0.0";
@@ -165,6 +172,11 @@ struct ReplicaStatus {
   // A leader's unchosen and held proposals, in bytes (the window
   // inflight_bytes_max bounds); 0 off the leader.
   size_t inflight_bytes = 0;
+  // Entries handed out and not yet written (Config::unwritten_bytes_max),
+  // and how many times that held entries back (a proposal refused, a
+  // catch-up request put off).
+  size_t unwritten_bytes = 0;
+  uint64_t entries_declined = 0;
 };
 
 // What a leader knows of one peer.
@@ -256,7 +268,7 @@ class Replica {
   // The replica's invariants over its current state (and what the last
   // check saw): an explanation of the first that fails, empty if all hold.
   std::string CheckInvariants() const;
-  std::string CheckByteCounts() const;  // log_bytes_, applied_bytes_, held_bytes_ against a walk
+  std::string CheckByteCounts() const;  // log_bytes_, applied_bytes_, held_bytes_, unwritten_bytes_ against a walk
   // With Config::check_invariants, the first violation any input left,
   // prefixed with the input; empty while none.
   const std::string& invariant_violation() const { return invariant_violation_; }
@@ -328,10 +340,14 @@ class Replica {
   void NotePeer(NodeId from, uint64_t incarnation);
   void AdvanceLeaderCommit();
   void LearnCommit(Ballot ballot, Slot commit_upto, NodeId from);
+  void AskCatchup(NodeId from, Ballot ballot, size_t incoming);
   void SetChosen(Slot upto);
   void FlushAccepts();
   void Retransmit();
   void TrimMemory();
+  // Whether `incoming` more bytes of entries would put the disk's backlog
+  // past Config::unwritten_bytes_max (never when nothing waits).
+  bool DiskBehind(size_t incoming) const;
   // Every change to log_ goes through these, which keep log_bytes_.
   void PutSlot(Slot s, SlotState st);
   std::map<Slot, SlotState>::iterator EraseSlot(std::map<Slot, SlotState>::iterator it);
@@ -383,6 +399,11 @@ class Replica {
   Slot applied_upto_ = 0;
   size_t applied_bytes_ = 0;      // EntryBytes of the applied entries in log_
   uint64_t persisted_token_ = 0;  // the newest Ready persisted
+  // The entries' bytes of each Ready handed out and not yet persisted, by
+  // token, and their sum (Config::unwritten_bytes_max).
+  std::deque<std::pair<uint64_t, size_t>> unwritten_;
+  size_t unwritten_bytes_ = 0;
+  uint64_t entries_declined_ = 0;
   Slot compacted_upto_ = 0;  // chosen entries up to here are no longer served
   std::optional<SnapshotWant> snapshot_wanted_;
   uint64_t max_round_seen_ = 0;
@@ -402,6 +423,8 @@ class Replica {
   };
   std::optional<PreVoteRound> prevote_;  // asking before a campaign
   uint64_t last_catchup_request_ms_ = 0;
+  // The peer whose next catch-up run waits for the disk (DiskBehind).
+  std::optional<NodeId> catchup_deferred_;
   std::optional<Phase1> phase1_;
   std::optional<uint64_t> phase1_self_token_;
   // The newest Ready that raised the promise, until it is persisted.

@@ -225,6 +225,11 @@ StatusOr<Slot> Replica::Propose(std::string value) {
   if (value.empty()) return Status::InvalidArgument("a decree must not be empty");
   if (role_ != Role::kLeader) return Status::NotLeader(leader_ == kNoNode ? "no known leader" : std::to_string(leader_));
   if (next_slot_ + held_.size() - chosen_upto_ > config_.inflight_slots_max) return Status::Busy("too many decrees in flight");
+  if (DiskBehind(value.size() + kEntryOverheadBytes)) {
+    ++entries_declined_;
+    return Status::Busy("the disk is behind (" + std::to_string(unwritten_bytes_) + " bytes of entries not yet written, of " +
+                        std::to_string(config_.unwritten_bytes_max) + ")");
+  }
   const size_t inflight = InflightBytes();
   if (inflight > 0 && inflight + value.size() + kEntryOverheadBytes > config_.inflight_bytes_max) {
     return Status::Busy("too many bytes in flight (" + std::to_string(inflight) + " of " +

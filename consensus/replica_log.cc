@@ -29,21 +29,34 @@ void Replica::HandleCatchupReply(NodeId from, const CatchupReply& m) {
   }
   Slot before = chosen_upto_;
   Slot upto = chosen_upto_;
+  size_t stored = 0;
   for (const Entry& e : m.entries) {
     if (e.slot <= upto) continue;
     if (e.slot != upto + 1 || e.slot > m.commit_upto) break;  // only a contiguous chosen run
     // A chosen value may be stored under any ballot: every acceptance at or
     // above the ballot it was chosen in carries the same value (Paxos P2).
     ready_.entries.push_back(e);
+    stored += EntryBytes(e);
     NoteStored(e);
     PutSlot(e.slot, SlotState{e, 0, next_token_});
     upto = e.slot;
   }
   SetChosen(upto);
-  if (chosen_upto_ > before && chosen_upto_ < m.commit_upto) {
-    last_catchup_request_ms_ = now_ms_;
-    Send(from, CatchupRequest{leader_ballot_, chosen_upto_ + 1});
+  if (chosen_upto_ > before && chosen_upto_ < m.commit_upto) AskCatchup(from, leader_ballot_, stored);
+}
+
+// Catch-up asks for its next run only as the disk keeps up: while the
+// disk is behind (with `incoming` bytes not yet handed out), the request
+// waits for the write that catches it up (Persisted), so a catching-up
+// node's backlog stays within Config::unwritten_bytes_max.
+void Replica::AskCatchup(NodeId from, Ballot ballot, size_t incoming) {
+  if (DiskBehind(incoming)) {
+    ++entries_declined_;
+    catchup_deferred_ = from;
+    return;
   }
+  last_catchup_request_ms_ = now_ms_;
+  Send(from, CatchupRequest{ballot, chosen_upto_ + 1});
 }
 
 // ---------------------------------------------------------------- learner
@@ -60,8 +73,7 @@ void Replica::LearnCommit(Ballot ballot, Slot commit_upto, NodeId from) {
   }
   SetChosen(upto);
   if (chosen_upto_ < commit_upto && now_ms_ >= last_catchup_request_ms_ + config_.heartbeat_ms) {
-    last_catchup_request_ms_ = now_ms_;
-    Send(from, CatchupRequest{ballot, chosen_upto_ + 1});
+    AskCatchup(from, ballot, 0);
   }
 }
 

@@ -440,6 +440,14 @@ void Driver::ObserveRole() {
     last_leader_ = s.leader;
     last_leader_ballot_ = s.leader_ballot;
   }
+  // A disk that cannot keep up: said at once, then at most every 5 s.
+  if (s.entries_declined > declined_logged_ && NowMs() >= declined_logged_ms_ + 5000) {
+    spdlog::warn("the disk is behind: {} bytes of log entries wait to be written (bound {}); {} proposals refused "
+                 "as busy or catch-up requests put off since start",
+                 s.unwritten_bytes, options_.station.consensus.unwritten_bytes_max, s.entries_declined);
+    declined_logged_ = s.entries_declined;
+    declined_logged_ms_ = NowMs();
+  }
 }
 
 // Snapshots are written by a forked child, as Redis writes its RDB files:

@@ -144,6 +144,10 @@ class Driver {
   consensus::Role last_role_ = consensus::Role::kFollower;
   consensus::NodeId last_leader_ = consensus::kNoNode;
   consensus::Ballot last_leader_ballot_;
+  // Times the disk's backlog held entries back (consensus::Config::
+  // unwritten_bytes_max), as last logged, and when (NowMs).
+  uint64_t declined_logged_ = 0;
+  uint64_t declined_logged_ms_ = 0;
   asio::signal_set signals_;
   SystemdNotifier systemd_;
   std::chrono::steady_clock::time_point start_;

@@ -30,6 +30,7 @@ void SimCluster::Restart(NodeId id) {
 void SimCluster::Crash(NodeId id, bool lose_unsynced) {
   NoteViolation(id);
   nodes_.at(id).replica.reset();
+  nodes_.at(id).unwritten.clear();
   if (lose_unsynced) nodes_.at(id).disk.CrashLosesUnsynced();
 }
 
@@ -44,14 +45,32 @@ void SimCluster::Pump(NodeId id) {
   Node& n = nodes_.at(id);
   // Every input reaches a replica just before a Pump or inside its loop
   // (Persisted), and is looked at before the replica can be dropped.
+  while (n.replica && !n.disk_stalled && !n.unwritten.empty()) {
+    consensus::Ready r = std::move(n.unwritten.front());
+    n.unwritten.pop_front();
+    Write(n, r);
+  }
   for (NoteViolation(id); n.replica && n.replica->HasReady(); NoteViolation(id)) {
     consensus::Ready r = n.replica->TakeReady();
     for (Message& m : r.early_messages) net_.Send(std::move(m));
-    n.disk.Persist(r);
-    n.replica->Persisted(r.token);
-    for (Message& m : r.messages) net_.Send(std::move(m));
-    for (Entry& e : r.committed) n.applied.push_back(std::move(e));
+    if (n.disk_stalled) {
+      n.unwritten.push_back(std::move(r));
+      continue;
+    }
+    Write(n, r);
   }
+}
+
+void SimCluster::Write(Node& n, consensus::Ready& r) {
+  n.disk.Persist(r);
+  n.replica->Persisted(r.token);
+  for (Message& m : r.messages) net_.Send(std::move(m));
+  for (Entry& e : r.committed) n.applied.push_back(std::move(e));
+}
+
+void SimCluster::StallDisk(NodeId id, bool stalled) {
+  nodes_.at(id).disk_stalled = stalled;
+  Pump(id);
 }
 
 void SimCluster::Run(uint64_t ms) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -48,6 +49,11 @@ class SimCluster {
   void Block(NodeId from, NodeId to, bool blocked) { net_.Block(from, to, blocked); }
   void Isolate(NodeId id, bool isolated) { net_.Isolate(id, isolated); }
   void SetFaults(NetworkFaults f) { net_.SetFaults(f); }
+  // A stalled disk takes the node's batches but writes none until it is
+  // released: what they must wait for (messages, Persisted, applying) waits
+  // with them; a leader's early messages still leave. Released, the
+  // batches are written in order. A crash loses them.
+  void StallDisk(NodeId id, bool stalled);
 
   consensus::Replica& replica(NodeId id) { return *nodes_.at(id).replica; }
   const std::vector<Entry>& applied(NodeId id) const { return nodes_.at(id).applied; }
@@ -67,9 +73,12 @@ class SimCluster {
     std::unique_ptr<consensus::Replica> replica;
     MemDisk disk;
     std::vector<Entry> applied;  // the whole applied sequence (replayed on restart)
+    bool disk_stalled = false;
+    std::deque<consensus::Ready> unwritten;  // taken while the disk was stalled
   };
 
   void Pump(NodeId id);
+  void Write(Node& n, consensus::Ready& r);
   void NoteViolation(NodeId id);
 
   SimNetwork net_;

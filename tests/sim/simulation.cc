@@ -73,11 +73,14 @@ class Run {
         rng_(o.seed),
         nodes_(o.nodes ? o.nodes : (rng_() % 2 ? 5 : 3)),
         // The versioned layer plans a fixed member set: no spare there.
-        c_(nodes_, rng_(), WithWatches(WithLedger(OptionsFor(rng_), ledger_.get()), layer ? nullptr : watch_ref_.get()),
+        c_(nodes_, rng_(),
+           WithSlowDisk(WithWatches(WithLedger(OptionsFor(rng_), ledger_.get()), layer ? nullptr : watch_ref_.get()),
+                        o),
            /*spares=*/layer ? 0 : 1),
         deploy_(c_, rng_()),
         sessions_(c_, ledger_, rng_(), 3) {
     c_.network().SetClockDrift(LeaseWorkload::kClockDriftPpm);  // 2%: within the lease's drift margin
+    if (SlowDiskMs(o) > 0) c_.set_write_delay_max_ms(SlowDiskMs(o));
     if (layer) layer_ = layer(c_, rng_());
     if (!layer) {
       txns_.emplace(c_, rng_(), 2);
@@ -96,6 +99,21 @@ class Run {
   static station::StationOptions WithWatches(station::StationOptions o, WatchReference* ref) {
     if (ref) ref->Hook(&o);
     return o;
+  }
+
+  // A quarter of the seeds run slow disks (each write takes up to 4..10 ms,
+  // not 2) under a disk backlog bound of 4 to 16 KiB, so leaders refuse
+  // proposals and catch-up waits for the disk
+  // (consensus::Config::unwritten_bytes_max). Drawn from the seed apart
+  // from rng_, so the other seeds run as before.
+  static uint64_t SlowDiskMs(const SimOptions& o) {
+    if (!o.SlowDisks()) return 0;
+    std::mt19937_64 disk(o.seed * 0x9e3779b97f4a7c15ull + 0xd15c);
+    return disk() % 4 == 0 ? 4 + disk() % 7 : 0;
+  }
+  static station::StationOptions WithSlowDisk(station::StationOptions s, const SimOptions& o) {
+    if (SlowDiskMs(o) > 0) s.consensus.unwritten_bytes_max = (4 << 10) + o.seed % (12 << 10);
+    return s;
   }
 
   // Half the seeds use a short election jitter, so candidates duel.
@@ -149,6 +167,7 @@ class Run {
     r_.trace_hash = c_.trace_hash();
     r_.write_faults = c_.write_faults_fired();
     r_.crashes_writing = c_.crashes_writing();
+    r_.entries_declined = c_.entries_declined();
     r_.simulated_ms = c_.now_ms();
     r_.coordinator_handovers = handovers_;
     r_.refusals = c_.refusals();
@@ -799,7 +818,8 @@ std::string ReplayCommand(const SimOptions& o) {
                          ? ""
                          : " --heal-limit-ms " + std::to_string(o.heal_limit_ms);
   return "tssim --seed " + std::to_string(o.seed) + " --nodes " + std::to_string(o.nodes) + " --duration-ms " +
-         std::to_string(o.duration_ms) + heal + (o.versions ? " --versions" : "");
+         std::to_string(o.duration_ms) + heal + (o.versions ? " --versions" : "") +
+         (!o.slow_disks ? "" : *o.slow_disks ? " --slow-disks" : " --no-slow-disks");
 }
 
 }  // namespace ts::sim

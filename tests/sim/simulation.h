@@ -30,6 +30,11 @@ struct SimOptions {
   uint64_t duration_ms = 20000;  // simulated time under faults, before healing
   uint64_t heal_limit_ms = 10000;  // liveness bound once faults stop
   bool versions = false;  // run the node's version rules (RunVersionedSimulation)
+  // Whether a quarter of the seeds run slow disks under a small disk
+  // backlog bound (consensus::Config::unwritten_bytes_max). Unset: in the
+  // plain simulation, not with versions (docs/testing.md says why).
+  std::optional<bool> slow_disks;
+  bool SlowDisks() const { return slow_disks.value_or(!versions); }
 };
 
 struct SimResult {
@@ -42,6 +47,10 @@ struct SimResult {
   uint64_t faults = 0;        // fault events injected
   uint64_t write_faults = 0;  // torn writes and failed fsyncs that struck
   uint64_t crashes_writing = 0;  // crashes of a node with batches still being written
+  // Times a node's disk backlog held entries back: a proposal refused, a
+  // catch-up request put off (a quarter of the seeds run slow disks under
+  // a small bound)
+  uint64_t entries_declined = 0;
   uint64_t simulated_ms = 0;
   uint64_t version_steps = 0;  // nodes restarted on another version, downgrade decrees
   uint64_t deploy_decrees = 0;  // deployment decrees in the final log
@@ -116,7 +125,8 @@ inline uint64_t ScenarioSeeds(uint64_t fallback) { return SeedsFromEnv("TS_SCENA
 struct SweepResult {
   uint64_t seeds = 0, failed = 0, acknowledged = 0, faults = 0, write_faults = 0, version_steps = 0,
            simulated_ms = 0, deploy_decrees = 0, deploy_stale = 0, deploy_failure_decrees = 0,
-           coordinator_handovers = 0, wipes = 0, foreign_disks = 0, refusals = 0, member_changes = 0, snapshots = 0, snapshots_torn = 0, installs = 0, crashes_writing = 0;
+           coordinator_handovers = 0, wipes = 0, foreign_disks = 0, refusals = 0, member_changes = 0, snapshots = 0, snapshots_torn = 0, installs = 0, crashes_writing = 0,
+           entries_declined = 0;
   uint64_t session_writes = 0, session_retries = 0;
   uint64_t lrp_reverts = 0, failures_forgotten = 0;
   uint64_t txns = 0, txns_else = 0, txn_history_unknown = 0, leases_granted = 0, lease_keepalives = 0,

@@ -172,6 +172,7 @@ void StationCluster::NoteViolation(NodeId id) {
 void StationCluster::Crash(NodeId id, bool lose_unsynced) {
   NoteViolation(id);
   Node& n = nodes_.at(id);
+  if (n.station) entries_declined_by_crashed_ += n.station->replica().GetStatus().entries_declined;
   n.station.reset();
   if (n.taking) {
     ++snapshots_torn_;  // its .tmp is left half written and ignored at restart
@@ -190,6 +191,14 @@ void StationCluster::Crash(NodeId id, bool lose_unsynced) {
   }
   n.writing.clear();
   if (lose_unsynced) n.disk.CrashLosesUnsynced();
+}
+
+uint64_t StationCluster::entries_declined() const {
+  uint64_t n = entries_declined_by_crashed_;
+  for (const auto& [id, node] : nodes_) {
+    if (node.station) n += node.station->replica().GetStatus().entries_declined;
+  }
+  return n;
 }
 
 uint64_t StationCluster::Send(NodeId to, rpc::ClientRequest req) {

@@ -100,6 +100,10 @@ class StationCluster {
   void set_write_delay_max_ms(uint64_t ms) { write_delay_max_ms_ = ms; }
   // Crashes that struck a node while it had batches being written.
   uint64_t crashes_writing() const { return crashes_writing_; }
+  // Times the stations' disk backlog held entries back (a proposal refused,
+  // a catch-up request put off: consensus::Config::unwritten_bytes_max),
+  // crashed ones' too.
+  uint64_t entries_declined() const;
   bool IsUp(NodeId id) const { return nodes_.at(id).station != nullptr; }
   SimNetwork& network() { return net_; }
 
@@ -182,6 +186,7 @@ class StationCluster {
   uint64_t write_faults_fired_ = 0;
   uint64_t write_delay_max_ms_ = 2;
   uint64_t crashes_writing_ = 0;
+  uint64_t entries_declined_by_crashed_ = 0;
   uint64_t snapshots_taken_ = 0, snapshots_torn_ = 0, snapshots_installed_ = 0, compactions_ = 0;
   std::vector<Entry> history_;  // the chosen sequence as the first node to apply each slot saw it
   size_t bootstrap_ = 0;

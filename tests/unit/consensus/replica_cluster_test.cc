@@ -245,6 +245,36 @@ TEST(ReplicaCluster, Propose_BusyPastTheInflightByteWindow) {
   EXPECT_EQ(c.invariant_violation(), "");
 }
 
+// A leader whose disk stalls takes proposals only until the entries it has
+// handed out and not yet written pass Config::unwritten_bytes_max, then
+// answers Busy (the followers still choose what it sent); once its disk
+// catches up it takes proposals again.
+TEST(ReplicaCluster, DiskBehind_LeaderIsBusyUntilWritten) {
+  consensus::Config cfg = SimCluster::DefaultConfig();
+  cfg.unwritten_bytes_max = 8 * 1024;
+  SimCluster c(3, 11, cfg);
+  ASSERT_TRUE(c.RunUntil([&] { return c.HasStableLeader(); }, 2000));
+  const NodeId l = *c.Leader();
+  const std::string kb(1000, 'v');
+  c.StallDisk(l, true);
+  StatusOr<Slot> last = c.replica(l).Propose(kb);
+  size_t proposed = 0;
+  for (; last.ok() && proposed < 100; ++proposed) {
+    c.Run(1);
+    last = c.replica(l).Propose(kb);
+  }
+  ASSERT_FALSE(last.ok()) << "a stalled leader took " << proposed << " proposals";
+  EXPECT_EQ(last.status().code(), Status::Code::kBusy);
+  EXPECT_NE(last.status().message().find("the disk is behind"), std::string::npos) << last.status().ToString();
+  EXPECT_LE(c.replica(l).GetStatus().unwritten_bytes, cfg.unwritten_bytes_max);
+  EXPECT_GE(proposed, 6u) << "8 KiB takes several proposals of 1,032 bytes";
+  c.StallDisk(l, false);
+  ASSERT_TRUE(c.RunUntil([&] { return c.replica(l).Propose("after").ok(); }, 1000));
+  c.Run(300);
+  EXPECT_EQ(c.CheckAgreement(), "");
+  EXPECT_EQ(c.invariant_violation(), "");
+}
+
 TEST(ReplicaCluster, Lease_NoTwoLeadersHoldOverlappingLeases) {
   for (uint64_t seed = 200; seed < 230; ++seed) {
     SimCluster c(3, seed);

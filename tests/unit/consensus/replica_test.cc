@@ -267,6 +267,57 @@ TEST_F(AcceptorTest, Accept_NonContiguousRunIsDroppedAsMalformed) {
   EXPECT_TRUE(out.messages.empty());
 }
 
+// A follower catching up asks for the next run only while its disk keeps
+// up: once the entries it has handed out and not yet written pass
+// Config::unwritten_bytes_max, the request waits for the write that brings
+// the backlog down, and then leaves.
+TEST(Replica, CatchUp_NextRunWaitsWhileTheDiskIsBehind) {
+  Config cfg = ThreeNodeConfig(2);
+  cfg.unwritten_bytes_max = 4096;
+  Replica r(cfg, Bootstrap{}, nullptr, 7);
+  r.SetEligible(false);
+  r.Tick(1000);
+  r.Tick(1150);
+  auto request_in = [](const Ready& out) -> std::optional<Slot> {
+    for (const Message& m : out.messages) {
+      if (const auto* q = std::get_if<CatchupRequest>(&m.body)) return q->from_slot;
+    }
+    return std::nullopt;
+  };
+  const Ballot leader{3, 1};
+  r.Step(Message{1, 2, Heartbeat{leader, 1, 40, "1.0.0"}});
+  Ready first = r.TakeReady();
+  ASSERT_EQ(request_in(first), Slot{1});
+  r.Persisted(first.token);
+
+  Slot next = 1;
+  std::vector<uint64_t> unwritten_tokens;
+  std::optional<Slot> asked = next;
+  while (asked && next <= 40) {
+    r.Step(Message{1, 2, CatchupReply{leader, {Entry{next, leader, std::string(1000, 'a')},
+                                                Entry{next + 1, leader, std::string(1000, 'b')}}, 40, 0}});
+    next += 2;
+    Ready out = r.TakeReady();  // handed to the disk, not written
+    ASSERT_EQ(out.entries.size(), 2u);
+    unwritten_tokens.push_back(out.token);
+    asked = request_in(out);
+    if (asked) {
+      EXPECT_EQ(*asked, next);
+    }
+    EXPECT_LE(r.GetStatus().unwritten_bytes, cfg.unwritten_bytes_max + 2 * (1000 + kEntryOverheadBytes));
+  }
+  ASSERT_FALSE(asked) << "catch-up never waited for the disk";
+  EXPECT_LT(next, Slot{40});
+  EXPECT_GT(r.GetStatus().unwritten_bytes, cfg.unwritten_bytes_max / 2);
+  EXPECT_EQ(r.GetStatus().entries_declined, 1u);
+  EXPECT_FALSE(request_in(r.TakeReady())) << "nothing asks while the disk is behind";
+
+  r.Persisted(unwritten_tokens.back());  // the disk catches up
+  EXPECT_EQ(r.GetStatus().unwritten_bytes, 0u);
+  EXPECT_EQ(request_in(r.TakeReady()), next) << "the request that waited leaves now";
+  EXPECT_EQ(r.invariant_violation(), "");
+}
+
 TEST_F(AcceptorTest, Step_IgnoresMisaddressedAndOutOfRangeSenders) {
   r_.Step(Message{1, 3, Prepare{Ballot{50, 1}, 1, {}, {}}});
   r_.Step(Message{0, 2, Prepare{Ballot{50, 0}, 1, {}, {}}});

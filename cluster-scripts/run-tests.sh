@@ -77,6 +77,7 @@ fi
 # per commit, cached) rather than inside ctest, where the build would
 # compete with the timed integration tests for the cores.
 times="setup and build $((SECONDS - phase)) s"
+configured=$(grep -x 'TS_SANITIZE:BOOL=.*' "$build_dir/CMakeCache.txt" || true)
 phase=$SECONDS
 if [[ ${#only[@]} -eq 0 ]]; then cluster-scripts/upgrade-from.sh --from previous --build-only || rc=$?; fi
 if [[ $rc -ne 0 ]]; then
@@ -92,10 +93,8 @@ summary=$(grep -E 'tests passed|No tests were found' "$log" | tail -n 1 || true)
 times+=", ctest $((SECONDS - phase)) s"
 # Tests start scripts that build programs in this directory: none may have
 # configured it otherwise (plain programs under a sanitizer run).
-want=OFF
-[[ " ${setup_args[*]} " == *" --sanitize "* ]] && want=ON
-if ! grep -qx "TS_SANITIZE:BOOL=$want" "$build_dir/CMakeCache.txt"; then
-  echo "run-tests.sh: $build_dir is no longer configured with TS_SANITIZE=$want after the tests:" \
+if [[ "$(grep -x 'TS_SANITIZE:BOOL=.*' "$build_dir/CMakeCache.txt")" != "$configured" ]]; then
+  echo "run-tests.sh: $build_dir is no longer configured as it was ($configured) after the tests:" \
        "a script rebuilt its programs otherwise, so some tests ran other programs" >&2
   rc=1
 fi

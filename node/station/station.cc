@@ -83,9 +83,17 @@ StatusOr<std::unique_ptr<Station>> Station::Open(StationOptions options, Station
 Status Station::Replay(consensus::Slot first, consensus::Slot chosen) {
   for (consensus::Slot from = first; from <= chosen;) {
     consensus::Slot to = std::min<consensus::Slot>(chosen, from + kReplayRangeSlots - 1);
-    auto entries = log_->ReadRange(from, to);
-    if (!entries.ok()) return entries.status();
-    for (const Entry& e : *entries) {
+    // Once the core runs, a decree chosen in a batch still being written is
+    // in its memory, not yet in the log source: read through the core.
+    std::vector<Entry> entries;
+    if (replica_) {
+      entries = replica_->ChosenRange(from, to);
+    } else {
+      auto read = log_->ReadRange(from, to);
+      if (!read.ok()) return read.status();
+      entries = std::move(*read);
+    }
+    for (const Entry& e : entries) {
       if (e.slot != applied_slot_ + 1 && !stuck_at_) {
         return Status::Corruption("chosen log has a gap: slot " + std::to_string(e.slot) + " follows slot " +
                                   std::to_string(applied_slot_));

@@ -107,7 +107,7 @@ class Run {
   // (consensus::Config::unwritten_bytes_max). Drawn from the seed apart
   // from rng_, so the other seeds run as before.
   static uint64_t SlowDiskMs(const SimOptions& o) {
-    if (!o.SlowDisks()) return 0;
+    if (!o.slow_disks) return 0;
     std::mt19937_64 disk(o.seed * 0x9e3779b97f4a7c15ull + 0xd15c);
     return disk() % 4 == 0 ? 4 + disk() % 7 : 0;
   }
@@ -265,7 +265,7 @@ class Run {
       if (!fresh && it->second.second != digests) {
         Fail("nodes " + std::to_string(it->second.first) + " and " + std::to_string(id) +
              " hold different state or log at applied slot " + std::to_string(st.applied_slot()) + ": " +
-             it->second.second + " against " + digests);
+             it->second.second + " against " + digests + DescribeNodes());
       }
     }
   }
@@ -819,7 +819,7 @@ std::string ReplayCommand(const SimOptions& o) {
                          : " --heal-limit-ms " + std::to_string(o.heal_limit_ms);
   return "tssim --seed " + std::to_string(o.seed) + " --nodes " + std::to_string(o.nodes) + " --duration-ms " +
          std::to_string(o.duration_ms) + heal + (o.versions ? " --versions" : "") +
-         (!o.slow_disks ? "" : *o.slow_disks ? " --slow-disks" : " --no-slow-disks");
+         (o.slow_disks ? "" : " --no-slow-disks");
 }
 
 }  // namespace ts::sim

@@ -31,10 +31,8 @@ struct SimOptions {
   uint64_t heal_limit_ms = 10000;  // liveness bound once faults stop
   bool versions = false;  // run the node's version rules (RunVersionedSimulation)
   // Whether a quarter of the seeds run slow disks under a small disk
-  // backlog bound (consensus::Config::unwritten_bytes_max). Unset: in the
-  // plain simulation, not with versions (docs/testing.md says why).
-  std::optional<bool> slow_disks;
-  bool SlowDisks() const { return slow_disks.value_or(!versions); }
+  // backlog bound (consensus::Config::unwritten_bytes_max).
+  bool slow_disks = true;
 };
 
 struct SimResult {

@@ -1,6 +1,6 @@
 // tssim: runs seeded simulations; `tssim --seed S` replays one run exactly.
 //   tssim [--seed S] [--seeds N] [--nodes 0|3|5] [--duration-ms MS] [--heal-limit-ms MS] [--versions]
-//         [--slow-disks | --no-slow-disks]
+//         [--no-slow-disks]
 // --versions runs the nodes' version rules with upgrades and downgrades.
 // Prints one line per failing seed with its replay command, then a summary.
 #include <CLI/CLI.hpp>
@@ -24,13 +24,9 @@ int main(int argc, char** argv) {
   app.add_option("--heal-limit-ms", o.heal_limit_ms, "the cluster must commit again this soon once faults heal")
       ->capture_default_str();
   app.add_flag("--versions", o.versions, "mixed software versions, rolling upgrades and explicit downgrades");
-  bool slow = false, no_slow = false;
-  auto* slow_flag = app.add_flag("--slow-disks", slow,
-                                 "a quarter of the seeds run slow disks under a small backlog bound (the default "
-                                 "without --versions)");
-  app.add_flag("--no-slow-disks", no_slow, "no seed runs slow disks (the default with --versions)")->excludes(slow_flag);
+  bool no_slow = false;
+  app.add_flag("--no-slow-disks", no_slow, "no seed runs slow disks (by default a quarter of them do)");
   CLI11_PARSE(app, argc, argv);
-  if (slow) o.slow_disks = true;
   if (no_slow) o.slow_disks = false;
 
   auto run = o.versions ? ts::sim::RunVersionedSimulation

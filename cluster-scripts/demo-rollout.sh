@@ -59,7 +59,7 @@ victim=$(leader_id)
 [[ "$victim" -ne 0 ]] || die "no leader to kill"
 echo "demo-rollout.sh: mid-rollout ($(ctl rollout status rooms)); killing leader node $victim"
 cluster-scripts/local-cluster.sh kill "$victim" >/dev/null
-new_leader() { local l; l=$(leader_id 2>/dev/null || echo 0); [[ "$l" -ne 0 && "$l" -ne "$victim" ]]; }
+new_leader() { local l; l=$(leader_id 2>/dev/null || true); l=${l:-0}; [[ "$l" -ne 0 && "$l" -ne "$victim" ]]; }
 wait_for "a new leader" new_leader
 leaders="$leaders $(leader_id)"
 demo_settle

@@ -105,7 +105,10 @@ struct HeartbeatAck {
   bool ok = false;
   Ballot promised;
   uint64_t seq = 0;
-  Slot chosen_upto = 0;  // the follower's own chosen prefix
+  // The follower's own chosen prefix, as far as it is written (a lower
+  // mark than it knows chosen is always true: what a leader's flow control
+  // and retransmission take as held).
+  Slot chosen_upto = 0;
   std::string software_version;
 
   template <class A>

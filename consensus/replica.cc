@@ -49,6 +49,7 @@ Status Config::Validate() const {
   if (inflight_bytes_max == 0) return Status::InvalidArgument("in-flight byte window must be > 0");
   if (memory_bytes_max == 0) return Status::InvalidArgument("bytes of applied entries kept in memory must be > 0");
   if (unwritten_bytes_max == 0) return Status::InvalidArgument("bytes of entries waiting for the disk must be > 0");
+  if (peer_unacked_bytes_max == 0) return Status::InvalidArgument("bytes of Accepts a peer may leave unacknowledged must be > 0");
   return Status::Ok();
 }
 
@@ -127,7 +128,7 @@ void Replica::Step(const Message& msg) {
   AfterInput("Step");
 }
 
-bool Replica::HasReady() const { return !ready_.Empty() || !pending_accept_.empty(); }
+bool Replica::HasReady() const { return !ready_.Empty() || accepts_due_; }
 
 Ready Replica::TakeReady() {
   FlushAccepts();
@@ -136,9 +137,13 @@ Ready Replica::TakeReady() {
   out.token = next_token_++;
   if (out.promised) promise_token_ = out.token;
   size_t bytes = 0;
-  for (const Entry& e : out.entries) bytes += EntryBytes(e);
-  if (bytes > 0) {
-    unwritten_.emplace_back(out.token, bytes);
+  Slot first = 0;
+  for (const Entry& e : out.entries) {
+    bytes += EntryBytes(e);
+    first = first == 0 ? e.slot : std::min(first, e.slot);
+  }
+  if (!out.entries.empty()) {
+    unwritten_.push_back(Unwritten{out.token, bytes, first});
     unwritten_bytes_ += bytes;
   }
   return out;
@@ -148,11 +153,17 @@ bool Replica::DiskBehind(size_t incoming) const {
   return unwritten_bytes_ > 0 && unwritten_bytes_ + incoming > config_.unwritten_bytes_max;
 }
 
+Slot Replica::WrittenChosenUpto() const {
+  Slot upto = chosen_upto_;
+  for (const Unwritten& u : unwritten_) upto = std::min(upto, u.first - 1);
+  return upto;
+}
+
 void Replica::Persisted(uint64_t token) {
   TS_CHECK(token < next_token_, "Persisted with a token TakeReady never returned");
   persisted_token_ = std::max(persisted_token_, token);
-  while (!unwritten_.empty() && unwritten_.front().first <= token) {
-    unwritten_bytes_ -= unwritten_.front().second;
+  while (!unwritten_.empty() && unwritten_.front().token <= token) {
+    unwritten_bytes_ -= unwritten_.front().bytes;
     unwritten_.pop_front();
   }
   if (catchup_deferred_ && !DiskBehind(0)) {
@@ -220,13 +231,14 @@ ReplicaStatus Replica::GetStatus() const {
   s.inflight_bytes = role_ == Role::kLeader ? InflightBytes() : 0;
   s.unwritten_bytes = unwritten_bytes_;
   s.entries_declined = entries_declined_;
+  s.peers_held_back = peers_held_back_;
   return s;
 }
 
 std::map<NodeId, PeerInfo> Replica::Peers() const {
   std::map<NodeId, PeerInfo> out;
   if (role_ != Role::kLeader) return out;
-  for (const auto& [id, p] : peers_) out[id] = PeerInfo{p.match, p.incarnation, p.heard, p.last_heard_ms};
+  for (const auto& [id, p] : peers_) out[id] = PeerInfo{p.match, p.incarnation, p.heard, p.last_heard_ms, p.unacked_bytes};
   return out;
 }
 
@@ -327,6 +339,13 @@ void Replica::HandleAccept(NodeId from, const Accept& m) {
   }
   for (const Entry& e : m.entries) {
     if (e.slot == 0 || e.slot <= chosen_upto_) continue;  // already chosen here
+    // Already held at this ballot (a retransmission): it is written, or
+    // will be before this reply leaves (writes complete in order), so it is
+    // not written again; a slow disk's backlog does not grow by resends.
+    if (auto held = log_.find(e.slot);
+        held != log_.end() && held->second.entry.ballot == m.ballot && held->second.entry.value == e.value) {
+      continue;
+    }
     Entry stored{e.slot, m.ballot, e.value};
     ready_.entries.push_back(stored);
     NoteStored(stored);
@@ -353,13 +372,13 @@ void Replica::HandleHeartbeat(NodeId from, const Heartbeat& m) {
     LearnCommit(m.ballot, m.commit_upto, from);
     reply.ok = true;
     reply.promised = promised_;
-    reply.chosen_upto = chosen_upto_;
+    reply.chosen_upto = WrittenChosenUpto();
     Send(from, std::move(reply));
     return;
   }
   if (m.ballot < promised_) {
     reply.promised = promised_;
-    reply.chosen_upto = chosen_upto_;
+    reply.chosen_upto = WrittenChosenUpto();
     ReplyOnPromise(from, std::move(reply));
     return;
   }
@@ -367,7 +386,7 @@ void Replica::HandleHeartbeat(NodeId from, const Heartbeat& m) {
   LearnCommit(m.ballot, m.commit_upto, from);
   reply.ok = true;
   reply.promised = promised_;
-  reply.chosen_upto = chosen_upto_;
+  reply.chosen_upto = WrittenChosenUpto();
   ReplyOnPromise(from, std::move(reply));
 }
 
@@ -530,7 +549,15 @@ std::string Replica::CheckByteCounts() const {
     if (s <= applied_upto_) applied += EntryBytes(st.entry);
   }
   for (const std::string& v : held_) held += v.size() + kEntryOverheadBytes;
-  for (const auto& [token, bytes] : unwritten_) unwritten += bytes;
+  for (const Unwritten& u : unwritten_) unwritten += u.bytes;
+  for (const auto& [id, p] : peers_) {
+    size_t unacked = 0;
+    for (const auto& [last, bytes] : p.unacked) unacked += bytes;
+    if (unacked != p.unacked_bytes) {
+      return "peer " + std::to_string(id) + " unacked bytes drifted: " + std::to_string(p.unacked_bytes) + " (walk " +
+             std::to_string(unacked) + ")";
+    }
+  }
   if (log != log_bytes_ || applied != applied_bytes_ || held != held_bytes_ || unwritten != unwritten_bytes_) {
     return "byte counts drifted: log " + std::to_string(log_bytes_) + " (walk " + std::to_string(log) + "), applied " +
            std::to_string(applied_bytes_) + " (walk " + std::to_string(applied) + "), held " +

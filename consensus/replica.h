@@ -72,9 +72,14 @@ struct Config {
   // (Persisted), in bytes (EntryBytes): the disk's backlog. Past it the
   // disk is behind: Propose answers Busy, and catch-up asks for its next
   // run only once the disk has caught up. A batch alone may exceed it when
-  // nothing else waits. (A follower still takes every Accept the leader
-  // sends it: what the leader may send a slow follower is not bounded yet.)
+  // nothing else waits.
   size_t unwritten_bytes_max = 64 << 20;
+  // A leader's Accepts to one peer not yet acknowledged, in bytes
+  // (EntryBytes): past it the leader sends that peer nothing new until its
+  // acks bring it back under, so a follower slower than the majority holds
+  // at most this much of the leader's proposals waiting (its disk's backlog
+  // and its socket). A run alone may exceed it when nothing is unacknowledged.
+  size_t peer_unacked_bytes_max = 16 << 20;
   size_t memory_entries_max = 65536;     // applied entries kept in memory for catch-up
   size_t memory_bytes_max = 64 << 20;    // ... and their bytes (EntryBytes), whichever is less
   std::string software_version = "0.0.0";
@@ -177,6 +182,9 @@ struct ReplicaStatus {
   // catch-up request put off).
   size_t unwritten_bytes = 0;
   uint64_t entries_declined = 0;
+  // Leader: how many times a peer reached Config::peer_unacked_bytes_max
+  // and was sent nothing new until it acknowledged.
+  uint64_t peers_held_back = 0;
 };
 
 // What a leader knows of one peer.
@@ -185,6 +193,7 @@ struct PeerInfo {
   uint64_t incarnation = 0;    // as its last reply said
   bool heard = false;          // a reply arrived in this leadership
   uint64_t last_heard_ms = 0;  // when
+  size_t unacked_bytes = 0;    // Accepts sent and not acknowledged (Config::peer_unacked_bytes_max)
 };
 
 class Replica {
@@ -287,6 +296,13 @@ class Replica {
     uint64_t incarnation = 0;  // from its last reply
     bool heard = false;
     uint64_t last_heard_ms = 0;
+    // Flow control (Config::peer_unacked_bytes_max): the last slot sent in
+    // an Accept, and each run sent above match, by its last slot, with its
+    // bytes and their sum.
+    Slot sent = 0;
+    std::deque<std::pair<Slot, size_t>> unacked;
+    size_t unacked_bytes = 0;
+    bool held_back = false;  // at the bound with slots still to send
   };
   struct Phase1 {
     Ballot ballot;
@@ -343,11 +359,23 @@ class Replica {
   void AskCatchup(NodeId from, Ballot ballot, size_t incoming);
   void SetChosen(Slot upto);
   void FlushAccepts();
+  // Flow control starts `id` (added if new) at slot `next`: it counts as
+  // sent every slot below, and nothing as unacknowledged.
+  void SendPeerFrom(NodeId id, Slot next);
+  // Sends `id` the proposals it has not been sent, while what it has not
+  // acknowledged stays under Config::peer_unacked_bytes_max.
+  void FeedPeer(NodeId id, PeerProgress& p);
+  // p.match moved up: forgets the runs it acknowledged, and sends more.
+  void PeerAdvanced(NodeId id, PeerProgress& p);
   void Retransmit();
   void TrimMemory();
   // Whether `incoming` more bytes of entries would put the disk's backlog
   // past Config::unwritten_bytes_max (never when nothing waits).
   bool DiskBehind(size_t incoming) const;
+  // The chosen prefix this node has written: what its heartbeat acks
+  // report, so a leader's flow control counts a slow disk's backlog as
+  // not yet acknowledged.
+  Slot WrittenChosenUpto() const;
   // Every change to log_ goes through these, which keep log_bytes_.
   void PutSlot(Slot s, SlotState st);
   std::map<Slot, SlotState>::iterator EraseSlot(std::map<Slot, SlotState>::iterator it);
@@ -399,9 +427,15 @@ class Replica {
   Slot applied_upto_ = 0;
   size_t applied_bytes_ = 0;      // EntryBytes of the applied entries in log_
   uint64_t persisted_token_ = 0;  // the newest Ready persisted
-  // The entries' bytes of each Ready handed out and not yet persisted, by
-  // token, and their sum (Config::unwritten_bytes_max).
-  std::deque<std::pair<uint64_t, size_t>> unwritten_;
+  // Each Ready handed out with entries and not yet persisted: its token,
+  // its entries' bytes (their sum: Config::unwritten_bytes_max) and its
+  // lowest slot (WrittenChosenUpto).
+  struct Unwritten {
+    uint64_t token;
+    size_t bytes;
+    Slot first;
+  };
+  std::deque<Unwritten> unwritten_;
   size_t unwritten_bytes_ = 0;
   uint64_t entries_declined_ = 0;
   Slot compacted_upto_ = 0;  // chosen entries up to here are no longer served
@@ -434,7 +468,8 @@ class Replica {
   Slot next_slot_ = 1;
   Slot recovered_upto_ = 0;       // last slot re-proposed by phase 1
   std::map<NodeId, PeerProgress> peers_;
-  std::vector<Entry> pending_accept_;  // proposed, not yet sent
+  bool accepts_due_ = false;  // proposed since the last FlushAccepts
+  uint64_t peers_held_back_ = 0;
   // Proposed while a membership decree is being chosen: nothing is proposed
   // past it until it is (docs/design/membership.md), so these wait, in order,
   // for the slots after it.

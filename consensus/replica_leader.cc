@@ -71,7 +71,7 @@ void Replica::Campaign(Ballot transfer_from) {
   leader_ = kNoNode;
   leader_ballot_ = Ballot{};
   lease_until_ms_ = 0;
-  pending_accept_.clear();
+  accepts_due_ = false;
   ClearHeld();
   phase1_ = Phase1{};
   phase1_->ballot = ballot;
@@ -199,9 +199,7 @@ void Replica::BecomeLeader(const std::vector<Membership>& chain) {
   next_slot_ = std::max(chosen_upto_ + 1, p.from_slot);
   peers_.clear();
   for (const Membership& c : chain) {
-    for (const auto& [id, info] : c.members) {
-      if (id != config_.id) peers_.try_emplace(id, PeerProgress{0, now_ms_});
-    }
+    for (const auto& [id, info] : c.members) SendPeerFrom(id, next_slot_);
   }
   ClearHeld();
   for (Slot s = next_slot_; s <= last; ++s) {
@@ -250,11 +248,20 @@ StatusOr<Slot> Replica::Propose(std::string value) {
     return slot;
   }
   Slot slot = next_slot_;
+  // New members, and those this decree makes voters (learners promoted, a
+  // voter bound to a new incarnation); no other membership decree is pending.
+  std::vector<NodeId> starting;
+  for (const auto& [id, info] : m.members) {
+    if (membership && (!peers_.count(id) || (info.voter && !applied_members_.Votes(id, info.incarnation)))) {
+      starting.push_back(id);
+    }
+  }
   AppendOwn(Entry{slot, leader_ballot_, std::move(value)});
   if (membership) {
-    for (const auto& [id, info] : m.members) {
-      if (id != config_.id) peers_.try_emplace(id, PeerProgress{0, now_ms_});
-    }
+    // A node this decree makes a voter is sent the decree at once, whatever
+    // flow control held (a learner acknowledges nothing): it may be needed
+    // to choose it.
+    for (NodeId id : starting) SendPeerFrom(id, slot);
     RecomputeLease();
   }
   AfterInput("Propose");
@@ -313,7 +320,7 @@ void Replica::AppendOwn(Entry e) {
   TS_CHECK(role_ == Role::kLeader && e.slot == next_slot_, "own proposals fill the next slot of a leader");
   Slot s = e.slot;
   ready_.entries.push_back(e);
-  pending_accept_.push_back(e);
+  accepts_due_ = true;
   NoteStored(e);
   PutSlot(s, SlotState{std::move(e), 0, next_token_});
   ++next_slot_;
@@ -325,30 +332,69 @@ void Replica::AppendOwn(Entry e) {
 }
 
 void Replica::FlushAccepts() {
-  if (pending_accept_.empty()) return;
+  if (!accepts_due_) return;
   TS_CHECK(role_ == Role::kLeader, "accepts pending off the leader role");
-  size_t begin = 0;
-  while (begin < pending_accept_.size()) {
-    size_t end = begin;
-    size_t bytes = 0;
-    while (end < pending_accept_.size() && (end == begin || bytes + EntryBytes(pending_accept_[end]) <= config_.message_bytes_max)) {
-      bytes += EntryBytes(pending_accept_[end]);
-      ++end;
-    }
-    // The entries move into the run, and the run into the last voter's
-    // Accept: a large value is copied once per further voter, not twice more.
-    std::vector<Entry> run(std::make_move_iterator(pending_accept_.begin() + static_cast<std::ptrdiff_t>(begin)),
-                           std::make_move_iterator(pending_accept_.begin() + static_cast<std::ptrdiff_t>(end)));
-    std::vector<NodeId> voters;
-    for (const auto& [peer, progress] : peers_) {
-      if (MayVote(peer)) voters.push_back(peer);
-    }
-    for (size_t i = 0; i < voters.size(); ++i) {
-      SendEarly(voters[i], Accept{leader_ballot_, i + 1 == voters.size() ? std::move(run) : run, chosen_upto_});
-    }
-    begin = end;
+  accepts_due_ = false;
+  for (auto& [peer, p] : peers_) FeedPeer(peer, p);
+}
+
+void Replica::SendPeerFrom(NodeId id, Slot next) {
+  if (id == config_.id) return;
+  auto [it, added] = peers_.try_emplace(id);
+  PeerProgress& p = it->second;
+  if (added) p.last_progress_ms = now_ms_;
+  p.sent = next - 1;
+  p.unacked.clear();
+  p.unacked_bytes = 0;
+}
+
+// Flow control per peer: a follower slower than the majority (its disk or
+// its link) is sent what it acknowledges, not all the leader chooses, so
+// its backlog stays bounded. It does not slow choosing: the majority acks.
+void Replica::FeedPeer(NodeId id, PeerProgress& p) {
+  const Slot last = next_slot_ - 1;
+  if (!MayVote(id)) {
+    // A learner fetches chosen entries instead; should a decree make it a
+    // voter, it is sent from that decree on.
+    p.sent = last;
+    p.unacked.clear();
+    p.unacked_bytes = 0;
+    return;
   }
-  pending_accept_.clear();
+  while (p.sent < last && p.unacked_bytes < config_.peer_unacked_bytes_max) {
+    // Slots memory no longer holds are chosen: the peer learns of them
+    // from the commit mark and fetches them by catch-up. (Entries above
+    // `last` are a former role's, to be overwritten.)
+    auto it = log_.upper_bound(p.sent);
+    if (it == log_.end() || it->first > last) {
+      p.sent = last;
+      break;
+    }
+    std::vector<Entry> run;
+    size_t bytes = 0;
+    for (; it != log_.end() && it->first <= last; ++it) {
+      const size_t b = EntryBytes(it->second.entry);
+      if (!run.empty() && (bytes + b > config_.message_bytes_max || it->first != run.back().slot + 1)) break;
+      bytes += b;
+      run.push_back(it->second.entry);
+    }
+    p.sent = run.back().slot;
+    p.unacked.emplace_back(p.sent, bytes);
+    p.unacked_bytes += bytes;
+    SendEarly(id, Accept{leader_ballot_, std::move(run), chosen_upto_});
+  }
+  const bool held_back = p.sent < last;
+  if (held_back && !p.held_back) ++peers_held_back_;
+  p.held_back = held_back;
+}
+
+void Replica::PeerAdvanced(NodeId id, PeerProgress& p) {
+  while (!p.unacked.empty() && p.unacked.front().first <= p.match) {
+    p.unacked_bytes -= p.unacked.front().second;
+    p.unacked.pop_front();
+  }
+  p.sent = std::max(p.sent, p.match);
+  if (p.held_back) FeedPeer(id, p);
 }
 
 void Replica::HandleAccepted(NodeId from, const Accepted& m) {
@@ -367,9 +413,11 @@ void Replica::NotePeer(NodeId from, uint64_t incarnation) {
   if (it == peers_.end()) return;
   if (it->second.heard && it->second.incarnation != incarnation) {
     // Another data dir under the same id: what the old one held says
-    // nothing of this one's progress.
+    // nothing of this one's progress, nor what the old one left unacked.
     it->second.match = 0;
     it->second.last_progress_ms = now_ms_;
+    it->second.unacked.clear();
+    it->second.unacked_bytes = 0;
   }
   it->second.incarnation = incarnation;
   it->second.heard = true;
@@ -401,10 +449,13 @@ void Replica::RecordAck(NodeId from, uint64_t incarnation, Slot first, Slot last
   if (from != config_.id) {
     // match advances only over a contiguous prefix: an ack for a later run
     // must not hide a hole left by a lost Accept (which Retransmit fills).
-    PeerProgress& p = peers_[from];
-    if (first <= std::max(p.match, chosen_upto_) + 1 && last > p.match) {
-      p.match = last;
-      p.last_progress_ms = now_ms_;
+    auto peer = peers_.find(from);
+    if (peer != peers_.end() && first <= std::max(peer->second.match, chosen_upto_) + 1 && last > peer->second.match) {
+      peer->second.match = last;
+      peer->second.last_progress_ms = now_ms_;
+      AdvanceLeaderCommit();  // may step down (a leader that left the configuration)
+      if (role_ == Role::kLeader && (peer = peers_.find(from)) != peers_.end()) PeerAdvanced(from, peer->second);
+      return;
     }
   }
   AdvanceLeaderCommit();
@@ -429,10 +480,12 @@ void Replica::Retransmit() {
   for (auto& [peer, p] : peers_) {
     if (!MayVote(peer) || p.match >= last || now_ms_ < p.last_progress_ms + 3 * config_.heartbeat_ms) continue;
     Slot from = std::max(p.match, chosen_upto_) + 1;
-    if (from > last) continue;
+    // Only what was sent: what was not yet is flow control's to send.
+    Slot upto = std::min(last, p.sent);
+    if (from > upto) continue;
     std::vector<Entry> run;
     size_t bytes = 0;
-    for (auto it = log_.lower_bound(from); it != log_.end() && it->first <= last; ++it) {
+    for (auto it = log_.lower_bound(from); it != log_.end() && it->first <= upto; ++it) {
       bytes += EntryBytes(it->second.entry);
       if (bytes > config_.message_bytes_max && !run.empty()) break;
       if (!run.empty() && it->first != run.back().slot + 1) break;
@@ -500,6 +553,7 @@ void Replica::HandleHeartbeatAck(NodeId from, const HeartbeatAck& m) {
   if (m.chosen_upto > p.match) {
     p.match = m.chosen_upto;
     p.last_progress_ms = now_ms_;
+    PeerAdvanced(from, p);
   }
   // A peer that knows slots chosen (say, from the previous leader) will not
   // ack them again, and Retransmit skips them. They are chosen, and after
@@ -543,7 +597,7 @@ void Replica::BecomeFollower(Ballot ballot, NodeId leader) {
   leader_ballot_ = ballot;
   phase1_.reset();
   phase1_self_token_.reset();
-  pending_accept_.clear();
+  accepts_due_ = false;
   ClearHeld();
   peers_.clear();
   heartbeat_sent_.clear();

@@ -440,13 +440,34 @@ void Driver::ObserveRole() {
     last_leader_ = s.leader;
     last_leader_ballot_ = s.leader_ballot;
   }
-  // A disk that cannot keep up: said at once, then at most every 5 s.
-  if (s.entries_declined > declined_logged_ && NowMs() >= declined_logged_ms_ + 5000) {
+  WarnOfBounds(s);
+}
+
+bool Driver::BoundWarning::Due(uint64_t count, uint64_t now_ms) {
+  if (count <= logged || (logged_ms && now_ms < *logged_ms + 5000)) return false;
+  logged = count;
+  logged_ms = now_ms;
+  return true;
+}
+
+// A disk that cannot keep up, a follower slower than the others.
+void Driver::WarnOfBounds(const consensus::ReplicaStatus& s) {
+  const consensus::Config& c = options_.station.consensus;
+  if (disk_behind_.Due(s.entries_declined, NowMs())) {
     spdlog::warn("the disk is behind: {} bytes of log entries wait to be written (bound {}); {} proposals refused "
                  "as busy or catch-up requests put off since start",
-                 s.unwritten_bytes, options_.station.consensus.unwritten_bytes_max, s.entries_declined);
-    declined_logged_ = s.entries_declined;
-    declined_logged_ms_ = NowMs();
+                 s.unwritten_bytes, c.unwritten_bytes_max, s.entries_declined);
+  }
+  if (peers_held_back_.Due(s.peers_held_back, NowMs())) {
+    std::string slow;
+    for (const auto& [id, p] : station_->replica().Peers()) {
+      if (p.unacked_bytes < c.peer_unacked_bytes_max) continue;
+      slow += (slow.empty() ? "node " : ", node ") + std::to_string(id) + " (" + std::to_string(p.unacked_bytes) +
+              " bytes unacknowledged)";
+    }
+    spdlog::warn("a follower is slower than the majority and is sent more only as it acknowledges (bound {} "
+                 "bytes): {}; {} times since start",
+                 c.peer_unacked_bytes_max, slow.empty() ? "none now" : slow, s.peers_held_back);
   }
 }
 

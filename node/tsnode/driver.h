@@ -112,6 +112,7 @@ class Driver {
   void LogEvents(const station::Ready& r);
   // Counts elections and leader changes from the core's status.
   void ObserveRole();
+  void WarnOfBounds(const consensus::ReplicaStatus& s);
   // Starts a snapshot when the station wants one, and reaps the child
   // writing it (see driver.cc).
   void MaybeSnapshot();
@@ -144,10 +145,15 @@ class Driver {
   consensus::Role last_role_ = consensus::Role::kFollower;
   consensus::NodeId last_leader_ = consensus::kNoNode;
   consensus::Ballot last_leader_ballot_;
-  // Times the disk's backlog held entries back (consensus::Config::
-  // unwritten_bytes_max), as last logged, and when (NowMs).
-  uint64_t declined_logged_ = 0;
-  uint64_t declined_logged_ms_ = 0;
+  // A count of times a bound held something back, as last logged, and
+  // when: a warning when it rises, at once, then at most every 5 s.
+  struct BoundWarning {
+    uint64_t logged = 0;
+    std::optional<uint64_t> logged_ms;
+    bool Due(uint64_t count, uint64_t now_ms);
+  };
+  BoundWarning disk_behind_;     // consensus::Config::unwritten_bytes_max
+  BoundWarning peers_held_back_; // consensus::Config::peer_unacked_bytes_max
   asio::signal_set signals_;
   SystemdNotifier systemd_;
   std::chrono::steady_clock::time_point start_;

@@ -17,6 +17,7 @@ TEST(Simulation, RunSimulation_ManySeedsKeepEveryInvariant) {
   EXPECT_GT(t.write_faults, seeds / 4) << "torn writes and failed fsyncs must actually strike";
   EXPECT_GT(t.crashes_writing, seeds / 4) << "crashes must strike while batches are still being written";
   EXPECT_GT(t.entries_declined, seeds / 20) << "nodes behind their slow disks must actually hold entries back";
+  EXPECT_GT(t.peers_held_back, seeds / 20) << "leaders must actually hold lagging followers back";
   EXPECT_GT(t.deploy_decrees, 5 * seeds) << "the deployment workload must actually run";
   EXPECT_GT(t.deploy_failure_decrees, seeds / 10) << "rooms must actually fail (error reports, timeouts)";
   EXPECT_GT(t.lrp_reverts, seeds / 50) << "cancels must actually start LRP reverts (checked once settled)";

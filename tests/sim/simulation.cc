@@ -74,8 +74,10 @@ class Run {
         nodes_(o.nodes ? o.nodes : (rng_() % 2 ? 5 : 3)),
         // The versioned layer plans a fixed member set: no spare there.
         c_(nodes_, rng_(),
-           WithSlowDisk(WithWatches(WithLedger(OptionsFor(rng_), ledger_.get()), layer ? nullptr : watch_ref_.get()),
-                        o),
+           WithPeerBound(WithSlowDisk(WithWatches(WithLedger(OptionsFor(rng_), ledger_.get()),
+                                                  layer ? nullptr : watch_ref_.get()),
+                                      o),
+                         o),
            /*spares=*/layer ? 0 : 1),
         deploy_(c_, rng_()),
         sessions_(c_, ledger_, rng_(), 3) {
@@ -113,6 +115,15 @@ class Run {
   }
   static station::StationOptions WithSlowDisk(station::StationOptions s, const SimOptions& o) {
     if (SlowDiskMs(o) > 0) s.consensus.unwritten_bytes_max = (4 << 10) + o.seed % (12 << 10);
+    return s;
+  }
+  // A quarter of the seeds, drawn apart from the slow disks, let a leader
+  // leave only 2 to 16 KiB of Accepts unacknowledged at a peer, so flow
+  // control holds lagging followers back amid drops, crashes and slow
+  // disks (consensus::Config::peer_unacked_bytes_max).
+  static station::StationOptions WithPeerBound(station::StationOptions s, const SimOptions& o) {
+    std::mt19937_64 peer(o.seed * 0xbf58476d1ce4e5b9ull + 0xf10c);
+    if (peer() % 4 == 0) s.consensus.peer_unacked_bytes_max = (2 << 10) + peer() % (14 << 10);
     return s;
   }
 
@@ -168,6 +179,7 @@ class Run {
     r_.write_faults = c_.write_faults_fired();
     r_.crashes_writing = c_.crashes_writing();
     r_.entries_declined = c_.entries_declined();
+    r_.peers_held_back = c_.peers_held_back();
     r_.simulated_ms = c_.now_ms();
     r_.coordinator_handovers = handovers_;
     r_.refusals = c_.refusals();

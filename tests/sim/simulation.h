@@ -49,6 +49,9 @@ struct SimResult {
   // catch-up request put off (a quarter of the seeds run slow disks under
   // a small bound)
   uint64_t entries_declined = 0;
+  // Times a leader sent a peer nothing new until it acknowledged (a quarter
+  // of the seeds bound what a peer may leave unacknowledged to a few KiB)
+  uint64_t peers_held_back = 0;
   uint64_t simulated_ms = 0;
   uint64_t version_steps = 0;  // nodes restarted on another version, downgrade decrees
   uint64_t deploy_decrees = 0;  // deployment decrees in the final log
@@ -124,7 +127,7 @@ struct SweepResult {
   uint64_t seeds = 0, failed = 0, acknowledged = 0, faults = 0, write_faults = 0, version_steps = 0,
            simulated_ms = 0, deploy_decrees = 0, deploy_stale = 0, deploy_failure_decrees = 0,
            coordinator_handovers = 0, wipes = 0, foreign_disks = 0, refusals = 0, member_changes = 0, snapshots = 0, snapshots_torn = 0, installs = 0, crashes_writing = 0,
-           entries_declined = 0;
+           entries_declined = 0, peers_held_back = 0;
   uint64_t session_writes = 0, session_retries = 0;
   uint64_t lrp_reverts = 0, failures_forgotten = 0;
   uint64_t txns = 0, txns_else = 0, txn_history_unknown = 0, leases_granted = 0, lease_keepalives = 0,

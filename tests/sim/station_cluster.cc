@@ -172,7 +172,11 @@ void StationCluster::NoteViolation(NodeId id) {
 void StationCluster::Crash(NodeId id, bool lose_unsynced) {
   NoteViolation(id);
   Node& n = nodes_.at(id);
-  if (n.station) entries_declined_by_crashed_ += n.station->replica().GetStatus().entries_declined;
+  if (n.station) {
+    consensus::ReplicaStatus s = n.station->replica().GetStatus();
+    entries_declined_by_crashed_ += s.entries_declined;
+    peers_held_back_by_crashed_ += s.peers_held_back;
+  }
   n.station.reset();
   if (n.taking) {
     ++snapshots_torn_;  // its .tmp is left half written and ignored at restart
@@ -197,6 +201,14 @@ uint64_t StationCluster::entries_declined() const {
   uint64_t n = entries_declined_by_crashed_;
   for (const auto& [id, node] : nodes_) {
     if (node.station) n += node.station->replica().GetStatus().entries_declined;
+  }
+  return n;
+}
+
+uint64_t StationCluster::peers_held_back() const {
+  uint64_t n = peers_held_back_by_crashed_;
+  for (const auto& [id, node] : nodes_) {
+    if (node.station) n += node.station->replica().GetStatus().peers_held_back;
   }
   return n;
 }

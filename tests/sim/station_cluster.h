@@ -104,6 +104,9 @@ class StationCluster {
   // a catch-up request put off: consensus::Config::unwritten_bytes_max),
   // crashed ones' too.
   uint64_t entries_declined() const;
+  // Times a leader held a peer's Accepts back at its unacknowledged bound
+  // (consensus::Config::peer_unacked_bytes_max), crashed ones' too.
+  uint64_t peers_held_back() const;
   bool IsUp(NodeId id) const { return nodes_.at(id).station != nullptr; }
   SimNetwork& network() { return net_; }
 
@@ -187,6 +190,7 @@ class StationCluster {
   uint64_t write_delay_max_ms_ = 2;
   uint64_t crashes_writing_ = 0;
   uint64_t entries_declined_by_crashed_ = 0;
+  uint64_t peers_held_back_by_crashed_ = 0;
   uint64_t snapshots_taken_ = 0, snapshots_torn_ = 0, snapshots_installed_ = 0, compactions_ = 0;
   std::vector<Entry> history_;  // the chosen sequence as the first node to apply each slot saw it
   size_t bootstrap_ = 0;

@@ -27,6 +27,7 @@ void Add(SweepResult& t, const SimOptions& o, const SimResult& r) {
   t.write_faults += r.write_faults;
   t.crashes_writing += r.crashes_writing;
   t.entries_declined += r.entries_declined;
+  t.peers_held_back += r.peers_held_back;
   t.version_steps += r.version_steps;
   t.simulated_ms += r.simulated_ms;
   t.deploy_decrees += r.deploy_decrees;
@@ -106,7 +107,7 @@ std::string SweepResult::Summary() const {
                 "coordinator_handovers=%llu "
                 "wipes=%llu foreign_disks=%llu "
                 "refusals=%llu member_decrees=%llu snapshots=%llu (torn %llu) installs=%llu crashes_writing=%llu "
-                "entries_declined=%llu "
+                "entries_declined=%llu peers_held_back=%llu "
                 "session_writes=%llu (retried %llu) txns=%llu (else %llu, unknown writes %llu) leases=%llu "
                 "(keepalives %llu, reads %llu, vanished %llu) watch_events=%llu (resumes %llu, deployment %llu) simulated_hours=%.2f",
                 (unsigned long long)seeds, (unsigned long long)failed, (unsigned long long)acknowledged,
@@ -118,6 +119,7 @@ std::string SweepResult::Summary() const {
                 (unsigned long long)foreign_disks, (unsigned long long)refusals, (unsigned long long)member_changes,
                 (unsigned long long)snapshots, (unsigned long long)snapshots_torn, (unsigned long long)installs,
                 (unsigned long long)crashes_writing, (unsigned long long)entries_declined,
+                (unsigned long long)peers_held_back,
                 (unsigned long long)session_writes,
                 (unsigned long long)session_retries, (unsigned long long)txns, (unsigned long long)txns_else,
                 (unsigned long long)txn_history_unknown, (unsigned long long)leases_granted,

@@ -172,5 +172,41 @@ TEST(MembershipVotes, Propose_NothingPastAMembershipDecreeUntilItIsChosen) {
   EXPECT_EQ(r.invariant_violation(), "");
 }
 
+// A learner is sent no Accepts (it fetches chosen entries) and would
+// acknowledge none. A decree that makes it a voter is sent to it first,
+// ahead of the runs proposed before it in the same batch, which flow
+// control (two runs of 632 bytes pass a bound of 1 KiB) would otherwise
+// send and then wait on: here the new configuration's majority needs its
+// vote.
+TEST(MembershipVotes, FlowControl_APromotedLearnerIsSentItsDecreeFirst) {
+  Config c = ConfigOf(1, {1}, 0);
+  c.message_bytes_max = 1024;
+  c.peer_unacked_bytes_max = 1024;
+  Replica r(c, Bootstrap{}, nullptr, 1);
+  r.Tick(1000);
+  r.Tick(1300);
+  Drain(r);
+  ASSERT_EQ(r.GetStatus().role, Role::kLeader);
+  ASSERT_TRUE(r.Propose("cfg 1/0/v 2/0/l").ok());
+  Drain(r);
+  ASSERT_TRUE(r.membership().Has(2));
+  const std::string big(600, 'x');  // two to a message of 1 KiB would not fit
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(r.Propose(big).ok());
+  Drain(r);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(r.Propose(big).ok());
+  auto promote = r.Propose("cfg 1/0/v 2/0/v");
+  ASSERT_TRUE(promote.ok());
+  Ready out = r.TakeReady();
+  bool sent = false;
+  for (const Message& m : out.early_messages) {
+    const auto* a = std::get_if<Accept>(&m.body);
+    if (a == nullptr || m.to != 2) continue;
+    for (const Entry& e : a->entries) sent |= e.slot == *promote;
+  }
+  EXPECT_TRUE(sent) << "the learner this decree makes a voter was not sent it";
+  r.Persisted(out.token);
+  EXPECT_EQ(r.invariant_violation(), "");
+}
+
 }  // namespace
 }  // namespace ts::consensus

@@ -275,6 +275,99 @@ TEST(ReplicaCluster, DiskBehind_LeaderIsBusyUntilWritten) {
   EXPECT_EQ(c.invariant_violation(), "");
 }
 
+// Flow control per follower: while one follower's disk is stalled, the
+// other two go on choosing, and the leader sends the stalled one no more
+// than Config::peer_unacked_bytes_max of proposals (plus the run that
+// crossed it); resends add nothing to its backlog. Released, it catches
+// up. With the bound out of reach, the same run piles every proposal into
+// its backlog: the figures below tell the two apart.
+struct SlowFollowerRun {
+  size_t backlog = 0;         // the stalled follower's entries not yet written
+  uint64_t held_back = 0;     // the leader's count of peers held back
+  Slot chosen_while_stalled = 0;
+};
+SlowFollowerRun RunWithStalledFollower(size_t bound) {
+  consensus::Config cfg = SimCluster::DefaultConfig();
+  cfg.peer_unacked_bytes_max = bound;
+  SimCluster c(3, 12, cfg);
+  SlowFollowerRun out;
+  EXPECT_TRUE(c.RunUntil([&] { return c.HasStableLeader(); }, 2000));
+  const NodeId l = *c.Leader();
+  const NodeId f = l == 1 ? 2 : 1;
+  const Slot start = c.replica(l).GetStatus().chosen_upto;
+  c.StallDisk(f, true);
+  const std::string kb(1000, 'v');
+  for (int i = 0; i < 200; ++i) {
+    EXPECT_TRUE(c.replica(l).Propose(kb).ok()) << "proposal " << i;
+    c.Run(1);
+  }
+  c.Run(300);  // a few retransmission rounds to the stalled follower
+  EXPECT_EQ(*c.Leader(), l);
+  out.chosen_while_stalled = c.replica(l).GetStatus().chosen_upto - start;
+  out.backlog = c.replica(f).GetStatus().unwritten_bytes;
+  out.held_back = c.replica(l).GetStatus().peers_held_back;
+  c.StallDisk(f, false);
+  // Caught up: it holds, has written and acknowledged all the leader chose.
+  EXPECT_TRUE(c.RunUntil(
+      [&] {
+        consensus::ReplicaStatus fs = c.replica(f).GetStatus();
+        return fs.chosen_upto == c.replica(l).GetStatus().chosen_upto && fs.unwritten_bytes == 0 &&
+               c.replica(l).Peers().at(f).unacked_bytes == 0;
+      },
+      3000));
+  EXPECT_EQ(c.CheckAgreement(), "");
+  EXPECT_EQ(c.invariant_violation(), "");
+  return out;
+}
+
+TEST(ReplicaCluster, SlowFollower_IsSentOnlyWhatItAcknowledges) {
+  const size_t bound = 8 * 1024;
+  SlowFollowerRun held = RunWithStalledFollower(bound);
+  EXPECT_GE(held.chosen_while_stalled, 200u) << "the leader and the other follower choose on";
+  EXPECT_LE(held.backlog, bound + 1100) << "the bound plus one run of one 1,032-byte entry";
+  EXPECT_GE(held.backlog, bound) << "the follower is sent up to the bound";
+  EXPECT_EQ(held.held_back, 1u);
+
+  SlowFollowerRun unbounded = RunWithStalledFollower(64 << 20);
+  EXPECT_GE(unbounded.chosen_while_stalled, 200u);
+  EXPECT_GE(unbounded.backlog, 200u * 1000) << "without the bound, every proposal waits at the stalled follower";
+  EXPECT_EQ(unbounded.held_back, 0u);
+}
+
+// The leader resends what a follower has not acknowledged (Retransmit);
+// a follower that already holds those entries at that ballot does not
+// write them again, so resends to a slow disk do not grow its backlog.
+// Here the stalled follower is the only other voter up, so nothing is
+// chosen and every retransmission round resends the same run.
+TEST(ReplicaCluster, SlowFollower_ResendsDoNotGrowItsBacklog) {
+  SimCluster c(3, 13);
+  ASSERT_TRUE(c.RunUntil([&] { return c.HasStableLeader(); }, 2000));
+  const NodeId l = *c.Leader();
+  const NodeId f = l == 1 ? 2 : 1;
+  const NodeId down = 6 - l - f;
+  c.Crash(down);
+  c.StallDisk(f, true);
+  const std::string kb(1000, 'v');
+  Slot last = 0;
+  for (int i = 0; i < 5; ++i) {
+    StatusOr<Slot> slot = c.replica(l).Propose(kb);
+    ASSERT_TRUE(slot.ok());
+    last = *slot;
+  }
+  c.Run(1);
+  const size_t first = c.replica(f).GetStatus().unwritten_bytes;
+  EXPECT_GE(first, 5u * 1000);
+  c.Run(70);  // under a lease: the leader's lease needs f's heartbeat acks, which leave before the write
+  EXPECT_EQ(*c.Leader(), l);
+  c.Run(400);  // several retransmission rounds (one every three heartbeats without progress)
+  EXPECT_EQ(c.replica(f).GetStatus().unwritten_bytes, first) << "resends were written again";
+  EXPECT_LT(c.replica(l).GetStatus().chosen_upto, last);
+  c.StallDisk(f, false);
+  EXPECT_TRUE(c.RunUntil([&] { return c.replica(l).GetStatus().chosen_upto >= last; }, 2000));
+  EXPECT_EQ(c.CheckAgreement(), "");
+  EXPECT_EQ(c.invariant_violation(), "");
+}
+
 TEST(ReplicaCluster, Lease_NoTwoLeadersHoldOverlappingLeases) {
   for (uint64_t seed = 200; seed < 230; ++seed) {
     SimCluster c(3, seed);

@@ -10,6 +10,7 @@ Commands (each a small module with main()):
   clusterjson         the questions the shell scripts ask of tsctl's JSON answers
   jsonq               one Python expression over JSON on stdin (demo-rollout.sh)
   bench_local         bench-local.sh's report
+  bench_large_state   bench-large-state.sh's measurement
   bench_large_values  bench-large-values.sh's log scan and report
   bench_replace       bench-replace.sh: a node replaced under load
   bench_snapshot      bench-snapshot.sh: what snapshots cost and buy

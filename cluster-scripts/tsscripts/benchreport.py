@@ -6,8 +6,9 @@ the other sections are kept as they are.
   python3 -m tsscripts.benchreport --script NAME --result FILE|- [--docs PATH]
                                    [--commit C] [--date D]
 
-  --script NAME   the bench script (bench-board, bench-local, bench-large-values,
-                  bench-replace, bench-snapshot, bench-vs-etcd; a .sh suffix is dropped)
+  --script NAME   the bench script (bench-board, bench-local, bench-large-state,
+                  bench-large-values, bench-replace, bench-snapshot, bench-vs-etcd; a .sh
+                  suffix is dropped)
   --result FILE   its --json output (- : stdin)
   --docs PATH     the file to write (default: benchmarks.md in the repository's docs/)
   --commit C      the commit measured (default: the repository's HEAD, "+changes" when the
@@ -160,6 +161,32 @@ def bench_snapshot(r):
     return settings_line(params) + [""] + table(["part", "figure", "value"], rows)
 
 
+def bench_large_state(r):
+    rows = []
+    if r.get("live_bytes"):
+        rows.append(["live state MB", r["live_bytes"] / 1e6])
+    if "fill" in r:
+        rows.append(["fill puts/s (1 KiB values)", r["fill"]["puts_per_s"]])
+    if "run" in r:
+        x = r["run"]
+        rows += [["run puts/s (64-byte values)", x["puts_per_s"]], ["run p50 / p99 / max ms",
+                 [x["p50_ms"], x["p99_ms"], x["max_ms"]]], ["run errors", x["errors"]],
+                 ["puts/s while a follower is rebuilt / otherwise", [x["puts_per_s_rebuilding"],
+                                                                     x["puts_per_s_otherwise"]]],
+                 ["longest gap between acknowledgements ms", x["longest_gap_ms"]]]
+    if "rebuild" in r:
+        rows.append(["wiped follower rebuilt, s", r["rebuild"]["seconds"]])
+    if "restart" in r:
+        rows.append(["follower restarted, s", r["restart"]["seconds"]])
+    if "nodes" in r:
+        rows += [["longest event-loop turn ms", r["longest_turn_ms"]], ["longest fork ms", r["longest_fork_ms"]],
+                 ["leaders elected during the run", r["elections_during_run"]], ["leases lost", r["leases_lost"]],
+                 ["step-downs", r["step_downs"]], ["peak RSS / live state", r["peak_rss_to_live"]]]
+    if r.get("failed"):
+        rows.append(["FAILED", r["failed"]])
+    return settings_line(r.get("params")) + [""] + table(["figure", "value"], rows)
+
+
 def bench_vs_etcd(r):
     def side(x):
         return [None] * 4 if x is None else [x["ops_per_sec"], x["p50_ms"], x["p99_ms"], x["cpu_us_per_op"]]
@@ -185,7 +212,8 @@ def generic(r):
     return table(["figure", "value"], rows)
 
 
-RENDER = {"bench-local": bench_local, "bench-large-values": bench_large_values, "bench-replace": bench_replace,
+RENDER = {"bench-local": bench_local, "bench-large-values": bench_large_values,
+          "bench-large-state": bench_large_state, "bench-replace": bench_replace,
           "bench-snapshot": bench_snapshot, "bench-vs-etcd": bench_vs_etcd}
 
 

@@ -303,7 +303,8 @@ void Driver::Run() {
   // Half a heartbeat period of ready handlers per turn (see loop_turn.h).
   auto handler_budget = std::chrono::milliseconds(std::max<uint64_t>(1, options_.station.consensus.heartbeat_ms / 2));
   // Half the lease: a leader held that long has sent nothing for as long.
-  LoopWatch watch(std::chrono::milliseconds(options_.station.consensus.lease_ms / 2), std::chrono::seconds(10));
+  const std::chrono::milliseconds at_risk(options_.station.consensus.lease_ms / 2);
+  LoopWatch watch(options_.loop_warn.count() > 0 ? options_.loop_warn : at_risk, std::chrono::seconds(10), at_risk);
   using Clock = LoopWatch::Clock;
   while (!stopping_) {
     const Clock::time_point start = Clock::now();

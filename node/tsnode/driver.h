@@ -63,6 +63,9 @@ struct DriverOptions {
   // How often the state digests at checkpoint slots are compared with each
   // peer's (digest_watch.h); 0: never.
   std::chrono::milliseconds digest_watch_period{5000};
+  // A turn of the event loop longer than this is logged (loop_watch.h);
+  // 0: half the lease, past which a leader's lease is at risk.
+  std::chrono::milliseconds loop_warn{0};
   // Snapshot thresholds and the retention window live in station; false:
   // take snapshots in the event loop itself (tests of the slow path), not in
   // a forked child.

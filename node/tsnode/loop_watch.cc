@@ -33,7 +33,7 @@ std::optional<std::string> LoopWatch::Observe(Clock::time_point now, std::span<c
   std::stable_sort(parts.begin(), parts.end(), [](const Phase& a, const Phase& b) { return a.took > b.took; });
   std::string line = "event loop held for " + Ms(total) + " (";
   for (size_t i = 0; i < parts.size(); ++i) line += (i ? ", " : "") + std::string(parts[i].name) + " " + Ms(parts[i].took);
-  line += "): no heartbeat, acceptance or reply went out meanwhile; stalls above " + Ms(threshold_) +
+  line += "): no heartbeat, acceptance or reply went out meanwhile; stalls above " + Ms(at_risk_) +
           " put a leader's lease at risk";
   if (unreported_ > 0) {
     line += "; " + std::to_string(unreported_) + " more since the last warning, the longest " + Ms(longest_unreported_);

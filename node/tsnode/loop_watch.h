@@ -23,7 +23,10 @@ class LoopWatch {
 
   // Iterations longer than `threshold` are stalls; a warning goes out at
   // most once per `quiet`, the stalls in between counted into the next one.
-  LoopWatch(Clock::duration threshold, Clock::duration quiet) : threshold_(threshold), quiet_(quiet) {}
+  // Each warning says that stalls above `at_risk` (half the lease) put a
+  // leader's lease at risk; by default that is the threshold.
+  LoopWatch(Clock::duration threshold, Clock::duration quiet, std::optional<Clock::duration> at_risk = std::nullopt)
+      : threshold_(threshold), quiet_(quiet), at_risk_(at_risk.value_or(threshold)) {}
 
   // One iteration of the loop, made of `phases`, ending at `now`. Returns
   // the warning to log, or nullopt: no stall, or one within the quiet time
@@ -36,6 +39,7 @@ class LoopWatch {
  private:
   Clock::duration threshold_;
   Clock::duration quiet_;
+  Clock::duration at_risk_;
   std::optional<Clock::time_point> last_warning_;
   uint64_t stalls_ = 0;
   Clock::duration longest_{0};

@@ -161,6 +161,12 @@ int main(int argc, char** argv) {
   app.add_option("--digest-compare-ms", digest_ms,
                  "how often to ask each peer's client port for its digest checkpoints (0: never)")
       ->capture_default_str();
+  uint64_t loop_warn_ms = 0;
+  app.add_option("--loop-warn-ms", loop_warn_ms,
+                 "log a turn of the event loop longer than this, with its parts (0: half the lease, past which a "
+                 "leader's lease is at risk); at most one line per 10 s, counting the rest")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{60000}))
+      ->capture_default_str();
   app.add_option("--snapshot-retention-slots", so.snapshot_retention_slots,
                  "log slots kept below the newest snapshot, so a follower that lags by fewer catches up decree by "
                  "decree rather than by installing a snapshot")
@@ -231,6 +237,7 @@ int main(int argc, char** argv) {
   if (ts::tsnode::PrintConfigIfAsked(app, std::cout)) return 0;
   o.client_limits.idle_timeout = std::chrono::milliseconds(idle_ms);
   o.digest_watch_period = std::chrono::milliseconds(digest_ms);
+  o.loop_warn = std::chrono::milliseconds(loop_warn_ms);
 
   if (ts::Status s = ts::tsnode::SetUpLogging(id, log); !s.ok()) {
     std::cerr << "tsnode: " << s.message() << " (--log-file " << log.file << ")\n";

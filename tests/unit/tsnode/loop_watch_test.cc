@@ -31,6 +31,18 @@ TEST(LoopWatch, Observe_AStallNamesItsPartsLongestFirst) {
   EXPECT_EQ(w.longest(), milliseconds(65) + std::chrono::microseconds(400));
 }
 
+// A lower threshold (tsnode --loop-warn-ms) logs shorter turns, and the
+// line still names the stall that puts a lease at risk, not the threshold.
+TEST(LoopWatch, Observe_ALowerThresholdLogsShorterTurns) {
+  LoopWatch w(milliseconds(25), seconds(10), milliseconds(50));
+  const Phase turn[] = {{"handlers", milliseconds(30)}};
+  auto line = w.Observe(LoopWatch::Clock::time_point{}, turn);
+  ASSERT_TRUE(line);
+  EXPECT_EQ(*line,
+            "event loop held for 30 ms (handlers 30 ms): no heartbeat, acceptance or reply went out meanwhile; stalls "
+            "above 50 ms put a leader's lease at risk");
+}
+
 TEST(LoopWatch, Observe_StallsWithinTheQuietTimeAreCountedIntoTheNextWarning) {
   LoopWatch w(milliseconds(50), seconds(10));
   const LoopWatch::Clock::time_point t0{};

@@ -228,9 +228,8 @@ ClientResponse Station::BuildLog(const ClientRequest& req) const {
     from = compacted + 1;
     if (from > chosen) return r;
   }
-  auto entries = log_->ReadRange(from, std::min<consensus::Slot>(chosen, from + limit - 1));
-  if (!entries.ok()) return Answer(req.id, ClientCode::kInternal, entries.status().ToString());
-  for (const consensus::Entry& e : *entries) {
+  // Through the core: the newest chosen decrees may not be written yet.
+  for (const consensus::Entry& e : replica_->ChosenRange(from, std::min<consensus::Slot>(chosen, from + limit - 1))) {
     rpc::LogRow row;
     row.slot = e.slot;
     row.size_bytes = e.value.size();

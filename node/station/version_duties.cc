@@ -141,10 +141,19 @@ StatusOr<std::vector<Rewrite>> VersionDuties::RewritesFor(const Semver& target) 
   std::vector<Rewrite> out;
   size_t bytes = 0;
   consensus::Slot chosen = st_.replica_->GetStatus().chosen_upto;
-  for (consensus::Slot from = 1; from <= chosen; from += 4096) {
-    auto entries = st_.log_->ReadRange(from, std::min<consensus::Slot>(chosen, from + 4095));
-    if (!entries.ok()) return entries.status();
-    for (const consensus::Entry& e : *entries) {
+  // Every chosen decree the log still holds, read through the core: one
+  // chosen in a batch still being written is in memory, not yet on disk,
+  // and a list of rewrites that missed it would leave the target's nodes
+  // stuck at it for good. (Compacted slots are in the snapshot the
+  // downgrade makes.)
+  for (consensus::Slot from = st_.replica_->compacted_upto() + 1; from <= chosen; from += 4096) {
+    const consensus::Slot to = std::min<consensus::Slot>(chosen, from + 4095);
+    std::vector<consensus::Entry> entries = st_.replica_->ChosenRange(from, to);
+    if (entries.size() != to - from + 1) {
+      return Status::Unavailable("chosen slot " + std::to_string(from + entries.size()) +
+                                 " is neither in memory nor in the log; ask again");
+    }
+    for (const consensus::Entry& e : entries) {
       size_t before = out.size();
       std::string why;
       if (!RestateInto(target, e.slot, e.value, &out, &why, st_.client_.sessions().AppliedNothing(e.slot))) return Status::InvalidArgument(why);

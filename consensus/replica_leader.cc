@@ -331,72 +331,6 @@ void Replica::AppendOwn(Entry e) {
   }
 }
 
-void Replica::FlushAccepts() {
-  if (!accepts_due_) return;
-  TS_CHECK(role_ == Role::kLeader, "accepts pending off the leader role");
-  accepts_due_ = false;
-  for (auto& [peer, p] : peers_) FeedPeer(peer, p);
-}
-
-void Replica::SendPeerFrom(NodeId id, Slot next) {
-  if (id == config_.id) return;
-  auto [it, added] = peers_.try_emplace(id);
-  PeerProgress& p = it->second;
-  if (added) p.last_progress_ms = now_ms_;
-  p.sent = next - 1;
-  p.unacked.clear();
-  p.unacked_bytes = 0;
-}
-
-// Flow control per peer: a follower slower than the majority (its disk or
-// its link) is sent what it acknowledges, not all the leader chooses, so
-// its backlog stays bounded. It does not slow choosing: the majority acks.
-void Replica::FeedPeer(NodeId id, PeerProgress& p) {
-  const Slot last = next_slot_ - 1;
-  if (!MayVote(id)) {
-    // A learner fetches chosen entries instead; should a decree make it a
-    // voter, it is sent from that decree on.
-    p.sent = last;
-    p.unacked.clear();
-    p.unacked_bytes = 0;
-    return;
-  }
-  while (p.sent < last && p.unacked_bytes < config_.peer_unacked_bytes_max) {
-    // Slots memory no longer holds are chosen: the peer learns of them
-    // from the commit mark and fetches them by catch-up. (Entries above
-    // `last` are a former role's, to be overwritten.)
-    auto it = log_.upper_bound(p.sent);
-    if (it == log_.end() || it->first > last) {
-      p.sent = last;
-      break;
-    }
-    std::vector<Entry> run;
-    size_t bytes = 0;
-    for (; it != log_.end() && it->first <= last; ++it) {
-      const size_t b = EntryBytes(it->second.entry);
-      if (!run.empty() && (bytes + b > config_.message_bytes_max || it->first != run.back().slot + 1)) break;
-      bytes += b;
-      run.push_back(it->second.entry);
-    }
-    p.sent = run.back().slot;
-    p.unacked.emplace_back(p.sent, bytes);
-    p.unacked_bytes += bytes;
-    SendEarly(id, Accept{leader_ballot_, std::move(run), chosen_upto_});
-  }
-  const bool held_back = p.sent < last;
-  if (held_back && !p.held_back) ++peers_held_back_;
-  p.held_back = held_back;
-}
-
-void Replica::PeerAdvanced(NodeId id, PeerProgress& p) {
-  while (!p.unacked.empty() && p.unacked.front().first <= p.match) {
-    p.unacked_bytes -= p.unacked.front().second;
-    p.unacked.pop_front();
-  }
-  p.sent = std::max(p.sent, p.match);
-  if (p.held_back) FeedPeer(id, p);
-}
-
 void Replica::HandleAccepted(NodeId from, const Accepted& m) {
   if (!m.ok) {
     ObserveBallot(m.promised);
@@ -471,29 +405,6 @@ void Replica::AdvanceLeaderCommit() {
     upto = it->first;
   }
   SetChosen(upto);
-}
-
-// Re-sends unacknowledged proposals to a peer that made no progress for a
-// few heartbeats (its link dropped frames, or it restarted).
-void Replica::Retransmit() {
-  Slot last = next_slot_ - 1;
-  for (auto& [peer, p] : peers_) {
-    if (!MayVote(peer) || p.match >= last || now_ms_ < p.last_progress_ms + 3 * config_.heartbeat_ms) continue;
-    Slot from = std::max(p.match, chosen_upto_) + 1;
-    // Only what was sent: what was not yet is flow control's to send.
-    Slot upto = std::min(last, p.sent);
-    if (from > upto) continue;
-    std::vector<Entry> run;
-    size_t bytes = 0;
-    for (auto it = log_.lower_bound(from); it != log_.end() && it->first <= upto; ++it) {
-      bytes += EntryBytes(it->second.entry);
-      if (bytes > config_.message_bytes_max && !run.empty()) break;
-      if (!run.empty() && it->first != run.back().slot + 1) break;
-      run.push_back(it->second.entry);
-    }
-    p.last_progress_ms = now_ms_;
-    if (!run.empty()) SendEarly(peer, Accept{leader_ballot_, std::move(run), chosen_upto_});
-  }
 }
 
 // ---------------------------------------------------------------- lease

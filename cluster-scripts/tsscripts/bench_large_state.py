@@ -24,7 +24,6 @@ KEY_SIZE, FILL_VALUE, RUN_VALUE = 16, 1024, 64
 LOOP_WARN_MS = 25  # tsnode --loop-warn-ms: every turn longer than this is in the logs
 BUCKET_S = 10      # throughput over time, in buckets of this many seconds
 REBUILD_AT, RESTART_GAP_S = 0.2, 20.0  # the wipe at this fraction of the run; the restart this long after the rebuild
-STATUS_POLL_S = 0.25
 
 
 def fill(c, state_mb):
@@ -44,21 +43,6 @@ def applied_of(c, i):
     return None if s is None else s["applied_slot"]
 
 
-def wait_applied(c, i, target, what, deadline_s):
-    """Polls node i alone until its applied slot reaches target; returns (seconds, its status)."""
-    t0 = time.monotonic()
-    box = {}
-
-    def cond():
-        s = c.statuses([i]).get(i)
-        if s is None:
-            return False, "no answer"
-        box["s"] = s
-        return s["applied_slot"] >= target, f"applied {s['applied_slot']} of {target}"
-    snap.wait_for(what, cond, c, deadline_s, STATUS_POLL_S)
-    return time.monotonic() - t0, box["s"]
-
-
 def rebuild(c, node, deadline_s):
     """Stops node, wipes its data dir and starts it empty (it joins as a learner, installs a snapshot and is
     bound again); the time until its applied slot reaches the leader's at the wipe."""
@@ -69,9 +53,10 @@ def rebuild(c, node, deadline_s):
     c.stop(node)
     subprocess.run(["rm", "-rf", c.data_dir(node)], check=True)
     offset = os.path.getsize(c.log_path(node))
-    t_unix = time.time()
+    t_unix, t0 = time.time(), time.monotonic()
     c.start(node, new=False)
-    secs, s = wait_applied(c, node, target, f"rebuild: node {node} at slot {target}", deadline_s)
+    _, t1, s = snap.wait_applied(c, node, target, f"rebuild: node {node} at slot {target}", deadline_s)
+    secs = t1 - t0
     text = snap.log_since(c, node, offset)
     m = re.search(r"installed the snapshot of slot (\d+) from node (\d+)", text)
     return {"node": node, "target_slot": target, "start_unix": t_unix, "end_unix": t_unix + secs,
@@ -86,9 +71,10 @@ def restart(c, node, deadline_s):
         raise Failed(f"restart: node {node} does not answer")
     c.stop(node)
     offset = os.path.getsize(c.log_path(node))
-    t_unix = time.time()
+    t_unix, t0 = time.time(), time.monotonic()
     c.start(node, new=False)
-    secs, _ = wait_applied(c, node, had, f"restart: node {node} back at slot {had}", deadline_s)
+    _, t1, _ = snap.wait_applied(c, node, had, f"restart: node {node} back at slot {had}", deadline_s)
+    secs = t1 - t0
     m = re.search(r"(loaded the snapshot of slot (\d+), )?replayed (\d+) chosen decrees", snap.log_since(c, node, offset))
     return {"node": node, "applied_slot": had, "start_unix": t_unix, "seconds": round(secs, 2),
             "loaded_snapshot_slot": int(m.group(2)) if m and m.group(2) else None,

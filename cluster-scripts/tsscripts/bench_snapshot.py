@@ -23,8 +23,8 @@ say = sayer("bench-snapshot.sh")
 KEY_SIZE, VALUE_SIZE, BIG_VALUE_SIZE = 16, 100, 1024
 DEADLINE_S = 60.0
 POLL_S = 0.02
-# A node digests its whole state to answer a status request, on its event
-# loop: waits on a node holding much state poll it less often.
+# Waits on a node that is installing or replaying much state poll it less
+# often: each answer is a tsctl run and a turn of its event loop.
 STATUS_POLL_S = 0.25
 CHUNK_S = 60.0           # tsbench runs of the load part: acks of one run are analysed, then dropped
 RESTART_DEADLINE_S = 300.0
@@ -88,6 +88,22 @@ def wait_converged(c, what, deadline_s=DEADLINE_S):
         return len(applied) == 1 and applied == chosen, f"applied {sorted(applied)}, chosen {sorted(chosen)}"
     wait_for(what, cond, c, deadline_s, STATUS_POLL_S)
     return box["st"]
+
+
+def wait_applied(c, i, target, what, deadline_s, poll_s=STATUS_POLL_S):
+    """Polls node i alone until its applied slot reaches target. Returns (when it first answered, when it
+    reached target, both time.monotonic(), and its last status)."""
+    box = {}
+
+    def cond():
+        s = c.statuses([i]).get(i)
+        if s is None:
+            return False, "no answer"
+        box.setdefault("first", time.monotonic())
+        box["s"] = s
+        return s["applied_slot"] >= target, f"applied {s['applied_slot']} of {target}"
+    wait_for(what, cond, c, deadline_s, poll_s)
+    return box["first"], time.monotonic(), box["s"]
 
 
 def rss_kb(pid, field="VmRSS"):
@@ -381,20 +397,12 @@ def part_restart(c):
     offset = os.path.getsize(c.log_path(f))
     t0 = time.monotonic()
     c.start(f, new=False)
-    box = {}
-
-    def answers():
-        s = c.statuses([f]).get(f)
-        if s is not None and "first" not in box:
-            box["first"] = time.monotonic()
-        return s is not None and s["applied_slot"] >= had, f"applied {s['applied_slot'] if s else 'no answer'} of {had}"
-    wait_for(f"restart: node {f} back at applied slot {had}", answers, c, RESTART_DEADLINE_S)
-    t1 = time.monotonic()
+    first, t1, _ = wait_applied(c, f, had, f"restart: node {f} back at applied slot {had}", RESTART_DEADLINE_S, POLL_S)
     text = log_since(c, f, offset)
     m = re.search(r"(loaded the snapshot of slot (\d+), )?replayed (\d+) chosen decrees", text)
     return {
         "node": f, "applied_slot": had,
-        "exec_to_status_ms": round((box["first"] - t0) * 1000), "exec_to_applied_ms": round((t1 - t0) * 1000),
+        "exec_to_status_ms": round((first - t0) * 1000), "exec_to_applied_ms": round((t1 - t0) * 1000),
         "loaded_snapshot_slot": int(m.group(2)) if m and m.group(2) else None,
         "replayed": int(m.group(3)) if m else None,
         "log_line": m.group(0) if m else None,

@@ -365,6 +365,10 @@ class Replica {
   // Sends `id` the proposals it has not been sent, while what it has not
   // acknowledged stays under Config::peer_unacked_bytes_max.
   void FeedPeer(NodeId id, PeerProgress& p);
+  // The entries memory holds from the first at or after `from`, up to
+  // `upto`, without a gap and within Config::message_bytes_max (at least
+  // one, if any): one Accept's run. *bytes: their EntryBytes.
+  std::vector<Entry> RunFrom(Slot from, Slot upto, size_t* bytes) const;
   // p.match moved up: forgets the runs it acknowledged, and sends more.
   void PeerAdvanced(NodeId id, PeerProgress& p);
   void Retransmit();

@@ -42,18 +42,11 @@ void Replica::FeedPeer(NodeId id, PeerProgress& p) {
     // Slots memory no longer holds are chosen: the peer learns of them
     // from the commit mark and fetches them by catch-up. (Entries above
     // `last` are a former role's, to be overwritten.)
-    auto it = log_.upper_bound(p.sent);
-    if (it == log_.end() || it->first > last) {
+    size_t bytes = 0;
+    std::vector<Entry> run = RunFrom(p.sent + 1, last, &bytes);
+    if (run.empty()) {
       p.sent = last;
       break;
-    }
-    std::vector<Entry> run;
-    size_t bytes = 0;
-    for (; it != log_.end() && it->first <= last; ++it) {
-      const size_t b = EntryBytes(it->second.entry);
-      if (!run.empty() && (bytes + b > config_.message_bytes_max || it->first != run.back().slot + 1)) break;
-      bytes += b;
-      run.push_back(it->second.entry);
     }
     p.sent = run.back().slot;
     p.unacked.emplace_back(p.sent, bytes);
@@ -63,6 +56,18 @@ void Replica::FeedPeer(NodeId id, PeerProgress& p) {
   const bool held_back = p.sent < last;
   if (held_back && !p.held_back) ++peers_held_back_;
   p.held_back = held_back;
+}
+
+std::vector<Entry> Replica::RunFrom(Slot from, Slot upto, size_t* bytes) const {
+  std::vector<Entry> run;
+  *bytes = 0;
+  for (auto it = log_.lower_bound(from); it != log_.end() && it->first <= upto; ++it) {
+    const size_t b = EntryBytes(it->second.entry);
+    if (!run.empty() && (*bytes + b > config_.message_bytes_max || it->first != run.back().slot + 1)) break;
+    *bytes += b;
+    run.push_back(it->second.entry);
+  }
+  return run;
 }
 
 void Replica::PeerAdvanced(NodeId id, PeerProgress& p) {
@@ -84,14 +89,8 @@ void Replica::Retransmit() {
     // Only what was sent: what was not yet is flow control's to send.
     Slot upto = std::min(last, p.sent);
     if (from > upto) continue;
-    std::vector<Entry> run;
     size_t bytes = 0;
-    for (auto it = log_.lower_bound(from); it != log_.end() && it->first <= upto; ++it) {
-      bytes += EntryBytes(it->second.entry);
-      if (bytes > config_.message_bytes_max && !run.empty()) break;
-      if (!run.empty() && it->first != run.back().slot + 1) break;
-      run.push_back(it->second.entry);
-    }
+    std::vector<Entry> run = RunFrom(from, upto, &bytes);
     p.last_progress_ms = now_ms_;
     if (!run.empty()) SendEarly(peer, Accept{leader_ballot_, std::move(run), chosen_upto_});
   }

@@ -29,6 +29,8 @@ std::optional<nlohmann::json> SimAgent::Step(const nlohmann::json& view, uint64_
     const std::string status = r.at("status").get<std::string>();
     const bool lost = r.value("lost", false);
     seen.insert(id);
+    if (status == "error") in_error_.insert(id);
+    else in_error_.erase(id);
     auto it = mine.find(id);
     if (status == "terminating") {
       if (it != mine.end()) {
@@ -72,7 +74,8 @@ std::optional<nlohmann::json> SimAgent::Step(const nlohmann::json& view, uint64_
   MovePlayers(view, statuses);
   for (auto it = mine.begin(); it != mine.end();) {
     if (seen.count(*it) == 0) {
-      ++counters_.lost;  // gone from the state without a delete
+      if (in_error_.erase(*it) > 0) ++counters_.destroyed;  // dead already; stopped here
+      else ++counters_.lost;  // gone from the state without a delete
       it = mine.erase(it);
     } else {
       ++it;

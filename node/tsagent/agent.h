@@ -108,6 +108,10 @@ class SimAgent {
   std::map<std::string, uint64_t> last_slot_;                  // per scheduler
   std::map<std::string, std::set<std::string>> rooms_;  // scheduler -> rooms it runs
   std::set<std::string> ever_created_;
+  // Rooms last seen in error: one gone from the state without a delete is
+  // stopped, as executors stop every room gone from the state, not lost
+  // (a downgrade below 1.4.0 drops a failed version with its rooms).
+  std::set<std::string> in_error_;
   AgentCounters counters_;
   RoomFaults faults_;
   LrpExecutor lrp_;

@@ -41,23 +41,6 @@ bool Known(const rpc::TxnCompare& c) {
          (c.target != rpc::TxnCompare::Target::kExists || c.op <= rpc::TxnCompare::Op::kNotEqual);
 }
 
-// The bookkeeping of a tracking store in a snapshot: the keys whose slot is
-// not the one tracking started at, or that have a lease, and the leases.
-struct KeyMeta {
-  std::string key;
-  uint64_t mod_slot = 0;
-  uint64_t lease = 0;
-  template <class A>
-  void serialize(A& ar) { ar(key, mod_slot, lease); }
-};
-struct KvMetaImage {
-  uint64_t since = 0;
-  std::vector<KeyMeta> keys;
-  std::map<uint64_t, uint64_t> leases;  // id -> TTL
-  template <class A>
-  void serialize(A& ar) { ar(since, keys, leases); }
-};
-
 }  // namespace
 
 KvStore::View KvStore::Current(const std::string& key, const Overlay& overlay, consensus::Slot slot) const {
@@ -241,8 +224,10 @@ void KvStore::Commit(Overlay& overlay, consensus::Slot slot) {
       value_hash_ -= EntryHash(it->first, it->second.value);
       if (tracking()) meta_hash_ -= MetaHashOf(it->first, it->second);
       if (auto old = leases_.find(it->second.lease); old != leases_.end()) old->second.keys.erase(key);
+      KeepForCut(key, &it->second);
       it->second.value = std::move(*staged.value);
     } else {
+      KeepForCut(key, nullptr);
       it = map_.emplace(key, KvEntry{std::move(*staged.value), 0, 0}).first;
       index_.emplace(std::string_view(it->first), it);
     }
@@ -262,6 +247,7 @@ void KvStore::EraseKey(Map::iterator it) {
   if (it->second.lease != 0) {
     if (auto lease = leases_.find(it->second.lease); lease != leases_.end()) lease->second.keys.erase(it->first);
   }
+  KeepForCut(it->first, &it->second);
   index_.erase(std::string_view(it->first));
   map_.erase(it);
 }
@@ -280,9 +266,16 @@ size_t KvStore::StopTracking() {
       lease.keys.erase(lease.keys.begin());
       if (sink_) sink_->push_back(KvChange{true, it->first, {}, 0, 0});
       value_hash_ -= EntryHash(it->first, it->second.value);
+      KeepForCut(it->first, &it->second);
       index_.erase(std::string_view(it->first));
       map_.erase(it);
     }
+  }
+  // Every key's bookkeeping changes at once: a cut that must still write
+  // it cannot keep that much, and is given up (a downgrade makes the next
+  // snapshot due at once anyway).
+  if (cut_ && cut_->meta && cut_->broken.empty()) {
+    cut_->broken = "tracking stopped (a downgrade below 1.3.0) while the snapshot was taken";
   }
   leases_.clear();
   for (auto& [k, e] : map_) e = KvEntry{std::move(e.value), 0, 0};
@@ -310,21 +303,17 @@ void KvStore::RehashMeta() {
 std::vector<std::string> KvStore::DumpMeta() const {
   std::vector<std::string> out;
   if (!tracking()) return out;
-  KvMetaImage m;
-  m.since = tracking_since_;
-  for (const auto& [id, lease] : leases_) m.leases.emplace(id, lease.ttl_ms);
-  size_t bytes = m.leases.size() * 16;
+  KvMetaChunks chunks(tracking_since_, LeaseTtls(), kMetaChunkBytes);
   for (const auto& [k, e] : map_) {
-    if (e.mod_slot == tracking_since_ && e.lease == 0) continue;
-    if (bytes >= kMetaChunkBytes) {
-      out.push_back(rpc::EncodeBounded(m));
-      m = KvMetaImage{tracking_since_, {}, {}};
-      bytes = 0;
-    }
-    m.keys.push_back(KeyMeta{k, e.mod_slot, e.lease});
-    bytes += k.size() + 32;
+    if (auto chunk = chunks.Add(k, e)) out.push_back(std::move(*chunk));
   }
-  out.push_back(rpc::EncodeBounded(m));
+  out.push_back(chunks.Finish());
+  return out;
+}
+
+std::map<uint64_t, uint64_t> KvStore::LeaseTtls() const {
+  std::map<uint64_t, uint64_t> out;
+  for (const auto& [id, lease] : leases_) out.emplace_hint(out.end(), id, lease.ttl_ms);
   return out;
 }
 
@@ -336,7 +325,7 @@ Status KvStore::RestoreMeta(const std::vector<std::string>& chunks) {
     if (Status s = rpc::DecodeBounded(chunks[i], &m); !s.ok()) return Status::Corruption("key bookkeeping: " + s.message());
     if (m.since == 0 || m.since != images[0].since) return Status::Corruption("key bookkeeping: records disagree on its start");
     if (i > 0 && !m.leases.empty()) return Status::Corruption("key bookkeeping: leases after the first record");
-    for (const KeyMeta& k : m.keys) {
+    for (const KvKeyMeta& k : m.keys) {
       if (Find(k.key) == map_.end()) return Status::Corruption("key bookkeeping names a key the snapshot lacks");
       if (k.mod_slot < m.since) return Status::Corruption("key bookkeeping: a key changed before tracking started");
       if (k.lease != 0 && images[0].leases.count(k.lease) == 0) {
@@ -354,7 +343,7 @@ Status KvStore::RestoreMeta(const std::vector<std::string>& chunks) {
   for (const auto& [id, ttl] : first.leases) leases_[id].ttl_ms = ttl;
   for (auto& [k, e] : map_) e.mod_slot = first.since;
   for (const KvMetaImage& m : images) {
-    for (const KeyMeta& k : m.keys) {
+    for (const KvKeyMeta& k : m.keys) {
       KvEntry& e = Find(k.key)->second;
       e.mod_slot = k.mod_slot;
       e.lease = k.lease;
@@ -366,6 +355,7 @@ Status KvStore::RestoreMeta(const std::vector<std::string>& chunks) {
 }
 
 void KvStore::Restore(std::map<std::string, std::string> map) {
+  cut_.reset();
   map_.clear();
   leases_.clear();
   tracking_since_ = 0;
@@ -411,6 +401,7 @@ KvStore& KvStore::operator=(KvStore&& other) {
     tracking_since_ = other.tracking_since_;
     value_hash_ = other.value_hash_;
     meta_hash_ = other.meta_hash_;
+    cut_.reset();  // the state it was cutting is gone
     other.map_.clear();
     other.index_.clear();
     other.leases_.clear();

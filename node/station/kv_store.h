@@ -14,7 +14,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -69,6 +71,41 @@ struct LeaseRecord {
   std::set<std::string> keys;
 };
 
+// The bookkeeping of a tracking store as snapshot records hold it: the keys
+// whose slot is not the one tracking started at, or that have a lease, and
+// (in the first record only) the leases.
+struct KvKeyMeta {
+  std::string key;
+  uint64_t mod_slot = 0;
+  uint64_t lease = 0;
+  template <class A>
+  void serialize(A& ar) { ar(key, mod_slot, lease); }
+};
+struct KvMetaImage {
+  uint64_t since = 0;
+  std::vector<KvKeyMeta> keys;
+  std::map<uint64_t, uint64_t> leases;  // id -> TTL
+  template <class A>
+  void serialize(A& ar) { ar(since, keys, leases); }
+};
+
+// Cuts the bookkeeping into records of about `chunk_bytes`, fed one key at
+// a time in key order (KvStore::DumpMeta, and the snapshot taker's second
+// pass over a cut).
+class KvMetaChunks {
+ public:
+  KvMetaChunks(uint64_t since, std::map<uint64_t, uint64_t> lease_ttls, size_t chunk_bytes);
+  // The record this key completed, if it completed one.
+  std::optional<std::string> Add(std::string_view key, const KvEntry& e);
+  // The last record (there is always one: the first holds the leases).
+  std::string Finish();
+
+ private:
+  KvMetaImage image_;
+  size_t bytes_ = 0;
+  size_t chunk_bytes_;
+};
+
 class KvStore {
  public:
   KvStore() = default;
@@ -115,6 +152,36 @@ class KvStore {
   void Restore(std::map<std::string, std::string> map);
   std::vector<std::string> DumpMeta() const;
   Status RestoreMeta(const std::vector<std::string>& chunks);
+
+  // Cuts: the state as it is at BeginCut, read a slice at a time while
+  // Apply goes on changing it (a snapshot taken without stopping the loop:
+  // snapshot_taker.h). Until EndCut, the first change to a key the cut has
+  // not yet passed keeps that key's entry as it was (or that it was
+  // absent), so a walk of the live map merged with those kept entries is
+  // the state at the cut; the memory this costs is the keys changed while
+  // the walk runs, not the state. A cut `with_meta` (a tracking store) has
+  // two passes, the entries' values then their bookkeeping, each in key
+  // order; entries are kept until the last pass passes them.
+  //
+  // WalkCut visits the next entries of the current pass, in key order,
+  // calling f(key, entry as at the cut), which returns what the entry cost;
+  // it stops once the costs reach `budget` and returns true once the pass
+  // is done. It fails if the cut is gone (the store was replaced, by an
+  // installed snapshot) or broken (StopTracking, a downgrade, rewrote every
+  // key's bookkeeping during a cut that needs it). NextCutPass moves to the
+  // second pass; false if there is none.
+  using CutVisitor = std::function<size_t(const std::string& key, const KvEntry& entry)>;
+  void BeginCut();
+  void EndCut() { cut_.reset(); }
+  bool cutting() const { return cut_ != nullptr; }
+  StatusOr<bool> WalkCut(size_t budget, const CutVisitor& f);
+  bool NextCutPass();
+  // The bookkeeping records of the cut's second pass start from these (as
+  // at the cut).
+  KvMetaChunks CutMetaChunks() const;
+  // The bytes of entries kept for the cut now, and at most since it began.
+  size_t cut_kept_bytes() const { return cut_ ? cut_->kept_bytes : 0; }
+  size_t cut_kept_peak() const { return cut_ ? cut_->kept_peak : 0; }
 
   // An order-independent hash of the whole state, kept up to date by every
   // change (the sum of one 64-bit hash per key and value, plus, while
@@ -168,6 +235,22 @@ class KvStore {
   Map::iterator Find(std::string_view key);
   Map::const_iterator Find(std::string_view key) const;
   void Reindex();
+  // Before a key changes (e: its entry, which this may move from; null: it
+  // is about to be created): keeps what the cut must still see of it.
+  void KeepForCut(const std::string& key, KvEntry* e);
+  std::map<uint64_t, uint64_t> LeaseTtls() const;
+
+  struct Cut {
+    bool meta = false;  // a second pass, over the bookkeeping
+    int pass = 0;
+    std::optional<std::string> after;  // the last key this pass visited
+    // Keys changed since the cut, as they were then (nullopt: absent).
+    std::map<std::string, std::optional<KvEntry>> kept;
+    size_t kept_bytes = 0, kept_peak = 0;
+    std::string broken;  // why the cut no longer holds (empty: it does)
+    uint64_t since = 0;  // the bookkeeping as at the cut
+    std::map<uint64_t, uint64_t> lease_ttls;
+  };
   // The map orders the keys (snapshots and digests walk it); lookups go
   // through the index, a hash of the keys, which costs a few cache misses
   // where a walk down the tree costs one or two per level, each key past
@@ -180,6 +263,7 @@ class KvStore {
   uint64_t value_hash_ = 0;
   uint64_t meta_hash_ = 0;  // 0 while not tracking
   std::vector<KvChange>* sink_ = nullptr;
+  std::unique_ptr<Cut> cut_;  // null: no cut; never copied or moved with the store
 };
 
 }  // namespace ts::station

@@ -140,9 +140,8 @@ std::string EncodeKvBatchRecord(const std::vector<std::pair<std::string, std::st
 
 // A key-value record built in place: the bytes EncodeKvBatchRecord gives
 // for the same pairs, without first copying them into a vector, in one
-// buffer kept across records. The snapshot writer's hot path (a forked
-// child copying the whole state): each copy and each fresh page there
-// costs the parent's CPU too.
+// buffer kept across records. The snapshot writer's hot path: it runs on
+// the station's own thread, a slice at a time (snapshot_taker.h).
 class KvBatchRecordBuilder {
  public:
   KvBatchRecordBuilder() { Clear(); }

@@ -4,9 +4,10 @@
 // docs/design/versions.md).
 //
 // - Taking one: once enough decrees or bytes were applied since the last
-//   (or an operator asks), Due() turns true; the driver writes Write()'s
-//   records somewhere that does not stall the loop (tsnode: a forked child)
-//   and reports Finished. Only then is the log compacted, keeping a window
+//   (or an operator asks), Due() turns true; the driver starts one, which
+//   cuts the state (snapshot_taker.h), steps it between its other work,
+//   writes its records somewhere that does not stall the loop (tsnode: a
+//   thread writing the file) and reports Finished. Only then is the log compacted, keeping a window
 //   of slots below for followers.
 // - Installing one: a core that needs chosen slots only a peer's snapshot
 //   holds says so (Replica::snapshot_wanted); this part pulls that snapshot
@@ -32,6 +33,7 @@
 #include "node/station/decree.h"
 #include "node/station/kv_store.h"
 #include "node/station/snapshot.h"
+#include "node/station/snapshot_taker.h"
 #include "node/station/version_state.h"
 #include "rpc/client_protocol.h"
 
@@ -54,8 +56,8 @@ class Snapshots {
 
   // The driver contract's snapshot calls (Station::SnapshotDue and after).
   bool Due() const;
-  Status Write(RecordSink* out) const;
   void Started(consensus::Slot slot);
+  StatusOr<bool> Step(RecordSink* out, size_t budget);
   void Finished(consensus::Slot slot, uint64_t bytes);
   void Failed(consensus::Slot slot, const std::string& why);
 
@@ -74,6 +76,9 @@ class Snapshots {
   bool HasMessages() const { return !outbox_.empty(); }
   void TakeMessages(std::vector<consensus::Message>* out);
 
+  // The whole snapshot at once (Station::WriteSnapshot).
+  Status Write(RecordSink* out);
+
   // `tsctl snapshot save|read` and `tsctl migrate`.
   void HandleOp(uint64_t handle, rpc::ClientRequest&& req);
   // Shutdown: the operators waiting for a snapshot are answered.
@@ -88,6 +93,7 @@ class Snapshots {
   consensus::Slot slot() const { return snapshot_slot_; }
   uint64_t bytes() const { return snapshot_bytes_; }
   uint64_t taken() const { return snapshots_taken_; }
+  size_t kept_peak() const { return taking_ ? taking_->kept_peak() : 0; }
   uint64_t installed() const { return snapshots_installed_; }
   uint64_t transfer_resumes() const { return transfer_resumes_; }
   // Why a snapshot this node needs cannot be read by this software (empty:
@@ -117,16 +123,14 @@ class Snapshots {
     uint64_t last_ms = 0;  // last request sent or chunk taken
     consensus::Slot at_least = 0;
   };
-  struct Taking {
-    consensus::Slot slot = 0;
-    uint16_t kv_model = 0;  // the key-value model its writer uses
-  };
   struct SnapshotWaiter {
     uint64_t handle = 0;
     uint64_t request_id = 0;
     consensus::Slot at_least = 0;  // the applied slot when asked: the snapshot must cover it
   };
 
+  // A taker of a snapshot of the state as it is now.
+  std::unique_ptr<SnapshotTaker> Begin();
   void Compact();
   consensus::Slot RetentionByBytes() const;
   StatusOr<Loaded> Read(consensus::Slot slot) const;
@@ -148,7 +152,7 @@ class Snapshots {
   consensus::Slot snapshot_slot_ = 0;  // the newest durable local snapshot
   uint64_t snapshot_bytes_ = 0;
   uint16_t snapshot_kv_model_ = 0;  // its key-value model (0: none)
-  std::optional<Taking> snapshot_taking_;
+  std::unique_ptr<SnapshotTaker> taking_;  // the snapshot being taken
   bool snapshot_forced_ = false;  // an operator asked for one
   std::vector<SnapshotWaiter> snapshot_waiters_;
   uint64_t applied_since_snapshot_ = 0;

@@ -412,15 +412,19 @@ std::string Station::StateDigest() const {
   // costs the deployment state's dump, not a walk of every key: nodes ask
   // for it at every digest checkpoint and every status request, under load.
   if (digest_cache_ && digest_cache_->first == applied_slot_ && applied_slot_ != 0) return digest_cache_->second;
+  digest_cache_.emplace(applied_slot_, StateDigestOf(kv_, coordinator_.state().SnapshotDump(), client_.sessions().Dump()));
+  return digest_cache_->second;
+}
+
+std::string Station::StateDigestOf(const KvStore& kv, std::string_view deploy_dump, std::string_view sessions) {
   SequenceHash f(DigestHash::kFnv1a);
-  f.Add(std::to_string(kv_.size()));
-  f.Add(std::to_string(kv_.content_hash()));
-  f.Add(coordinator_.state().SnapshotDump());
+  f.Add(std::to_string(kv.size()));
+  f.Add(std::to_string(kv.content_hash()));
+  f.Add(deploy_dump);
   // Sessions only once there are any, so a state without them digests as
   // it did before they existed (and as a release without them computes).
-  if (std::string sessions = client_.sessions().Dump(); !sessions.empty()) f.Add(sessions);
-  digest_cache_.emplace(applied_slot_, f.Hex());
-  return digest_cache_->second;
+  if (!sessions.empty()) f.Add(sessions);
+  return f.Hex();
 }
 
 std::string Station::FullDigest(DigestHash hash) const {
@@ -433,16 +437,19 @@ std::string Station::FullDigestOf(const KvStore& kv, const deploy::DeployState& 
                                   bool genesis_applied, DigestHash hash) {
   SequenceHash f(hash);
   kv.ForEach([&f](const std::string& k, const std::string& v) { AddFullDigestPair(f, k, v); });
-  AddFullDigestRest(f, deploy.SnapshotDump(), sessions, kv.DumpMeta(), versions, membership, genesis_applied);
+  AddFullDigestMiddle(f, deploy.SnapshotDump(), sessions);
+  for (const std::string& chunk : kv.DumpMeta()) f.Add(chunk);  // none before 1.3.0's bookkeeping starts
+  AddFullDigestEnd(f, versions, membership, genesis_applied);
   return f.Hex();
 }
 
-void Station::AddFullDigestRest(SequenceHash& f, std::string_view deploy_dump, std::string_view sessions,
-                                const std::vector<std::string>& kv_meta, const VersionImage& versions,
-                                const MembershipDecree& membership, bool genesis_applied) {
+void Station::AddFullDigestMiddle(SequenceHash& f, std::string_view deploy_dump, std::string_view sessions) {
   f.Add(deploy_dump);
   if (!sessions.empty()) f.Add(sessions);  // see StateDigest
-  for (const std::string& chunk : kv_meta) f.Add(chunk);  // likewise: none before 1.3.0's bookkeeping starts
+}
+
+void Station::AddFullDigestEnd(SequenceHash& f, const VersionImage& versions, const MembershipDecree& membership,
+                               bool genesis_applied) {
   // Only what every node learns alike: the rest of the version state is
   // each node's own view of the decrees it read (a node that resumed on a
   // downgrade's restatements read older models there, needing no newer

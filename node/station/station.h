@@ -252,18 +252,27 @@ class Station {
   void Persisted(const Ready& ready);
 
   // Snapshots (driver contract). When SnapshotDue(), the driver calls
-  // SnapshotStarted(applied_slot()), has WriteSnapshot's records written
-  // durably somewhere that does not stall the loop (WriteSnapshot is const
-  // and touches nothing but this station's applied state, so a forked
-  // child may run it), then reports SnapshotFinished or SnapshotFailed.
+  // SnapshotStarted(applied_slot()), which cuts the applied state as it is
+  // (snapshot_taker.h); then, between its other work, SnapshotStep, which
+  // hands the next records, walking about `budget` bytes of keys and values,
+  // to a sink that writes them durably somewhere that does not stall the
+  // loop, until it returns true; then reports SnapshotFinished, or
+  // SnapshotFailed if a step or the write failed. The station goes on
+  // applying decrees meanwhile; the snapshot holds the state at the start.
   bool SnapshotDue() const { return snapshots_.Due(); }
-  Status WriteSnapshot(RecordSink* out) const { return snapshots_.Write(out); }
   void SnapshotStarted(consensus::Slot slot) { snapshots_.Started(slot); }
+  StatusOr<bool> SnapshotStep(RecordSink* out, size_t budget) { return snapshots_.Step(out, budget); }
   void SnapshotFinished(consensus::Slot slot, uint64_t bytes) { snapshots_.Finished(slot, bytes); }
   void SnapshotFailed(consensus::Slot slot, const std::string& why) { snapshots_.Failed(slot, why); }
+  // The whole snapshot at once, outside that contract (tests and tools);
+  // FailedPrecondition while one is being taken.
+  Status WriteSnapshot(RecordSink* out) { return snapshots_.Write(out); }
   consensus::Slot snapshot_slot() const { return snapshots_.slot(); }
   uint64_t snapshot_bytes() const { return snapshots_.bytes(); }  // the newest snapshot's size
   uint64_t snapshots_taken() const { return snapshots_.taken(); }
+  // Of the snapshot being taken: the most bytes of changed entries its cut
+  // kept (0: none, or no snapshot).
+  size_t snapshot_kept_peak() const { return snapshots_.kept_peak(); }
   uint64_t snapshots_installed() const { return snapshots_.installed(); }
   uint64_t snapshot_transfer_resumes() const { return snapshots_.transfer_resumes(); }
   // What older-model data this node still holds (empty: none), which a
@@ -306,6 +315,8 @@ class Station {
   // state (equal on every node at equal applied slots, and across a backup
   // and its restore).
   std::string StateDigest() const;
+  // The same of a state held elsewhere (a snapshot read back).
+  static std::string StateDigestOf(const KvStore& kv, std::string_view deploy_dump, std::string_view sessions);
   // Everything a snapshot holds: the application state, the version state
   // and (once genesis is applied) the configuration. Equal on every node at
   // equal applied slots with the same hash. A snapshot's is in the hash its
@@ -315,17 +326,17 @@ class Station {
                                   const VersionImage& versions, const MembershipDecree& membership,
                                   bool genesis_applied, DigestHash hash);
   // The full digest in pieces, for one that is computed along a walk of the
-  // keys made for another purpose (WriteSnapshot): every pair in key order,
-  // then the rest.
+  // keys made for another purpose (SnapshotTaker): every pair in key order,
+  // then the middle, then the key bookkeeping's records (KvStore::DumpMeta;
+  // none when not tracking), then the end.
   static void AddFullDigestPair(SequenceHash& f, std::string_view key, std::string_view value) {
     f.Add(key);
     f.Add(value);
   }
-  // `sessions`: SessionTable::Dump (empty: no session); `kv_meta`:
-  // KvStore::DumpMeta (empty: not tracking).
-  static void AddFullDigestRest(SequenceHash& f, std::string_view deploy_dump, std::string_view sessions,
-                                const std::vector<std::string>& kv_meta, const VersionImage& versions, const MembershipDecree& membership,
-                                bool genesis_applied);
+  // `sessions`: SessionTable::Dump (empty: no session).
+  static void AddFullDigestMiddle(SequenceHash& f, std::string_view deploy_dump, std::string_view sessions);
+  static void AddFullDigestEnd(SequenceHash& f, const VersionImage& versions, const MembershipDecree& membership,
+                               bool genesis_applied);
   std::string LogDigestHex() const { return digest_.Hex(); }
   // The version `member` is counted with (self: its own), if ever heard.
   std::optional<Semver> ViewOf(consensus::NodeId member) const;

@@ -38,6 +38,10 @@ inline constexpr Semver kSchedModel3Since{1, 4, 0};
 // pause, routes and annotation; docs/design/coordinator.md#desired-lrps)
 // arrives with 1.4.0.
 inline constexpr Semver kLrpModel2Since{1, 4, 0};
+// Snapshots written a slice at a time from a cut of the state
+// (snapshot_taker.h) arrive with 1.4.0; a reader checks theirs against the
+// state digest in their header (the digest's recipe is theirs).
+inline constexpr Semver kCutSnapshotsSince{1, 4, 0};
 // Key-value model 1 is read by software before this version only: N + 2 in
 // the terms of docs/design/versions.md, for which the migration errand must
 // have run.

@@ -4,10 +4,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <sched.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -320,18 +316,13 @@ void Driver::Run() {
     const LoopWatch::Phase phases[] = {{"waiting and handlers", handled - start},
                                        {"the station's timers", ticked - handled},
                                        {"handing output over", flushed - ticked},
-                                       {"starting a snapshot", end - flushed}};
+                                       {"a snapshot's step", end - flushed}};
     if (auto warning = watch.Observe(end, phases)) spdlog::warn("{}", *warning);
     systemd_.Alive(end);
   }
   systemd_.Stopping();
   if (http_) http_->Stop();
-  if (snapshot_child_ > 0) {
-    // Our snapshot's writer dies with us (PR_SET_PDEATHSIG); reap it now.
-    kill(snapshot_child_, SIGKILL);
-    waitpid(snapshot_child_, nullptr, 0);
-    snapshot_child_ = 0;
-  }
+  snapshot_file_.reset();  // a snapshot not finished leaves no file
   // Answer what is still waiting, so clients do not hang on a closing node,
   // and let the storage thread finish what it was given.
   station_->Shutdown();
@@ -472,71 +463,62 @@ void Driver::WarnOfBounds(const consensus::ReplicaStatus& s) {
   }
 }
 
-// Snapshots are written by a forked child, as Redis writes its RDB files:
-// the child sees the applied state as it was at fork time (copy-on-write
-// pages), so the event loop never waits for the serialization or the disk;
-// it stalls only for fork() itself, which copies page tables (about a
-// millisecond per few hundred MB of resident memory). The child touches
-// nothing but the station's memory and its own file, and exits with _exit.
+// Snapshots are taken without stopping the loop and without fork(): the
+// station cuts its state when one starts (node/station/snapshot_taker.h),
+// each turn of the loop then walks a slice of it (kSnapshotStepBytes of keys
+// and values) and hands the records to a thread that writes the file. The
+// loop goes on serving meanwhile; the snapshot holds the state of its start.
+// While the file's queue is full no step is taken; the thread wakes the
+// loop when it has room again and when the file is done.
 void Driver::MaybeSnapshot() {
-  if (snapshot_child_ > 0) {
-    int status = 0;
-    pid_t r = waitpid(snapshot_child_, &status, WNOHANG);
-    if (r == 0) return;  // still writing
-    snapshot_child_ = 0;
-    if (r < 0) return FinishSnapshot(false, std::string("waitpid: ") + std::strerror(errno));
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return FinishSnapshot(true, "");
-    return FinishSnapshot(false, WIFSIGNALED(status) ? "the writer was killed by signal " + std::to_string(WTERMSIG(status))
-                                                     : "the writer exited with status " + std::to_string(WEXITSTATUS(status)) +
-                                                           " (its reason is in the log above)");
-  }
+  if (snapshot_file_) return StepSnapshot();
   if (!station_->SnapshotDue()) return;
   consensus::Slot slot = station_->applied_slot();
   station_->SnapshotStarted(slot);
   snapshot_started_ = std::chrono::steady_clock::now();
-  snapshot_child_slot_ = slot;
-  if (!options_.snapshot_fork) {
-    auto bytes = WriteSnapshotFile(*station_, snapshots_->dir());
-    return FinishSnapshot(bytes.ok(), bytes.ok() ? "" : bytes.status().ToString());
+  snapshot_slot_ = slot;
+  snapshot_records_done_ = false;
+  snapshot_steps_ = 0;
+  snapshot_step_us_ = snapshot_step_max_us_ = 0;
+  snapshot_file_ = std::make_unique<SnapshotFileThread>(snapshots_->dir(), slot, [this] { asio::post(io_, [] {}); });
+  StepSnapshot();
+}
+
+void Driver::StepSnapshot() {
+  if (auto result = snapshot_file_->Result()) {
+    snapshot_file_.reset();
+    return FinishSnapshot(result->ok(), result->ok() ? "" : result->status().ToString());
   }
-  spdlog::default_logger()->flush();
-  auto before_fork = std::chrono::steady_clock::now();
-  pid_t pid = fork();
-  if (pid < 0) return FinishSnapshot(false, std::string("fork: ") + std::strerror(errno));
-  if (pid == 0) {
-    // The child: no sockets, no RocksDB, no logger threads; just the file.
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() == 1) _exit(3);
-    close_range(3, ~0U, 0);
-    // Background work only: on a small machine a writer at the nodes'
-    // priority delays their heartbeats past the lease (the benchmark saw
-    // elections while writers ran). SCHED_IDLE runs it on idle CPU time,
-    // the idle I/O class on idle disk time.
-    sched_param none{};
-    (void)sched_setscheduler(0, SCHED_IDLE, &none);
-    (void)syscall(SYS_ioprio_set, 1 /* IOPRIO_WHO_PROCESS */, 0, 3 << 13 /* IOPRIO_CLASS_IDLE */);
-    auto bytes = WriteSnapshotFile(*station_, snapshots_->dir());
-    if (!bytes.ok()) {
-      std::string line = "snapshot writer: " + bytes.status().ToString() + "\n";
-      (void)!write(2, line.data(), line.size());
-      _exit(1);
-    }
-    _exit(0);
+  if (snapshot_records_done_ || !snapshot_file_->HasRoom()) return;
+  const auto before = std::chrono::steady_clock::now();
+  auto done = station_->SnapshotStep(snapshot_file_.get(), kSnapshotStepBytes);
+  const int64_t us =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - before).count();
+  ++snapshot_steps_;
+  snapshot_step_us_ += us;
+  snapshot_step_max_us_ = std::max(snapshot_step_max_us_, us);
+  if (!done.ok()) {
+    snapshot_file_.reset();  // removes the unfinished file
+    return FinishSnapshot(false, done.status().ToString());
   }
-  snapshot_child_ = pid;
-  fork_us_ = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - before_fork).count();
+  if (*done) {
+    snapshot_records_done_ = true;
+    snapshot_file_->Commit();
+    return;
+  }
+  asio::post(io_, [] {});  // the next step at the next turn, whatever else wakes the loop
 }
 
 void Driver::FinishSnapshot(bool ok, const std::string& why) {
-  consensus::Slot slot = snapshot_child_slot_;
+  consensus::Slot slot = snapshot_slot_;
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - snapshot_started_).count();
   if (ok) {
     if (Status s = snapshots_->Refresh(); !s.ok()) ok = false;
   }
   auto newest = snapshots_->Newest();
   if (ok && newest && newest->slot == slot) {
-    spdlog::info("snapshot of slot {} written in {} ms ({} bytes) by a background writer; fork() held the loop {} us",
-                 slot, ms, newest->bytes, fork_us_);
+    spdlog::info("snapshot of slot {} written in {} ms ({} bytes); its {} steps held the loop {} ms in all, {} us at most",
+                 slot, ms, newest->bytes, snapshot_steps_, snapshot_step_us_ / 1000, snapshot_step_max_us_);
     station_->SnapshotFinished(slot, newest->bytes);
   } else {
     station_->SnapshotFailed(slot, why.empty() ? "the snapshot file is missing after the writer finished" : why);

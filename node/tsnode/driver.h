@@ -30,6 +30,7 @@
 #include "node/station/station.h"
 #include "node/tsnode/digest_watch.h"
 #include "node/tsnode/file_snapshots.h"
+#include "node/tsnode/snapshot_file_thread.h"
 #include "node/tsnode/http_port.h"
 #include "node/tsnode/storage_writer.h"
 #include "node/tsnode/systemd_notify.h"
@@ -66,10 +67,6 @@ struct DriverOptions {
   // A turn of the event loop longer than this is logged (loop_watch.h);
   // 0: half the lease, past which a leader's lease is at risk.
   std::chrono::milliseconds loop_warn{0};
-  // Snapshot thresholds and the retention window live in station; false:
-  // take snapshots in the event loop itself (tests of the slow path), not in
-  // a forked child.
-  bool snapshot_fork = true;
 };
 
 class Driver {
@@ -116,9 +113,10 @@ class Driver {
   // Counts elections and leader changes from the core's status.
   void ObserveRole();
   void WarnOfBounds(const consensus::ReplicaStatus& s);
-  // Starts a snapshot when the station wants one, and reaps the child
-  // writing it (see driver.cc).
+  // Starts a snapshot when the station wants one, and takes the next step
+  // of the one being taken (see driver.cc).
   void MaybeSnapshot();
+  void StepSnapshot();
   void FinishSnapshot(bool ok, const std::string& why);
   void OnClientRequest(rpc::ClientRequest&& req, rpc::ClientServer::Responder respond);
   [[noreturn]] void StorageFailed(const Status& s);
@@ -134,10 +132,14 @@ class Driver {
   size_t writes_in_flight_ = 0;  // submitted to writer_ and not completed yet
   uint64_t group_entries_ = 0;   // entries written since the last sync
   std::unique_ptr<FileSnapshots> snapshots_;
-  int snapshot_child_ = 0;               // pid of the child writing a snapshot
-  consensus::Slot snapshot_child_slot_ = 0;
+  // The snapshot being taken: its file (null: none), slot, and steps.
+  static constexpr size_t kSnapshotStepBytes = 256 << 10;
+  std::unique_ptr<SnapshotFileThread> snapshot_file_;
+  consensus::Slot snapshot_slot_ = 0;
+  bool snapshot_records_done_ = false;
   std::chrono::steady_clock::time_point snapshot_started_;
-  int64_t fork_us_ = 0;  // how long the last fork() held the loop
+  uint64_t snapshot_steps_ = 0;
+  int64_t snapshot_step_us_ = 0, snapshot_step_max_us_ = 0;
   std::unique_ptr<station::Station> station_;
   std::shared_ptr<rpc::TlsContext> tls_;  // null: plaintext
   std::unique_ptr<rpc::PeerTransport> transport_;

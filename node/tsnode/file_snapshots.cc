@@ -19,16 +19,6 @@ class FileSource : public station::RecordSource {
   std::unique_ptr<storage::SnapshotReader> r_;
 };
 
-class WriterSink : public station::RecordSink {
- public:
-  explicit WriterSink(storage::SnapshotWriter& w) : w_(w) {}
-  Status Add(std::string_view record) override { return w_.Add(record); }
-  Status ReserveFirst(size_t bytes) override { return w_.ReserveFirst(bytes); }
-  Status FillFirst(std::string_view record) override { return w_.FillFirst(record); }
-
- private:
-  storage::SnapshotWriter& w_;
-};
 
 }  // namespace
 
@@ -117,14 +107,6 @@ void FileSnapshots::AbandonIncoming() {
   if (incoming_) (void)incoming_->Abandon(&remover_);
   incoming_.reset();
   incoming_slot_ = 0;
-}
-
-StatusOr<uint64_t> WriteSnapshotFile(const station::Station& st, const std::string& dir) {
-  auto w = storage::SnapshotWriter::Create(dir, st.applied_slot());
-  if (!w.ok()) return w.status();
-  WriterSink sink(**w);
-  if (Status s = st.WriteSnapshot(&sink); !s.ok()) return s;
-  return (*w)->Commit();
 }
 
 }  // namespace ts::tsnode

@@ -2,7 +2,7 @@
 // data dir's snap/ folder, through storage/snapshot_file.h: complete
 // snapshots as snapshot-<slot>.snap, one being received from a peer as a
 // .part (kept across restarts, so a transfer resumes), local ones written
-// by SnapshotWriter (in a forked child: see Driver::MaybeSnapshot).
+// by SnapshotWriter (on a thread of their own: snapshot_file_thread.h).
 #pragma once
 
 #include <memory>
@@ -49,9 +49,5 @@ class FileSnapshots : public station::SnapshotStore {
   std::unique_ptr<storage::IncomingSnapshot> incoming_;
   storage::FileRemover remover_;
 };
-
-// Writes `st`'s snapshot at its applied slot into DIR: the records, then
-// fsync and rename. Returns the file's size.
-StatusOr<uint64_t> WriteSnapshotFile(const station::Station& st, const std::string& dir);
 
 }  // namespace ts::tsnode

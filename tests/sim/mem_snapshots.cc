@@ -24,30 +24,6 @@ class ParsedSource : public station::RecordSource {
   std::deque<std::string> records_;
 };
 
-class StringSink : public station::RecordSink {
- public:
-  StringSink() { storage::AppendSnapshotMagic(&out_); }
-  Status Add(std::string_view record) override { return encoder_.Add(&out_, record); }
-  Status ReserveFirst(size_t bytes) override {
-    first_at_ = out_.size();
-    return encoder_.ReserveFirst(&out_, bytes);
-  }
-  Status FillFirst(std::string_view record) override {
-    auto bytes = encoder_.FillFirst(record);
-    if (!bytes.ok()) return bytes.status();
-    out_.replace(first_at_, bytes->size(), *bytes);
-    return Status::Ok();
-  }
-  std::string Finish() {
-    out_ += encoder_.Finish();
-    return std::move(out_);
-  }
-
- private:
-  std::string out_;
-  size_t first_at_ = 0;
-  storage::SnapshotEncoder encoder_;
-};
 
 }  // namespace
 
@@ -108,8 +84,8 @@ void MemSnapshots::AbandonIncoming() {
   incoming_.clear();
 }
 
-StatusOr<std::string> MemSnapshots::Take(const station::Station& st) {
-  StringSink sink;
+StatusOr<std::string> MemSnapshots::Take(station::Station& st) {
+  Sink sink;
   if (Status s = st.WriteSnapshot(&sink); !s.ok()) return s;
   return sink.Finish();
 }
@@ -122,6 +98,31 @@ std::optional<uint64_t> MemSnapshots::SizeOf(consensus::Slot slot) const {
   auto it = complete_.find(slot);
   if (it == complete_.end()) return std::nullopt;
   return it->second.size();
+}
+
+}  // namespace ts::sim
+
+namespace ts::sim {
+
+MemSnapshots::Sink::Sink() { storage::AppendSnapshotMagic(&out_); }
+
+Status MemSnapshots::Sink::Add(std::string_view record) { return encoder_.Add(&out_, record); }
+
+Status MemSnapshots::Sink::ReserveFirst(size_t bytes) {
+  first_at_ = out_.size();
+  return encoder_.ReserveFirst(&out_, bytes);
+}
+
+Status MemSnapshots::Sink::FillFirst(std::string_view record) {
+  auto bytes = encoder_.FillFirst(record);
+  if (!bytes.ok()) return bytes.status();
+  out_.replace(first_at_, bytes->size(), *bytes);
+  return Status::Ok();
+}
+
+std::string MemSnapshots::Sink::Finish() {
+  out_ += encoder_.Finish();
+  return std::move(out_);
 }
 
 }  // namespace ts::sim

@@ -13,6 +13,7 @@
 
 #include "node/station/snapshot.h"
 #include "node/station/station.h"
+#include "storage/snapshot_format.h"
 
 namespace ts::sim {
 
@@ -27,8 +28,23 @@ class MemSnapshots : public station::SnapshotStore {
   Status CommitIncoming(consensus::Slot slot) override;
   void AbandonIncoming() override;
 
-  // The station's snapshot of its applied state, framed as a file holds it.
-  static StatusOr<std::string> Take(const station::Station& st);
+  // Records framed as a file holds them.
+  class Sink : public station::RecordSink {
+   public:
+    Sink();
+    Status Add(std::string_view record) override;
+    Status ReserveFirst(size_t bytes) override;
+    Status FillFirst(std::string_view record) override;
+    // The file's bytes, once the last record is in.
+    std::string Finish();
+
+   private:
+    std::string out_;
+    size_t first_at_ = 0;
+    storage::SnapshotEncoder encoder_;
+  };
+  // The station's snapshot of its applied state, at once (Station::WriteSnapshot).
+  static StatusOr<std::string> Take(station::Station& st);
   // A local snapshot reached the disk (fsync and rename done).
   void AddComplete(consensus::Slot slot, std::string bytes) { complete_[slot] = std::move(bytes); }
   // Compaction: every complete snapshot but the newest two goes.

@@ -18,6 +18,7 @@ TEST(Simulation, RunSimulation_ManySeedsKeepEveryInvariant) {
   EXPECT_GT(t.crashes_writing, seeds / 4) << "crashes must strike while batches are still being written";
   EXPECT_GT(t.entries_declined, seeds / 20) << "nodes behind their slow disks must actually hold entries back";
   EXPECT_GT(t.peers_held_back, seeds / 20) << "leaders must actually hold lagging followers back";
+  EXPECT_GT(t.snapshots_kept, seeds / 4) << "decrees must actually change keys while snapshots are taken";
   EXPECT_GT(t.deploy_decrees, 5 * seeds) << "the deployment workload must actually run";
   EXPECT_GT(t.deploy_failure_decrees, seeds / 10) << "rooms must actually fail (error reports, timeouts)";
   EXPECT_GT(t.lrp_reverts, seeds / 50) << "cancels must actually start LRP reverts (checked once settled)";

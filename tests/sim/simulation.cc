@@ -185,6 +185,8 @@ class Run {
     r_.refusals = c_.refusals();
     r_.snapshots = c_.snapshots_taken();
     r_.snapshots_torn = c_.snapshots_torn();
+    r_.snapshots_kept = c_.snapshots_kept();
+    r_.snapshots_abandoned = c_.snapshots_abandoned();
     r_.installs = c_.snapshots_installed();
     if (layer_) r_.version_steps = layer_->version_steps();
     if (layer_) r_.failures_forgotten = layer_->failures_forgotten();

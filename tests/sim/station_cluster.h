@@ -123,6 +123,10 @@ class StationCluster {
   // torn snapshot write), installed from peers.
   uint64_t snapshots_taken() const { return snapshots_taken_; }
   uint64_t snapshots_torn() const { return snapshots_torn_; }
+  // Snapshots given up while taken (their state was replaced by an install).
+  uint64_t snapshots_abandoned() const { return snapshots_abandoned_; }
+  // Snapshots during which decrees changed keys the walk had yet to reach.
+  uint64_t snapshots_kept() const { return snapshots_kept_; }
   uint64_t snapshots_installed() const { return snapshots_installed_; }
   uint64_t compactions() const { return compactions_; }
   const std::vector<NodeId>& members() const { return net_.members(); }
@@ -149,8 +153,8 @@ class StationCluster {
     MemSnapshots snapshots;
     struct Taking {
       Slot slot = 0;
-      std::string bytes;
-      uint64_t done_ms = 0;
+      std::unique_ptr<MemSnapshots::Sink> sink;
+      uint64_t done_ms = 0;  // 0: records still being taken
     };
     std::optional<Taking> taking;  // a local snapshot being written
     struct Writing {
@@ -191,7 +195,7 @@ class StationCluster {
   uint64_t crashes_writing_ = 0;
   uint64_t entries_declined_by_crashed_ = 0;
   uint64_t peers_held_back_by_crashed_ = 0;
-  uint64_t snapshots_taken_ = 0, snapshots_torn_ = 0, snapshots_installed_ = 0, compactions_ = 0;
+  uint64_t snapshots_taken_ = 0, snapshots_torn_ = 0, snapshots_abandoned_ = 0, snapshots_kept_ = 0, snapshots_installed_ = 0, compactions_ = 0;
   std::vector<Entry> history_;  // the chosen sequence as the first node to apply each slot saw it
   size_t bootstrap_ = 0;
   uint64_t refusals_ = 0;

@@ -19,7 +19,7 @@
 #   - the restart: time from exec until the node is back at its slot;
 #   - per node, the longest event-loop turn (tsnode --loop-warn-ms 25 logs
 #     every turn past 25 ms), leases lost, leader step-downs, the longest
-#     fork() of a snapshot writer, leaders elected during the run;
+#     time a snapshot held the loop at once, leaders elected during the run;
 #   - peak resident memory sampled per node, against the live state.
 #
 # Figures only, never pass/fail.

@@ -4,7 +4,7 @@
 # connections, for a few rounds. Beside throughput and latency it prints
 # what large values put at risk: the event loop held past half a lease
 # (tsnode's own warning, counted with the stalls it folds in), leases lost,
-# leader step-downs, the longest fork() of a snapshot, and each node's peak
+# leader step-downs, the longest a snapshot held the loop at once, and each node's peak
 # resident memory. A fresh cluster each round; stopped on exit, whatever
 # happens.
 #

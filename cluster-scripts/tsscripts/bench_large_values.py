@@ -3,7 +3,7 @@
   python3 -m tsscripts.bench_large_values round TSBENCH_RESULT PEAK_KBS NODE_LOG...
       one round's figures (one JSON line): tsbench's result, each node's peak
       RSS (VmHWM, kB, space-separated) and what the node logs say large values
-      cost (loop stalls, leases lost, step-downs, the longest fork)
+      cost (loop stalls, leases lost, step-downs, the longest a snapshot held the loop)
   python3 -m tsscripts.bench_large_values report JSON(0|1) VALUE_SIZE IN_FLIGHT DURATION ROUND...
       the report of every round, as text or one JSON object
 """
@@ -11,15 +11,17 @@ import json
 import re
 import sys
 
+from tsscripts import bench_snapshot as snap
 from tsscripts.common import machine
 
 CONNECTIONS = 4
 
 
 def scan_logs(logs):
-    """(loop stalls, the longest in ms, step-downs, leases lost, the longest fork in us) in the nodes' logs."""
+    """(loop stalls, the longest in ms, step-downs, leases lost, the longest a snapshot held the loop at once, in
+    us) in the nodes' logs."""
     stalls = longest = stepdowns = leases = 0
-    fork_us = 0
+    hold_us = 0
     for path in logs:
         for line in open(path, errors="replace"):
             m = re.search(r"event loop held for (\d+) ms", line)
@@ -29,18 +31,18 @@ def scan_logs(logs):
                 longest = max(longest, int(m.group(1)), int(more.group(2)) if more else 0)
             stepdowns += "stepped down as leader" in line
             leases += "recovery coordinator stopped: lease lost" in line
-            m = re.search(r"fork\(\) held the loop (\d+) us", line)
-            if m:
-                fork_us = max(fork_us, int(m.group(1)))
-    return stalls, longest, stepdowns, leases, fork_us
+            us = snap.snapshot_hold_us(line)
+            if us is not None:
+                hold_us = max(hold_us, us)
+    return stalls, longest, stepdowns, leases, hold_us
 
 
 def one_round(run, peaks, logs):
     run = json.loads(run)
-    stalls, longest, stepdowns, leases, fork_us = scan_logs(logs)
+    stalls, longest, stepdowns, leases, hold_us = scan_logs(logs)
     return {"puts_per_sec": run["ops_per_sec"], "p50_ms": run["p50_ms"], "p99_ms": run["p99_ms"],
             "errors": run["errors"], "loop_stalls": stalls, "longest_stall_ms": longest,
-            "leases_lost": leases, "step_downs": stepdowns, "longest_fork_ms": fork_us / 1000,
+            "leases_lost": leases, "step_downs": stepdowns, "longest_snapshot_hold_ms": hold_us / 1000,
             "peak_rss_mb": [int(p) // 1024 for p in peaks.split()]}
 
 
@@ -59,7 +61,7 @@ def report(as_json, value_size, in_flight, duration, rounds):
         print(f"round {i}: {r['puts_per_sec']:.0f} puts/s, p50 {r['p50_ms']:.1f} ms, p99 {r['p99_ms']:.1f} ms, "
               f"errors {r['errors']}; loop held past half a lease {r['loop_stalls']} times (longest "
               f"{r['longest_stall_ms']} ms), leases lost {r['leases_lost']}, step-downs {r['step_downs']}, longest "
-              f"fork {r['longest_fork_ms']:.0f} ms, peak RSS {'/'.join(str(x) for x in r['peak_rss_mb'])} MB")
+              f"snapshot hold {r['longest_snapshot_hold_ms']:.0f} ms, peak RSS {'/'.join(str(x) for x in r['peak_rss_mb'])} MB")
 
 
 def main(argv):

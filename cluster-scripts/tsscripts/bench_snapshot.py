@@ -134,6 +134,15 @@ def sizes(c, i):
 LOG_TIME = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}) ")
 SNAP_WRITTEN = re.compile(r"snapshot of slot (\d+) written in (\d+) ms \((\d+) bytes\)")
 SNAP_TAKEN = re.compile(r"snapshot at slot (\d+) taken")
+# How long one snapshot held the event loop at once: its longest step (each
+# turn walks a slice of the state), or, in builds before 1.4.0, its fork().
+SNAP_HOLD = re.compile(r"steps held the loop \d+ ms in all, (\d+) us at most|fork\(\) held the loop (\d+) us")
+
+
+def snapshot_hold_us(line):
+    """The microseconds a snapshot held the loop at once, if `line` is a node's "snapshot written" line."""
+    m = SNAP_HOLD.search(line)
+    return int(m.group(1) or m.group(2)) if m else None
 
 
 def unix_ms_of(stamp):

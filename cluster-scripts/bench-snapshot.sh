@@ -10,8 +10,9 @@
 #            and snap/) and resident memory (VmRSS). At the end: the live
 #            state (keys x (key + value) bytes), each data dir against it,
 #            RSS at start/middle/end/max (and the kernel's high-water mark,
-#            VmHWM), the snapshots each node took (how long its forked
-#            writer ran, then how long its event loop took to finish with it:
+#            VmHWM), the snapshots each node took (how long it took from
+#            its start until its file was written, then how long the event
+#            loop took to finish with it:
 #            compacting the log, removing the older snapshot), the longest
 #            write stall (the longest time between two successive
 #            acknowledged puts) while the leader or a follower took a

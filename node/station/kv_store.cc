@@ -354,6 +354,14 @@ Status KvStore::RestoreMeta(const std::vector<std::string>& chunks) {
   return Status::Ok();
 }
 
+bool KvStore::Append(std::string key, std::string value) {
+  if (!map_.empty() && !(map_.rbegin()->first < key)) return false;
+  value_hash_ += EntryHash(key, value);
+  auto it = map_.emplace_hint(map_.end(), std::move(key), KvEntry{std::move(value), 0, 0});
+  index_.emplace(std::string_view(it->first), it);
+  return true;
+}
+
 void KvStore::Restore(std::map<std::string, std::string> map) {
   cut_.reset();
   map_.clear();

@@ -150,6 +150,9 @@ class KvStore {
   // malformed bytes or bookkeeping that disagrees with the map.
   static constexpr size_t kMetaChunkBytes = 1 << 20;
   void Restore(std::map<std::string, std::string> map);
+  // Builds a store from a snapshot's pairs as they are read: `key` must be
+  // above every key in the store (false, the store unchanged, if not).
+  bool Append(std::string key, std::string value);
   std::vector<std::string> DumpMeta() const;
   Status RestoreMeta(const std::vector<std::string>& chunks);
 

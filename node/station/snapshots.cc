@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "node/station/snapshot_load.h"
 #include "node/station/snapshot_taker.h"
 #include "node/station/station.h"
 
@@ -20,7 +21,7 @@ Status Snapshots::LoadNewest(consensus::Bootstrap& boot, consensus::Slot* base) 
     auto loaded = Read(newest->slot);
     *base = newest->slot;
     if (loaded.ok()) {
-      if (Status s = Adopt(std::move(*loaded)); !s.ok()) return s;
+      if (Status s = Adopt(*loaded); !s.ok()) return s;
     } else if (loaded.status().code() == Status::Code::kFailedPrecondition) {
       // Written in a model this software does not read (its binary was
       // rolled back): like a decree it cannot read, the node records the
@@ -252,118 +253,21 @@ consensus::Slot Snapshots::RetentionByBytes() const {
   return p->first;
 }
 
-// Reads and checks the whole snapshot of `slot` before anything changes:
-// framing (the store), record order and shape, readability by this
-// software (else FailedPrecondition with the reason), and that the state
-// it holds has the digest its header claims.
-StatusOr<Snapshots::Loaded> Snapshots::Read(consensus::Slot slot) const {
+StatusOr<LoadedSnapshot> Snapshots::Read(consensus::Slot slot) const {
   auto src = store_->Open(slot);
   if (!src.ok()) return src.status();
-  std::string record;
-  auto next = [&]() -> Status {
-    auto more = (*src)->Next(&record);
-    if (!more.ok()) return more.status();
-    if (!*more) return Status::Corruption("snapshot of slot " + std::to_string(slot) + " ends early");
-    return Status::Ok();
-  };
-  auto loaded = std::make_unique<LoadedState>();
-  if (Status s = next(); !s.ok()) return s;
-  auto header = DecodeSnapshotHeader(record);
-  if (!header.ok()) return header.status();
-  if (header->slot != slot) {
-    return Status::Corruption("snapshot file of slot " + std::to_string(slot) + " holds slot " +
-                              std::to_string(header->slot));
-  }
-  if (std::string why = SnapshotRefusal(st_.versions_.self(), *header); !why.empty()) {
-    return Status::FailedPrecondition("snapshot at slot " + std::to_string(slot) + " cannot be read: " + why);
-  }
-  loaded->header = *header;
-  // The full digest is taken along this one read, in the writer's order
-  // (every key above the one before it), not by walking the state again.
-  SequenceHash full(SnapshotDigestHash(*header));
-  std::map<std::string, std::string> kv;
-  std::vector<std::pair<std::string, std::string>> batch;
-  for (;;) {
-    if (Status s = next(); !s.ok()) return s;
-    if (record.empty() || record[0] != kSnapshotKvTag) break;
-    if (Status s = DecodeKvBatchRecord(record, &batch); !s.ok()) return s;
-    for (auto& [k, v] : batch) {
-      if (!kv.empty() && !(kv.rbegin()->first < k)) {
-        return Status::Corruption("snapshot at slot " + std::to_string(slot) + ": key " + std::to_string(kv.size()) +
-                                  " is not above the key before it");
-      }
-      Station::AddFullDigestPair(full, k, v);
-      kv.emplace_hint(kv.end(), std::move(k), std::move(v));
-    }
-  }
-  if (kv.size() != header->kv_keys) {
-    return Status::Corruption("snapshot at slot " + std::to_string(slot) + " holds " + std::to_string(kv.size()) +
-                              " keys, its header says " + std::to_string(header->kv_keys));
-  }
-  while (!record.empty() && record[0] == kSnapshotKvMetaTag) {
-    loaded->kv_meta.push_back(record.substr(1));
-    if (loaded->kv_meta.back().empty()) {
-      return Status::Corruption("snapshot at slot " + std::to_string(slot) + " has an empty key bookkeeping record");
-    }
-    if (Status s = next(); !s.ok()) return s;
-  }
-  if (!record.empty() && record[0] == kSnapshotSessionsTag) {
-    loaded->sessions = record.substr(1);
-    if (loaded->sessions.empty()) {
-      return Status::Corruption("snapshot at slot " + std::to_string(slot) + " has an empty session record");
-    }
-    if (Status s = next(); !s.ok()) return s;
-  }
-  auto tail = DecodeSnapshotTail(record);
-  if (!tail.ok()) return tail.status();
-  auto more = (*src)->Next(&record);
-  if (!more.ok()) return more.status();
-  if (*more) return Status::Corruption("snapshot at slot " + std::to_string(slot) + " has records after its tail");
-  if (Status s = DecodeMembership(tail->membership, &loaded->membership); !s.ok()) {
-    return Status::Corruption("snapshot at slot " + std::to_string(slot) + ": malformed configuration: " + s.message());
-  }
-  if (Status s = loaded->deploy.Restore(tail->deploy); !s.ok()) return s;
-  loaded->versions = tail->versions;
-  loaded->genesis_applied = tail->genesis_applied;
-  loaded->kv.Restore(std::move(kv));
-  if (!loaded->kv_meta.empty()) {
-    if (Status s = loaded->kv.RestoreMeta(loaded->kv_meta); !s.ok()) {
-      return Status::Corruption("snapshot at slot " + std::to_string(slot) + ": " + s.message());
-    }
-  }
-  const std::string deploy_dump = loaded->deploy.SnapshotDump();
-  Station::AddFullDigestMiddle(full, deploy_dump, loaded->sessions);
-  for (const std::string& chunk : loaded->kv_meta) full.Add(chunk);
-  Station::AddFullDigestEnd(full, loaded->versions, loaded->membership, loaded->genesis_applied);
-  std::string digest = full.Hex();
-  if (digest != header->full_digest) {
-    return Status::Corruption("snapshot at slot " + std::to_string(slot) + " holds a state of digest " + digest +
-                              ", its header says " + header->full_digest);
-  }
-  // The full digest shows the records are the writer's; the state digest,
-  // taken when the writer began, shows they are the state of that moment
-  // (a writer that walks a changing state could give records of no one
-  // moment). Checked of writers from 1.4.0 on: the recipe of this digest
-  // is theirs.
-  auto writer = Semver::Parse(header->written_by);
-  if (writer && *writer >= kCutSnapshotsSince) {
-    std::string state = Station::StateDigestOf(loaded->kv, deploy_dump, loaded->sessions);
-    if (state != header->state_digest) {
-      return Status::Corruption("snapshot at slot " + std::to_string(slot) + " holds a state of state digest " + state +
-                                ", its header says " + header->state_digest +
-                                " (its writer saw a state of no one moment)");
-    }
-  }
-  return loaded;
+  return ReadSnapshot(**src, slot, st_.versions_.self());
 }
 
-// Makes a checked snapshot the applied state.
-Status Snapshots::Adopt(Loaded loaded) {
+// Makes a checked snapshot the applied state. The key-value store is
+// swapped, not moved over: the state it replaces is left in `loaded`, for
+// the caller to destroy where that costs nobody a turn of the loop.
+Status Snapshots::Adopt(LoadedSnapshot& loaded) {
   if (Status s = st_.versions_.Restore(loaded->versions); !s.ok()) return s;
   const SnapshotHeader& h = loaded->header;
   if (Status s = st_.client_.sessions().Restore(loaded->sessions, loaded->header.slot); !s.ok()) return s;
   if (st_.replica_ && st_.replica_->GetStatus().role == consensus::Role::kLeader) st_.client_.StartedLeading();
-  st_.kv_ = std::move(loaded->kv);
+  std::swap(st_.kv_, loaded->kv);
   st_.coordinator_.Restore(std::move(loaded->deploy));
   st_.digest_.Restore(h.log_digest, st_.versions_.latest_marker(), st_.versions_.downgrade_to());
   st_.applied_slot_ = h.slot;
@@ -423,7 +327,8 @@ std::optional<consensus::SnapshotWant> Snapshots::Needed() const {
 }
 
 void Snapshots::MaybeFetch() {
-  if (store_ == nullptr) return;
+  // One being read is installed first (or found wanting) before another.
+  if (store_ == nullptr || loading_) return;
   auto want = Needed();
   if (!want) {
     if (transfer_) {
@@ -546,6 +451,8 @@ void Snapshots::HandleChunk(consensus::NodeId from, const consensus::SnapshotChu
   Install(slot, from);
 }
 
+// The snapshot of `slot` is complete in the store: it is read and built
+// off the loop (SnapshotLoad), then swapped in by Loaded.
 void Snapshots::Install(consensus::Slot slot, consensus::NodeId from) {
   if (st_.replica_->GetStatus().role == consensus::Role::kLeader) {
     // A leader holds every chosen decree (phase 1 recovered them): it never
@@ -553,7 +460,33 @@ void Snapshots::Install(consensus::Slot slot, consensus::NodeId from) {
     st_.Log(LogLevel::kInfo, "not installing the snapshot of slot " + std::to_string(slot) + ": this node leads now");
     return;
   }
-  auto loaded = Read(slot);
+  auto src = store_->Open(slot);
+  if (!src.ok()) {
+    st_.Log(LogLevel::kError, "snapshot of slot " + std::to_string(slot) + " from node " + std::to_string(from) +
+                                  " cannot be opened: " + src.status().ToString());
+    return;
+  }
+  load_out_ = std::make_unique<SnapshotLoad>(slot, from, st_.versions_.self(), std::move(*src));
+  loading_ = slot;
+  st_.Log(LogLevel::kInfo, "reading the snapshot of slot " + std::to_string(slot) + " from node " +
+                               std::to_string(from) + " into a new state, off the event loop");
+}
+
+std::unique_ptr<SnapshotLoad> Snapshots::Loaded(std::unique_ptr<SnapshotLoad> load) {
+  const consensus::Slot slot = load->slot();
+  const consensus::NodeId from = load->from();
+  if (!loading_ || *loading_ != slot || !load->ran()) return load;  // not the one asked for
+  loading_.reset();
+  if (st_.replica_->GetStatus().role == consensus::Role::kLeader) {
+    st_.Log(LogLevel::kInfo, "not installing the snapshot of slot " + std::to_string(slot) + ": this node leads now");
+    return load;
+  }
+  if (slot <= st_.applied_slot_) {
+    st_.Log(LogLevel::kInfo, "not installing the snapshot of slot " + std::to_string(slot) +
+                                 ": this node applied up to slot " + std::to_string(st_.applied_slot_) + " meanwhile");
+    return load;
+  }
+  StatusOr<LoadedSnapshot>& loaded = load->result_;
   if (!loaded.ok()) {
     if (loaded.status().code() == Status::Code::kFailedPrecondition) {
       snapshot_refusal_ = loaded.status().message();
@@ -564,19 +497,19 @@ void Snapshots::Install(consensus::Slot slot, consensus::NodeId from) {
       st_.Log(LogLevel::kError, "snapshot of slot " + std::to_string(slot) + " from node " + std::to_string(from) +
                                     " cannot be installed: " + loaded.status().ToString());
     }
-    return;
+    return load;
   }
   if (!st_.cluster_uuid().empty() && !(*loaded)->header.cluster_uuid.empty() &&
       (*loaded)->header.cluster_uuid != st_.cluster_uuid()) {
     st_.Log(LogLevel::kError, "snapshot of slot " + std::to_string(slot) + " from node " + std::to_string(from) +
                                   " is of cluster " + (*loaded)->header.cluster_uuid + ", not " + st_.cluster_uuid() +
                                   ": not installing it");
-    return;
+    return load;
   }
   consensus::Slot before = st_.applied_slot_;
-  if (Status s = Adopt(std::move(*loaded)); !s.ok()) {
+  if (Status s = Adopt(*loaded); !s.ok()) {
     st_.Log(LogLevel::kError, "snapshot of slot " + std::to_string(slot) + ": " + s.ToString());
-    return;
+    return load;
   }
   snapshot_refusal_.clear();
   // The newest snapshot is now the installed one: its size too, not the
@@ -602,6 +535,7 @@ void Snapshots::Install(consensus::Slot slot, consensus::NodeId from) {
   st_.Log(LogLevel::kInfo, "installed the snapshot of slot " + std::to_string(slot) + " from node " +
                                std::to_string(from) + " (applied slot " + std::to_string(before) + " -> " +
                                std::to_string(slot) + ")");
+  return load;  // now holding the state it replaced
 }
 
 // ------------------------------------------------------------- operators

@@ -33,6 +33,7 @@
 #include "node/station/decree.h"
 #include "node/station/kv_store.h"
 #include "node/station/snapshot.h"
+#include "node/station/snapshot_load.h"
 #include "node/station/snapshot_taker.h"
 #include "node/station/version_state.h"
 #include "rpc/client_protocol.h"
@@ -67,6 +68,11 @@ class Snapshots {
   // A version decree of `type` was applied at `slot`: a migration or a
   // downgrade makes a snapshot due at once.
   void NoteVersionDecree(uint16_t type, consensus::Slot slot);
+
+  // Installing a snapshot fetched from a peer, read off the loop
+  // (Station::TakeSnapshotLoad).
+  std::unique_ptr<SnapshotLoad> TakeLoad() { return std::move(load_out_); }
+  std::unique_ptr<SnapshotLoad> Loaded(std::unique_ptr<SnapshotLoad> load);
 
   // Transfers: fetching a snapshot this node needs, and serving its own.
   void MaybeFetch();
@@ -103,18 +109,6 @@ class Snapshots {
   bool state_missing() const { return state_missing_; }
 
  private:
-  // A snapshot read back and checked, not yet the applied state.
-  struct LoadedState {
-    SnapshotHeader header;
-    KvStore kv;
-    deploy::DeployState deploy;
-    std::string sessions;  // SessionTable::Dump; empty: none
-    std::vector<std::string> kv_meta;  // KvStore::DumpMeta; empty: none (already restored into kv)
-    VersionImage versions;
-    MembershipDecree membership;
-    bool genesis_applied = false;
-  };
-  using Loaded = std::unique_ptr<LoadedState>;
   struct Transfer {
     consensus::NodeId from = consensus::kNoNode;
     consensus::Slot slot = 0;  // 0: the sender's newest, not yet known
@@ -133,8 +127,8 @@ class Snapshots {
   std::unique_ptr<SnapshotTaker> Begin();
   void Compact();
   consensus::Slot RetentionByBytes() const;
-  StatusOr<Loaded> Read(consensus::Slot slot) const;
-  Status Adopt(Loaded loaded);
+  StatusOr<LoadedSnapshot> Read(consensus::Slot slot) const;
+  Status Adopt(LoadedSnapshot& loaded);
   // Of a snapshot this software cannot read otherwise: only the identity and
   // the configuration (their encodings never change with a model).
   Status AdoptConfiguration(consensus::Slot slot);
@@ -168,6 +162,8 @@ class Snapshots {
   uint64_t snapshots_taken_ = 0;
   uint64_t snapshots_installed_ = 0;
   std::optional<Transfer> transfer_;
+  std::unique_ptr<SnapshotLoad> load_out_;  // a read for the driver to run
+  std::optional<consensus::Slot> loading_;  // the snapshot being read, until Loaded
   uint64_t transfer_resumes_ = 0;
   uint64_t transfer_bytes_ = 0;
   std::string snapshot_refusal_;  // a needed snapshot this version cannot read

@@ -142,6 +142,10 @@ void Station::LinkUp(const rpc::Handshake& h) {
   if (it == peers_.end()) return;
   it->second.last_heard_ms = now_ms_;
   it->second.heard = true;
+  if (it->second.incarnation != h.incarnation) {
+    it->second.incarnation = h.incarnation;
+    version_duties_.ViewChanged();  // whether it votes may have changed
+  }
   version_duties_.HearVersion(h.node_id, h.software_version);
   if (h.client_addr.empty()) return;
   if (it->second.client_addr != h.client_addr) {

@@ -264,6 +264,16 @@ class Station {
   StatusOr<bool> SnapshotStep(RecordSink* out, size_t budget) { return snapshots_.Step(out, budget); }
   void SnapshotFinished(consensus::Slot slot, uint64_t bytes) { snapshots_.Finished(slot, bytes); }
   void SnapshotFailed(consensus::Slot slot, const std::string& why) { snapshots_.Failed(slot, why); }
+  // Installing a peer's snapshot (driver contract): when TakeSnapshotLoad()
+  // gives a load, the driver runs its Run() on another thread (it reads the
+  // file and builds the state, touching nothing of the station) and hands
+  // it back with SnapshotLoaded, which swaps the state in at once and
+  // returns the load holding the state it replaced, to destroy off the
+  // loop too. The station fetches no other snapshot meanwhile.
+  std::unique_ptr<SnapshotLoad> TakeSnapshotLoad() { return snapshots_.TakeLoad(); }
+  std::unique_ptr<SnapshotLoad> SnapshotLoaded(std::unique_ptr<SnapshotLoad> load) {
+    return snapshots_.Loaded(std::move(load));
+  }
   // The whole snapshot at once, outside that contract (tests and tools);
   // FailedPrecondition while one is being taken.
   Status WriteSnapshot(RecordSink* out) { return snapshots_.Write(out); }
@@ -365,6 +375,7 @@ class Station {
     std::optional<Semver> version;  // software_version parsed, if it is X.Y.Z
     uint64_t last_heard_ms = 0;
     bool heard = false;
+    std::optional<uint64_t> incarnation;  // of its process, from its handshake
   };
 
   Station(StationOptions options, const LogSource* log, SnapshotStore* snapshots);

@@ -25,6 +25,16 @@ void VersionDuties::HearVersion(consensus::NodeId peer, const std::string& versi
   st_.ready_.meta.emplace_back("version/" + std::to_string(peer), version);
 }
 
+bool VersionDuties::VotesNow(consensus::NodeId peer, const std::optional<uint64_t>& incarnation) const {
+  for (const MemberRecord& r : st_.members().members) {
+    if (r.id != peer) continue;
+    if (!r.voter) return false;
+    // Before genesis every voter is at incarnation 0; unheard, it counts.
+    return !st_.genesis_applied() || !incarnation || *incarnation == r.incarnation;
+  }
+  return false;
+}
+
 void VersionDuties::UpdateEligibility() {
   // Inputs: the version state, the version view, whether this node is stuck.
   EligibilityKey key{st_.versions_.generation(), view_generation_, st_.stuck_at_.has_value(),
@@ -37,10 +47,14 @@ void VersionDuties::UpdateEligibility() {
   in.members[st_.id()] = st_.versions_.self();
   uint64_t refused = 0;
   for (const auto& [peer, view] : st_.peers_) {
+    if (view.version && st_.versions_.Bars(*view.version)) refused |= uint64_t{1} << peer;
+    // Only a member that votes elects: a learner, or a voter's new process
+    // not yet bound (a wiped disk rebuilding), does not count, or a wiped
+    // node could leave the voters with no version allowed to lead.
+    if (!VotesNow(peer, view.incarnation)) continue;
     // A member keeps the version last heard from it, also while it is down
     // or paused: a paused B node still counts for B.
     in.members[peer] = view.version;
-    if (in.members[peer] && st_.versions_.Bars(*in.members[peer])) refused |= uint64_t{1} << peer;
   }
   st_.replica_->SetRefusedCandidates(refused);
   in.newest_reader_needed = st_.versions_.newest_reader_needed();

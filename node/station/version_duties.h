@@ -56,6 +56,9 @@ class VersionDuties {
   bool downgrade_pending() const { return pending_downgrade_.has_value(); }
 
  private:
+  // Whether member `peer`, its process at `incarnation` (unknown: not heard
+  // yet), votes in the configuration in force.
+  bool VotesNow(consensus::NodeId peer, const std::optional<uint64_t>& incarnation) const;
   // A downgrade (or cancellation) asked of this leader, waiting until every
   // decree it proposed before the request (up to `after`) is applied; or a
   // restatement of the downgrade in force (`restate`, no client).

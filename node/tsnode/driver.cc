@@ -312,6 +312,7 @@ void Driver::Run() {
     Flush();
     const Clock::time_point flushed = Clock::now();
     MaybeSnapshot();
+    MaybeLoadSnapshot();
     const Clock::time_point end = Clock::now();
     const LoopWatch::Phase phases[] = {{"waiting and handlers", handled - start},
                                        {"the station's timers", ticked - handled},
@@ -323,6 +324,10 @@ void Driver::Run() {
   systemd_.Stopping();
   if (http_) http_->Stop();
   snapshot_file_.reset();  // a snapshot not finished leaves no file
+  // A peer's snapshot being read is finished (not installed: the loop is
+  // done), and what waits to be destroyed is destroyed.
+  if (load_thread_.joinable()) load_thread_.join();
+  if (dispose_thread_.joinable()) dispose_thread_.join();
   // Answer what is still waiting, so clients do not hang on a closing node,
   // and let the storage thread finish what it was given.
   station_->Shutdown();
@@ -524,6 +529,38 @@ void Driver::FinishSnapshot(bool ok, const std::string& why) {
     station_->SnapshotFailed(slot, why.empty() ? "the snapshot file is missing after the writer finished" : why);
   }
   Flush();
+}
+
+// A peer's snapshot is read, checked and built into a state on a thread of
+// its own (gigabytes take seconds), while the loop goes on answering its
+// peers; then the loop swaps it in at once, and the state it replaced is
+// destroyed on another thread (freeing millions of keys takes long too).
+void Driver::MaybeLoadSnapshot() {
+  if (load_) return;  // one at a time; the station asks for no other meanwhile
+  std::unique_ptr<station::SnapshotLoad> load = station_->TakeSnapshotLoad();
+  if (!load) return;
+  if (load_thread_.joinable()) load_thread_.join();  // the previous one, done
+  load_ = std::move(load);
+  load_started_ = std::chrono::steady_clock::now();
+  station::SnapshotLoad* raw = load_.get();
+  load_thread_ = std::thread([this, raw] {
+    raw->Run();
+    asio::post(io_, [this] { FinishLoad(); });
+  });
+}
+
+void Driver::FinishLoad() {
+  if (!load_) return;
+  load_thread_.join();
+  const auto read = std::chrono::steady_clock::now();
+  std::unique_ptr<station::SnapshotLoad> old = station_->SnapshotLoaded(std::move(load_));
+  const auto swapped = std::chrono::steady_clock::now();
+  spdlog::info("the snapshot of slot {} was read in {} ms off the loop; swapping it in held the loop {} us",
+               old->slot(), std::chrono::duration_cast<std::chrono::milliseconds>(read - load_started_).count(),
+               std::chrono::duration_cast<std::chrono::microseconds>(swapped - read).count());
+  Flush();
+  if (dispose_thread_.joinable()) dispose_thread_.join();
+  dispose_thread_ = std::thread([old = std::move(old)]() mutable { old.reset(); });
 }
 
 void Driver::Reply(station::Ready& r) {

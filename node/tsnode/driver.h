@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <optional>
 #include <string>
 
@@ -117,6 +118,8 @@ class Driver {
   // of the one being taken (see driver.cc).
   void MaybeSnapshot();
   void StepSnapshot();
+  void MaybeLoadSnapshot();
+  void FinishLoad();
   void FinishSnapshot(bool ok, const std::string& why);
   void OnClientRequest(rpc::ClientRequest&& req, rpc::ClientServer::Responder respond);
   [[noreturn]] void StorageFailed(const Status& s);
@@ -140,6 +143,12 @@ class Driver {
   std::chrono::steady_clock::time_point snapshot_started_;
   uint64_t snapshot_steps_ = 0;
   int64_t snapshot_step_us_ = 0, snapshot_step_max_us_ = 0;
+  // A peer's snapshot being read off the loop (null: none), and the
+  // threads that read it and that destroy the state it replaced.
+  std::unique_ptr<station::SnapshotLoad> load_;
+  std::chrono::steady_clock::time_point load_started_;
+  std::thread load_thread_;
+  std::thread dispose_thread_;
   std::unique_ptr<station::Station> station_;
   std::shared_ptr<rpc::TlsContext> tls_;  // null: plaintext
   std::unique_ptr<rpc::PeerTransport> transport_;

@@ -188,6 +188,7 @@ class Run {
     r_.snapshots_kept = c_.snapshots_kept();
     r_.snapshots_abandoned = c_.snapshots_abandoned();
     r_.installs = c_.snapshots_installed();
+    r_.loads_cut_short = c_.loads_cut_short();
     if (layer_) r_.version_steps = layer_->version_steps();
     if (layer_) r_.failures_forgotten = layer_->failures_forgotten();
     return r_;

@@ -69,6 +69,7 @@ struct SimResult {
   uint64_t snapshots_kept = 0;  // snapshots during which decrees changed keys the walk had yet to reach
   uint64_t snapshots_abandoned = 0;  // snapshots given up while taken (an install replaced the state)
   uint64_t installs = 0;        // snapshots installed from a peer
+  uint64_t loads_cut_short = 0; // installs cut short by a crash while the snapshot was read
   uint64_t session_writes = 0;  // writes acknowledged to clients with sessions
   uint64_t session_retries = 0; // of their attempts, sent again (lost answer, unknown outcome, no leader)
   // The transaction and lease workloads (plain runs only: a downgrade ends
@@ -128,7 +129,7 @@ inline uint64_t ScenarioSeeds(uint64_t fallback) { return SeedsFromEnv("TS_SCENA
 struct SweepResult {
   uint64_t seeds = 0, failed = 0, acknowledged = 0, faults = 0, write_faults = 0, version_steps = 0,
            simulated_ms = 0, deploy_decrees = 0, deploy_stale = 0, deploy_failure_decrees = 0,
-           coordinator_handovers = 0, wipes = 0, foreign_disks = 0, refusals = 0, member_changes = 0, snapshots = 0, snapshots_torn = 0, snapshots_kept = 0, snapshots_abandoned = 0, installs = 0, crashes_writing = 0,
+           coordinator_handovers = 0, wipes = 0, foreign_disks = 0, refusals = 0, member_changes = 0, snapshots = 0, snapshots_torn = 0, snapshots_kept = 0, snapshots_abandoned = 0, installs = 0, loads_cut_short = 0, crashes_writing = 0,
            entries_declined = 0, peers_held_back = 0;
   uint64_t session_writes = 0, session_retries = 0;
   uint64_t lrp_reverts = 0, failures_forgotten = 0;

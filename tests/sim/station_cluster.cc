@@ -182,6 +182,10 @@ void StationCluster::Crash(NodeId id, bool lose_unsynced) {
     ++snapshots_torn_;  // its .tmp is left half written and ignored at restart
     n.taking.reset();
   }
+  if (n.loading) {
+    ++loads_cut_short_;  // the snapshot is durable: the restart loads it
+    n.loading.reset();
+  }
   // A dead process has no next write: a crash or fault armed for it is gone.
   crash_at_next_write_.erase(id);
   write_faults_.erase(id);
@@ -427,6 +431,23 @@ void StationCluster::SnapshotDuties(NodeId id) {
   if (*done) n.taking->done_ms = now_ms() + 1 + net_.Random(40);
 }
 
+void StationCluster::LoadDuties(NodeId id) {
+  Node& n = nodes_.at(id);
+  if (!n.station) return;
+  if (!n.loading) {
+    std::unique_ptr<station::SnapshotLoad> load = n.station->TakeSnapshotLoad();
+    if (!load) return;
+    load->Run();  // one thread here; the station hears of it only later
+    n.loading = Node::Loading{std::move(load), now_ms() + 1 + net_.Random(30)};
+    return;
+  }
+  if (now_ms() < n.loading->done_ms) return;
+  std::unique_ptr<station::SnapshotLoad> load = std::move(n.loading->load);
+  n.loading.reset();
+  n.station->SnapshotLoaded(std::move(load));
+  Pump(id);
+}
+
 void StationCluster::Run(uint64_t ms) {
   for (uint64_t i = 0; i < ms; ++i) {
     net_.Advance();
@@ -437,6 +458,7 @@ void StationCluster::Run(uint64_t ms) {
       Pump(id);
       FinishWrites(id);
       SnapshotDuties(id);
+      LoadDuties(id);
     }
     while (auto due = net_.NextDue()) Deliver(due->first, due->second);
   }

@@ -127,6 +127,16 @@ class StationCluster {
   uint64_t snapshots_abandoned() const { return snapshots_abandoned_; }
   // Snapshots during which decrees changed keys the walk had yet to reach.
   uint64_t snapshots_kept() const { return snapshots_kept_; }
+  // Installs of a peer's snapshot cut short by a crash while it was read.
+  uint64_t loads_cut_short() const { return loads_cut_short_; }
+  // The incarnation of `from` whose handshake `to` has seen, if any.
+  std::optional<uint64_t> HeardIncarnation(NodeId to, NodeId from) const {
+    auto t = heard_.find(to);
+    if (t == heard_.end()) return std::nullopt;
+    auto f = t->second.find(from);
+    if (f == t->second.end()) return std::nullopt;
+    return f->second;
+  }
   uint64_t snapshots_installed() const { return snapshots_installed_; }
   uint64_t compactions() const { return compactions_; }
   const std::vector<NodeId>& members() const { return net_.members(); }
@@ -157,6 +167,11 @@ class StationCluster {
       uint64_t done_ms = 0;  // 0: records still being taken
     };
     std::optional<Taking> taking;  // a local snapshot being written
+    struct Loading {
+      std::unique_ptr<station::SnapshotLoad> load;
+      uint64_t done_ms = 0;
+    };
+    std::optional<Loading> loading;  // a peer's snapshot being read off the loop
     struct Writing {
       station::Ready ready;
       uint64_t done_ms = 0;
@@ -174,6 +189,9 @@ class StationCluster {
   void OpenLinks();
   void Deliver(const Message& m, bool current);
   void SnapshotDuties(NodeId id);
+  // The driver's side of installing a peer's snapshot: read it (at once) and
+  // hand it back a little later, as a reader thread would.
+  void LoadDuties(NodeId id);
   // Fills a node's applied sequence up to `slot` from what other nodes
   // applied: a snapshot covers those slots.
   void FillApplied(NodeId id, Slot slot);
@@ -195,7 +213,7 @@ class StationCluster {
   uint64_t crashes_writing_ = 0;
   uint64_t entries_declined_by_crashed_ = 0;
   uint64_t peers_held_back_by_crashed_ = 0;
-  uint64_t snapshots_taken_ = 0, snapshots_torn_ = 0, snapshots_abandoned_ = 0, snapshots_kept_ = 0, snapshots_installed_ = 0, compactions_ = 0;
+  uint64_t snapshots_taken_ = 0, snapshots_torn_ = 0, snapshots_abandoned_ = 0, snapshots_kept_ = 0, loads_cut_short_ = 0, snapshots_installed_ = 0, compactions_ = 0;
   std::vector<Entry> history_;  // the chosen sequence as the first node to apply each slot saw it
   size_t bootstrap_ = 0;
   uint64_t refusals_ = 0;

@@ -45,6 +45,7 @@ void Add(SweepResult& t, const SimOptions& o, const SimResult& r) {
   t.snapshots_kept += r.snapshots_kept;
   t.snapshots_abandoned += r.snapshots_abandoned;
   t.installs += r.installs;
+  t.loads_cut_short += r.loads_cut_short;
   t.session_writes += r.session_writes;
   t.session_retries += r.session_retries;
   t.txns += r.txns;
@@ -102,13 +103,13 @@ SweepResult SweepSeeds(SimOptions o, uint64_t count, size_t max_failures,
 }
 
 std::string SweepResult::Summary() const {
-  char line[1200];
+  char line[1600];
   std::snprintf(line, sizeof line,
                 "seeds=%llu failed=%llu acknowledged=%llu faults=%llu write_faults=%llu version_steps=%llu "
                 "deploy_decrees=%llu (stale %llu, failures %llu, lrp reverts %llu, model-3 scheduler states forgotten by a downgrade %llu) "
                 "coordinator_handovers=%llu "
                 "wipes=%llu foreign_disks=%llu "
-                "refusals=%llu member_decrees=%llu snapshots=%llu (torn %llu, taken while keys changed %llu, abandoned %llu) installs=%llu crashes_writing=%llu "
+                "refusals=%llu member_decrees=%llu snapshots=%llu (torn %llu, taken while keys changed %llu, abandoned %llu) installs=%llu (cut short by a crash while read %llu) crashes_writing=%llu "
                 "entries_declined=%llu peers_held_back=%llu "
                 "session_writes=%llu (retried %llu) txns=%llu (else %llu, unknown writes %llu) leases=%llu "
                 "(keepalives %llu, reads %llu, vanished %llu) watch_events=%llu (resumes %llu, deployment %llu) simulated_hours=%.2f",
@@ -120,7 +121,7 @@ std::string SweepResult::Summary() const {
                 (unsigned long long)coordinator_handovers, (unsigned long long)wipes,
                 (unsigned long long)foreign_disks, (unsigned long long)refusals, (unsigned long long)member_changes,
                 (unsigned long long)snapshots, (unsigned long long)snapshots_torn, (unsigned long long)snapshots_kept,
-                (unsigned long long)snapshots_abandoned, (unsigned long long)installs,
+                (unsigned long long)snapshots_abandoned, (unsigned long long)installs, (unsigned long long)loads_cut_short,
                 (unsigned long long)crashes_writing, (unsigned long long)entries_declined,
                 (unsigned long long)peers_held_back,
                 (unsigned long long)session_writes,

@@ -278,6 +278,14 @@ void VersionedCluster::ScanChosen() {
 // hides a restart; CheckVersionRules checks that views converge once
 // healed): a lease holder that fails them must be gone by its next renewal
 // (one heartbeat period; two of slack).
+bool VersionedCluster::VotesAsHeardBy(const station::MembershipDecree& config, bool genesis_applied,
+                                      std::optional<uint64_t> heard, NodeId m) {
+  for (const station::MemberRecord& r : config.members) {
+    if (r.id == m) return r.voter && (!genesis_applied || !heard || *heard == r.incarnation);
+  }
+  return false;
+}
+
 void VersionedCluster::CheckLeaseHolders() {
   const uint64_t grace_ms = consensus::Config{}.heartbeat_ms + 2;
   for (NodeId id : c_.members()) {
@@ -288,7 +296,13 @@ void VersionedCluster::CheckLeaseHolders() {
     station::EligibilityInput in;
     in.self = versions_[id];
     in.latest_marker = scan_.marker;
-    for (NodeId m : c_.members()) in.members[m] = ViewOf(id, m);
+    // Rule 2 counts the members that vote, by the holder's configuration
+    // and the processes it has heard (a wiped node's new one is not bound).
+    const station::MembershipDecree& config = c_.station(id).members();
+    for (NodeId m : c_.members()) {
+      if (m != id && !VotesAsHeardBy(config, c_.station(id).genesis_applied(), c_.HeardIncarnation(id, m), m)) continue;
+      in.members[m] = ViewOf(id, m);
+    }
     in.newest_reader_needed = scan_.newest_reader;
     in.downgrade_to = scan_.downgrade;
     in.undecodable_seen = Stuck(id);

@@ -109,6 +109,10 @@ class VersionedCluster {
     std::map<station::Semver, Slot> downgrade_slots;  // target -> slot of its latest downgrade decree
   };
   void ScanChosen();
+  // Whether member m votes in `config` as a node that heard its process at
+  // `heard` (unknown: not yet) sees it.
+  static bool VotesAsHeardBy(const station::MembershipDecree& config, bool genesis_applied,
+                             std::optional<uint64_t> heard, NodeId m);
   void CheckLeaseHolders();
   void Violation(std::string why);
   Scan scan_;

@@ -324,9 +324,11 @@ void Driver::Run() {
   systemd_.Stopping();
   if (http_) http_->Stop();
   snapshot_file_.reset();  // a snapshot not finished leaves no file
-  // A peer's snapshot being read is finished (not installed: the loop is
-  // done), and what waits to be destroyed is destroyed.
+  // A peer's snapshot being read is finished and dropped, not installed:
+  // the loop is done (its file is durable, and the next start loads it).
+  // What waits to be destroyed is destroyed.
   if (load_thread_.joinable()) load_thread_.join();
+  load_.reset();
   if (dispose_thread_.joinable()) dispose_thread_.join();
   // Answer what is still waiting, so clients do not hang on a closing node,
   // and let the storage thread finish what it was given.

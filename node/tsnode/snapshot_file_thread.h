@@ -6,8 +6,8 @@
 // The loop hands records over (a RecordSink); they queue, bounded in bytes:
 // while HasRoom() is false the loop takes no further step, and the thread
 // calls `wake` once the queue has drained to half, and once the file is
-// committed or has failed. The thread writes at the lowest best-effort I/O
-// priority, below the log's writes.
+// committed or has failed. The thread runs on idle CPU and disk time, below
+// the loops and the log's writes.
 #pragma once
 
 #include <condition_variable>

@@ -328,7 +328,7 @@ std::optional<consensus::SnapshotWant> Snapshots::Needed() const {
 
 void Snapshots::MaybeFetch() {
   // One being read is installed first (or found wanting) before another.
-  if (store_ == nullptr || loading_) return;
+  if (store_ == nullptr || loading_ || st_.now_ms_ < fetch_not_before_ms_) return;
   auto want = Needed();
   if (!want) {
     if (transfer_) {
@@ -487,6 +487,15 @@ std::unique_ptr<SnapshotLoad> Snapshots::Loaded(std::unique_ptr<SnapshotLoad> lo
     return load;
   }
   StatusOr<LoadedSnapshot>& loaded = load->result_;
+  // A snapshot that fails here is fetched again only after a pause: a
+  // damaged or foreign one would otherwise be pulled whole, again and
+  // again, as fast as the link allows.
+  auto fetch_later = [&](const std::string& why) {
+    fetch_not_before_ms_ = st_.now_ms_ + kRefetchPauseLeases * st_.options_.consensus.lease_ms;
+    st_.Log(LogLevel::kError, "snapshot of slot " + std::to_string(slot) + " from node " + std::to_string(from) + " " +
+                                  why + "; fetching one again in " +
+                                  std::to_string(kRefetchPauseLeases * st_.options_.consensus.lease_ms) + " ms");
+  };
   if (!loaded.ok()) {
     if (loaded.status().code() == Status::Code::kFailedPrecondition) {
       snapshot_refusal_ = loaded.status().message();
@@ -494,16 +503,13 @@ std::unique_ptr<SnapshotLoad> Snapshots::Loaded(std::unique_ptr<SnapshotLoad> lo
       st_.Log(LogLevel::kError, snapshot_refusal_ + "; not installing it, and not leading");
       st_.version_duties_.UpdateEligibility();
     } else {
-      st_.Log(LogLevel::kError, "snapshot of slot " + std::to_string(slot) + " from node " + std::to_string(from) +
-                                    " cannot be installed: " + loaded.status().ToString());
+      fetch_later("cannot be installed: " + loaded.status().ToString());
     }
     return load;
   }
   if (!st_.cluster_uuid().empty() && !(*loaded)->header.cluster_uuid.empty() &&
       (*loaded)->header.cluster_uuid != st_.cluster_uuid()) {
-    st_.Log(LogLevel::kError, "snapshot of slot " + std::to_string(slot) + " from node " + std::to_string(from) +
-                                  " is of cluster " + (*loaded)->header.cluster_uuid + ", not " + st_.cluster_uuid() +
-                                  ": not installing it");
+    fetch_later("is of cluster " + (*loaded)->header.cluster_uuid + ", not " + st_.cluster_uuid() + ": not installing it");
     return load;
   }
   consensus::Slot before = st_.applied_slot_;

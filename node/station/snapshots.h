@@ -164,6 +164,9 @@ class Snapshots {
   std::optional<Transfer> transfer_;
   std::unique_ptr<SnapshotLoad> load_out_;  // a read for the driver to run
   std::optional<consensus::Slot> loading_;  // the snapshot being read, until Loaded
+  // After a fetched snapshot failed to install, none is fetched before this.
+  static constexpr uint64_t kRefetchPauseLeases = 10;
+  uint64_t fetch_not_before_ms_ = 0;
   uint64_t transfer_resumes_ = 0;
   uint64_t transfer_bytes_ = 0;
   std::string snapshot_refusal_;  // a needed snapshot this version cannot read

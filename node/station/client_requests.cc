@@ -62,7 +62,12 @@ void ClientRequests::ProposeFor(uint64_t handle, const ClientRequest& req, Decre
     // A new leader first recovers the log and writes its version marker.
     return st_.Respond(handle, Answer(req.id, ClientCode::kUnavailable, "leader is recovering the log; retry"));
   }
-  if (req.session != 0 && AnsweredBeforeProposing(handle, req)) return;
+  // Only the leader answers from the session table: a follower may not yet
+  // have applied the session's open, and would call it unknown; it
+  // redirects instead (ProposeDecree below).
+  if (req.session != 0 && st_.replica_->GetStatus().role == Role::kLeader && AnsweredBeforeProposing(handle, req)) {
+    return;
+  }
   if (req.session != 0) d = InSession(std::move(d), req.session, req.seq, req.lowest_pending);
   auto slot = st_.ProposeDecree(d);
   if (!slot.ok()) {

@@ -183,6 +183,24 @@ std::string Value(StationCluster& c, consensus::NodeId l, const std::string& key
   return a && a->code == ClientCode::kOk ? a->value : "<" + std::string(a ? a->message : "no answer") + ">";
 }
 
+// A follower that has not yet applied a session's open redirects a write in
+// that session to the leader; it does not call the session unknown (a
+// client writing through another node right after opening was told so).
+TEST(StationSessions, AFollowerBehindTheOpenRedirects_ItDoesNotCallTheSessionUnknown) {
+  StationCluster c(3, 12);
+  consensus::NodeId l = StableLeader(c);
+  consensus::NodeId f = l == 1 ? 2 : 1;
+  c.network().Isolate(f, true);
+  uint64_t s = Open(c, l, 10'000);
+  ASSERT_NE(s, 0u);
+  ASSERT_LT(c.station(f).applied_slot(), s) << "the follower must not have applied the open yet";
+  auto a = CallNode(c, f, Put("k", "v", s, 1));
+  ASSERT_TRUE(a.has_value());
+  EXPECT_NE(a->code, ClientCode::kSessionUnknown) << a->message;
+  EXPECT_EQ(a->code, ClientCode::kNotLeader) << a->message;
+  c.network().Isolate(f, false);
+}
+
 TEST(StationSessions, ARetriedPutIsAnsweredFromTheTable_AndCannotOverwriteALaterWrite) {
   StationCluster c(3, 11);
   consensus::NodeId l = StableLeader(c);

@@ -57,41 +57,65 @@ class EmptyLog : public LogSource {
   }
 };
 
+// The leader's snapshot (its file bytes) once `keys` are put, each with
+// `value` (empty: "value of " and the key), and the slot it is of.
+std::pair<std::string, consensus::Slot> SnapshotAfterPuts(StationCluster& c, std::initializer_list<const char*> keys,
+                                                          const std::string& value) {
+  consensus::NodeId l = StableLeader(c, /*coordinator=*/true);
+  for (const char* k : keys) {
+    auto put = CallNode(c, l, Put(k, value.empty() ? std::string("value of ") + k : value));
+    EXPECT_TRUE(put.has_value() && put->code == rpc::ClientCode::kOk);
+  }
+  auto bytes = sim::MemSnapshots::Take(c.station(l));
+  EXPECT_TRUE(bytes.ok()) << bytes.status().ToString();
+  return {bytes.ok() ? *bytes : std::string(), c.station(l).applied_slot()};
+}
+
+// The records of a snapshot's file bytes.
+std::vector<std::string> RecordsOf(const std::string& bytes) {
+  storage::SnapshotParser parser;
+  EXPECT_TRUE(parser.Feed(bytes).ok());
+  EXPECT_TRUE(parser.complete());
+  std::vector<std::string> records;
+  for (std::string r; parser.NextRecord(&r);) records.push_back(r);
+  return records;
+}
+
+// Node 1 of a 3-node cluster opened on a snapshot of `slot` made of
+// `records`, framed anew, and an empty log (the station is destroyed first).
+struct Booted {
+  sim::MemSnapshots snapshots;
+  EmptyLog log;
+  StatusOr<std::unique_ptr<Station>> station = Status::Aborted("not opened");
+};
+std::unique_ptr<Booted> BootFrom(const std::vector<std::string>& records, consensus::Slot slot) {
+  std::string file;
+  storage::AppendSnapshotMagic(&file);
+  storage::SnapshotEncoder enc;
+  for (const std::string& r : records) EXPECT_TRUE(enc.Add(&file, r).ok());
+  file += enc.Finish();
+  auto b = std::make_unique<Booted>();
+  b->snapshots.AddComplete(slot, file);
+  StationOptions o = StationCluster::DefaultOptions();  // the version that wrote it
+  o.consensus.id = 1;
+  o.consensus.members = {1, 2, 3};
+  b->station = Station::Open(o, StationBootstrap{}, &b->log, &b->snapshots);
+  return b;
+}
+
 // A snapshot is read in one pass that checks its digest as it goes, so its
 // keys must come in the writer's order: the same state with two keys
 // swapped is refused at boot, while the same records framed anew load.
 TEST(Station, Snapshot_KeysOutOfOrderAreRefusedWhenLoaded) {
   StationCluster c(3, 51);
-  consensus::NodeId l = StableLeader(c, /*coordinator=*/true);
-  for (const char* k : {"a", "b", "c", "d"}) {
-    auto put = CallNode(c, l, Put(k, std::string("value of ") + k));
-    ASSERT_TRUE(put.has_value() && put->code == rpc::ClientCode::kOk);
-  }
-  const consensus::Slot slot = c.station(l).applied_slot();
-  auto bytes = sim::MemSnapshots::Take(c.station(l));
-  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
-  storage::SnapshotParser parser;
-  ASSERT_TRUE(parser.Feed(*bytes).ok());
-  ASSERT_TRUE(parser.complete());
-  std::vector<std::string> records;
-  for (std::string r; parser.NextRecord(&r);) records.push_back(r);
+  auto [bytes, slot] = SnapshotAfterPuts(c, {"a", "b", "c", "d"}, "");
+  std::vector<std::string> records = RecordsOf(bytes);
   auto boot = [&](const std::vector<std::string>& rs) -> Status {
-    std::string file;
-    storage::AppendSnapshotMagic(&file);
-    storage::SnapshotEncoder enc;
-    for (const std::string& r : rs) EXPECT_TRUE(enc.Add(&file, r).ok());
-    file += enc.Finish();
-    sim::MemSnapshots snapshots;
-    snapshots.AddComplete(slot, file);
-    EmptyLog log;
-    StationOptions o = StationCluster::DefaultOptions();  // the version that wrote it
-    o.consensus.id = 1;
-    o.consensus.members = {1, 2, 3};
-    auto st = Station::Open(o, StationBootstrap{}, &log, &snapshots);
-    if (st.ok()) {
-      EXPECT_EQ((*st)->kv().Get("c"), "value of c");
+    auto b = BootFrom(rs, slot);
+    if (b->station.ok()) {
+      EXPECT_EQ((*b->station)->kv().Get("c"), "value of c");
     }
-    return st.status();
+    return b->station.status();
   };
   Status as_written = boot(records);
   ASSERT_TRUE(as_written.ok()) << as_written.ToString();
@@ -114,37 +138,16 @@ TEST(Station, Snapshot_KeysOutOfOrderAreRefusedWhenLoaded) {
 // later write) are refused.
 TEST(Station, Snapshot_AStateOtherThanTheHeadersIsRefusedWhenLoaded) {
   StationCluster c(3, 53);
-  consensus::NodeId l = StableLeader(c, /*coordinator=*/true);
-  for (const char* k : {"a", "b"}) {
-    auto put = CallNode(c, l, Put(k, "v"));
-    ASSERT_TRUE(put.has_value() && put->code == rpc::ClientCode::kOk);
-  }
-  const consensus::Slot slot = c.station(l).applied_slot();
-  auto bytes = sim::MemSnapshots::Take(c.station(l));
-  ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
-  storage::SnapshotParser parser;
-  ASSERT_TRUE(parser.Feed(*bytes).ok());
-  std::vector<std::string> records;
-  for (std::string r; parser.NextRecord(&r);) records.push_back(r);
+  auto [bytes, slot] = SnapshotAfterPuts(c, {"a", "b"}, "v");
+  std::vector<std::string> records = RecordsOf(bytes);
   auto header = DecodeSnapshotHeader(records.at(0));
   ASSERT_TRUE(header.ok());
   header->state_digest = std::string(header->state_digest.size(), '0');
   records[0] = EncodeSnapshotHeader(*header);
-  std::string file;
-  storage::AppendSnapshotMagic(&file);
-  storage::SnapshotEncoder enc;
-  for (const std::string& r : records) ASSERT_TRUE(enc.Add(&file, r).ok());
-  file += enc.Finish();
-  sim::MemSnapshots snapshots;
-  snapshots.AddComplete(slot, file);
-  EmptyLog log;
-  StationOptions o = StationCluster::DefaultOptions();
-  o.consensus.id = 1;
-  o.consensus.members = {1, 2, 3};
-  auto st = Station::Open(o, StationBootstrap{}, &log, &snapshots);
-  ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.status().message().find("its writer saw a state of no one moment"), std::string::npos)
-      << st.status().ToString();
+  auto b = BootFrom(records, slot);
+  ASSERT_FALSE(b->station.ok());
+  EXPECT_NE(b->station.status().message().find("its writer saw a state of no one moment"), std::string::npos)
+      << b->station.status().ToString();
 }
 
 // A snapshot newer than the log's chosen mark (an install cut short before

@@ -363,17 +363,8 @@ bool KvStore::Append(std::string key, std::string value) {
 }
 
 void KvStore::Restore(std::map<std::string, std::string> map) {
-  cut_.reset();
-  map_.clear();
-  leases_.clear();
-  tracking_since_ = 0;
-  meta_hash_ = 0;
-  value_hash_ = 0;
-  for (auto& [k, v] : map) {
-    value_hash_ += EntryHash(k, v);
-    map_.emplace_hint(map_.end(), std::move(k), KvEntry{std::move(v), 0, 0});
-  }
-  Reindex();
+  *this = KvStore();  // empty and untracked; the sink stays this store's
+  for (auto& [k, v] : map) Append(k, std::move(v));
 }
 
 KvStore::KvStore(const KvStore& other)

@@ -22,9 +22,12 @@ StatusOr<asio::ip::tcp::endpoint> ResolveEndpoint(asio::io_context& io, const Ho
 }
 namespace {
 
-// A write buffer that grew past this (a burst) is released once drained, so
-// an idle connection does not keep its high-water mark.
+// A read buffer that grew past this (a large frame) is released once
+// drained, so an idle connection does not keep its high-water mark.
 constexpr size_t kKeepBufferBytes = 1 << 20;
+// Payloads from this size on are queued as they are rather than copied into
+// a shared buffer; smaller frames are coalesced up to it.
+constexpr size_t kCoalesceBytes = 64 << 10;
 // Bytes asked of the socket per read: every frame already there is then
 // delivered from one system call, not two per frame.
 constexpr size_t kReadChunkBytes = 64 << 10;
@@ -63,12 +66,19 @@ void Connection::ReadMore() {
   // Room for at least one chunk, or for the rest of the frame whose header
   // is buffered; what is left of the buffer moves to its front first.
   size_t want = std::max(kReadChunkBytes, frame_wanted_ > buffered() ? frame_wanted_ - buffered() : 0);
-  if (in_start_ > 0 && in_.size() - in_end_ < want) {
-    std::memmove(in_.data(), in_.data() + in_start_, buffered());
+  if (in_start_ > 0 && in_size_ - in_end_ < want) {
+    std::memmove(in_.get(), in_.get() + in_start_, buffered());
     in_end_ -= in_start_;
     in_start_ = 0;
   }
-  if (in_.size() - in_end_ < want) in_.resize(in_end_ + want);
+  if (in_size_ - in_end_ < want) {
+    // Not zeroed: every byte is read before it is looked at, and zeroing a
+    // megabyte frame's buffer cost the loop as much as reading it.
+    std::unique_ptr<char[]> bigger(new char[in_end_ + want]);
+    if (in_end_ > 0) std::memcpy(bigger.get(), in_.get(), in_end_);
+    in_ = std::move(bigger);
+    in_size_ = in_end_ + want;
+  }
   auto self = shared_from_this();
   auto on_read = [self](const std::error_code& ec, size_t n) {
     if (!self->open_) return;
@@ -91,13 +101,13 @@ void Connection::ReadMore() {
     }
   };
   stream_->Visit([&](auto& s) {
-    s.async_read_some(asio::buffer(in_.data() + in_end_, in_.size() - in_end_), std::move(on_read));
+    s.async_read_some(asio::buffer(in_.get() + in_end_, in_size_ - in_end_), std::move(on_read));
   });
 }
 
 bool Connection::DeliverFrames() {
   while (buffered() >= kFrameHeaderBytes) {
-    const char* at = in_.data() + in_start_;
+    const char* at = in_.get() + in_start_;
     // The length cap is checked here, before the buffer grows for the frame.
     auto h = ParseFrameHeader(std::string_view(at, kFrameHeaderBytes), frame_bytes_max_);
     if (!h.ok()) {
@@ -124,15 +134,39 @@ bool Connection::DeliverFrames() {
   }
   if (buffered() == 0) {
     in_start_ = in_end_ = 0;
-    if (in_.size() > kKeepBufferBytes) std::vector<char>().swap(in_);
+    if (in_size_ > kKeepBufferBytes) {
+      in_.reset();
+      in_size_ = 0;
+    }
   }
   return true;
 }
 
-bool Connection::SendFrame(FrameType type, std::string_view payload) {
+bool Connection::SendFrame(FrameType type, std::string_view payload, bool urgent) {
+  return Queue(type, payload, nullptr, urgent);
+}
+
+bool Connection::SendFrame(FrameType type, std::string&& payload, bool urgent) {
+  return Queue(type, payload, &payload, urgent);
+}
+
+// `large`, when not null, is the payload's own string, which a large frame
+// takes over instead of copying.
+bool Connection::Queue(FrameType type, std::string_view payload, std::string* large, bool urgent) {
   if (!open_ || close_after_writes_) return false;
-  if (queued_bytes() + kFrameHeaderBytes + payload.size() > queue_bytes_max_) return false;
-  AppendFrame(type, payload, &pending_, wire_version_);
+  const size_t bytes = kFrameHeaderBytes + payload.size();
+  if (queued_bytes() + bytes > queue_bytes_max_) return false;
+  std::deque<OutChunk>& q = urgent ? urgent_ : queued_;
+  if (payload.size() >= kCoalesceBytes) {
+    OutChunk c;
+    AppendFrameHeader(type, payload, &c.head, wire_version_);
+    c.body = large != nullptr ? std::move(*large) : std::string(payload);
+    q.push_back(std::move(c));
+  } else {
+    if (q.empty() || !q.back().body.empty() || q.back().head.size() >= kCoalesceBytes) q.emplace_back();
+    AppendFrame(type, payload, &q.back().head, wire_version_);
+  }
+  queued_bytes_ += bytes;
   ++metrics_->frames_out;
   ScheduleWrite();
   return true;
@@ -150,31 +184,45 @@ void Connection::ScheduleWrite() {
 }
 
 void Connection::StartWriteNow() {
-  if (open_ && !write_in_flight_ && !pending_.empty()) WriteMore();
+  if (open_ && !write_in_flight_ && queued_bytes_ > 0) WriteMore();
 }
 
 void Connection::WriteMore() {
   assert(!write_in_flight_);
-  if (pending_.empty()) {
+  if (queued_bytes_ == 0) {
     if (close_after_writes_) Close(close_reason_);
     return;
   }
-  writing_.swap(pending_);
-  pending_.clear();
+  writing_.clear();
+  writing_bytes_ = 0;
+  auto take = [this](std::deque<OutChunk>& q) {
+    writing_bytes_ += q.front().size();
+    writing_.push_back(std::move(q.front()));
+    q.pop_front();
+  };
+  while (!urgent_.empty()) take(urgent_);
+  while (!queued_.empty() && (writing_.empty() || writing_bytes_ < kWriteBatchBytes)) take(queued_);
+  queued_bytes_ -= writing_bytes_;
+  std::vector<asio::const_buffer> buffers;
+  buffers.reserve(2 * writing_.size());
+  for (const OutChunk& c : writing_) {
+    buffers.push_back(asio::buffer(c.head));
+    if (!c.body.empty()) buffers.push_back(asio::buffer(c.body));
+  }
   write_in_flight_ = true;
   auto self = shared_from_this();
   auto on_written = [self](const std::error_code& ec, size_t) {
     self->write_in_flight_ = false;
+    self->writing_.clear();
+    self->writing_bytes_ = 0;
     if (!self->open_) return;
     if (ec) {
       self->Close(ec.message());
       return;
     }
-    self->writing_.clear();
-    if (self->writing_.capacity() > kKeepBufferBytes) std::string().swap(self->writing_);
     self->WriteMore();
   };
-  stream_->Visit([&](auto& s) { asio::async_write(s, asio::buffer(writing_), std::move(on_written)); });
+  stream_->Visit([&](auto& s) { asio::async_write(s, buffers, std::move(on_written)); });
 }
 
 void Connection::CloseAfterWrites(const std::string& reason) {
@@ -188,7 +236,9 @@ void Connection::Close(const std::string& reason) {
   if (!open_) return;
   auto self = shared_from_this();  // on_close_ may drop the owner's reference
   open_ = false;
-  pending_.clear();
+  urgent_.clear();
+  queued_.clear();
+  queued_bytes_ = 0;
   stream_->Close();
   if (on_close_) {
     // on_frame_ stays: Close may run inside it. Owners' callbacks capture

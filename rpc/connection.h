@@ -9,14 +9,20 @@
 // the call). A
 // malformed, truncated or unexpected frame closes the connection with a
 // one-line warning and counts in metrics->bad_frames; nothing else is harmed.
-// Writing: frames are appended to one pending buffer and the write is started
-// from a posted handler, so every frame queued by the current handler (a
-// burst of small Accept/Accepted messages, many responses) leaves in a single
-// async_write: one system call. Past queue_bytes_max (pending plus in
-// flight), SendFrame refuses and the caller decides: drop (peers) or close
-// (clients).
+// Writing: small frames are appended to a shared buffer, a large payload
+// is queued as it is (moved, not copied), and the write is started from a
+// posted handler, so every frame queued by the current handler (a burst of
+// small Accept/Accepted messages, many responses) leaves in a single
+// gathered async_write: one system call. One write carries at most about
+// kWriteBatchBytes of queued frames (at least one frame), and urgent frames
+// (a leader's heartbeats and their acknowledgements) go ahead of every frame
+// no write has taken yet: behind megabytes of Accepts a heartbeat would wait
+// as long as the link takes to carry them, past the lease. Frames of one
+// kind keep their order. Past queue_bytes_max (queued plus in flight),
+// SendFrame refuses and the caller decides: drop (peers) or close (clients).
 #pragma once
 
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -54,8 +60,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Starts reading. Call once, on the io_context thread.
   void Start(OnFrame on_frame, OnClose on_close);
   // Queues one frame, its header naming wire_version(). False if closed,
-  // closing, or the queue cap is reached.
-  bool SendFrame(FrameType type, std::string_view payload);
+  // closing, or the queue cap is reached. An urgent frame leaves before
+  // the frames queued and not yet being written.
+  bool SendFrame(FrameType type, std::string_view payload, bool urgent = false);
+  bool SendFrame(FrameType type, std::string&& payload, bool urgent = false);
   // The wire version of the frames this side sends (rpc/frame.h): set by
   // the owner once it knows what the other end speaks; 1 until then, which
   // every release reads. The payloads must be encoded in the same version.
@@ -75,7 +83,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   const std::string& remote() const { return remote_; }
   // The peer's certificate (present only on a TLS stream).
   const CertIdentity& peer_identity() const { return stream_->peer_identity(); }
-  size_t queued_bytes() const { return pending_.size() + writing_.size(); }
+  size_t queued_bytes() const { return queued_bytes_ + writing_bytes_; }
+  // At most this many bytes of queued frames go in one write (a larger
+  // frame goes whole).
+  static constexpr size_t kWriteBatchBytes = 256 << 10;
 
  private:
   void ReadMore();
@@ -84,6 +95,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool DeliverFrames();
   size_t buffered() const { return in_end_ - in_start_; }
   void BadFrame(const std::string& reason);
+  // A run of frames: small ones coalesced in `head`, or one frame's header
+  // in `head` and its payload, as it was handed over, in `body`.
+  struct OutChunk {
+    std::string head;
+    std::string body;
+    size_t size() const { return head.size() + body.size(); }
+  };
+  bool Queue(FrameType type, std::string_view payload, std::string* large, bool urgent);
   void ScheduleWrite();
   void WriteMore();
 
@@ -96,12 +115,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
   OnFrame on_frame_;
   OnClose on_close_;
   std::string remote_;
-  std::vector<char> in_;   // bytes read: [in_start_, in_end_) not yet delivered
+  std::unique_ptr<char[]> in_;  // bytes read: [in_start_, in_end_) not yet delivered
+  size_t in_size_ = 0;          // of in_
   size_t in_start_ = 0;
   size_t in_end_ = 0;
   size_t frame_wanted_ = 0;  // header plus payload of the frame at in_start_, once its header is in
-  std::string pending_;  // frames queued since the last write started
-  std::string writing_;  // the frames the write in flight carries
+  std::deque<OutChunk> urgent_;  // queued, not yet taken by a write: urgent frames
+  std::deque<OutChunk> queued_;  // the others
+  size_t queued_bytes_ = 0;      // in urgent_ and queued_
+  std::vector<OutChunk> writing_;  // the frames the write in flight carries
+  size_t writing_bytes_ = 0;
   bool write_in_flight_ = false;
   bool write_scheduled_ = false;
   bool close_after_writes_ = false;

@@ -20,7 +20,7 @@ uint32_t GetU32(const char* p) {
 
 }  // namespace
 
-void AppendFrame(FrameType type, std::string_view payload, std::string* out, uint8_t wire_version) {
+void AppendFrameHeader(FrameType type, std::string_view payload, std::string* out, uint8_t wire_version) {
   // Callers cap payloads far below 4 GiB (frame_bytes_max); a silently
   // truncated length would desynchronize the stream.
   assert(payload.size() <= std::numeric_limits<uint32_t>::max());
@@ -33,9 +33,13 @@ void AppendFrame(FrameType type, std::string_view payload, std::string* out, uin
   header[7] = 0;
   PutU32(header + 8, static_cast<uint32_t>(payload.size()));
   PutU32(header + 12, Crc32c(payload));
+  out->append(header, kFrameHeaderBytes);
+}
+
+void AppendFrame(FrameType type, std::string_view payload, std::string* out, uint8_t wire_version) {
   // Plain appends: the string grows geometrically when many frames are
   // coalesced into one write buffer.
-  out->append(header, kFrameHeaderBytes);
+  AppendFrameHeader(type, payload, out, wire_version);
   out->append(payload);
 }
 

@@ -51,6 +51,10 @@ struct FrameHeader {
 
 // Appends one frame to *out, its header naming `wire_version`.
 void AppendFrame(FrameType type, std::string_view payload, std::string* out, uint8_t wire_version = kWireVersion);
+// Appends only the header of that frame (its CRC covers `payload`), for a
+// writer that sends the payload from its own buffer.
+void AppendFrameHeader(FrameType type, std::string_view payload, std::string* out,
+                       uint8_t wire_version = kWireVersion);
 std::string EncodeFrame(FrameType type, std::string_view payload, uint8_t wire_version = kWireVersion);
 
 // Parses and checks a 16-byte header: magic, wire version within

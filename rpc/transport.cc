@@ -649,6 +649,19 @@ Status PeerTransport::Start() {
 
 void PeerTransport::Stop() { impl_->Stop(); }
 
+namespace {
+
+// The messages that keep leadership and elections on time; they carry no
+// log entries, and the protocol needs no order between them and the rest
+// (docs/design/wire.md#priority).
+bool Urgent(const consensus::MessageBody& body) {
+  return std::holds_alternative<consensus::Heartbeat>(body) || std::holds_alternative<consensus::HeartbeatAck>(body) ||
+         std::holds_alternative<consensus::PreVote>(body) || std::holds_alternative<consensus::PreVoteReply>(body) ||
+         std::holds_alternative<consensus::TimeoutNow>(body);
+}
+
+}  // namespace
+
 void PeerTransport::Send(const consensus::Message& m) {
   auto it = impl_->links.find(m.to);
   if (it == impl_->links.end() || !it->second->ready || it->second->blocked_out) {
@@ -663,7 +676,9 @@ void PeerTransport::Send(const consensus::Message& m) {
     ++impl_->metrics.dropped_frames;
     return;
   }
-  if (!it->second->out->SendFrame(FrameType::kPeerMessage, payload)) ++impl_->metrics.dropped_frames;
+  if (!it->second->out->SendFrame(FrameType::kPeerMessage, std::move(payload), Urgent(m.body))) {
+    ++impl_->metrics.dropped_frames;
+  }
 }
 
 void PeerTransport::FlushWrites() {

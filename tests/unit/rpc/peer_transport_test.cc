@@ -191,6 +191,48 @@ TEST(PeerTransport, Send_BurstArrivesCompleteAndInOrder) {
   EXPECT_GE(p.a->transport.metrics().frames_out, n + 1);  // + the handshake
 }
 
+// Heartbeats (and their acknowledgements) go ahead of Accepts not yet
+// written: behind megabytes of them a heartbeat would reach the follower
+// after the lease it renews. Accepts keep their own order.
+TEST(PeerTransport, Send_HeartbeatsOvertakeQueuedAccepts) {
+  asio::io_context io;
+  Pair p(io);
+  ASSERT_TRUE(RunUntil(io, [&] { return p.a->transport.Connected(2); }));
+  const uint64_t n = 16;
+  auto accept = [](uint64_t slot) {
+    consensus::Accept acc;
+    acc.ballot = {1, 1};
+    acc.entries = {{slot, {1, 1}, std::string(1 << 20, 'v')}};
+    return consensus::Message{1, 2, acc};
+  };
+  auto position = [&](uint64_t seq) {
+    for (size_t i = 0; i < p.b->received.size(); ++i) {
+      const auto* hb = std::get_if<consensus::Heartbeat>(&p.b->received[i].body);
+      if (hb && hb->seq == seq) return static_cast<int>(i);
+    }
+    return -1;
+  };
+  // All queued before any write starts: the heartbeat leaves first.
+  for (uint64_t i = 1; i <= n; ++i) p.a->transport.Send(accept(i));
+  p.a->transport.Send(Heartbeat(1, 2, 1));
+  // Once the first Accept is in, most are still queued: the next heartbeat
+  // overtakes them too.
+  ASSERT_TRUE(RunUntil(io, [&] { return p.b->received.size() >= 2; }));
+  p.a->transport.Send(Heartbeat(1, 2, 2));
+  ASSERT_TRUE(RunUntil(io, [&] { return p.b->received.size() == n + 2; })) << p.b->received.size();
+  EXPECT_EQ(position(1), 0);
+  EXPECT_GE(position(2), 2);
+  EXPECT_LT(position(2), static_cast<int>(n + 1)) << "the second heartbeat came after every Accept";
+  uint64_t expected = 1;
+  for (const consensus::Message& m : p.b->received) {
+    if (const auto* acc = std::get_if<consensus::Accept>(&m.body)) {
+      EXPECT_EQ(acc->entries.at(0).slot, expected++);
+    }
+  }
+  EXPECT_EQ(expected, n + 1);
+  EXPECT_EQ(p.a->transport.metrics().dropped_frames, 0u);
+}
+
 TEST(PeerTransport, Send_ToAnUnconnectedOrUnknownPeerIsDroppedAndCounted) {
   asio::io_context io;
   uint16_t nobody = FreePort(io);

@@ -130,6 +130,12 @@ void Replica::Step(const Message& msg) {
 
 bool Replica::HasReady() const { return !ready_.Empty() || accepts_due_; }
 
+void Replica::TakeEarlyMessages(std::vector<Message>* out) {
+  FlushAccepts();
+  for (Message& m : ready_.early_messages) out->push_back(std::move(m));
+  ready_.early_messages.clear();
+}
+
 Ready Replica::TakeReady() {
   FlushAccepts();
   Ready out = std::move(ready_);
@@ -552,7 +558,7 @@ std::string Replica::CheckByteCounts() const {
   for (const Unwritten& u : unwritten_) unwritten += u.bytes;
   for (const auto& [id, p] : peers_) {
     size_t unacked = 0;
-    for (const auto& [last, bytes] : p.unacked) unacked += bytes;
+    for (const PeerProgress::Run& run : p.unacked) unacked += run.bytes;
     if (unacked != p.unacked_bytes) {
       return "peer " + std::to_string(id) + " unacked bytes drifted: " + std::to_string(p.unacked_bytes) + " (walk " +
              std::to_string(unacked) + ")";

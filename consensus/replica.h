@@ -7,7 +7,8 @@
 // Driver contract:
 //   1. Tick(now_ms) and any number of Step(msg) / Propose(value) calls, at
 //      any time, also while earlier batches are being written.
-//   2. ready = TakeReady().
+//   2. ready = TakeReady(). (TakeEarlyMessages() may hand out the early
+//      messages queued so far at any time before it.)
 //   3. Send ready.early_messages (they depend on nothing in this batch).
 //      ready.committed may be applied now, in slot order: chosen entries are
 //      durable on a majority, whatever becomes of this node's write.
@@ -219,6 +220,10 @@ class Replica {
   // Whether the driver should call TakeReady().
   bool HasReady() const;
   Ready TakeReady();
+  // Moves the early messages queued so far (the leader's Accepts among
+  // them) to `out`, ahead of the TakeReady they would have come with: they
+  // depend on nothing in any batch.
+  void TakeEarlyMessages(std::vector<Message>* out);
   void Persisted(uint64_t token);
 
   // Whether this node may take part in leadership (the version rules,
@@ -300,9 +305,21 @@ class Replica {
     // an Accept, and each run sent above match, by its last slot, with its
     // bytes and their sum.
     Slot sent = 0;
-    std::deque<std::pair<Slot, size_t>> unacked;
+    struct Run {
+      Slot last = 0;
+      size_t bytes = 0;
+      uint64_t sent_ms = 0;
+    };
+    std::deque<Run> unacked;
     size_t unacked_bytes = 0;
     bool held_back = false;  // at the bound with slots still to send
+    // How long this peer takes to acknowledge an Accept (sent to durable
+    // and back), smoothed, and how much that varies, as TCP estimates a
+    // round trip (RFC 6298); 0 until measured. Runs up to `resent_upto`
+    // were resent, and their acknowledgements measure nothing (Karn).
+    uint64_t ack_ms = 0;
+    uint64_t ack_var_ms = 0;
+    Slot resent_upto = 0;
   };
   struct Phase1 {
     Ballot ballot;
@@ -371,6 +388,11 @@ class Replica {
   std::vector<Entry> RunFrom(Slot from, Slot upto, size_t* bytes) const;
   // p.match moved up: forgets the runs it acknowledged, and sends more.
   void PeerAdvanced(NodeId id, PeerProgress& p);
+  // How long a peer may go without progress before its unacknowledged
+  // Accepts are resent: three heartbeats, or longer when the peer's own
+  // acknowledgements are measured to take longer (a disk busy with large
+  // values); never more than kResendAfterMaxLeases leases.
+  uint64_t ResendAfterMs(const PeerProgress& p) const;
   void Retransmit();
   void TrimMemory();
   // Whether `incoming` more bytes of entries would put the disk's backlog
@@ -412,6 +434,7 @@ class Replica {
   void AfterInput(const char* input);
 
   static constexpr size_t kHeartbeatsKept = 64;  // heartbeat_sent_ entries awaiting acks
+  static constexpr uint64_t kResendAfterMaxLeases = 1;  // ResendAfterMs's ceiling, in leases
   static constexpr size_t kTrimPerCall = 1024;   // in-memory entries TrimMemory erases at most per call
 
   Config config_;

@@ -49,7 +49,7 @@ void Replica::FeedPeer(NodeId id, PeerProgress& p) {
       break;
     }
     p.sent = run.back().slot;
-    p.unacked.emplace_back(p.sent, bytes);
+    p.unacked.push_back(PeerProgress::Run{p.sent, bytes, now_ms_});
     p.unacked_bytes += bytes;
     SendEarly(id, Accept{leader_ballot_, std::move(run), chosen_upto_});
   }
@@ -71,20 +71,41 @@ std::vector<Entry> Replica::RunFrom(Slot from, Slot upto, size_t* bytes) const {
 }
 
 void Replica::PeerAdvanced(NodeId id, PeerProgress& p) {
-  while (!p.unacked.empty() && p.unacked.front().first <= p.match) {
-    p.unacked_bytes -= p.unacked.front().second;
+  while (!p.unacked.empty() && p.unacked.front().last <= p.match) {
+    const PeerProgress::Run& run = p.unacked.front();
+    if (run.last > p.resent_upto && now_ms_ >= run.sent_ms) {
+      // RFC 6298's smoothing, in whole milliseconds.
+      const uint64_t took = now_ms_ - run.sent_ms;
+      if (p.ack_ms == 0 && p.ack_var_ms == 0) {
+        p.ack_ms = took;
+        p.ack_var_ms = took / 2;
+      } else {
+        const uint64_t off = took > p.ack_ms ? took - p.ack_ms : p.ack_ms - took;
+        p.ack_var_ms = (3 * p.ack_var_ms + off) / 4;
+        p.ack_ms = (7 * p.ack_ms + took) / 8;
+      }
+    }
+    p.unacked_bytes -= run.bytes;
     p.unacked.pop_front();
   }
   p.sent = std::max(p.sent, p.match);
   if (p.held_back) FeedPeer(id, p);
 }
 
-// Re-sends unacknowledged proposals to a peer that made no progress for a
-// few heartbeats (its link dropped frames, or it restarted).
+uint64_t Replica::ResendAfterMs(const PeerProgress& p) const {
+  const uint64_t floor = 3 * config_.heartbeat_ms;
+  const uint64_t measured = p.ack_ms + 4 * p.ack_var_ms;
+  return std::min(std::max(floor, measured), std::max(floor, kResendAfterMaxLeases * config_.lease_ms));
+}
+
+// Re-sends unacknowledged proposals to a peer that made no progress for
+// longer than its acknowledgements take (its link dropped frames, or it
+// restarted). A fixed three heartbeats resent megabytes, again and again,
+// to followers whose disks were merely slower than that under large values.
 void Replica::Retransmit() {
   Slot last = next_slot_ - 1;
   for (auto& [peer, p] : peers_) {
-    if (!MayVote(peer) || p.match >= last || now_ms_ < p.last_progress_ms + 3 * config_.heartbeat_ms) continue;
+    if (!MayVote(peer) || p.match >= last || now_ms_ < p.last_progress_ms + ResendAfterMs(p)) continue;
     Slot from = std::max(p.match, chosen_upto_) + 1;
     // Only what was sent: what was not yet is flow control's to send.
     Slot upto = std::min(last, p.sent);
@@ -92,6 +113,7 @@ void Replica::Retransmit() {
     size_t bytes = 0;
     std::vector<Entry> run = RunFrom(from, upto, &bytes);
     p.last_progress_ms = now_ms_;
+    if (!run.empty()) p.resent_upto = std::max(p.resent_upto, run.back().slot);
     if (!run.empty()) SendEarly(peer, Accept{leader_ballot_, std::move(run), chosen_upto_});
   }
 }

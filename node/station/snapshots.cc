@@ -513,6 +513,7 @@ std::unique_ptr<SnapshotLoad> Snapshots::Loaded(std::unique_ptr<SnapshotLoad> lo
     return load;
   }
   consensus::Slot before = st_.applied_slot_;
+  const consensus::Slot recorded = st_.RecordedSlot();
   if (Status s = Adopt(*loaded); !s.ok()) {
     st_.Log(LogLevel::kError, "snapshot of slot " + std::to_string(slot) + ": " + s.ToString());
     return load;
@@ -527,7 +528,8 @@ std::unique_ptr<SnapshotLoad> Snapshots::Loaded(std::unique_ptr<SnapshotLoad> lo
   if (slot <= chosen) {
     // A node stuck on a decree it cannot read, re-based on a snapshot at or
     // past that decree: its own log (chosen, recorded) follows the snapshot.
-    if (Status s = st_.Replay(slot + 1, chosen); !s.ok()) {
+    // What it had not recorded yet is applied as usual, from TakeReady.
+    if (Status s = st_.Replay(slot + 1, std::max(slot, std::min(chosen, recorded))); !s.ok()) {
       st_.Log(LogLevel::kError, "after the snapshot of slot " + std::to_string(slot) + ": " + s.ToString());
     }
     st_.replica_->SetCompacted(slot);

@@ -156,7 +156,7 @@ void Station::LinkUp(const rpc::Handshake& h) {
 }
 
 bool Station::HasReady() const {
-  return replica_->HasReady() || !ready_.meta.empty() || ready_.identity || ready_.peer_addrs || snapshots_.HasMessages() ||
+  return replica_->HasReady() || !unapplied_.empty() || !ready_.meta.empty() || ready_.identity || ready_.peer_addrs || snapshots_.HasMessages() ||
          ready_.snapshot_installed || ready_.compact_upto ||
          !ready_.replies.empty() || ready_.link_faults ||
          !ready_.events.empty() || !ready_.proposed.empty() || watch_.HasOut();
@@ -174,7 +174,7 @@ Ready Station::TakeReady() {
   // The duties that follow from applying (eligibility once stuck on an
   // unreadable decree, the reads now answerable, the coordinator) run now
   // too; what they propose goes into the next batch.
-  for (const Entry& e : c.committed) Apply(e);
+  ApplyChosen(c.committed);
   if (!c.committed.empty()) RunDuties();
   if (!c.committed.empty()) watch_.Pump(now_ms_);
   for (WatchHub::Out& o : watch_.TakeOut()) Respond(o.handle, std::move(o.response));
@@ -184,6 +184,11 @@ Ready Station::TakeReady() {
   snapshots_.TakeMessages(&r.consensus.early_messages);
   for (const Entry& e : r.consensus.entries) versions_.ObserveRecorded(e.value);
   return r;
+}
+
+void Station::TakeEarlyMessages(std::vector<consensus::Message>* out) {
+  replica_->TakeEarlyMessages(out);
+  snapshots_.TakeMessages(out);
 }
 
 void Station::Persisted(const Ready& ready) {
@@ -299,7 +304,27 @@ void Station::NoteRoleChange() {
   last_leader_ = s.leader;
 }
 
+// Queues what the core reports chosen and applies, in slot order, up to
+// StationOptions::apply_bytes_per_take of it; `committed` becomes what was
+// applied. A decree already recorded another way (a snapshot installed,
+// and the log replayed after it) is dropped.
+void Station::ApplyChosen(std::vector<Entry>& committed) {
+  for (Entry& e : committed) unapplied_.push_back(std::move(e));
+  committed.clear();
+  const size_t budget = options_.apply_bytes_per_take;
+  size_t bytes = 0;
+  while (!unapplied_.empty() && (budget == 0 || committed.empty() || bytes < budget)) {
+    Entry e = std::move(unapplied_.front());
+    unapplied_.pop_front();
+    if (e.slot <= RecordedSlot()) continue;
+    bytes += e.value.size();
+    Apply(e);
+    committed.push_back(std::move(e));
+  }
+}
+
 void Station::Apply(const Entry& e) {
+  recorded_slot_ = std::max(recorded_slot_, e.slot);
   ApplyEntry(e);
   if (options_.on_kv_changes && applied_slot_ == e.slot) options_.on_kv_changes(id(), e.slot, kv_changes_);
   watch_.Applied(e.slot, applied_slot_, &kv_changes_);

@@ -18,11 +18,13 @@
 //   1. Tick(now_ms) and any number of Step(message), LinkUp(handshake) and
 //      Request(handle, request) calls, in any order, at any time: also while
 //      batches handed out earlier are still being written.
-//   2. While HasReady():
+//   2. While HasReady() (TakeEarlyMessages may hand out, and the driver
+//      send, the early messages first):
 //      a. ready = TakeReady(). The station has applied
 //         ready.consensus.committed already: those decrees are chosen, so a
 //         majority holds them durably and nothing in them waits for this
-//         node's write.
+//         node's write. What the core reports chosen is applied over as
+//         many batches as StationOptions::apply_bytes_per_take makes it.
 //      b. Send ready.consensus.early_messages and deliver ready.replies to
 //         their handles: neither depends on this batch's write (a reply
 //         speaks of applied state, and only chosen decrees are applied), so
@@ -100,6 +102,10 @@ struct StationOptions {
   // Every node records its state digest at the slots that are multiples of
   // this (0: never), so that nodes can compare them (the driver does).
   uint64_t digest_checkpoint_slots = 10000;
+  // One TakeReady applies chosen decrees of at most this many bytes (at
+  // least one decree; 0: all); the rest wait for the next (HasReady stays
+  // true), so that a driver can send heartbeats between megabytes.
+  size_t apply_bytes_per_take = 1 << 20;
   // Identity (docs/design/membership.md), as the data dir holds it.
   // consensus.incarnation is this data dir's incarnation.
   std::string cluster_uuid;          // empty until genesis or a peer tells it
@@ -249,6 +255,10 @@ class Station {
 
   bool HasReady() const;
   Ready TakeReady();
+  // The early messages queued so far (heartbeats, Accepts, snapshot
+  // chunks), for the driver to send before TakeReady applies what is
+  // chosen: applying megabytes of values must not hold a heartbeat back.
+  void TakeEarlyMessages(std::vector<consensus::Message>* out);
   void Persisted(const Ready& ready);
 
   // Snapshots (driver contract). When SnapshotDue(), the driver calls
@@ -302,6 +312,9 @@ class Station {
   const consensus::Replica& replica() const { return *replica_; }
   consensus::NodeId id() const { return options_.consensus.id; }
   consensus::Slot applied_slot() const { return applied_slot_; }
+  // The last chosen decree this station applied, or only recorded (stuck
+  // on an unreadable one); chosen decrees past it wait to be applied.
+  consensus::Slot RecordedSlot() const { return std::max(applied_slot_, recorded_slot_); }
   std::optional<consensus::Slot> stuck_at() const { return stuck_at_; }
   const VersionState& versions() const { return versions_; }
   const Eligibility& eligibility() const { return version_duties_.eligibility(); }
@@ -385,6 +398,7 @@ class Station {
   void RunDuties();
   // Applies a committed entry (ApplyEntry), then records the state digest
   // if the slot is a checkpoint.
+  void ApplyChosen(std::vector<consensus::Entry>& committed);
   void Apply(const consensus::Entry& e);
   void ApplyEntry(const consensus::Entry& e);
   bool ApplyDecree(consensus::Slot slot, const std::string& bytes, bool replay_only);
@@ -417,6 +431,11 @@ class Station {
   KvStore kv_;
   LogDigest digest_;                  // over every chosen decree, read or not
   consensus::Slot applied_slot_ = 0;  // last decree applied to the state
+  // Chosen decrees the core handed out, not yet applied (TakeReady applies
+  // them a budget at a time), and the last slot recorded (applied, or only
+  // recorded by a node stuck on an unreadable decree).
+  std::deque<consensus::Entry> unapplied_;
+  consensus::Slot recorded_slot_ = 0;
   std::optional<consensus::Slot> stuck_at_;  // first decree this node cannot read
   VersionState versions_;
 

@@ -74,15 +74,17 @@ class Run {
         nodes_(o.nodes ? o.nodes : (rng_() % 2 ? 5 : 3)),
         // The versioned layer plans a fixed member set: no spare there.
         c_(nodes_, rng_(),
-           WithPeerBound(WithSlowDisk(WithWatches(WithLedger(OptionsFor(rng_), ledger_.get()),
-                                                  layer ? nullptr : watch_ref_.get()),
-                                      o),
-                         o),
+           WithApplyBudget(WithPeerBound(WithSlowDisk(WithWatches(WithLedger(OptionsFor(rng_), ledger_.get()),
+                                                                  layer ? nullptr : watch_ref_.get()),
+                                                      o),
+                                         o),
+                           o),
            /*spares=*/layer ? 0 : 1),
         deploy_(c_, rng_()),
         sessions_(c_, ledger_, rng_(), 3) {
     c_.network().SetClockDrift(LeaseWorkload::kClockDriftPpm);  // 2%: within the lease's drift margin
     if (SlowDiskMs(o) > 0) c_.set_write_delay_max_ms(SlowDiskMs(o));
+    c_.set_pump_takes_max(PumpTakesMax(o));
     if (layer) layer_ = layer(c_, rng_());
     if (!layer) {
       txns_.emplace(c_, rng_(), 2);
@@ -121,6 +123,18 @@ class Run {
   // leave only 2 to 16 KiB of Accepts unacknowledged at a peer, so flow
   // control holds lagging followers back amid drops, crashes and slow
   // disks (consensus::Config::peer_unacked_bytes_max).
+  // A quarter of the seeds, drawn apart too, apply at most 1 to 512 bytes
+  // of chosen decrees per batch and take at most 1 to 3 batches per
+  // millisecond, so chosen decrees wait unapplied across ticks, messages,
+  // crashes and snapshot installs (StationOptions::apply_bytes_per_take).
+  static size_t PumpTakesMax(const SimOptions& o) {
+    std::mt19937_64 apply(o.seed * 0x9e3779b97f4a7c15ull + 0xa991);
+    return apply() % 4 == 0 ? 1 + apply() % 3 : 0;
+  }
+  static station::StationOptions WithApplyBudget(station::StationOptions s, const SimOptions& o) {
+    if (PumpTakesMax(o) > 0) s.apply_bytes_per_take = 1 + o.seed % 512;
+    return s;
+  }
   static station::StationOptions WithPeerBound(station::StationOptions s, const SimOptions& o) {
     std::mt19937_64 peer(o.seed * 0xbf58476d1ce4e5b9ull + 0xf10c);
     if (peer() % 4 == 0) s.consensus.peer_unacked_bytes_max = (2 << 10) + peer() % (14 << 10);

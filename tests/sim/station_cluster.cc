@@ -154,8 +154,17 @@ void StationCluster::Restart(NodeId id) {
   // kept (a node stuck on an unreadable decree commits past what it applies).
   Slot applied = n.station->replica().GetStatus().chosen_upto;
   while (!n.applied.empty() && n.applied.back().slot > applied) n.applied.pop_back();
-  if (IsForeign(id)) n.applied = n.disk.ReadRange(1, applied);
-  else FillApplied(id, applied);
+  if (IsForeign(id)) {
+    n.applied = n.disk.ReadRange(1, applied);
+  } else {
+    // Decrees chosen before the crash but not yet applied anywhere (the
+    // station applies a budget per batch) are applied by this restart.
+    for (const Entry& e : n.disk.ReadRange(history_.size() + 1, applied)) {
+      if (e.slot != history_.size() + 1) break;
+      history_.push_back(e);
+    }
+    FillApplied(id, applied);
+  }
   for (NodeId m : members()) {
     if (m != id) links_to_open_.insert({std::min(id, m), std::max(id, m)});
   }
@@ -280,7 +289,9 @@ void StationCluster::Pump(NodeId id) {
   Node& n = nodes_.at(id);
   // Every input reaches a station just before a Pump or inside its loop
   // (Persisted), and is looked at before the station can be dropped.
+  size_t takes = 0;
   for (NoteViolation(id); n.station && n.station->HasReady(); NoteViolation(id)) {
+    if (pump_takes_max_ != 0 && takes++ == pump_takes_max_) return;
     station::Ready r = n.station->TakeReady();
     for (const auto& observe : on_ready_) observe(id, r);
     for (const station::LogEvent& e : r.events) {

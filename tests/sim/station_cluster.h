@@ -98,6 +98,10 @@ class StationCluster {
   // which the station goes on taking input and handing out batches (as with
   // tsnode's storage thread). 0: every write is done at once, in the loop.
   void set_write_delay_max_ms(uint64_t ms) { write_delay_max_ms_ = ms; }
+  // Each Pump takes at most this many batches (0: until the station has
+  // none), as tsnode hands output over for a bounded time per turn: the
+  // rest waits for the next millisecond's Pump.
+  void set_pump_takes_max(size_t n) { pump_takes_max_ = n; }
   // Crashes that struck a node while it had batches being written.
   uint64_t crashes_writing() const { return crashes_writing_; }
   // Times the stations' disk backlog held entries back (a proposal refused,
@@ -210,6 +214,7 @@ class StationCluster {
   std::map<NodeId, WriteFault> write_faults_;
   uint64_t write_faults_fired_ = 0;
   uint64_t write_delay_max_ms_ = 2;
+  size_t pump_takes_max_ = 0;
   uint64_t crashes_writing_ = 0;
   uint64_t entries_declined_by_crashed_ = 0;
   uint64_t peers_held_back_by_crashed_ = 0;

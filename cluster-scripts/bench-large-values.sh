@@ -2,8 +2,9 @@
 # Large values: a fresh 3-node local cluster (fsync on, loopback) takes puts
 # of VALUE_SIZE bytes (default 1,000,000) with tsbench, 8 in flight over 4
 # connections, for a few rounds. Beside throughput and latency it prints
-# what large values put at risk: the event loop held past half a lease
-# (tsnode's own warning, counted with the stalls it folds in), leases lost,
+# what large values put at risk: event-loop turns over a quarter of the
+# lease (tsnode --loop-warn-ms 25 logs them, folding the ones between two
+# warnings into the next), leases lost,
 # leader step-downs, the longest a snapshot held the loop at once, and each node's peak
 # resident memory. A fresh cluster each round; stopped on exit, whatever
 # happens.
@@ -51,7 +52,7 @@ trap 'cluster-scripts/local-cluster.sh stop >/dev/null 2>&1 || true' EXIT
 results=()
 for round in $(seq 1 "$rounds"); do
   cluster-scripts/local-cluster.sh stop >/dev/null 2>&1 || true
-  cluster-scripts/local-cluster.sh start 3 >&2 || die "could not start the cluster (logs in $CLUSTER_DIR)"
+  TSNODE_ARGS="--loop-warn-ms $(tspy bench_large_values loop-warn-ms)" cluster-scripts/local-cluster.sh start 3 >&2 || die "could not start the cluster (logs in $CLUSTER_DIR)"
   endpoints=$(endpoints_of "$CLUSTER_DIR")
   echo "bench-large-values.sh: round $round: $value_size-byte puts, $in_flight in flight, ${duration} s" >&2
   # Errors (a write answered 'outcome unknown' or 'no leader' while the

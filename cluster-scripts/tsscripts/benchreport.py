@@ -111,8 +111,10 @@ def bench_large_values(r):
     rows = [[i, x["puts_per_sec"], x["p50_ms"], x["p99_ms"], x["errors"], x["loop_stalls"], x["longest_stall_ms"],
              x["leases_lost"], x["step_downs"], x.get("longest_snapshot_hold_ms", x.get("longest_fork_ms")), x["peak_rss_mb"]]
             for i, x in enumerate(r["rounds"], 1)]
+    warn = (r.get("settings") or {}).get("loop_warn_ms")
     return settings_line(r.get("settings")) + [""] + table(
-        ["round", "puts/s", "p50 ms", "p99 ms", "errors", "loop held > half a lease", "longest ms", "leases lost",
+        ["round", "puts/s", "p50 ms", "p99 ms", "errors",
+         f"loop turns > {warn} ms" if warn else "loop held > half a lease", "longest ms", "leases lost",
          "step-downs", "longest snapshot hold ms", "peak RSS MB (per node)"], rows)
 
 

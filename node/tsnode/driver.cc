@@ -309,7 +309,7 @@ void Driver::Run() {
     const Clock::time_point handled = Clock::now();
     station_->Tick(NowMs());
     const Clock::time_point ticked = Clock::now();
-    Flush();
+    Flush(ticked + handler_budget);
     const Clock::time_point flushed = Clock::now();
     MaybeSnapshot();
     MaybeLoadSnapshot();
@@ -351,11 +351,23 @@ void Driver::OnClientRequest(rpc::ClientRequest&& req, rpc::ClientServer::Respon
   station_->Request(handle, std::move(req));
 }
 
-void Driver::Flush() {
+void Driver::Flush(std::optional<std::chrono::steady_clock::time_point> until) {
+  std::vector<consensus::Message> early;
   while (station_->HasReady()) {
+    if (until && std::chrono::steady_clock::now() >= *until) {
+      // The rest next turn, after the handlers and timers that are due: a
+      // burst of large values (each batch applies and sends megabytes, and
+      // each completion brings the next) must not hold the heartbeats back.
+      asio::post(io_, [] {});
+      break;
+    }
+    // Heartbeats and Accepts leave before TakeReady applies what is chosen.
+    station_->TakeEarlyMessages(&early);
+    for (const consensus::Message& m : early) transport_->Send(m);
+    early.clear();
     station::Ready r = station_->TakeReady();
     for (const consensus::Message& m : r.consensus.early_messages) transport_->Send(m);
-    if (!r.consensus.early_messages.empty()) transport_->FlushWrites();  // on the wire before the fsync
+    transport_->FlushWrites();  // on the wire before the fsync
     Reply(r);
     // What the station did as it handed the batch out is logged now, in
     // step with what its status reports, not after the write.

@@ -101,7 +101,10 @@ class Driver {
   // timeout and a second.
   std::optional<rpc::ClientResponse> CallFromAnotherThread(rpc::ClientRequest req);
   Status LoadIdentity(const consensus::Bootstrap& boot);
-  void Flush();
+  // Hands the station's output over (the driver contract's steps a to c,
+  // and d to f for a batch written inline) until it has none, or until
+  // `until`: then the rest waits for the next turn of the loop.
+  void Flush(std::optional<std::chrono::steady_clock::time_point> until = std::nullopt);
   // Runs on the storage thread: queues written batches for the loop.
   void HandBack(std::vector<Written>&& group);
   // On the loop: completes the batches handed back, in order.

@@ -244,7 +244,9 @@ ReplicaStatus Replica::GetStatus() const {
 std::map<NodeId, PeerInfo> Replica::Peers() const {
   std::map<NodeId, PeerInfo> out;
   if (role_ != Role::kLeader) return out;
-  for (const auto& [id, p] : peers_) out[id] = PeerInfo{p.match, p.incarnation, p.heard, p.last_heard_ms, p.unacked_bytes};
+  for (const auto& [id, p] : peers_) {
+    out[id] = PeerInfo{p.match, p.incarnation, p.heard, p.last_heard_ms, p.unacked_bytes, ResendAfterMs(p)};
+  }
   return out;
 }
 

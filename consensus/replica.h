@@ -195,6 +195,7 @@ struct PeerInfo {
   bool heard = false;          // a reply arrived in this leadership
   uint64_t last_heard_ms = 0;  // when
   size_t unacked_bytes = 0;    // Accepts sent and not acknowledged (Config::peer_unacked_bytes_max)
+  uint64_t resend_after_ms = 0;  // no progress for this long resends its unacknowledged Accepts
 };
 
 class Replica {
@@ -316,9 +317,11 @@ class Replica {
     // How long this peer takes to acknowledge an Accept (sent to durable
     // and back), smoothed, and how much that varies, as TCP estimates a
     // round trip (RFC 6298); 0 until measured. Runs up to `resent_upto`
-    // were resent, and their acknowledgements measure nothing (Karn).
+    // were resent, and their acknowledgements measure nothing (Karn); each
+    // resend doubles the wait instead, until a run sent once is measured.
     uint64_t ack_ms = 0;
     uint64_t ack_var_ms = 0;
+    uint64_t resend_after_ms = 0;  // 0: three heartbeats (ResendAfterMs)
     Slot resent_upto = 0;
   };
   struct Phase1 {

@@ -84,6 +84,7 @@ void Replica::PeerAdvanced(NodeId id, PeerProgress& p) {
         p.ack_var_ms = (3 * p.ack_var_ms + off) / 4;
         p.ack_ms = (7 * p.ack_ms + took) / 8;
       }
+      p.resend_after_ms = p.ack_ms + 4 * p.ack_var_ms;
     }
     p.unacked_bytes -= run.bytes;
     p.unacked.pop_front();
@@ -94,8 +95,7 @@ void Replica::PeerAdvanced(NodeId id, PeerProgress& p) {
 
 uint64_t Replica::ResendAfterMs(const PeerProgress& p) const {
   const uint64_t floor = 3 * config_.heartbeat_ms;
-  const uint64_t measured = p.ack_ms + 4 * p.ack_var_ms;
-  return std::min(std::max(floor, measured), std::max(floor, kResendAfterMaxLeases * config_.lease_ms));
+  return std::min(std::max(floor, p.resend_after_ms), std::max(floor, kResendAfterMaxLeases * config_.lease_ms));
 }
 
 // Re-sends unacknowledged proposals to a peer that made no progress for
@@ -113,7 +113,10 @@ void Replica::Retransmit() {
     size_t bytes = 0;
     std::vector<Entry> run = RunFrom(from, upto, &bytes);
     p.last_progress_ms = now_ms_;
-    if (!run.empty()) p.resent_upto = std::max(p.resent_upto, run.back().slot);
+    if (!run.empty()) {
+      p.resent_upto = std::max(p.resent_upto, run.back().slot);
+      p.resend_after_ms = 2 * ResendAfterMs(p);
+    }
     if (!run.empty()) SendEarly(peer, Accept{leader_ballot_, std::move(run), chosen_upto_});
   }
 }

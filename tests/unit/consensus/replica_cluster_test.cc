@@ -334,6 +334,33 @@ TEST(ReplicaCluster, SlowFollower_IsSentOnlyWhatItAcknowledges) {
   EXPECT_EQ(unbounded.held_back, 0u);
 }
 
+// The leader waits for a follower's measured acknowledgement time before
+// it resends (RFC 6298's estimate; at least three heartbeats, at most a
+// lease): a disk that takes 80 ms per write is not sent its megabytes
+// again every 60 ms. What a slow follower acknowledges still gets chosen.
+TEST(ReplicaCluster, Resend_WaitsAsLongAsAFollowersAcknowledgementsTake) {
+  SimCluster c(3, 17);
+  ASSERT_TRUE(c.RunUntil([&] { return c.HasStableLeader(); }, 2000));
+  const NodeId l = *c.Leader();
+  const NodeId f = l == 1 ? 2 : 1;
+  c.Crash(6 - l - f);
+  const consensus::Config& cfg = SimCluster::DefaultConfig();
+  auto resend_after = [&] { return c.replica(l).Peers().at(f).resend_after_ms; };
+  ASSERT_TRUE(c.RunUntil([&] { return c.replica(l).Peers().count(f) > 0; }, 100));
+  EXPECT_LE(resend_after(), 3 * cfg.heartbeat_ms) << "a peer's first acknowledgements come fast here";
+  for (int i = 0; i < 8; ++i) {
+    c.StallDisk(f, true);
+    StatusOr<Slot> slot = c.replica(l).Propose("v" + std::to_string(i));
+    ASSERT_TRUE(slot.ok());
+    c.Run(80);  // under a lease: heartbeat acks leave before the write
+    c.StallDisk(f, false);
+    ASSERT_TRUE(c.RunUntil([&] { return c.replica(l).GetStatus().chosen_upto >= *slot; }, 1000)) << i;
+  }
+  EXPECT_GT(resend_after(), 3 * cfg.heartbeat_ms);
+  EXPECT_LE(resend_after(), cfg.lease_ms);
+  EXPECT_EQ(c.CheckAgreement(), "");
+}
+
 // The leader resends what a follower has not acknowledged (Retransmit);
 // a follower that already holds those entries at that ballot does not
 // write them again, so resends to a slow disk do not grow its backlog.

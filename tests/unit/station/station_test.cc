@@ -48,6 +48,58 @@ TEST(Station, Put_AnsweredWithItsSlotOnceApplied_ThenALeaseReadSeesIt) {
   EXPECT_GE(get->slot, put->slot);
 }
 
+// Chosen decrees are applied a budget at a time (apply_bytes_per_take):
+// puts chosen together are applied over several batches, one decree per
+// batch here, each answered as it is applied, in slot order.
+TEST(Station, ChosenDecrees_AreAppliedABudgetAtATime_EachAnsweredOnceApplied) {
+  StationOptions o = StationCluster::DefaultOptions();
+  o.apply_bytes_per_take = 1;
+  StationCluster c(3, 2, o);
+  c.set_pump_takes_max(1);
+  consensus::NodeId l = StableLeader(c, /*coordinator=*/false);
+  size_t most = 0;
+  bool waited = false;  // some chosen decree was left for a later batch
+  c.AddReadyObserver([&](consensus::NodeId id, const Ready& r) {
+    most = std::max(most, r.consensus.committed.size());
+    waited = waited || c.station(id).applied_slot() < c.station(id).replica().GetStatus().chosen_upto;
+  });
+  std::vector<uint64_t> handles;
+  for (int i = 0; i < 20; ++i) handles.push_back(c.Send(l, Put("k" + std::to_string(i), std::string(100, 'v'))));
+  std::vector<rpc::ClientResponse> answers(handles.size());
+  size_t answered = 0;
+  ASSERT_TRUE(c.RunUntil(
+      [&] {
+        for (size_t i = 0; i < handles.size(); ++i) {
+          if (handles[i] == 0) continue;
+          if (auto r = c.TakeReply(handles[i])) {
+            answers[i] = *r;
+            handles[i] = 0;
+            ++answered;
+          }
+        }
+        return answered == handles.size();
+      },
+      5000));
+  EXPECT_EQ(most, 1u) << "a batch applied more than its budget";
+  EXPECT_TRUE(waited);
+  for (size_t i = 0; i < answers.size(); ++i) {
+    ASSERT_EQ(answers[i].code, rpc::ClientCode::kOk) << answers[i].message;
+    if (i > 0) {
+      EXPECT_GT(answers[i].slot, answers[i - 1].slot);
+    }
+  }
+  const consensus::Slot last = answers.back().slot;
+  EXPECT_TRUE(c.RunUntil([&] {
+    for (consensus::NodeId id : {1, 2, 3}) {
+      if (c.station(id).applied_slot() != c.station(l).replica().GetStatus().chosen_upto) return false;
+    }
+    return c.station(l).applied_slot() >= last;
+  }, 2000));
+  for (consensus::NodeId id : {1, 2, 3}) {
+    EXPECT_EQ(c.station(id).StateDigest(), c.station(l).StateDigest());
+  }
+}
+
 // A log with nothing in it: a station booted on a snapshot alone.
 class EmptyLog : public LogSource {
  public:

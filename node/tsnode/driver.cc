@@ -374,7 +374,8 @@ void Driver::Flush(std::optional<std::chrono::steady_clock::time_point> until) {
     LogEvents(r);
     // Batches complete in the order taken, so one skips the storage thread
     // only when nothing is ahead of it there; then a small one (or one with
-    // nothing to write) is written here, by the same code. The loop waits
+    // nothing to write) is written here, by the same code, while the disk's
+    // syncs are quick (SyncTimes). The loop waits
     // for its fsync, but a thread would add two wake-ups (about 50 us here)
     // to the path of a lone put, and when puts come one at a time nothing
     // else is waiting for the loop. Larger batches (or large values) go to
@@ -383,7 +384,7 @@ void Driver::Flush(std::optional<std::chrono::steady_clock::time_point> until) {
     // the contract's step b), and what it releases leaves as soon as it is
     // done, not after the rest of the loop's turn: on a lone put that is a
     // leader's answer and a follower's ack, 9% of its latency here.
-    if (writes_in_flight_ == 0 && SmallEnoughToWriteInline(r.consensus)) {
+    if (writes_in_flight_ == 0 && sync_times_.Quick() && SmallEnoughToWriteInline(r.consensus)) {
       clients_->FlushWrites();
       Complete(writer_->WriteNow(std::move(r)));
       transport_->FlushWrites();
@@ -426,6 +427,7 @@ void Driver::Complete(Written w) {
   if (w.synced) {
     ++counters_.synced_writes;
     counters_.fsync_seconds.Observe(w.sync_seconds);
+    sync_times_.Observe(w.sync_seconds);
     counters_.batch_entries.Observe(static_cast<double>(group_entries_));
     group_entries_ = 0;
   }

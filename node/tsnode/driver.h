@@ -137,6 +137,7 @@ class Driver {
   std::unique_ptr<StorageWriter> writer_;
   size_t writes_in_flight_ = 0;  // submitted to writer_ and not completed yet
   uint64_t group_entries_ = 0;   // entries written since the last sync
+  SyncTimes sync_times_;         // whether a small batch may be written on the loop
   std::unique_ptr<FileSnapshots> snapshots_;
   // The snapshot being taken: its file (null: none), slot, and steps.
   static constexpr size_t kSnapshotStepBytes = 256 << 10;

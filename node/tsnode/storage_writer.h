@@ -14,6 +14,7 @@
 // writer's thread and must not return.
 #pragma once
 
+#include <array>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -47,6 +48,27 @@ struct Written {
 inline constexpr size_t kInlineEntriesMax = 2;
 inline constexpr size_t kInlineBytesMax = 64 << 10;
 bool SmallEnoughToWriteInline(const consensus::Ready& r);
+
+// Whether the disk's recent syncs were quick enough for the loop to wait
+// for one: a small batch's fsync waits behind whatever the file system is
+// flushing (a snapshot file, RocksDB's flushes, other nodes on one disk),
+// and under megabyte values one such sync held the loop 700 ms. Past
+// kInlineSyncMax, two thread wake-ups (about 50 us) are nothing beside it.
+class SyncTimes {
+ public:
+  static constexpr double kInlineSyncMax = 0.002;  // seconds
+  void Observe(double seconds) { recent_[next_++ % recent_.size()] = seconds; }
+  bool Quick() const {
+    for (double s : recent_) {
+      if (s > kInlineSyncMax) return false;
+    }
+    return true;
+  }
+
+ private:
+  std::array<double, 8> recent_{};  // the last syncs, either path
+  size_t next_ = 0;
+};
 
 class StorageWriter {
  public:

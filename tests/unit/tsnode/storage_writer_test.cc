@@ -161,5 +161,22 @@ TEST(SmallEnoughToWriteInline, CountsEntriesAndBytes) {
   EXPECT_FALSE(SmallEnoughToWriteInline(r)) << "a megabyte";
 }
 
+// The loop waits for a sync only while the last eight were quick: one slow
+// sync sends the next eight batches to the thread.
+TEST(SyncTimes, OneSlowSyncOfTheLastEightKeepsWritesOffTheLoop) {
+  SyncTimes t;
+  EXPECT_TRUE(t.Quick()) << "nothing measured yet";
+  for (int i = 0; i < 8; ++i) t.Observe(0.0005);
+  EXPECT_TRUE(t.Quick());
+  t.Observe(0.7);
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_FALSE(t.Quick()) << i;
+    t.Observe(0.0005);
+  }
+  EXPECT_TRUE(t.Quick());
+  t.Observe(SyncTimes::kInlineSyncMax);  // at the bound is still quick
+  EXPECT_TRUE(t.Quick());
+}
+
 }  // namespace
 }  // namespace ts::tsnode

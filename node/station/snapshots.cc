@@ -451,15 +451,19 @@ void Snapshots::HandleChunk(consensus::NodeId from, const consensus::SnapshotChu
   Install(slot, from);
 }
 
+// A leader holds every chosen decree (phase 1 recovered them): it never
+// trades its state for a peer's, whether it led before the snapshot was
+// read or came to lead while it was.
+bool Snapshots::LeadsNow(consensus::Slot slot) {
+  if (st_.replica_->GetStatus().role != consensus::Role::kLeader) return false;
+  st_.Log(LogLevel::kInfo, "not installing the snapshot of slot " + std::to_string(slot) + ": this node leads now");
+  return true;
+}
+
 // The snapshot of `slot` is complete in the store: it is read and built
 // off the loop (SnapshotLoad), then swapped in by Loaded.
 void Snapshots::Install(consensus::Slot slot, consensus::NodeId from) {
-  if (st_.replica_->GetStatus().role == consensus::Role::kLeader) {
-    // A leader holds every chosen decree (phase 1 recovered them): it never
-    // trades its state for a peer's.
-    st_.Log(LogLevel::kInfo, "not installing the snapshot of slot " + std::to_string(slot) + ": this node leads now");
-    return;
-  }
+  if (LeadsNow(slot)) return;
   auto src = store_->Open(slot);
   if (!src.ok()) {
     st_.Log(LogLevel::kError, "snapshot of slot " + std::to_string(slot) + " from node " + std::to_string(from) +
@@ -477,10 +481,7 @@ std::unique_ptr<SnapshotLoad> Snapshots::Loaded(std::unique_ptr<SnapshotLoad> lo
   const consensus::NodeId from = load->from();
   if (!loading_ || *loading_ != slot || !load->ran()) return load;  // not the one asked for
   loading_.reset();
-  if (st_.replica_->GetStatus().role == consensus::Role::kLeader) {
-    st_.Log(LogLevel::kInfo, "not installing the snapshot of slot " + std::to_string(slot) + ": this node leads now");
-    return load;
-  }
+  if (LeadsNow(slot)) return load;
   if (slot <= st_.applied_slot_) {
     st_.Log(LogLevel::kInfo, "not installing the snapshot of slot " + std::to_string(slot) +
                                  ": this node applied up to slot " + std::to_string(st_.applied_slot_) + " meanwhile");

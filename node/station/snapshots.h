@@ -139,6 +139,8 @@ class Snapshots {
   std::optional<consensus::SnapshotWant> Needed() const;
   void SendRequest();
   void Install(consensus::Slot slot, consensus::NodeId from);
+  // Whether this node leads, so installs nothing (logged).
+  bool LeadsNow(consensus::Slot slot);
   void AnswerWaiters();
 
   Station& st_;

@@ -156,8 +156,8 @@ void Station::LinkUp(const rpc::Handshake& h) {
 }
 
 bool Station::HasReady() const {
-  return replica_->HasReady() || !unapplied_.empty() || !ready_.meta.empty() || ready_.identity || ready_.peer_addrs || snapshots_.HasMessages() ||
-         ready_.snapshot_installed || ready_.compact_upto ||
+  return replica_->HasReady() || !unapplied_.empty() || !ready_.meta.empty() || ready_.identity || ready_.peer_addrs ||
+         snapshots_.HasMessages() || ready_.snapshot_installed || ready_.compact_upto ||
          !ready_.replies.empty() || ready_.link_faults ||
          !ready_.events.empty() || !ready_.proposed.empty() || watch_.HasOut();
 }

@@ -375,10 +375,10 @@ void Driver::Flush(std::optional<std::chrono::steady_clock::time_point> until) {
     // Batches complete in the order taken, so one skips the storage thread
     // only when nothing is ahead of it there; then a small one (or one with
     // nothing to write) is written here, by the same code, while the disk's
-    // syncs are quick (SyncTimes). The loop waits
-    // for its fsync, but a thread would add two wake-ups (about 50 us here)
-    // to the path of a lone put, and when puts come one at a time nothing
-    // else is waiting for the loop. Larger batches (or large values) go to
+    // syncs are quick (SyncTimes). The loop waits for its fsync, but a
+    // thread would add two wake-ups (about 50 us here) to the path of a
+    // lone put, and when puts come one at a time nothing else is waiting
+    // for the loop. Larger batches (or large values) go to
     // the thread, and the loop goes on reading while they sync. Around an
     // inline write, the replies leave before it (they do not wait for it:
     // the contract's step b), and what it releases leaves as soon as it is

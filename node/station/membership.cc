@@ -16,8 +16,9 @@ using rpc::ClientRequest;
 
 namespace {
 
-MemberRecord* Find(MembershipDecree& m, consensus::NodeId id) {
-  for (MemberRecord& r : m.members) {
+template <class Config>
+auto Find(Config& m, consensus::NodeId id) -> decltype(&m.members.front()) {
+  for (auto& r : m.members) {
     if (r.id == id) return &r;
   }
   return nullptr;
@@ -84,6 +85,7 @@ void Membership::Apply(consensus::Slot slot, const Decree& d, bool replay_only) 
     genesis_applied_ = true;
   }
   bool was_voter = ToConsensus(config_).Votes(st_.id(), st_.incarnation());
+  ForgetSupersededIncarnations(m);
   config_ = std::move(m);
   SyncPeers();
   if (replay_only) return;
@@ -98,6 +100,23 @@ void Membership::Apply(consensus::Slot slot, const Decree& d, bool replay_only) 
   } else if (!was_voter && voter) {
     st_.Log(LogLevel::kWarn, "this node votes again (incarnation " + Hex(st_.incarnation()) + " bound at slot " +
                                  std::to_string(slot) + ")");
+  }
+}
+
+// The version view counts a member only while the process it last heard
+// from is the bound one. A handshake's incarnation can go stale without a
+// new handshake: a bootstrap member started on an empty data dir announces
+// 0, and takes its new incarnation once its peers tell it the cluster's
+// identity. A decree that binds a member at another incarnation is newer
+// than what its handshake said, so the view forgets it until the next one.
+void Membership::ForgetSupersededIncarnations(const MembershipDecree& next) {
+  for (const MemberRecord& r : next.members) {
+    auto view = st_.peers_.find(r.id);
+    if (view == st_.peers_.end() || !view->second.incarnation || *view->second.incarnation == r.incarnation) continue;
+    const MemberRecord* before = Find(config_, r.id);
+    if (before != nullptr && before->incarnation == r.incarnation) continue;  // not rebound now
+    view->second.incarnation.reset();
+    st_.version_duties_.ViewChanged();
   }
 }
 
@@ -394,6 +413,7 @@ std::vector<rpc::MemberStatus> Membership::BuildMembers() const {
 
 void Membership::Restore(MembershipDecree config, bool genesis_applied, const std::string& cluster_uuid,
                          bool announce) {
+  ForgetSupersededIncarnations(config);
   config_ = std::move(config);
   genesis_applied_ = genesis_applied;
   if (!cluster_uuid_.empty() || cluster_uuid.empty()) return;

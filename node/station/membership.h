@@ -66,6 +66,9 @@ class Membership {
   std::string JoinRefusal(consensus::NodeId peer, bool new_member) const;
   StatusOr<consensus::Slot> Propose(MembershipDecree m, RequestTag* tag = nullptr);
   uint64_t NextRandom();
+  // Before `next` replaces the configuration: a member it binds at another
+  // incarnation than its last handshake said is no longer judged by it.
+  void ForgetSupersededIncarnations(const MembershipDecree& next);
 
   Station& st_;
   std::string cluster_uuid_;

@@ -51,12 +51,14 @@ StationCluster::StationCluster(size_t n, uint64_t seed, station::StationOptions 
   }
 }
 
-void StationCluster::Wipe(NodeId id) {
+void StationCluster::Wipe(NodeId id, bool initial_cluster_new) {
   Node& n = nodes_.at(id);
   TS_CHECK(!n.station, "wiping the disk of a running node");
+  TS_CHECK(!initial_cluster_new || id <= bootstrap_, "only a bootstrap member starts as one of a new cluster");
   n.disk = MemDisk{};
   n.snapshots = MemSnapshots{};
   n.applied.clear();
+  if (initial_cluster_new) n.disk.meta["identity/incarnation"] = "0";
 }
 
 void StationCluster::ImplantForeignDisk(NodeId id) {

@@ -70,8 +70,11 @@ class StationCluster {
   void Crash(NodeId id, bool lose_unsynced = false);
   void Restart(NodeId id);  // reopens the station from its disk
   // The node's disk is lost: the next Restart finds an empty data dir and
-  // joins as a learner with a new incarnation. The node must be down.
-  void Wipe(NodeId id);
+  // joins as a learner with a new incarnation. The node must be down. With
+  // `initial_cluster_new` it restarts as tsnode does with
+  // --initial-cluster-state new: at incarnation 0 with no identity, picking
+  // its new incarnation only once its peers tell it the cluster's.
+  void Wipe(NodeId id, bool initial_cluster_new = false);
   // The node's disk is replaced by one of another cluster (its identity and
   // a log of its own). The node must be down.
   void ImplantForeignDisk(NodeId id);

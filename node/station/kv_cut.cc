@@ -3,6 +3,7 @@
 #include "node/station/kv_store.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include <cereal/types/map.hpp>
 #include <cereal/types/string.hpp>
@@ -35,8 +36,15 @@ std::optional<std::string> KvMetaChunks::Add(std::string_view key, const KvEntry
 
 std::string KvMetaChunks::Finish() { return rpc::EncodeBounded(image_); }
 
+namespace {
+// Process-wide, so that no store (copies, moves, loads) holds an entry
+// marked with the epoch of a cut taken later.
+std::atomic<uint32_t> cut_epochs{0};
+}  // namespace
+
 void KvStore::BeginCut() {
   cut_ = std::make_unique<Cut>();
+  cut_->epoch = ++cut_epochs;
   cut_->meta = tracking();
   cut_->since = tracking_since_;
   if (cut_->meta) cut_->lease_ttls = LeaseTtls();
@@ -53,23 +61,19 @@ bool KvStore::NextCutPass() {
   return true;
 }
 
-void KvStore::KeepForCut(const std::string& key, KvEntry* e) {
+void KvStore::KeepForCut(const std::string& key, KvEntry& e) {
 #if defined(TS_PLANTED_STATION_BUG) && TS_PLANTED_STATION_BUG == 8
   // Negative control: nothing is kept, so the writer sees later writes.
   return;
 #endif
-  if (!cut_) return;
+  if (!cut_ || e.born_in_cut == cut_->epoch) return;  // no cut, or absent at it
   // Behind the cursor of the last pass, the cut has what it needs.
   const bool last_pass = cut_->pass == 1 || !cut_->meta;
   if (last_pass && cut_->after && key <= *cut_->after) return;
   auto [it, fresh] = cut_->kept.try_emplace(key);
   if (!fresh) return;  // changed before: what it was at the cut is kept already
-  size_t bytes = key.size() + 96;  // about a map node's own cost
-  if (e != nullptr) {
-    it->second = std::move(*e);
-    bytes += it->second->value.size();
-  }
-  cut_->kept_bytes += bytes;
+  it->second = std::move(e);
+  cut_->kept_bytes += key.size() + 96 + it->second.value.size();  // 96: about a map node's own cost
   cut_->kept_peak = std::max(cut_->kept_peak, cut_->kept_bytes);
 }
 
@@ -95,11 +99,9 @@ StatusOr<bool> KvStore::WalkCut(size_t budget, const CutVisitor& f) {
     // A kept key is what the cut saw, whatever the live map holds now.
     if (kept_left && (!live_left || kept->first <= live->first)) {
       if (live_left && live->first == kept->first) ++live;
-      // A key absent at the cut is skipped, at a small cost all the same:
-      // a flood of new keys ahead of the walk must not make one step long.
-      spent += kept->second ? f(kept->first, *kept->second) : kept->first.size() + 32;
+      spent += f(kept->first, kept->second);
       if (last_pass) {
-        c.kept_bytes -= std::min(c.kept_bytes, kept->first.size() + 96 + (kept->second ? kept->second->value.size() : 0));
+        c.kept_bytes -= std::min(c.kept_bytes, kept->first.size() + 96 + kept->second.value.size());
         auto node = c.kept.extract(kept++);
         last = std::move(node.key());
       } else {
@@ -108,7 +110,9 @@ StatusOr<bool> KvStore::WalkCut(size_t budget, const CutVisitor& f) {
       }
       last_live = nullptr;
     } else {
-      spent += f(live->first, live->second);
+      // A key created since the cut is skipped, at a small cost all the
+      // same: a flood of new keys must not make one step long.
+      spent += live->second.born_in_cut == c.epoch ? live->first.size() + 32 : f(live->first, live->second);
       last_live = &live->first;
       last.reset();
       ++live;

@@ -224,11 +224,10 @@ void KvStore::Commit(Overlay& overlay, consensus::Slot slot) {
       value_hash_ -= EntryHash(it->first, it->second.value);
       if (tracking()) meta_hash_ -= MetaHashOf(it->first, it->second);
       if (auto old = leases_.find(it->second.lease); old != leases_.end()) old->second.keys.erase(key);
-      KeepForCut(key, &it->second);
+      KeepForCut(key, it->second);
       it->second.value = std::move(*staged.value);
     } else {
-      KeepForCut(key, nullptr);
-      it = map_.emplace(key, KvEntry{std::move(*staged.value), 0, 0}).first;
+      it = map_.emplace(key, KvEntry{std::move(*staged.value), 0, 0, cut_ ? cut_->epoch : 0}).first;
       index_.emplace(std::string_view(it->first), it);
     }
     it->second.mod_slot = tracking() ? slot : 0;
@@ -247,7 +246,7 @@ void KvStore::EraseKey(Map::iterator it) {
   if (it->second.lease != 0) {
     if (auto lease = leases_.find(it->second.lease); lease != leases_.end()) lease->second.keys.erase(it->first);
   }
-  KeepForCut(it->first, &it->second);
+  KeepForCut(it->first, it->second);
   index_.erase(std::string_view(it->first));
   map_.erase(it);
 }
@@ -266,7 +265,7 @@ size_t KvStore::StopTracking() {
       lease.keys.erase(lease.keys.begin());
       if (sink_) sink_->push_back(KvChange{true, it->first, {}, 0, 0});
       value_hash_ -= EntryHash(it->first, it->second.value);
-      KeepForCut(it->first, &it->second);
+      KeepForCut(it->first, it->second);
       index_.erase(std::string_view(it->first));
       map_.erase(it);
     }

@@ -50,6 +50,9 @@ struct KvEntry {
   std::string value;
   uint64_t mod_slot = 0;  // the slot that last changed it (0: not tracked yet)
   uint64_t lease = 0;     // the lease it is attached to (0: none)
+  // The cut (KvStore::BeginCut) during which the key was created, if it
+  // was: absent from that cut, so not kept for it. Not part of the state.
+  uint32_t born_in_cut = 0;
 };
 
 // One change to a key, as applied (KvStore::set_change_sink): what the
@@ -159,10 +162,11 @@ class KvStore {
   // Cuts: the state as it is at BeginCut, read a slice at a time while
   // Apply goes on changing it (a snapshot taken without stopping the loop:
   // snapshot_taker.h). Until EndCut, the first change to a key the cut has
-  // not yet passed keeps that key's entry as it was (or that it was
-  // absent), so a walk of the live map merged with those kept entries is
-  // the state at the cut; the memory this costs is the keys changed while
-  // the walk runs, not the state. A cut `with_meta` (a tracking store) has
+  // not yet passed keeps that key's entry as it was, so a walk of the live
+  // map merged with those kept entries is the state at the cut; the memory
+  // this costs is the keys changed while the walk runs, not the state. A
+  // key created meanwhile is only marked (KvEntry::born_in_cut) and
+  // skipped: a load of new keys (filling a store) keeps nothing. A cut `with_meta` (a tracking store) has
   // two passes, the entries' values then their bookkeeping, each in key
   // order; entries are kept until the last pass passes them.
   //
@@ -238,17 +242,18 @@ class KvStore {
   Map::iterator Find(std::string_view key);
   Map::const_iterator Find(std::string_view key) const;
   void Reindex();
-  // Before a key changes (e: its entry, which this may move from; null: it
-  // is about to be created): keeps what the cut must still see of it.
-  void KeepForCut(const std::string& key, KvEntry* e);
+  // Before a key changes or goes (e: its entry, which this may move from):
+  // keeps what the cut must still see of it.
+  void KeepForCut(const std::string& key, KvEntry& e);
   std::map<uint64_t, uint64_t> LeaseTtls() const;
 
   struct Cut {
-    bool meta = false;  // a second pass, over the bookkeeping
+    uint32_t epoch = 0;  // KvEntry::born_in_cut of the keys created during it
+    bool meta = false;   // a second pass, over the bookkeeping
     int pass = 0;
     std::optional<std::string> after;  // the last key this pass visited
-    // Keys changed since the cut, as they were then (nullopt: absent).
-    std::map<std::string, std::optional<KvEntry>> kept;
+    // Keys that existed at the cut and changed since, as they were then.
+    std::map<std::string, KvEntry> kept;
     size_t kept_bytes = 0, kept_peak = 0;
     std::string broken;  // why the cut no longer holds (empty: it does)
     uint64_t since = 0;  // the bookkeeping as at the cut

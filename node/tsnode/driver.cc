@@ -329,7 +329,7 @@ void Driver::Run() {
   // What waits to be destroyed is destroyed.
   if (load_thread_.joinable()) load_thread_.join();
   load_.reset();
-  if (dispose_thread_.joinable()) dispose_thread_.join();
+  disposer_.Drain();
   // Answer what is still waiting, so clients do not hang on a closing node,
   // and let the storage thread finish what it was given.
   station_->Shutdown();
@@ -493,7 +493,9 @@ void Driver::WarnOfBounds(const consensus::ReplicaStatus& s) {
 // loop when it has room again and when the file is done.
 void Driver::MaybeSnapshot() {
   if (snapshot_file_) return StepSnapshot();
-  if (!station_->SnapshotDue()) return;
+  // Not while a writer given up may still remove its file (the same slot's
+  // name), nor while a replaced state is being freed.
+  if (!station_->SnapshotDue() || !disposer_.Idle()) return;
   consensus::Slot slot = station_->applied_slot();
   station_->SnapshotStarted(slot);
   snapshot_started_ = std::chrono::steady_clock::now();
@@ -519,7 +521,8 @@ void Driver::StepSnapshot() {
   snapshot_step_us_ += us;
   snapshot_step_max_us_ = std::max(snapshot_step_max_us_, us);
   if (!done.ok()) {
-    snapshot_file_.reset();  // removes the unfinished file
+    // Its destructor waits for the write under way and removes the file.
+    disposer_.Dispose(std::move(snapshot_file_));
     return FinishSnapshot(false, done.status().ToString());
   }
   if (*done) {
@@ -575,8 +578,7 @@ void Driver::FinishLoad() {
                old->slot(), std::chrono::duration_cast<std::chrono::milliseconds>(read - load_started_).count(),
                std::chrono::duration_cast<std::chrono::microseconds>(swapped - read).count());
   Flush();
-  if (dispose_thread_.joinable()) dispose_thread_.join();
-  dispose_thread_ = std::thread([old = std::move(old)]() mutable { old.reset(); });
+  disposer_.Dispose(std::move(old));
 }
 
 void Driver::Reply(station::Ready& r) {

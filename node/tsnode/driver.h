@@ -30,6 +30,7 @@
 
 #include "node/station/station.h"
 #include "node/tsnode/digest_watch.h"
+#include "node/tsnode/disposer.h"
 #include "node/tsnode/file_snapshots.h"
 #include "node/tsnode/snapshot_file_thread.h"
 #include "node/tsnode/http_port.h"
@@ -148,11 +149,14 @@ class Driver {
   uint64_t snapshot_steps_ = 0;
   int64_t snapshot_step_us_ = 0, snapshot_step_max_us_ = 0;
   // A peer's snapshot being read off the loop (null: none), and the
-  // threads that read it and that destroy the state it replaced.
+  // thread that reads it.
   std::unique_ptr<station::SnapshotLoad> load_;
   std::chrono::steady_clock::time_point load_started_;
   std::thread load_thread_;
-  std::thread dispose_thread_;
+  // Destroys the state an installed snapshot replaced, and a snapshot
+  // writer given up, off the loop. Drained before the loop's io_context
+  // goes (a writer's thread may still post to it).
+  Disposer disposer_;
   std::unique_ptr<station::Station> station_;
   std::shared_ptr<rpc::TlsContext> tls_;  // null: plaintext
   std::unique_ptr<rpc::PeerTransport> transport_;

@@ -40,6 +40,10 @@ namespace {
 // Process-wide, so that no store (copies, moves, loads) holds an entry
 // marked with the epoch of a cut taken later.
 std::atomic<uint32_t> cut_epochs{0};
+
+// What a kept entry costs the cut: its key and value, and about a map
+// node's own cost.
+size_t KeptBytes(const std::string& key, const KvEntry& e) { return key.size() + 96 + e.value.size(); }
 }  // namespace
 
 void KvStore::BeginCut() {
@@ -73,7 +77,7 @@ void KvStore::KeepForCut(const std::string& key, KvEntry& e) {
   auto [it, fresh] = cut_->kept.try_emplace(key);
   if (!fresh) return;  // changed before: what it was at the cut is kept already
   it->second = std::move(e);
-  cut_->kept_bytes += key.size() + 96 + it->second.value.size();  // 96: about a map node's own cost
+  cut_->kept_bytes += KeptBytes(key, it->second);
   cut_->kept_peak = std::max(cut_->kept_peak, cut_->kept_bytes);
 }
 
@@ -101,7 +105,7 @@ StatusOr<bool> KvStore::WalkCut(size_t budget, const CutVisitor& f) {
       if (live_left && live->first == kept->first) ++live;
       spent += f(kept->first, kept->second);
       if (last_pass) {
-        c.kept_bytes -= std::min(c.kept_bytes, kept->first.size() + 96 + kept->second.value.size());
+        c.kept_bytes -= std::min(c.kept_bytes, KeptBytes(kept->first, kept->second));
         auto node = c.kept.extract(kept++);
         last = std::move(node.key());
       } else {

@@ -166,9 +166,10 @@ class KvStore {
   // map merged with those kept entries is the state at the cut; the memory
   // this costs is the keys changed while the walk runs, not the state. A
   // key created meanwhile is only marked (KvEntry::born_in_cut) and
-  // skipped: a load of new keys (filling a store) keeps nothing. A cut `with_meta` (a tracking store) has
-  // two passes, the entries' values then their bookkeeping, each in key
-  // order; entries are kept until the last pass passes them.
+  // skipped: a load of new keys (filling a store) keeps nothing. A cut
+  // `with_meta` (a tracking store) has two passes, the entries' values then
+  // their bookkeeping, each in key order; entries are kept until the last
+  // pass passes them.
   //
   // WalkCut visits the next entries of the current pass, in key order,
   // calling f(key, entry as at the cut), which returns what the entry cost;

@@ -396,9 +396,11 @@ class Station {
 
   // station.cc: the loop's duties, applying, replies.
   void RunDuties();
+  // Queues what the core reports chosen and applies a budget of it (see
+  // station.cc); `committed` becomes what was applied.
+  void ApplyChosen(std::vector<consensus::Entry>& committed);
   // Applies a committed entry (ApplyEntry), then records the state digest
   // if the slot is a checkpoint.
-  void ApplyChosen(std::vector<consensus::Entry>& committed);
   void Apply(const consensus::Entry& e);
   void ApplyEntry(const consensus::Entry& e);
   bool ApplyDecree(consensus::Slot slot, const std::string& bytes, bool replay_only);

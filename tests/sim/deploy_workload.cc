@@ -46,6 +46,7 @@ void DeployWorkload::Step(bool operator_active) {
     next_occupancy_ms_ = c_.now_ms() + kOccupancyPeriodMs;
   }
   if (c_.now_ms() >= next_executor_ms_) {
+    if (operator_active) MaybeCancelMidway();
     Executor();
     next_executor_ms_ = c_.now_ms() + kExecutorPeriodMs;
   }
@@ -77,6 +78,23 @@ void DeployWorkload::Command(NodeId at, const json& cmd) {
   }
 }
 
+// An LRP update caught mid-way (an instance already moved) is cancelled
+// half the time, so that reverts, and the check of where they end, happen
+// in most runs. Each update is looked at once per executor period until it
+// is rolled for: an update takes only a few periods, shorter than the
+// operator's, which caught one in fifty runs.
+void DeployWorkload::MaybeCancelMidway() {
+  auto leader = c_.Leader();
+  if (!leader) return;
+  const deploy::DesiredLrp* l = c_.station(*leader).deploy_state().lrps().Find("lrp1");
+  if (l == nullptr || !l->UpdateInProgress() || l->reverting || l->definition_id == rolled_for_ ||
+      std::count(l->actual_definition_ids.begin(), l->actual_definition_ids.end(), l->definition_id) == 0) {
+    return;
+  }
+  rolled_for_ = l->definition_id;
+  if (rng_() % 2 == 0) Command(*leader, {{"kind", "lrp"}, {"op", "cancel"}, {"process_guid", "lrp1"}});
+}
+
 // A random command, valid or not: the coordinator must refuse the invalid
 // ones without writing anything, and apply the others.
 void DeployWorkload::OperatorCommand() {
@@ -86,14 +104,6 @@ void DeployWorkload::OperatorCommand() {
   uint32_t desired = 2 + static_cast<uint32_t>(rng_() % 6);
   std::string lrp = "lrp1";
   if (rng_() % 8 == 0 && FailureCommand(*leader, sched)) return;
-  // An update caught mid-way is cancelled half the time, so that reverts
-  // (and the check of where they end) happen in most runs.
-  const deploy::DesiredLrp* l = c_.station(*leader).deploy_state().lrps().Find(lrp);
-  if (l != nullptr && l->UpdateInProgress() && !l->reverting &&
-      std::count(l->actual_definition_ids.begin(), l->actual_definition_ids.end(), l->definition_id) > 0 &&
-      rng_() % 2 == 0) {
-    return Command(*leader, {{"kind", "lrp"}, {"op", "cancel"}, {"process_guid", lrp}});
-  }
   switch (rng_() % 10) {
     case 0: {
       json create = {{"kind", "sched"},        {"op", "create"}, {"scheduler", sched}, {"desired", desired},

@@ -52,6 +52,7 @@ class DeployWorkload {
 
  private:
   void OperatorCommand();
+  void MaybeCancelMidway();
   // Scheduler failures: the operator's switch, abort and retry commands,
   // and the check that no failed version is active (deploy_failures.cc).
   bool FailureCommand(NodeId leader, const std::string& sched);
@@ -74,6 +75,7 @@ class DeployWorkload {
   uint64_t next_occupancy_ms_ = 0;
   uint32_t bg_version_ = 0;
   uint32_t lrp_def_ = 0;
+  std::string rolled_for_;  // the LRP update MaybeCancelMidway last rolled for
   uint64_t sent_ = 0;
   uint64_t applied_ = 0;
   struct Sent {

@@ -23,13 +23,8 @@ LogCompactor::~LogCompactor() {
     stop_ = true;
   }
   if (thread_.joinable()) {
-    // Aborts a compaction under way (it then returns Incomplete) so that
-    // closing the store does not wait for it; the deleted entries stay
-    // deleted and their space is reclaimed by a later compaction.
-    db_->DisableManualCompaction();
     wake_.notify_all();
     thread_.join();
-    db_->EnableManualCompaction();
   }
 }
 
@@ -82,42 +77,25 @@ Status LogCompactor::Compact(Slot upto) {
   // and a crash must not bring back a first slot below them.
   rocksdb::Status s = db_->FlushWAL(/*sync=*/true);
   if (!s.ok()) return Failed(upto, s);
-  // Bytes below the point and above it, in the memtables or on disk.
+  // Bytes below the point and above it in the memtables: memtables mostly
+  // of deleted entries (small values: many snapshots per memtable) are
+  // flushed, the default family's too. The flush drops what the range
+  // deletion covers, so the file it makes holds little, and the memory and
+  // the WAL files they held come back.
   const rocksdb::Range ranges[2] = {rocksdb::Range(begin_slice, after_slice),
                                     rocksdb::Range(after_slice, rocksdb::Slice(record::kEntryEnd, 2))};
-  auto below_and_above = [&](bool in_memory, uint64_t sizes[2]) {
-    rocksdb::SizeApproximationOptions so;
-    so.include_memtables = in_memory;
-    so.include_files = !in_memory;
-    return db_->GetApproximateSizes(so, log_, ranges, 2, sizes);
-  };
   uint64_t sizes[2] = {0, 0};
-  s = below_and_above(/*in_memory=*/true, sizes);
+  rocksdb::SizeApproximationOptions so;
+  so.include_memtables = true;
+  so.include_files = false;
+  s = db_->GetApproximateSizes(so, log_, ranges, 2, sizes);
   if (s.ok() && sizes[0] > sizes[1]) {
-    // Memtables mostly of deleted entries (small values: many snapshots
-    // per memtable) are flushed, the default family's too: the flush
-    // drops what the range deletion covers, and the memory and the WAL
-    // files they held come back.
     rocksdb::FlushOptions fo;
     fo.allow_write_stall = true;
     s = db_->Flush(fo, {db_->DefaultColumnFamily(), log_});
   }
   if (s.ok()) s = DropWholeFiles(begin_slice, end_slice);
-  if (s.ok()) s = below_and_above(/*in_memory=*/false, sizes);
-  if (s.IsShutdownInProgress()) return Status::Ok();
-  if (!s.ok()) return Failed(upto, s);
-  if (sizes[0] <= sizes[1]) return Status::Ok();
-  rocksdb::CompactRangeOptions co;
-  // Automatic compactions go on meanwhile, so writes never stall on this.
-  co.exclusive_manual_compaction = false;
-  // The range tombstone and the entries it covers meet, and are dropped,
-  // when they are compacted into the bottommost level; this also rewrites
-  // bottommost files that overlap the range but were not just written,
-  // which is where older entries sit.
-  co.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForceOptimized;
-  s = db_->CompactRange(co, log_, &begin_slice, &end_slice);
-  // Incomplete: aborted by the destructor; ShutdownInProgress: closing.
-  if (s.ok() || s.IsIncomplete() || s.IsShutdownInProgress()) return Status::Ok();
+  if (s.ok() || s.IsShutdownInProgress()) return Status::Ok();
   return Failed(upto, s);
 }
 

@@ -3,13 +3,13 @@
 // highest slot asked for since it last looked, so a burst of CompactTo
 // calls costs one pass.
 //
-// The entries have a column family of their own, flushed in slot order, so
-// most table files hold only slots below the compaction point once it
-// passes them: those files are dropped whole, nothing read or rewritten.
-// What is left below the point sits in the files that straddle it; a
-// RocksDB compaction rewrites those (with every live entry in files that
-// overlap them) only once they hold more deleted bytes than live ones, so
-// the log never takes much more than twice its live size on disk.
+// The entries have a column family of their own, flushed in slot order and
+// never merged by RocksDB (its automatic compactions are off), so every
+// table file sits in level 0 and holds only slots below the compaction
+// point once the point passes its newest: those files are dropped whole,
+// oldest first, nothing read or rewritten. What is left below the point
+// sits in the one file that straddles it, at most a memtable's size
+// (write_buffer_size), and goes when the point passes that file too.
 #pragma once
 
 #include <rocksdb/db.h>
@@ -45,7 +45,8 @@ class LogCompactor {
   void Run();
   Status Compact(consensus::Slot upto);
   // Drops the table files that hold nothing above `end`: in levels 1 and
-  // below with DeleteFilesInRange; in level 0, which that skips, the oldest
+  // below (a store written by a release that let RocksDB merge the log's
+  // files) with DeleteFilesInRange; in level 0, which that skips, the oldest
   // file at a time while it qualifies (RocksDB deletes a level-0 file only
   // if it is the oldest and no deeper level holds files). Stale versions
   // of these slots in files that stay remain covered by DropThrough's range

@@ -36,6 +36,13 @@ using consensus::Slot;
 // than kept: one catch-up burst should not pin its memory for good.
 constexpr size_t kBatchKeepBytesMax = 8 << 20;
 
+// Memtables of a column family waiting for a flush at which RocksDB stops
+// writes (max_write_buffer_number); level-0 files of the default family at
+// which it slows them, and stops them (the log's family has no such limit).
+constexpr int kMemtablesMax = 3;
+constexpr int kLevel0SlowdownFiles = 40;
+constexpr int kLevel0StopFiles = 60;
+
 std::string_view View(const rocksdb::Slice& s) { return {s.data(), s.size()}; }
 
 // RocksDB's info log (the LOG file in the data dir), forwarded unchanged,
@@ -175,31 +182,30 @@ StatusOr<std::unique_ptr<LogStore>> LogStore::Open(const std::string& dir, Store
   // means fewer, larger flushes and less write amplification; three of them
   // let writes continue while one flushes.
   o.write_buffer_size = 64 << 20;
-  o.max_write_buffer_number = 3;
+  o.max_write_buffer_number = kMemtablesMax;
   // Decrees are small and the machine has 2 cores shared with the event
   // loop: compression would cost more CPU than the disk it saves.
   o.compression = rocksdb::kNoCompression;
   o.max_background_jobs = 2;
-  // Compactions copy every byte written once more or several times: with
-  // megabyte values they took a third of a 2-core machine and held the
-  // event loop (its heartbeats) off a core. At the lowest CPU priority they
-  // run on what the loop leaves. Flushes keep the normal priority: each
-  // frees a memtable the log's writes need, and at the lowest one, on a
-  // saturated machine, a 64 MB flush took 22 s for 0.28 s of CPU while
-  // RocksDB stopped every write (three memtables full).
+  // Compactions (the default family's only: the log's entries are never
+  // merged, below) run at the lowest CPU priority, on what the loop leaves:
+  // when the log's were merged too, with megabyte values they took a third
+  // of a 2-core machine and held the event loop (its heartbeats) off a
+  // core. Flushes keep the normal priority: each frees a memtable the log's
+  // writes need, and at the lowest one, on a saturated machine, a 64 MB
+  // flush took 22 s for 0.28 s of CPU while RocksDB stopped every write
+  // (three memtables full).
   (void)o.env->LowerThreadPoolCPUPriority(rocksdb::Env::Priority::LOW, rocksdb::CpuPriority::kLow);
   // Flushes and compactions write their files to disk a megabyte at a time
   // as they go: left to the final fsync, 64 MB would reach the disk in one
   // burst and the log's own small synced writes would queue behind it.
   o.bytes_per_sync = 1 << 20;
-  // Log entries are written once, read rarely and deleted a snapshot later
-  // (CompactTo), so merging them into bigger files before that is wasted
-  // work. Level 0 may hold this many flushed files before a merge
-  // (CompactTo usually drops the old ones first); merges, and then write
-  // stalls, start only far above that.
+  // Compaction triggers for the default family's small marks: merges
+  // start at 12 level-0 files, writes slow at 40 and stop at 60 (RocksDB
+  // stops the whole database's writes if one family reaches them).
   o.level0_file_num_compaction_trigger = 12;
-  o.level0_slowdown_writes_trigger = 40;
-  o.level0_stop_writes_trigger = 60;
+  o.level0_slowdown_writes_trigger = kLevel0SlowdownFiles;
+  o.level0_stop_writes_trigger = kLevel0StopFiles;
   // Two column families (record.h): a WAL file is deleted only once every
   // family has flushed what it holds, and the default one takes only small
   // marks; past this much WAL, RocksDB flushes it so WAL files do not pile
@@ -219,12 +225,18 @@ StatusOr<std::unique_ptr<LogStore>> LogStore::Open(const std::string& dir, Store
     o.info_log = damage_log;
   }
 
-  // Level 0's size alone would also start a merge into level 1 (at
-  // max_bytes_for_level_base, 256 MiB by default), rewriting live entries:
-  // a few memtables of 4 KiB values reach it between two snapshots. The
-  // file count above decides instead.
+  // The log's entries are written once in slot order, read rarely and
+  // deleted a snapshot later, whole files at a time (LogCompactor): RocksDB
+  // never merges them. Its merges rewrote entries about to be deleted, and
+  // while a snapshot of gigabytes was written (minutes, on a busy machine)
+  // the log's level 0 outgrew the triggers above: one merge of 818 MB at
+  // the lowest priority held up the next ones, RocksDB slowed and then
+  // stopped every write, and a cluster with no fault elected no leader for
+  // minutes. With its merges off, RocksDB applies no file-count or
+  // pending-bytes stall to the family; its files stay in level 0 in slot
+  // order until the compaction point passes them.
   rocksdb::ColumnFamilyOptions log_options(o);
-  log_options.max_bytes_for_level_base = 4ull << 30;
+  log_options.disable_auto_compactions = true;
   const std::vector<rocksdb::ColumnFamilyDescriptor> families = {
       {rocksdb::kDefaultColumnFamilyName, rocksdb::ColumnFamilyOptions(o)}, {record::kLogFamily, log_options}};
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
@@ -517,6 +529,31 @@ Status LogStore::CompactTo(Slot upto) {
   // Unsynced: the snapshot that covers these slots is durable, so losing
   // this write to a crash only brings entries back for the next CompactTo.
   return DropThrough(upto, std::nullopt, /*sync=*/false);
+}
+
+std::string LogStore::WriteStallReport() const {
+  using P = rocksdb::DB::Properties;
+  auto number = [&](rocksdb::ColumnFamilyHandle* family, const std::string& name) {
+    uint64_t v = 0;
+    return db_->GetIntProperty(family, name, &v) ? std::to_string(v) : std::string("?");
+  };
+  auto level0_files = [&](rocksdb::ColumnFamilyHandle* family) {  // a string property, unlike the others
+    std::string v;
+    return db_->GetProperty(family, P::kNumFilesAtLevelPrefix + "0", &v) ? v : std::string("?");
+  };
+  rocksdb::ColumnFamilyHandle* marks = db_->DefaultColumnFamily();
+  const bool stopped = number(marks, P::kIsWriteStopped) == "1";
+  const std::string delayed = number(marks, P::kActualDelayedWriteRate);
+  const std::string state = stopped ? std::string("stops writes")
+                            : delayed != "0" ? "slows writes to " + delayed + " bytes/s"
+                            : "neither stops nor slows writes";
+  return "RocksDB " + state + ": memtables waiting for a flush, the log's " + number(log_, P::kNumImmutableMemTable) +
+         " and the marks' " +
+         number(marks, P::kNumImmutableMemTable) + " (writes stop at " + std::to_string(kMemtablesMax) +
+         "); the marks' level-0 files " + level0_files(marks) + " (writes slow at " +
+         std::to_string(kLevel0SlowdownFiles) + " and stop at " + std::to_string(kLevel0StopFiles) +
+         "); the log's level-0 files " + level0_files(log_) + " (no limit); " + number(marks, P::kNumRunningFlushes) +
+         " flushes and " + number(marks, P::kNumRunningCompactions) + " compactions running";
 }
 
 Status LogStore::InstallSnapshotBase(Slot slot) {

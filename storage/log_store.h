@@ -136,6 +136,13 @@ class LogStore : public consensus::LogReader {
   // tools; the event loop never calls it).
   void WaitForBackgroundWork();
 
+  // What RocksDB says of its writes, for a log line when one has waited
+  // long: whether it stops or slows them, and what it counts for that (the
+  // memtables waiting for a flush, the default family's level-0 files
+  // against its triggers), the log's level-0 files, the flushes and
+  // compactions running. Safe from any thread, also while a write waits.
+  std::string WriteStallReport() const;
+
   // How many entries Open moved out of the older layout's place (the
   // default column family) into the log's own; 0 for a store already in
   // this layout. Stores of this layout cannot be opened by an older tsnode.

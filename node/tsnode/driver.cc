@@ -319,6 +319,7 @@ void Driver::Run() {
                                        {"handing output over", flushed - ticked},
                                        {"a snapshot's step", end - flushed}};
     if (auto warning = watch.Observe(end, phases)) spdlog::warn("{}", *warning);
+    if (auto warning = writer_->StuckWarning(end)) spdlog::warn("{}", *warning);
     systemd_.Alive(end);
   }
   systemd_.Stopping();

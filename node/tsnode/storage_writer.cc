@@ -2,7 +2,10 @@
 #include "node/tsnode/storage_writer.h"
 
 #include <chrono>
+#include <cstdio>
 #include <utility>
+
+#include <spdlog/spdlog.h>
 
 namespace ts::tsnode {
 
@@ -51,6 +54,19 @@ void StorageWriter::WaitIdle() {
   idle_.wait(lock, [this] { return in_flight_ == 0; });
 }
 
+std::optional<std::string> StorageWriter::StuckWarning(std::chrono::steady_clock::time_point now) {
+  const int64_t since_ns = writing_since_ns_;
+  if (since_ns == 0 || now < next_stuck_warning_) return std::nullopt;
+  const std::chrono::steady_clock::time_point since{std::chrono::steady_clock::duration(since_ns)};
+  if (now - since < kStuckAfter) return std::nullopt;
+  next_stuck_warning_ = now + kStuckEvery;
+  stuck_warned_ = true;
+  char waited[32];
+  std::snprintf(waited, sizeof waited, "%.1f", std::chrono::duration<double>(now - since).count());
+  return std::string("a write to the log has waited ") + waited + " s and goes on waiting: no acceptance, vote or " +
+         "reply that needs it can leave meanwhile, so to its peers this node is silent. " + store_.WriteStallReport();
+}
+
 void StorageWriter::Loop() {
   std::unique_lock lock(mu_);
   for (;;) {
@@ -61,7 +77,14 @@ void StorageWriter::Loop() {
     for (station::Ready& r : queue_) group.push_back(Written{std::move(r)});
     queue_.clear();
     lock.unlock();
+    const auto started = std::chrono::steady_clock::now();
+    writing_since_ns_ = started.time_since_epoch().count();
     WriteGroup(group);
+    writing_since_ns_ = 0;
+    if (stuck_warned_.exchange(false)) {
+      spdlog::info("the log's write that waited is done, after {:.1f} s ({} batches)",
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), group.size());
+    }
     const size_t n = group.size();
     written_(std::move(group));
     lock.lock();

@@ -15,11 +15,15 @@
 #pragma once
 
 #include <array>
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -88,6 +92,17 @@ class StorageWriter {
   // Blocks until every batch submitted so far has been handed to `written`.
   void WaitIdle();
 
+  // While the thread has been in one group's write for longer than
+  // kStuckAfter: a warning saying how long, and what RocksDB says of its
+  // writes (LogStore::WriteStallReport), at most every kStuckEvery; nullopt
+  // otherwise. The loop asks every turn: a write blocked inside RocksDB
+  // (writes stopped until a compaction or a flush runs) holds back every
+  // acceptance, vote and reply that must follow it, and the node would
+  // otherwise go silent with nothing in its log. Once such a write is done
+  // the thread logs how long it took.
+  static constexpr std::chrono::seconds kStuckAfter{2}, kStuckEvery{10};
+  std::optional<std::string> StuckWarning(std::chrono::steady_clock::time_point now);
+
  private:
   void Loop();
   void WriteGroup(std::vector<Written>& group);
@@ -101,6 +116,11 @@ class StorageWriter {
   std::deque<station::Ready> queue_;
   size_t in_flight_ = 0;
   bool stop_ = false;
+  // When the thread's current group began to be written (steady clock, in
+  // ns since its epoch; 0 while idle), and whether StuckWarning spoke of it.
+  std::atomic<int64_t> writing_since_ns_{0};
+  std::atomic<bool> stuck_warned_{false};
+  std::chrono::steady_clock::time_point next_stuck_warning_{};
   std::thread thread_;
 };
 

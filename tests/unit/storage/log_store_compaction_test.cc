@@ -72,17 +72,27 @@ class LogStoreCompactionTest : public testing::StoreTest {
 TEST_F(LogStoreCompactionTest, CompactTo_DropsTheEntriesBelowAndReclaimsTheirSpace) {
   constexpr Slot kSlots = 50000;
   constexpr Slot kUpto = 45000;
-  {
+  // Two runs, reopened after each, so the entries sit in two table files
+  // (1..45000 and 45001..50000) rather than only in the write-ahead log
+  // (whose removal after a flush would shrink the directory without any
+  // entry being reclaimed).
+  for (Slot first : {Slot{1}, kUpto + 1}) {
     auto store = OpenOrDie();
-    PersistChosen(*store, 1, kSlots);
+    PersistChosen(*store, first, first == 1 ? kUpto : kSlots);
   }
-  // Reopened, so the entries sit in table files rather than only in the
-  // write-ahead log (whose removal after a flush would shrink the directory
-  // without any entry being reclaimed).
   auto store = OpenOrDie();
   const uintmax_t before = DirBytes(dir_);
   ASSERT_GT(before, kSlots * 200);
   EXPECT_EQ(store->first_slot(), 1u);
+
+  // A point inside the first file: its entries below are gone at once, but
+  // the file stays until the point passes its newest entry (what a store
+  // keeps of deleted entries is at most the one file that straddles it).
+  ASSERT_TRUE(store->CompactTo(kUpto - 1000).ok());
+  store->WaitForBackgroundWork();
+  EXPECT_EQ(store->first_slot(), kUpto - 1000 + 1);
+  ExpectSlots(*store, 1, kSlots, kUpto - 1000 + 1, kSlots);
+  EXPECT_GT(DirBytes(dir_), before * 9 / 10) << "the file that straddles the point was rewritten";
 
   ASSERT_TRUE(store->CompactTo(kUpto).ok());
   EXPECT_EQ(store->first_slot(), kUpto + 1);
@@ -112,6 +122,44 @@ TEST_F(LogStoreCompactionTest, CompactTo_DropsTheEntriesBelowAndReclaimsTheirSpa
   EXPECT_EQ(store->chosen_upto(), kSlots);
   ExpectSlots(*store, 0, std::numeric_limits<Slot>::max(), kUpto + 1, kSlots);
   EXPECT_LT(DirBytes(dir_), before / 2);
+}
+
+// RocksDB never merges the log's files: they stay in level 0, one per
+// flush, far past the file counts at which it would merge them (12), slow
+// writes (40) and stop them (60) were its merges on, and writes go on at
+// full speed. The compaction point then drops them whole, oldest first.
+TEST_F(LogStoreCompactionTest, TheLogsFilesAreNeverMerged_AndNoFileCountStallsItsWrites) {
+  constexpr Slot kRuns = 64, kPerRun = 20;
+  for (Slot run = 0; run < kRuns; ++run) {  // each reopen flushes what the last one wrote
+    auto store = OpenOrDie(StoreOptions{.sync = false});
+    PersistChosen(*store, run * kPerRun + 1, (run + 1) * kPerRun);
+  }
+  auto level_files = [this] {
+    std::vector<size_t> per_level;
+    WithRawDb([&](rocksdb::DB& db, rocksdb::ColumnFamilyHandle* log) {
+      rocksdb::ColumnFamilyMetaData meta;
+      db.GetColumnFamilyMetaData(log, &meta);
+      for (const auto& level : meta.levels) per_level.push_back(level.files.size());
+    });
+    return per_level;
+  };
+  auto per_level = level_files();
+  ASSERT_FALSE(per_level.empty());
+  EXPECT_EQ(per_level[0], kRuns) << "the log's files were merged";
+  for (size_t level = 1; level < per_level.size(); ++level) EXPECT_EQ(per_level[level], 0u) << "level " << level;
+
+  auto store = OpenOrDie();
+  const std::string report = store->WriteStallReport();
+  EXPECT_NE(report.find("RocksDB neither stops nor slows writes"), std::string::npos) << report;
+  EXPECT_NE(report.find("the log's level-0 files 64 (no limit)"), std::string::npos) << report;
+  ASSERT_TRUE(store->CompactTo(kRuns / 2 * kPerRun).ok());
+  store->WaitForBackgroundWork();
+  ExpectSlots(*store, 1, kRuns * kPerRun, kRuns / 2 * kPerRun + 1, kRuns * kPerRun);
+  store.reset();
+  per_level = level_files();
+  // The 32 files wholly below the point are gone; the reopen flushed the
+  // range deletion into one more.
+  EXPECT_EQ(per_level[0], kRuns / 2 + 1);
 }
 
 // The log's table files that hold only slots below the point are dropped

@@ -143,6 +143,43 @@ TEST_F(StorageWriterTest, AFailedWrite_ReachesTheFailureCallback) {
   w.WaitIdle();
 }
 
+// A write that does not come back (here: held in the failure callback,
+// which runs inside the write; in production, RocksDB stopping writes) is
+// reported once it has waited kStuckAfter, with what RocksDB says, at most
+// every kStuckEvery; an idle writer reports nothing.
+TEST_F(StorageWriterTest, AWriteThatWaits_IsReportedWithWhatRocksDbSays) {
+  auto store = OpenOrDie();
+  ASSERT_TRUE(store->Persist(Batch(std::nullopt, {At(1), At(2), At(3), At(4)}, 4)).ok());
+  ASSERT_TRUE(store->CompactTo(3).ok());
+  std::promise<void> entered, leave;
+  std::shared_future<void> left = leave.get_future().share();
+  Collector c(false);
+  StorageWriter w(*store, [&](std::vector<Written>&& g) { c.Take(std::move(g)); },
+                  [&](const Status&) {
+                    entered.set_value();
+                    left.wait();
+                  });
+  using Clock = std::chrono::steady_clock;
+  EXPECT_EQ(w.StuckWarning(Clock::now() + std::chrono::hours(1)), std::nullopt) << "nothing is being written";
+  w.Submit(Taken(1, Batch(std::nullopt, {}, 1)));  // refused by the store: the callback holds the write
+  ASSERT_EQ(entered.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  const Clock::time_point t = Clock::now();
+  EXPECT_EQ(w.StuckWarning(t), std::nullopt) << "a write just begun is not stuck";
+  auto first = w.StuckWarning(t + StorageWriter::kStuckAfter + std::chrono::seconds(1));
+  ASSERT_TRUE(first.has_value());
+  EXPECT_NE(first->find("a write to the log has waited 3."), std::string::npos) << *first;
+  EXPECT_NE(first->find("RocksDB neither stops nor slows writes: memtables waiting for a flush"), std::string::npos)
+      << *first;
+  EXPECT_NE(first->find("level-0 files 0 (writes slow at 40 and stop at 60)"), std::string::npos) << *first;
+  EXPECT_EQ(w.StuckWarning(t + StorageWriter::kStuckAfter + std::chrono::seconds(2)), std::nullopt)
+      << "one warning per kStuckEvery";
+  EXPECT_TRUE(w.StuckWarning(t + StorageWriter::kStuckAfter + StorageWriter::kStuckEvery + std::chrono::seconds(1))
+                  .has_value());
+  leave.set_value();
+  w.WaitIdle();
+  EXPECT_EQ(w.StuckWarning(Clock::now() + std::chrono::hours(1)), std::nullopt) << "the write is done";
+}
+
 // The loop writes a batch itself only if it is small in entries and in
 // bytes: one large value goes to the thread, so the loop is not held while
 // a megabyte syncs.

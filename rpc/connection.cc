@@ -31,6 +31,11 @@ constexpr size_t kCoalesceBytes = 64 << 10;
 // Bytes asked of the socket per read: every frame already there is then
 // delivered from one system call, not two per frame.
 constexpr size_t kReadChunkBytes = 64 << 10;
+// Urgent frames (heartbeats and the like, tens of bytes each) may queue
+// this far past queue_bytes_max: a queue full of Accepts for a slow peer
+// must not also drop the heartbeats that keep the lease, which would then
+// leave ahead of those Accepts.
+constexpr size_t kUrgentSlackBytes = 1 << 20;
 
 }  // namespace
 
@@ -155,7 +160,7 @@ bool Connection::SendFrame(FrameType type, std::string&& payload, bool urgent) {
 bool Connection::Queue(FrameType type, std::string_view payload, std::string* large, bool urgent) {
   if (!open_ || close_after_writes_) return false;
   const size_t bytes = kFrameHeaderBytes + payload.size();
-  if (queued_bytes() + bytes > queue_bytes_max_) return false;
+  if (queued_bytes() + bytes > queue_bytes_max_ + (urgent ? kUrgentSlackBytes : 0)) return false;
   std::deque<OutChunk>& q = urgent ? urgent_ : queued_;
   if (payload.size() >= kCoalesceBytes) {
     OutChunk c;

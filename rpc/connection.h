@@ -19,7 +19,9 @@
 // no write has taken yet: behind megabytes of Accepts a heartbeat would wait
 // as long as the link takes to carry them, past the lease. Frames of one
 // kind keep their order. Past queue_bytes_max (queued plus in flight),
-// SendFrame refuses and the caller decides: drop (peers) or close (clients).
+// SendFrame refuses and the caller decides: drop (peers) or close (clients);
+// urgent frames have 1 MiB more, so a queue full of Accepts does not drop
+// the heartbeats that would leave ahead of them.
 #pragma once
 
 #include <deque>

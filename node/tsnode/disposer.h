@@ -1,7 +1,7 @@
 // Disposer: destroys what the event loop lets go of on a thread of its own.
 // Some destructors take long: a replaced state of millions of keys frees
 // them one by one, and an abandoned snapshot writer waits for the write it
-// is in (at idle priority, on a busy machine, seconds) and removes its
+// is in (at low priority, on a busy machine, seconds) and removes its
 // file. The loop hands them over and goes on; they are destroyed in the
 // order given. The destructor waits for everything handed over.
 #pragma once

@@ -1,7 +1,7 @@
 // SnapshotFileThread; see snapshot_file_thread.h.
 #include "node/tsnode/snapshot_file_thread.h"
 
-#include <sched.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -50,14 +50,17 @@ std::optional<StatusOr<uint64_t>> SnapshotFileThread::Result() {
 }
 
 void SnapshotFileThread::Run(std::string dir, consensus::Slot slot) {
-  // Idle CPU and disk time for this thread alone (both calls with 0 mean
-  // the calling thread): the loops and the log's writes, which acknowledge
-  // clients, go first. On a small machine a writer at the nodes' priority
-  // delays their heartbeats and fsyncs (the forked writers before 1.4.0 ran
-  // the same way).
-  sched_param none{};
-  (void)sched_setscheduler(0, SCHED_IDLE, &none);
-  (void)syscall(SYS_ioprio_set, 1 /* IOPRIO_WHO_PROCESS */, 0, 3 << 13 /* IOPRIO_CLASS_IDLE */);
+  // A low CPU and disk priority for this thread alone (0 means the calling
+  // thread): the loops and the log's writes, which acknowledge clients, go
+  // first. On a small machine a writer at the nodes' priority delays their
+  // heartbeats and fsyncs. Low, not idle: a thread at SCHED_IDLE gets no CPU
+  // at all while other work fills the cores, so beside two busy processes a
+  // 2 GB snapshot was not done after minutes (keeping memory for its cut
+  // all along), and the node's exit hung for more than ten minutes, the
+  // data dir's lock and its ports held, because the thread that was last to
+  // leave, at SCHED_IDLE, unmapped the node's gigabytes.
+  (void)setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), kSnapshotThreadNice);
+  (void)syscall(SYS_ioprio_set, 1 /* IOPRIO_WHO_PROCESS */, 0, (2 << 13) | 7 /* best effort, lowest level */);
   auto finish = [this](StatusOr<uint64_t> r) {
     {
       std::lock_guard lock(mu_);

@@ -233,6 +233,32 @@ TEST(PeerTransport, Send_HeartbeatsOvertakeQueuedAccepts) {
   EXPECT_EQ(p.a->transport.metrics().dropped_frames, 0u);
 }
 
+// A peer's queue full of Accepts drops the next Accept, not a heartbeat:
+// urgent frames have room past the cap, and leave first.
+TEST(PeerTransport, Send_AQueueFullOfAcceptsStillTakesHeartbeats) {
+  consensus::Accept acc;
+  acc.ballot = {1, 1};
+  auto accept = [&](uint64_t slot) {
+    acc.entries = {{slot, {1, 1}, std::string(1 << 20, 'v')}};
+    return consensus::Message{1, 2, acc};
+  };
+  // A cap of exactly four Accepts (slots of one digit encode alike): the
+  // fifth is refused, and not a byte is left for anything else.
+  const size_t frame = kFrameHeaderBytes + EncodeMessage(accept(1)).size();
+  asio::io_context io;
+  Pair p(io, [&](PeerTransportOptions& o) { o.queue_bytes_max = 4 * frame; }, nullptr);
+  ASSERT_TRUE(RunUntil(io, [&] { return p.a->transport.Connected(2); }));
+  // Queued while the loop does not run: nothing is written meanwhile.
+  for (uint64_t slot = 1; slot <= 5; ++slot) p.a->transport.Send(accept(slot));
+  ASSERT_EQ(p.a->transport.metrics().dropped_frames, 1u) << "the cap did not refuse the fifth Accept";
+  p.a->transport.Send(Heartbeat(1, 2, 1));
+  EXPECT_EQ(p.a->transport.metrics().dropped_frames, 1u) << "the heartbeat was dropped with the Accept";
+  ASSERT_TRUE(RunUntil(io, [&] { return p.b->received.size() == 5; })) << p.b->received.size();
+  const auto* hb = std::get_if<consensus::Heartbeat>(&p.b->received[0].body);
+  ASSERT_NE(hb, nullptr) << "the heartbeat did not leave first";
+  EXPECT_EQ(hb->seq, 1u);
+}
+
 TEST(PeerTransport, Send_ToAnUnconnectedOrUnknownPeerIsDroppedAndCounted) {
   asio::io_context io;
   uint16_t nobody = FreePort(io);

@@ -7,7 +7,7 @@
 # 1 KiB values), then takes --run-s seconds of 64-byte puts (over a
 # twentieth of its keys, at most 100,000) while it takes snapshots as it
 # goes, a follower is wiped and rebuilt (at a fifth of the run) and the
-# other follower is restarted (20 s after the rebuilt one is back). It
+# other follower is restarted (20 s after the rebuilt one votes again). It
 # prints:
 #
 #   - the fill: puts, seconds, puts/s;
@@ -15,7 +15,9 @@
 #     acknowledgements, errors; puts/s while the follower was rebuilt
 #     against the rest of the run; puts/s every 10 s, with what went on;
 #   - the rebuild: time from exec until the wiped node holds the leader's
-#     slot of the wipe, and the snapshot it installed;
+#     slot of the wipe, and until it votes again (the leader binds it once
+#     it has caught up with the log as it is then), and the snapshot it
+#     installed;
 #   - the restart: time from exec until the node is back at its slot;
 #   - per node, the longest event-loop turn (tsnode --loop-warn-ms 25 logs
 #     every turn past 25 ms), leases lost, leader step-downs, the longest

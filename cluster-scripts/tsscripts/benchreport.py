@@ -178,6 +178,8 @@ def bench_large_state(r):
                  ["longest gap between acknowledgements ms", x["longest_gap_ms"]]]
     if "rebuild" in r:
         rows.append(["wiped follower rebuilt, s", r["rebuild"]["seconds"]])
+        if "votes_after_s" in r["rebuild"]:
+            rows.append(["wiped follower votes again, s", r["rebuild"]["votes_after_s"]])
     if "restart" in r:
         rows.append(["follower restarted, s", r["restart"]["seconds"]])
     if "nodes" in r:

@@ -64,7 +64,7 @@ std::optional<std::string> StorageWriter::StuckWarning(std::chrono::steady_clock
   char waited[32];
   std::snprintf(waited, sizeof waited, "%.1f", std::chrono::duration<double>(now - since).count());
   return std::string("a write to the log has waited ") + waited + " s and goes on waiting: no acceptance, vote or " +
-         "reply that needs it can leave meanwhile, so to its peers this node is silent. " + store_.WriteStallReport();
+         "reply that needs it can leave meanwhile. " + store_.WriteStallReport();
 }
 
 void StorageWriter::Loop() {

@@ -548,9 +548,8 @@ std::string LogStore::WriteStallReport() const {
                             : delayed != "0" ? "slows writes to " + delayed + " bytes/s"
                             : "neither stops nor slows writes";
   return "RocksDB " + state + ": memtables waiting for a flush, the log's " + number(log_, P::kNumImmutableMemTable) +
-         " and the marks' " +
-         number(marks, P::kNumImmutableMemTable) + " (writes stop at " + std::to_string(kMemtablesMax) +
-         "); the marks' level-0 files " + level0_files(marks) + " (writes slow at " +
+         " and the marks' " + number(marks, P::kNumImmutableMemTable) + " (writes stop at " +
+         std::to_string(kMemtablesMax) + "); the marks' level-0 files " + level0_files(marks) + " (writes slow at " +
          std::to_string(kLevel0SlowdownFiles) + " and stop at " + std::to_string(kLevel0StopFiles) +
          "); the log's level-0 files " + level0_files(log_) + " (no limit); " + number(marks, P::kNumRunningFlushes) +
          " flushes and " + number(marks, P::kNumRunningCompactions) + " compactions running";

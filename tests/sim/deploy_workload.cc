@@ -10,6 +10,8 @@ namespace {
 using json = nlohmann::json;
 
 constexpr uint64_t kExecutorPeriodMs = 100;
+// The one desired LRP the operator drives.
+constexpr char kLrp[] = "lrp1";
 // Players: the executor keeps this share of each scheduler's desired rooms
 // occupied, from a seeded start; while the operator is active it changes
 // every so often (players arriving and leaving), anywhere from none to every
@@ -86,13 +88,13 @@ void DeployWorkload::Command(NodeId at, const json& cmd) {
 void DeployWorkload::MaybeCancelMidway() {
   auto leader = c_.Leader();
   if (!leader) return;
-  const deploy::DesiredLrp* l = c_.station(*leader).deploy_state().lrps().Find("lrp1");
+  const deploy::DesiredLrp* l = c_.station(*leader).deploy_state().lrps().Find(kLrp);
   if (l == nullptr || !l->UpdateInProgress() || l->reverting || l->definition_id == rolled_for_ ||
       std::count(l->actual_definition_ids.begin(), l->actual_definition_ids.end(), l->definition_id) == 0) {
     return;
   }
   rolled_for_ = l->definition_id;
-  if (rng_() % 2 == 0) Command(*leader, {{"kind", "lrp"}, {"op", "cancel"}, {"process_guid", "lrp1"}});
+  if (rng_() % 2 == 0) Command(*leader, {{"kind", "lrp"}, {"op", "cancel"}, {"process_guid", kLrp}});
 }
 
 // A random command, valid or not: the coordinator must refuse the invalid
@@ -102,7 +104,7 @@ void DeployWorkload::OperatorCommand() {
   if (!leader) return;
   std::string sched = "s" + std::to_string(1 + rng_() % 2);
   uint32_t desired = 2 + static_cast<uint32_t>(rng_() % 6);
-  std::string lrp = "lrp1";
+  const std::string lrp = kLrp;
   if (rng_() % 8 == 0 && FailureCommand(*leader, sched)) return;
   switch (rng_() % 10) {
     case 0: {

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <future>
 #include <mutex>
+#include <regex>
 
 #include "tests/unit/storage/store_fixture.h"
 
@@ -170,7 +171,11 @@ TEST_F(StorageWriterTest, AWriteThatWaits_IsReportedWithWhatRocksDbSays) {
   EXPECT_NE(first->find("a write to the log has waited 3."), std::string::npos) << *first;
   EXPECT_NE(first->find("RocksDB neither stops nor slows writes: memtables waiting for a flush"), std::string::npos)
       << *first;
-  EXPECT_NE(first->find("level-0 files 0 (writes slow at 40 and stop at 60)"), std::string::npos) << *first;
+  // How many files the marks hold depends on whether CompactTo's flush has
+  // finished; the report names the count and the limits either way.
+  EXPECT_TRUE(std::regex_search(*first, std::regex(R"(the marks' level-0 files \d+ \(writes slow at 40 and stop at 60\))")))
+      << *first;
+  EXPECT_TRUE(std::regex_search(*first, std::regex(R"(the log's level-0 files \d+ \(no limit\))"))) << *first;
   EXPECT_EQ(w.StuckWarning(t + StorageWriter::kStuckAfter + std::chrono::seconds(2)), std::nullopt)
       << "one warning per kStuckEvery";
   EXPECT_TRUE(w.StuckWarning(t + StorageWriter::kStuckAfter + StorageWriter::kStuckEvery + std::chrono::seconds(1))

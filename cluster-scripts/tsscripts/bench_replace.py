@@ -32,7 +32,12 @@ def wait_for(what, cond, cluster, deadline_s=DEADLINE_S):
     return poll(what, cond, cluster, deadline_s, POLL_S)
 
 
-PREMATURE_LAG = 2000  # slots behind the leader when first seen bound: bound before it caught up
+# Bound before it caught up: first seen bound more than PREMATURE_LAG slots
+# behind the leader, lacking what the leader had chosen PREMATURE_WINDOW_MS
+# before (a leader counts a node as caught up within 256 slots, or holding
+# what was chosen a second before; the rest is the polls' own delay).
+PREMATURE_LAG = 2000
+PREMATURE_WINDOW_MS = 3000
 
 
 def members_of(answer):
@@ -170,8 +175,17 @@ def run(kind, index):
         t_start = now_ms()
         steps["started"] = t_start
 
+        leader_chosen = []  # (unix ms, the leader's chosen slot) as the polls below see it
+
+        def listed():
+            a = cluster.member("list")
+            lid = a.get("leader_id")
+            if a.get("code") == "ok" and lid in members_of(a):
+                leader_chosen.append((now_ms(), members_of(a)[lid]["match"]))
+            return a
+
         def caught_up():
-            m = members_of(cluster.member("list")).get(node)
+            m = members_of(listed()).get(node)
             return m is not None and m["heard"] and m["note"] == "caught up", (m or {}).get("note", "not listed")
         if method == "member":
             steps["caught_up"] = wait_for(f"node {node} caught up", caught_up, cluster)
@@ -179,13 +193,15 @@ def run(kind, index):
         lag = {}
 
         def bound():
-            a = cluster.member("list")
+            a = listed()
             ms = members_of(a)
             if a.get("code") != "ok" or not votes(ms.get(node)) or ms[node]["incarnation"] == old_incarnation:
                 return False, "not bound yet"
             own = cluster.own_status(node)  # after the leader's list: the lag can only be understated
             if own is not None and "lag" not in lag:
                 lag["lag"] = max(0, ms[a["leader_id"]]["match"] - own["chosen_slot"])
+                old_enough = [c for t, c in leader_chosen if t <= now_ms() - PREMATURE_WINDOW_MS]
+                lag["held_before"] = bool(old_enough) and own["chosen_slot"] >= old_enough[-1]
             return True, ""
         steps["bound"] = wait_for(f"node {node} bound (leader's list)", bound, cluster)
 
@@ -240,7 +256,8 @@ def run(kind, index):
             "restart_to_vote_ms": round(t_votes - t_start),
             "restart_to_bound_ms": round(steps["bound"] - t_start),
             "lag_when_bound": lag.get("lag"),
-            "bound_before_caught_up": lag.get("lag") is not None and lag["lag"] > PREMATURE_LAG,
+            "bound_before_caught_up": lag.get("lag") is not None and lag["lag"] > PREMATURE_LAG
+            and not lag["held_before"],
             "remove_to_vote_ms": round(t_votes - t_remove),
             "method": method,
             "steps_ms_after_remove": {k: round(v - t_remove) for k, v in steps.items()},

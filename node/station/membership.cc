@@ -269,12 +269,60 @@ std::string Membership::JoinRefusal(consensus::NodeId peer, bool new_member) con
     return "node " + std::to_string(peer) + " has not answered this leader for " + std::to_string(silent) +
            " ms; is it running?";
   }
-  consensus::Slot chosen = st_.replica_->GetStatus().chosen_upto;
-  if (p->second.match + st_.options_.caught_up_slots < chosen) {
+  if (!CaughtUp(peer, p->second.match)) {
+    consensus::Slot chosen = st_.replica_->GetStatus().chosen_upto;
     return "node " + std::to_string(peer) + " is " + std::to_string(chosen - p->second.match) +
-           " slots behind; wait for it to catch up (tsctl member list shows its progress)";
+           " slots behind, and lacks some of what was chosen " + std::to_string(st_.options_.caught_up_ms) +
+           " ms ago; wait for it to catch up (tsctl member list shows its progress)";
   }
   return "";
+}
+
+void ChosenHistory::Note(uint64_t now_ms, consensus::Slot chosen, uint64_t window_ms) {
+  if (samples_.empty() || now_ms >= samples_.back().first + kEveryMs) samples_.emplace_back(now_ms, chosen);
+  // The newest sample at least window_ms old answers Before(); older ones
+  // never will again.
+  while (samples_.size() >= 2 && samples_[1].first + window_ms <= now_ms) samples_.pop_front();
+}
+
+std::optional<consensus::Slot> ChosenHistory::Before(uint64_t now_ms, uint64_t window_ms) const {
+  std::optional<consensus::Slot> found;
+  for (const auto& [t, chosen] : samples_) {
+    if (t + window_ms > now_ms) break;
+    found = chosen;
+  }
+  return found;
+}
+
+void Membership::NoteChosen() {
+  consensus::ReplicaStatus status = st_.replica_->GetStatus();
+  chosen_history_.Note(st_.now_ms_, status.chosen_upto, st_.options_.caught_up_ms);
+  if (status.role != consensus::Role::kLeader) {
+    heard_since_.clear();
+    return;
+  }
+  auto peers = st_.replica_->Peers();
+  std::erase_if(heard_since_, [&](const auto& h) {
+    auto p = peers.find(h.first);
+    return p == peers.end() || !p->second.heard || p->second.incarnation != h.second.first;
+  });
+  for (const auto& [id, p] : peers) {
+    if (p.heard) heard_since_.try_emplace(id, p.incarnation, st_.now_ms_);
+  }
+}
+
+// Within caught_up_slots of what is chosen now; or, for a process this
+// leader has heard for at least caught_up_ms, holding everything that was
+// chosen caught_up_ms ago: it keeps pace, less than that far behind. (A
+// process heard for less might hold nothing of a log written in the last
+// second.)
+bool Membership::CaughtUp(consensus::NodeId peer, consensus::Slot match) const {
+  consensus::Slot chosen = st_.replica_->GetStatus().chosen_upto;
+  if (match + st_.options_.caught_up_slots >= chosen) return true;
+  auto since = heard_since_.find(peer);
+  if (since == heard_since_.end() || since->second.second + st_.options_.caught_up_ms > st_.now_ms_) return false;
+  auto before = chosen_history_.Before(st_.now_ms_, st_.options_.caught_up_ms);
+  return before.has_value() && match >= *before;
 }
 
 // A voter that came back with a new data dir (another incarnation) votes
@@ -401,7 +449,7 @@ std::vector<rpc::MemberStatus> Membership::BuildMembers() const {
       m.note = peers.empty() ? "" : "not heard";
     } else if (r.voter && m.heard_incarnation != r.incarnation) {
       m.note = "rebuilding: new data dir, votes once caught up";
-    } else if (m.match + st_.options_.caught_up_slots < chosen) {
+    } else if (!CaughtUp(r.id, m.match)) {
       m.note = "behind by " + std::to_string(chosen - m.match);
     } else {
       m.note = "caught up";

@@ -15,9 +15,12 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "consensus/types.h"
@@ -28,6 +31,22 @@
 namespace ts::station {
 
 class Station;
+
+// What this node had chosen a while ago: samples of (time, chosen slot), at
+// most one per kEveryMs, kept only as far back as the oldest question needs.
+// Time is the station's (from outside), so a simulation replays it.
+class ChosenHistory {
+ public:
+  static constexpr uint64_t kEveryMs = 50;
+  void Note(uint64_t now_ms, consensus::Slot chosen, uint64_t window_ms);
+  // The chosen slot of the newest sample at least `window_ms` old; nullopt
+  // if there is none that old yet (a node that just started).
+  std::optional<consensus::Slot> Before(uint64_t now_ms, uint64_t window_ms) const;
+  size_t size() const { return samples_.size(); }
+
+ private:
+  std::deque<std::pair<uint64_t, consensus::Slot>> samples_;
+};
 
 class Membership {
  public:
@@ -44,6 +63,8 @@ class Membership {
   void SyncPeers();
   // A peer's handshake may tell a node without an identity its cluster.
   void AdoptIdentity(const rpc::Handshake& h);
+  // After every tick and batch: what is chosen now, for the catch-up rule.
+  void NoteChosen();
   // Leader duties: the genesis decree, and binding rebuilt voters.
   void MaybeProposeGenesis();
   void MaybeRebind();
@@ -64,6 +85,9 @@ class Membership {
  private:
   // Why `peer`, at its current incarnation, may not vote yet (empty: it may).
   std::string JoinRefusal(consensus::NodeId peer, bool new_member) const;
+  // Whether `peer`, holding every slot up to `match`, has caught up
+  // (StationOptions::caught_up_slots and caught_up_ms).
+  bool CaughtUp(consensus::NodeId peer, consensus::Slot match) const;
   StatusOr<consensus::Slot> Propose(MembershipDecree m, RequestTag* tag = nullptr);
   uint64_t NextRandom();
   // Before `next` replaces the configuration: a member it binds at another
@@ -76,6 +100,10 @@ class Membership {
   bool genesis_applied_ = false;
   consensus::Ballot genesis_ballot_;  // the leadership that proposed genesis
   uint64_t rng_ = 0;
+  ChosenHistory chosen_history_;
+  // While this node leads: since when it has heard each peer's current
+  // process (id -> (incarnation, since ms)).
+  std::map<consensus::NodeId, std::pair<uint64_t, uint64_t>> heard_since_;
   std::map<consensus::NodeId, std::string> link_addrs_;  // peers the driver links to (SyncPeers)
   // Before it knows its identity: which members announced which cluster.
   std::map<std::string, std::set<consensus::NodeId>> identity_voices_;

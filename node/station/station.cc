@@ -206,6 +206,7 @@ void Station::RunDuties() {
   WarnWithoutLeader();
   version_duties_.UpdateEligibility();
   version_duties_.MaybeProposeMarker();  // a leadership that needs a marker proposes it first
+  membership_.NoteChosen();
   membership_.MaybeProposeGenesis();
   membership_.MaybeRebind();
   version_duties_.MaybeProposeDowngrade();

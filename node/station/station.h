@@ -112,8 +112,12 @@ struct StationOptions {
   // The bootstrap members' peer addresses (--peers), for the genesis decree.
   std::map<consensus::NodeId, std::string> peer_addrs;
   // A leader makes a rebuilt voter vote again (or promotes a learner) only
-  // once it is at most this many slots behind.
+  // once it has caught up: it is at most caught_up_slots behind what is
+  // chosen now, or it holds everything that was chosen caught_up_ms ago (a
+  // follower of a busy leader trails by a steady number of slots, often
+  // more than caught_up_slots, while being less than a second behind).
   consensus::Slot caught_up_slots = 256;
+  uint64_t caught_up_ms = 1000;
   // Snapshots (snapshots.h): one is due after this many decrees or
   // decree bytes applied since the last, but never before the decrees add
   // up to snapshot_log_ratio times the last snapshot's size: a large state

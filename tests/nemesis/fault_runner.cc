@@ -193,10 +193,18 @@ Status FaultRunner::FinishReplacement() {
     restart_time_ = Clock::now();
   }
   std::string why;
+  // The leader's chosen slot as the polls below see it, for the premature
+  // vote check (kPrematureVoteWindow).
+  std::vector<std::pair<Clock::time_point, uint64_t>> leader_chosen;
+  auto view = [&] {
+    auto v = ViewFromLeader(cluster_);
+    if (v) leader_chosen.emplace_back(Clock::now(), v->status.chosen_slot);
+    return v;
+  };
   if (rec.kind == FaultKind::kMember) {
     bool caught_up = Poll(
         [&] {
-          auto v = ViewFromLeader(cluster_);
+          auto v = view();
           if (!v) return false;
           const rpc::MemberStatus* m = FindMember(v->status.members, id);
           why = m == nullptr ? "not a member" : m->note.empty() ? "no note" : m->note;
@@ -218,14 +226,20 @@ Status FaultRunner::FinishReplacement() {
   bool seen_bound = false;
   bool votes = Poll(
       [&] {
-        auto v = ViewFromLeader(cluster_);
+        auto v = view();
         why = v ? NotVotingReason(v->status.members, id, rec.old_incarnation) : "no single leader answers";
         if (!why.empty()) return false;
         auto own = cluster_.StatusOf(node);
         if (own && !seen_bound) {
-          // The first sight of it bound: how far behind the leader is it?
+          // The first sight of it bound: how far behind the leader is it,
+          // and did it hold what the leader had chosen a while before?
           seen_bound = true;
           rec.lag_when_voting = v->status.chosen_slot > own->chosen_slot ? v->status.chosen_slot - own->chosen_slot : 0;
+          const auto before = Clock::now() - kPrematureVoteWindow;
+          for (const auto& [t, chosen] : leader_chosen) {
+            if (t > before) break;
+            rec.held_what_was_chosen_before = own->chosen_slot >= chosen;
+          }
         }
         if (!own || !own->voter) {
           why = "node " + Id(node) + " does not know yet that it votes";

@@ -58,17 +58,25 @@ struct ReplaceRecord {
   // When the node was first seen bound with its new incarnation (not the
   // leader's stale view of the old process): how many slots the leader had
   // chosen that the node did not know chosen yet (the leader asked first,
-  // so this can only understate the lag). A node is bound only once caught
-  // up (station_members.cc: within caught_up_slots, 256); a lag far above
-  // that means it was bound before it held the log: a rebuilt acceptor
-  // voting without its data, which the incarnations exist to prevent.
+  // so this can only understate the lag), and whether the node knew chosen
+  // what the leader had chosen kPrematureVoteWindow before, by this
+  // runner's polls since the restart (false if they began later than that).
+  // A node is bound only once caught up (Membership::CaughtUp: within
+  // caught_up_slots, 256, or holding what was chosen caught_up_ms, 1 s,
+  // before); bound while far behind by both means it was bound before it
+  // held the log: a rebuilt acceptor voting without its data, which the
+  // incarnations exist to prevent.
   uint64_t lag_when_voting = 0;
+  bool held_what_was_chosen_before = false;
 };
 
-// A lag above this when a replaced node is first seen voting is a
-// violation (see ReplaceRecord::lag_when_voting): 256 slots of catch-up
-// tolerance, plus what the workload writes while the runner polls.
+// A replaced node first seen voting more than kPrematureVoteLag slots
+// behind, lacking what was chosen kPrematureVoteWindow before, is a
+// violation (see ReplaceRecord::lag_when_voting). The slots: 256 of
+// catch-up tolerance plus what the workload writes while the runner polls;
+// the window: the rule's second plus the polls' own delays.
 inline constexpr uint64_t kPrematureVoteLag = 2000;
+inline constexpr std::chrono::milliseconds kPrematureVoteWindow{3000};
 
 class FaultRunner {
  public:

@@ -471,12 +471,13 @@ class NemesisRun {
     Say("%s; checked in %.1f s", txn_lease_->Summary().c_str(),
         std::chrono::duration<double>(Clock::now() - txn_start).count());
     for (const ReplaceRecord& r : runner_->replacements()) {
-      if (r.lag_when_voting <= kPrematureVoteLag) continue;
+      if (r.lag_when_voting <= kPrematureVoteLag || r.held_what_was_chosen_before) continue;
       ++v.premature_votes;
       Say("VIOLATION: node %zu (%s) was bound as a voter while %" PRIu64
-          " slots behind the leader: its new incarnation was bound before it caught up (more than %" PRIu64
-          " behind), so an acceptor without its data voted",
-          r.node + 1, FaultKindName(r.kind), r.lag_when_voting, kPrematureVoteLag);
+          " slots behind the leader, lacking what the leader had chosen %lld ms before: its new incarnation was "
+          "bound before it caught up (more than %" PRIu64 " behind), so an acceptor without its data voted",
+          r.node + 1, FaultKindName(r.kind), r.lag_when_voting,
+          static_cast<long long>(kPrematureVoteWindow.count()), kPrematureVoteLag);
     }
     for (const std::string& e : v.fresh.explanations) {
       Say("%s: %s", e.rfind("lost", 0) == 0 ? "LOST" : "VIOLATION", e.c_str());

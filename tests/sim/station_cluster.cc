@@ -322,7 +322,10 @@ void StationCluster::Pump(NodeId id) {
     // As tsnode's storage thread does: the batch is written behind the
     // station's back, in order, and done 0 to write_delay_max_ms later;
     // meanwhile the station takes input and hands out more batches.
-    uint64_t delay = write_delay_max_ms_ == 0 ? 0 : net_.Random(write_delay_max_ms_ + 1);
+    auto slow = slow_disks_.find(id);
+    uint64_t delay = slow != slow_disks_.end() ? slow->second
+                     : write_delay_max_ms_ == 0 ? 0
+                                                : net_.Random(write_delay_max_ms_ + 1);
     if (delay == 0 && n.writing.empty()) {
       if (!Complete(id, r)) return;
       continue;

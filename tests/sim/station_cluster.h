@@ -101,6 +101,9 @@ class StationCluster {
   // which the station goes on taking input and handing out batches (as with
   // tsnode's storage thread). 0: every write is done at once, in the loop.
   void set_write_delay_max_ms(uint64_t ms) { write_delay_max_ms_ = ms; }
+  // A slow disk: every write of `id` takes exactly `ms` (pipelined as
+  // above, so the node keeps pace but acknowledges `ms` late).
+  void set_write_delay_ms(NodeId id, uint64_t ms) { slow_disks_[id] = ms; }
   // Each Pump takes at most this many batches (0: until the station has
   // none), as tsnode hands output over for a bounded time per turn: the
   // rest waits for the next millisecond's Pump.
@@ -217,6 +220,7 @@ class StationCluster {
   std::map<NodeId, WriteFault> write_faults_;
   uint64_t write_faults_fired_ = 0;
   uint64_t write_delay_max_ms_ = 2;
+  std::map<NodeId, uint64_t> slow_disks_;
   size_t pump_takes_max_ = 0;
   uint64_t crashes_writing_ = 0;
   uint64_t entries_declined_by_crashed_ = 0;

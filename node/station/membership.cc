@@ -328,7 +328,7 @@ bool Membership::CaughtUp(consensus::NodeId peer, consensus::Slot match) const {
 // A voter that came back with a new data dir (another incarnation) votes
 // again once it has caught up: the leader binds its new incarnation.
 void Membership::MaybeRebind() {
-  if (!st_.TakesWrites() || st_.replica_->latest_membership() != st_.replica_->membership()) return;
+  if (!st_.TakesWrites() || !ChangeCanStart()) return;
   auto peers = st_.replica_->Peers();
   for (const MemberRecord& r : config_.members) {
     auto p = peers.find(r.id);
@@ -343,6 +343,16 @@ void Membership::MaybeRebind() {
     if (slot.ok()) st_.Log(LogLevel::kWarn, "slot " + std::to_string(*slot) + ": " + m.change);
     return;  // one change at a time
   }
+}
+
+// A change is built on config_, the configuration this station has
+// applied. The core puts a membership decree in force once it is chosen,
+// and the station may apply it later (a budget of decrees at a time): until
+// it has, config_ is the configuration before, and a change built on it
+// would undo that decree's change and make its own, two at once.
+bool Membership::ChangeCanStart() const {
+  const consensus::Membership& in_force = st_.replica_->membership();
+  return st_.replica_->latest_membership() == in_force && ToConsensus(config_) == in_force;
 }
 
 void Membership::HandleMember(uint64_t handle, ClientRequest&& req) {
@@ -362,9 +372,9 @@ void Membership::HandleMember(uint64_t handle, ClientRequest&& req) {
     return st_.Respond(handle, std::move(r));
   }
   if (!st_.TakesWrites()) return answer(ClientCode::kUnavailable, "leader is recovering the log; retry");
-  if (st_.replica_->latest_membership() != st_.replica_->membership()) {
+  if (!ChangeCanStart()) {
     return answer(ClientCode::kBusy,
-                  "a membership change is still being chosen; retry when `tsctl member list` shows it");
+                  "a membership change is still being chosen or applied; retry when `tsctl member list` shows it");
   }
   MembershipDecree m = config_;
   m.cluster_uuid.clear();

@@ -88,6 +88,8 @@ class Membership {
   // Whether `peer`, holding every slot up to `match`, has caught up
   // (StationOptions::caught_up_slots and caught_up_ms).
   bool CaughtUp(consensus::NodeId peer, consensus::Slot match) const;
+  // No change being chosen, and this station has applied the one in force.
+  bool ChangeCanStart() const;
   StatusOr<consensus::Slot> Propose(MembershipDecree m, RequestTag* tag = nullptr);
   uint64_t NextRandom();
   // Before `next` replaces the configuration: a member it binds at another

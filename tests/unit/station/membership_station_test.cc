@@ -1,10 +1,13 @@
-// The catch-up rule: when a leader counts a peer as caught up, and so binds
-// a rebuilt voter's new data dir or promotes a learner
-// (StationOptions::caught_up_slots and caught_up_ms, Membership::CaughtUp).
+// Membership on the simulated cluster: the catch-up rule (when a leader
+// counts a peer as caught up, and so binds a rebuilt voter's new data dir or
+// promotes a learner: StationOptions::caught_up_slots and caught_up_ms,
+// Membership::CaughtUp), and changes made while the one before is chosen
+// but not yet applied.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <deque>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -56,6 +59,7 @@ struct Rebuild {
   consensus::Slot chosen_at_restart = 0;        // what the log held when the node started on its new disk
   consensus::Slot least_lag_last_second = ~0ull;  // the smallest lag seen in the last second of the run
   consensus::Slot match_at_end = 0;
+  size_t bindings = 0;  // membership decrees after the wipe
 };
 
 Rebuild RebuildOnASlowDisk(uint64_t caught_up_ms, uint64_t preload_ms, uint64_t run_ms) {
@@ -75,6 +79,7 @@ Rebuild RebuildOnASlowDisk(uint64_t caught_up_ms, uint64_t preload_ms, uint64_t 
     }
   };
   for (uint64_t ms = 0; ms < preload_ms; ++ms) put_and_run(ms);
+  const size_t log_before = c.applied(l).size();
   c.Crash(f);
   c.Wipe(f);
   c.set_write_delay_ms(f, 300);
@@ -103,6 +108,12 @@ Rebuild RebuildOnASlowDisk(uint64_t caught_up_ms, uint64_t preload_ms, uint64_t 
       r.chosen_a_second_before = ms >= 1000 ? chosen_at[ms - 1000] : ~0ull;  // bound within a second: too early
     }
   }
+  // The leader binds the new process once: a second decree binding it
+  // again would be built on a configuration the station had not applied.
+  for (size_t i = log_before; i < c.applied(l).size(); ++i) {
+    consensus::Membership m;
+    if (MembershipOf(c.applied(l)[i].value, &m)) ++r.bindings;
+  }
   return r;
 }
 
@@ -121,6 +132,7 @@ TEST(CatchUp, ANodeThatTrailsABusyLeaderBySlotsButNotBySeconds_IsBound) {
         << ": it lacked what was chosen a second before, or had not been heard for a second";
     EXPECT_GT(r.held_when_bound, r.chosen_at_restart) << "it holds the log as it was when it started, and more";
     EXPECT_GT(r.least_lag_last_second, 256u) << "it trailed by fewer slots at some point: the disk is not slow enough";
+    EXPECT_EQ(r.bindings, 1u) << "one membership decree binds it";
   }
 }
 
@@ -132,6 +144,66 @@ TEST(CatchUp, WithoutTheTimeRule_TheSameNodeIsNeverBound) {
   EXPECT_FALSE(r.bound) << "bound " << r.restart_to_bound_ms << " ms after its restart, " << r.lag_when_bound
                         << " slots behind";
   EXPECT_GT(r.match_at_end, 12000u) << "it kept pace: it holds most of the 14,000 puts";
+}
+
+rpc::ClientRequest Member(const std::string& action, const std::string& value) {
+  return sim::Req(rpc::ClientOp::kMember, action, value);
+}
+
+// A leader whose station applies one chosen decree per batch, one batch per
+// input, with 300 puts chosen at once ahead of a promote: the core has the
+// promote in force some time before the station has applied it. A change
+// asked for in between must not be built on the configuration before the
+// promote (it would change two voters at once: 4 back out, 3 out); it is
+// refused as busy. Before the fix it was proposed, and made {1, 2} the
+// voters.
+TEST(MembershipChange, WhileTheOneBeforeIsChosenButNotApplied_IsRefused) {
+  StationOptions o = StationCluster::DefaultOptions();
+  o.apply_bytes_per_take = 1;
+  StationCluster c(3, 5, o, /*spares=*/1);
+  const consensus::NodeId l = StableLeader(c);
+  c.Restart(4);
+  auto add = sim::Call(c, Member("add", "4=sim-peer:4"));
+  ASSERT_TRUE(add.has_value());
+  ASSERT_EQ(add->code, rpc::ClientCode::kOk) << add->message;
+  ASSERT_TRUE(c.RunUntil(
+      [&] {
+        auto p = c.station(l).replica().Peers();
+        return p.count(4) && p.at(4).heard && p.at(4).match >= c.station(l).replica().GetStatus().chosen_upto;
+      },
+      10000))
+      << "node 4 did not catch up";
+  c.set_pump_takes_max(1);
+  // The followers' answers are held back until the puts and the promote
+  // are all proposed: then all are chosen at once.
+  for (consensus::NodeId f : {1, 2, 3})
+    if (f != l) c.network().Block(f, l, true);
+  for (int i = 0; i < 300; ++i) c.Send(l, sim::Req(rpc::ClientOp::kPut, "k" + std::to_string(i), "v"));
+  c.Run(2);  // proposed, ahead of the promote
+  auto core_has_it = [&] { return c.station(l).replica().membership().members.at(4).voter; };
+  const uint64_t promote = c.Send(l, Member("promote", "4"));
+  c.Run(2);
+  c.network().HealLinks();
+  auto station_has_it = [&] {
+    for (const MemberRecord& r : c.station(l).members().members)
+      if (r.id == 4) return r.voter;
+    return false;
+  };
+  ASSERT_TRUE(c.RunUntil(core_has_it, 5000)) << "the promote was not chosen";
+  ASSERT_FALSE(station_has_it()) << "the station applied the promote as soon as it was chosen: the test shows nothing";
+  auto remove = sim::CallNode(c, l, Member("remove", "3"), 20);
+  c.set_pump_takes_max(0);
+  ASSERT_TRUE(remove.has_value()) << "no answer at once: it was proposed";
+  EXPECT_EQ(remove->code, rpc::ClientCode::kBusy) << remove->message;
+  EXPECT_NE(remove->message.find("still being chosen or applied"), std::string::npos) << remove->message;
+  ASSERT_TRUE(c.RunUntil([&] { return c.TakeReply(promote).has_value(); }, 5000));
+  // Once applied, the same change is taken, and changes one voter.
+  auto again = sim::Call(c, Member("remove", "3"));
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->code, rpc::ClientCode::kOk) << again->message;
+  std::map<consensus::NodeId, bool> voters;
+  for (const MemberRecord& r : c.station(l).members().members) voters[r.id] = r.voter;
+  EXPECT_EQ(voters, (std::map<consensus::NodeId, bool>{{1, true}, {2, true}, {4, true}}));
 }
 
 }  // namespace

@@ -309,7 +309,11 @@ void Replica::HandlePrepare(NodeId from, const Prepare& m) {
     ResetElectionDeadline();
     election_deadline_ms_ = std::max(election_deadline_ms_, now_ms_ + config_.lease_ms);
   }
-  // m.ballot == promised_: a fresh promise or the next chunk of one.
+  // m.ballot == promised_: a fresh promise or the next chunk of one. Each
+  // chunk asked for gives the candidate another lease's time: its phase 1
+  // may need more chunks than fit in one, and a campaign of ours would
+  // start it over.
+  election_deadline_ms_ = std::max(election_deadline_ms_, now_ms_ + config_.lease_ms);
   reply.ok = true;
   reply.promised = promised_;
   reply.chosen_upto = chosen_upto_;

@@ -108,6 +108,9 @@ void Replica::HandlePromise(NodeId from, const Promise& m) {
     return;
   }
   MergePromise(m);
+  // Phase 1 is making progress: a tail of many messages may take longer
+  // than a lease, and campaigning again would start it over.
+  election_deadline_ms_ = std::max(election_deadline_ms_, now_ms_ + config_.lease_ms);
   if (!m.done) {
     Send(from, Prepare{phase1_->ballot, m.next_slot, phase1_->transfer_from, phase1_->electorate});
     return;

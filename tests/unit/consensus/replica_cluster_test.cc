@@ -395,6 +395,41 @@ TEST(ReplicaCluster, SlowFollower_ResendsDoNotGrowItsBacklog) {
   EXPECT_EQ(c.invariant_violation(), "");
 }
 
+// A long tail of accepted, unchosen slots takes a new leader's phase 1 many
+// round trips of promises (a message carries at most message_bytes_max of
+// entries): here 2,000 slots of 100 bytes at 2 KiB a promise, about 130
+// rounds of 20 ms, far longer than the lease (100 ms). A candidate whose
+// promises keep coming must be let finish: neither it nor the acceptors
+// answering it may start another campaign meanwhile, which would start
+// phase 1 over at a higher ballot, for ever (the simulator found such a
+// cluster electing no leader).
+TEST(ReplicaCluster, Phase1_LongerThanALease_CompletesWhilePromisesKeepComing) {
+  consensus::Config cfg = SimCluster::DefaultConfig();
+  cfg.message_bytes_max = 2048;
+  SimCluster c(3, 17, cfg);
+  ASSERT_TRUE(c.RunUntil([&] { return c.HasStableLeader(); }, 2000));
+  const NodeId l = *c.Leader();
+  ASSERT_TRUE(c.Commit("first"));
+  // The followers accept the tail, but the leader hears none of it.
+  for (NodeId f : c.members())
+    if (f != l) c.Block(f, l, true);
+  for (int i = 0; i < 2000; ++i) ASSERT_TRUE(c.Propose(std::string(100, 'a' + i % 26)).has_value());
+  c.Run(50);
+  c.Crash(l);
+  for (NodeId f : c.members())
+    if (f != l) c.Block(f, l, false);
+  c.SetFaults(NetworkFaults{0, 0, 10, 10, 0, 0});  // 10 ms each way
+  const bool chosen = c.RunUntil(
+      [&] {
+        auto leader = c.Leader();
+        return leader && c.replica(*leader).GetStatus().chosen_upto >= 2001;
+      },
+      60000);
+  EXPECT_TRUE(chosen) << "no leader recovered the tail in 60 s";
+  EXPECT_EQ(c.CheckAgreement(), "");
+  EXPECT_EQ(c.invariant_violation(), "");
+}
+
 TEST(ReplicaCluster, Lease_NoTwoLeadersHoldOverlappingLeases) {
   for (uint64_t seed = 200; seed < 230; ++seed) {
     SimCluster c(3, seed);

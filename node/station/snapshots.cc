@@ -3,6 +3,7 @@
 #include "node/station/snapshots.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "node/station/snapshot_load.h"
 #include "node/station/snapshot_taker.h"
@@ -213,14 +214,17 @@ void Snapshots::Failed(consensus::Slot slot, const std::string& why) {
 }
 
 // Deletes the log below the newest snapshot, minus a window that followers
-// catching up can still fetch as decrees (so many slots, and no more than
-// so many bytes of decrees); after a migrate decree, the whole log below
-// it, so no decree in an older model remains.
+// catching up can still fetch as decrees: so many slots, or on a leader
+// down to what a live peer still lacks, and no more than so many bytes of
+// decrees either way. After a migrate decree, the whole log below it, so
+// no decree in an older model remains.
 void Snapshots::Compact() {
   consensus::Slot upto = snapshot_slot_ > st_.options_.snapshot_retention_slots
                              ? snapshot_slot_ - st_.options_.snapshot_retention_slots
                              : 0;
-  upto = std::max(upto, RetentionByBytes());
+  const ByteWindow bytes = RetentionByBytes();
+  if (bytes.capped) upto = std::max(upto, bytes.lowest);
+  if (consensus::Slot held = HeldByLivePeers(); held < upto) upto = std::max(held, std::min(upto, bytes.lowest));
   if (migrate_slot_ != 0 && snapshot_slot_ >= migrate_slot_) upto = snapshot_slot_;
 #if defined(TS_PLANTED_STATION_BUG) && TS_PLANTED_STATION_BUG == 3
   // Negative control: the core is not told, so it keeps pointing followers
@@ -236,21 +240,38 @@ void Snapshots::Compact() {
   while (!applied_bytes_at_.empty() && applied_bytes_at_.front().first <= upto) applied_bytes_at_.pop_front();
 }
 
+// On a leader: the lowest slot a peer heard within two leases holds. A
+// follower that trails a busy leader, or one installing a snapshot (it will
+// fetch the decrees after the snapshot's slot), would otherwise find the
+// decrees it needs deleted and need a snapshot, then another: under load a
+// rebuilt node installed five 2 GB snapshots in a row, each taking longer
+// than the leader took to pass the slot-count window.
+consensus::Slot Snapshots::HeldByLivePeers() const {
+  consensus::Slot held = std::numeric_limits<consensus::Slot>::max();
+  if (!st_.replica_ || st_.replica_->GetStatus().role != consensus::Role::kLeader) return held;
+  for (const auto& [id, p] : st_.replica_->Peers()) {
+    const uint64_t silent = st_.now_ms_ - std::min(st_.now_ms_, p.last_heard_ms);
+    if (p.heard && silent <= 2 * st_.options_.consensus.lease_ms) held = std::min(held, p.match);
+  }
+  return held;
+}
+
 // The lowest compaction point that keeps at most snapshot_retention_bytes
-// of decrees below the newest snapshot: the first slot p with at most that
-// many bytes applied after it up to the snapshot's slot. 0 when the
-// snapshot's slot was applied before this process started (then the slot
-// count alone decides, until the next snapshot).
-consensus::Slot Snapshots::RetentionByBytes() const {
+// of decrees below the newest snapshot, as far as this process applied
+// them: the first slot p with at most that many bytes applied after it up
+// to the snapshot's slot; `capped` if the decrees below the snapshot that
+// this process applied add up to more. The snapshot's slot, uncapped, when
+// it was applied before this process started (then the slot count alone
+// decides, until the next snapshot).
+Snapshots::ByteWindow Snapshots::RetentionByBytes() const {
   auto by_slot = [](const std::pair<consensus::Slot, uint64_t>& a, consensus::Slot s) { return a.first < s; };
   auto at = std::lower_bound(applied_bytes_at_.begin(), applied_bytes_at_.end(), snapshot_slot_, by_slot);
-  if (at == applied_bytes_at_.end() || at->first != snapshot_slot_) return 0;
+  if (at == applied_bytes_at_.end() || at->first != snapshot_slot_) return ByteWindow{snapshot_slot_, false};
   const uint64_t keep = st_.options_.snapshot_retention_bytes;
-  if (at->second <= keep) return 0;
-  const uint64_t floor = at->second - keep;
+  const uint64_t floor = at->second > keep ? at->second - keep : 0;
   auto p = std::lower_bound(applied_bytes_at_.begin(), at + 1, floor,
                             [](const std::pair<consensus::Slot, uint64_t>& a, uint64_t b) { return a.second < b; });
-  return p->first;
+  return ByteWindow{p->first, at->second > keep};
 }
 
 StatusOr<LoadedSnapshot> Snapshots::Read(consensus::Slot slot) const {

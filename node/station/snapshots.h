@@ -126,7 +126,12 @@ class Snapshots {
   // A taker of a snapshot of the state as it is now.
   std::unique_ptr<SnapshotTaker> Begin();
   void Compact();
-  consensus::Slot RetentionByBytes() const;
+  consensus::Slot HeldByLivePeers() const;
+  struct ByteWindow {
+    consensus::Slot lowest = 0;
+    bool capped = false;
+  };
+  ByteWindow RetentionByBytes() const;
   StatusOr<LoadedSnapshot> Read(consensus::Slot slot) const;
   Status Adopt(LoadedSnapshot& loaded);
   // Of a snapshot this software cannot read otherwise: only the identity and

@@ -169,7 +169,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--snapshot-retention-slots", so.snapshot_retention_slots,
                  "log slots kept below the newest snapshot, so a follower that lags by fewer catches up decree by "
-                 "decree rather than by installing a snapshot")
+                 "decree rather than by installing a snapshot (a leader also keeps what a live follower still lacks, "
+                 "within --snapshot-retention-bytes)")
       ->capture_default_str();
   app.add_option("--snapshot-retention-bytes", so.snapshot_retention_bytes,
                  "... and at most this many bytes of decrees, whichever keeps less (large values: 10000 slots of a "

@@ -79,19 +79,32 @@ int main(int argc, char** argv) {
   app.add_option("--step-bytes", step_bytes, "Budget of one step (tsnode: 262144)")->capture_default_str();
   app.add_option("--repeats", repeats, "Runs of each; the fastest counts")->check(CLI::Range(1, 100))->capture_default_str();
   app.add_option("--rocksdb", rocks_dir, "Also measure RocksDB in this directory (created; removed after)");
+  bool sorted_fill = false;
+  app.add_flag("--sorted-fill", sorted_fill,
+               "Fill the state in key order (entries then lie in memory in the order a walk reads them); by "
+               "default keys are put in random order, as a node's state grows, which scatters them");
   app.add_flag("--json", json, "One JSON object instead of text");
   CLI11_PARSE(app, argc, argv);
 
   const std::string value(value_size, 'v');
   KvStore kv;
-  for (uint64_t i = 0; i < keys; ++i) kv.Append(KeyOf(i), value);
+  if (sorted_fill) {
+    for (uint64_t i = 0; i < keys; ++i) kv.Append(KeyOf(i), value);
+  } else {
+    std::vector<uint64_t> order(keys);
+    for (uint64_t i = 0; i < keys; ++i) order[i] = i;
+    std::shuffle(order.begin(), order.end(), std::mt19937_64(2));
+    uint64_t slot = 0;
+    for (uint64_t i : order) g_sink += static_cast<size_t>(kv.Apply(Put(KeyOf(i), value), ++slot).code);
+  }
   const double state_gb = static_cast<double>(keys) * (16 + value_size) / 1e9;
   std::mt19937_64 rng(1);
   std::vector<Decree> decrees;
   decrees.reserve(puts);
   for (uint64_t i = 0; i < puts; ++i) decrees.push_back(Put(KeyOf(rng() % keys), std::string(value_size, 'w')));
 
-  nlohmann::json out = {{"keys", keys}, {"value_size", value_size}, {"state_gb", state_gb}, {"step_bytes", step_bytes}};
+  nlohmann::json out = {{"keys", keys},          {"value_size", value_size},  {"state_gb", state_gb},
+                        {"step_bytes", step_bytes}, {"sorted_fill", sorted_fill}};
   // The walk first: freeing what a cut kept leaves glibc's allocator work
   // that would land in the next step (tsnode runs on tcmalloc).
   double walk_ms = 1e18, take_ms = 1e18, step_max_ms = 0;

@@ -48,9 +48,13 @@ StatusOr<std::unique_ptr<Station>> Station::Open(StationOptions options, Station
   std::unique_ptr<Station> st(new Station(std::move(options), log, snapshots));
   st->membership_.Init();
   consensus::Slot base = 0;
+  const auto& clock = st->options_.startup_clock_ms;
+  const uint64_t load_start = clock ? clock() : 0;
   if (Status s = st->snapshots_.LoadNewest(boot.consensus, &base); !s.ok()) return s;
   st->membership_.SyncPeers();
+  const uint64_t replay_start = clock ? clock() : 0;
   if (Status s = st->Replay(base + 1, boot.consensus.chosen_upto); !s.ok()) return s;
+  const uint64_t replay_end = clock ? clock() : 0;
   for (auto& [id, view] : st->peers_) {
     // The version view survives restarts: a member not heard since counts
     // with the version it last announced, like a paused one.
@@ -70,9 +74,20 @@ StatusOr<std::unique_ptr<Station>> Station::Open(StationOptions options, Station
                                  "leader binds it");
   }
   for (const Entry& e : boot.consensus.unchosen) st->versions_.ObserveRecorded(e.value);
-  st->Log(LogLevel::kInfo, (base > 0 && !st->snapshots_.state_missing() ? "loaded the snapshot of slot " + std::to_string(base) + ", " : std::string()) +
+  const bool loaded = base > 0 && !st->snapshots_.state_missing();
+  std::string took;
+  if (clock) {
+    auto seconds = [](uint64_t ms) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.1f s", static_cast<double>(ms) / 1000.0);
+      return std::string(buf);
+    };
+    took = " (" + (loaded ? seconds(replay_start - load_start) + " loading the snapshot, " : std::string()) +
+           seconds(replay_end - replay_start) + " replaying)";
+  }
+  st->Log(LogLevel::kInfo, (loaded ? "loaded the snapshot of slot " + std::to_string(base) + ", " : std::string()) +
                                "replayed " + std::to_string(boot.consensus.chosen_upto - base) +
-                               " chosen decrees; promised ballot " + consensus::ToString(boot.consensus.promised));
+                               " chosen decrees; promised ballot " + consensus::ToString(boot.consensus.promised) + took);
   st->replica_ = std::make_unique<consensus::Replica>(st->options_.consensus, std::move(boot.consensus), log,
                                                       st->options_.seed);
   return st;

@@ -132,6 +132,10 @@ struct StationOptions {
   uint64_t snapshot_log_ratio = 4;
   consensus::Slot snapshot_retention_slots = 10000;
   uint64_t snapshot_retention_bytes = 256ull << 20;
+  // tsnode: a steady clock in milliseconds, read only to say in the log how
+  // long loading the snapshot and replaying the log took at start. Null in
+  // simulations, whose log then says nothing of time.
+  std::function<uint64_t()> startup_clock_ms;
   // The data dir was restored from a backup of the cluster with this UUID:
   // that identity is never adopted, and the backup's configuration is not
   // used (the bootstrap members form a new cluster).

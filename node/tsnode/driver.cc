@@ -124,6 +124,12 @@ Status Driver::Start() {
       *store_, [this](std::vector<Written>&& group) { HandBack(std::move(group)); },
       [this](const Status& s) { StorageFailed(s); });
   if (auto restored = store_->GetMeta("identity/restored_from"); restored.ok()) so.restored_from = *restored;
+  so.startup_clock_ms = [] {
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                     std::chrono::steady_clock::now().time_since_epoch())
+                                     .count());
+  };
+  spdlog::info("opened the data dir's log {:.1f} s after start; loading the state", static_cast<double>(NowMs()) / 1000.0);
   auto st = station::Station::Open(so, std::move(sb), log_.get(), snapshots_.get());
   if (!st.ok()) return st.status();
   station_ = std::move(*st);

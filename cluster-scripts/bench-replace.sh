@@ -13,8 +13,11 @@
 #   leader lists it a voter whose bound incarnation is the one it announces
 #   and not the one it had before ("bound"), and the node's own status says
 #   it votes (it has applied the decree that binds it). When it is first
-#   seen bound, its lag behind the leader is recorded: far more than 256
-#   slots means it was bound before it caught up, which is flagged.
+#   seen bound, its lag behind the leader is recorded: more than 2000
+#   slots while it also lacked what the leader had chosen 3 s before (a
+#   leader counts a node caught up within 256 slots, or holding what was
+#   chosen a second before) means it was bound before it caught up, which
+#   is flagged.
 #
 # --method wipe replaces the disk only: stop, remove the data dir, start (the
 # node stays a member; the leader binds its new incarnation by itself once

@@ -264,10 +264,9 @@ std::string Membership::JoinRefusal(consensus::NodeId peer, bool new_member) con
   }
   // Only a live process's incarnation may be bound: what a leader heard
   // long ago may be a process (or a data dir) that is gone.
-  uint64_t silent = st_.now_ms_ - std::min(st_.now_ms_, p->second.last_heard_ms);
-  if (silent > 2 * st_.options_.consensus.lease_ms) {
-    return "node " + std::to_string(peer) + " has not answered this leader for " + std::to_string(silent) +
-           " ms; is it running?";
+  if (!st_.Live(p->second)) {
+    return "node " + std::to_string(peer) + " has not answered this leader for " +
+           std::to_string(st_.SilentMs(p->second)) + " ms; is it running?";
   }
   if (!CaughtUp(peer, p->second.match)) {
     consensus::Slot chosen = st_.replica_->GetStatus().chosen_upto;
@@ -278,11 +277,13 @@ std::string Membership::JoinRefusal(consensus::NodeId peer, bool new_member) con
   return "";
 }
 
-void ChosenHistory::Note(uint64_t now_ms, consensus::Slot chosen, uint64_t window_ms) {
-  if (samples_.empty() || now_ms >= samples_.back().first + kEveryMs) samples_.emplace_back(now_ms, chosen);
+bool ChosenHistory::Note(uint64_t now_ms, consensus::Slot chosen, uint64_t window_ms) {
+  const bool take = samples_.empty() || now_ms >= samples_.back().first + kEveryMs;
+  if (take) samples_.emplace_back(now_ms, chosen);
   // The newest sample at least window_ms old answers Before(); older ones
   // never will again.
   while (samples_.size() >= 2 && samples_[1].first + window_ms <= now_ms) samples_.pop_front();
+  return take;
 }
 
 std::optional<consensus::Slot> ChosenHistory::Before(uint64_t now_ms, uint64_t window_ms) const {
@@ -296,7 +297,8 @@ std::optional<consensus::Slot> ChosenHistory::Before(uint64_t now_ms, uint64_t w
 
 void Membership::NoteChosen() {
   consensus::ReplicaStatus status = st_.replica_->GetStatus();
-  chosen_history_.Note(st_.now_ms_, status.chosen_upto, st_.options_.caught_up_ms);
+  // Called after every batch; the peers are looked at once per sample.
+  if (!chosen_history_.Note(st_.now_ms_, status.chosen_upto, st_.options_.caught_up_ms)) return;
   if (status.role != consensus::Role::kLeader) {
     heard_since_.clear();
     return;
@@ -328,12 +330,13 @@ bool Membership::CaughtUp(consensus::NodeId peer, consensus::Slot match) const {
 // A voter that came back with a new data dir (another incarnation) votes
 // again once it has caught up: the leader binds its new incarnation.
 void Membership::MaybeRebind() {
-  if (!st_.TakesWrites() || !ChangeCanStart()) return;
+  if (!st_.TakesWrites()) return;
   auto peers = st_.replica_->Peers();
   for (const MemberRecord& r : config_.members) {
     auto p = peers.find(r.id);
     if (!r.voter || p == peers.end() || !p->second.heard || p->second.incarnation == r.incarnation) continue;
     if (!JoinRefusal(r.id, false).empty()) continue;
+    if (!ChangeCanStart()) return;  // one change at a time
     MembershipDecree m = config_;
     m.cluster_uuid.clear();
     Find(m, r.id)->incarnation = p->second.incarnation;

@@ -38,7 +38,8 @@ class Station;
 class ChosenHistory {
  public:
   static constexpr uint64_t kEveryMs = 50;
-  void Note(uint64_t now_ms, consensus::Slot chosen, uint64_t window_ms);
+  // Whether it took a sample.
+  bool Note(uint64_t now_ms, consensus::Slot chosen, uint64_t window_ms);
   // The chosen slot of the newest sample at least `window_ms` old; nullopt
   // if there is none that old yet (a node that just started).
   std::optional<consensus::Slot> Before(uint64_t now_ms, uint64_t window_ms) const;
@@ -104,7 +105,7 @@ class Membership {
   uint64_t rng_ = 0;
   ChosenHistory chosen_history_;
   // While this node leads: since when it has heard each peer's current
-  // process (id -> (incarnation, since ms)).
+  // process (id -> (incarnation, since ms)), as of the history's samples.
   std::map<consensus::NodeId, std::pair<uint64_t, uint64_t>> heard_since_;
   std::map<consensus::NodeId, std::string> link_addrs_;  // peers the driver links to (SyncPeers)
   // Before it knows its identity: which members announced which cluster.

@@ -250,8 +250,7 @@ consensus::Slot Snapshots::HeldByLivePeers() const {
   consensus::Slot held = std::numeric_limits<consensus::Slot>::max();
   if (!st_.replica_ || st_.replica_->GetStatus().role != consensus::Role::kLeader) return held;
   for (const auto& [id, p] : st_.replica_->Peers()) {
-    const uint64_t silent = st_.now_ms_ - std::min(st_.now_ms_, p.last_heard_ms);
-    if (p.heard && silent <= 2 * st_.options_.consensus.lease_ms) held = std::min(held, p.match);
+    if (st_.Live(p)) held = std::min(held, p.match);
   }
   return held;
 }

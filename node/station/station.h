@@ -48,6 +48,7 @@
 // links and addresses are the driver's, so the driver fills them in.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -419,6 +420,12 @@ class Station {
   // long, and which peers this node hears (a leader needs a majority).
   void WarnWithoutLeader();
   void Log(LogLevel level, std::string text);
+  // How long since this leader last heard `p`. A peer heard within two
+  // leases is live: a running process, not one that is gone.
+  uint64_t SilentMs(const consensus::PeerInfo& p) const { return now_ms_ - std::min(now_ms_, p.last_heard_ms); }
+  bool Live(const consensus::PeerInfo& p) const {
+    return p.heard && SilentMs(p) <= 2 * options_.consensus.lease_ms;
+  }
   void Respond(uint64_t handle, rpc::ClientResponse r);
   // Proposes `d` (tagged here) and reports it to observers; the slot, or
   // the replica's refusal.

@@ -2,6 +2,7 @@
 // a request, and a call that finds the leader and waits for its answer.
 #pragma once
 
+#include <deque>
 #include <optional>
 #include <string>
 
@@ -49,6 +50,26 @@ inline std::optional<rpc::ClientResponse> CallNode(StationCluster& c, NodeId to,
   c.RunUntil([&] { return (r = c.TakeReply(h)).has_value() || !c.Pending(h); }, limit_ms);
   return r;
 }
+
+// A client that sends `to` a put every call and runs the cluster one
+// millisecond, taking answers as they come without waiting for them: a
+// steady load of a put a millisecond.
+class PutEveryMs {
+ public:
+  PutEveryMs(StationCluster& c, NodeId to) : c_(c), to_(to) {}
+  void Step(const std::string& key, const std::string& value = "v") {
+    waiting_.push_back(c_.Send(to_, Req(rpc::ClientOp::kPut, key, value)));
+    c_.Run(1);
+    while (!waiting_.empty() && (c_.TakeReply(waiting_.front()).has_value() || !c_.Pending(waiting_.front()))) {
+      waiting_.pop_front();
+    }
+  }
+
+ private:
+  StationCluster& c_;
+  NodeId to_;
+  std::deque<uint64_t> waiting_;
+};
 
 // Runs until a leader with a lease takes writes (and runs the coordinator,
 // with `coordinator`); returns it. nullopt if none does within 5 s.

@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <deque>
 #include <map>
 #include <string>
 #include <vector>
@@ -70,14 +69,8 @@ Rebuild RebuildOnASlowDisk(uint64_t caught_up_ms, uint64_t preload_ms, uint64_t 
   const consensus::NodeId l = StableLeader(c);
   const consensus::NodeId f = l % 3 + 1;
   // A log of a put a millisecond first: the rebuilt node must fetch it.
-  std::deque<uint64_t> waiting;
-  auto put_and_run = [&](uint64_t ms) {
-    waiting.push_back(c.Send(l, sim::Req(rpc::ClientOp::kPut, "k" + std::to_string(ms % 512), "v")));
-    c.Run(1);
-    while (!waiting.empty() && (c.TakeReply(waiting.front()).has_value() || !c.Pending(waiting.front()))) {
-      waiting.pop_front();
-    }
-  };
+  sim::PutEveryMs load(c, l);
+  auto put_and_run = [&](uint64_t ms) { load.Step("k" + std::to_string(ms % 512)); };
   for (uint64_t ms = 0; ms < preload_ms; ++ms) put_and_run(ms);
   const size_t log_before = c.applied(l).size();
   c.Crash(f);

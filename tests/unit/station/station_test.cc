@@ -4,8 +4,6 @@
 
 #include <gtest/gtest.h>
 
-#include <deque>
-
 #include "storage/snapshot_format.h"
 #include "tests/sim/mem_snapshots.h"
 #include "tests/sim/station_calls.h"
@@ -290,14 +288,8 @@ TEST(Station, Compaction_KeepsWhatALiveFollowerLacks_WithinTheByteCap) {
     const consensus::NodeId l = StableLeader(c);
     const consensus::NodeId f = l % 3 + 1;
     c.set_write_delay_ms(f, 300);
-    std::deque<uint64_t> waiting;
-    for (int ms = 0; ms < 5000; ++ms) {
-      waiting.push_back(c.Send(l, Put("k" + std::to_string(ms % 64), "v")));
-      c.Run(1);
-      while (!waiting.empty() && (c.TakeReply(waiting.front()).has_value() || !c.Pending(waiting.front()))) {
-        waiting.pop_front();
-      }
-    }
+    sim::PutEveryMs load(c, l);
+    for (int ms = 0; ms < 5000; ++ms) load.Step("k" + std::to_string(ms % 64));
     ASSERT_EQ(c.Leader(), l) << "the test wants one leader throughout";
     EXPECT_GT(c.station(l).replica().compacted_upto(), 3000u) << "the leader compacts behind the follower all the same";
     if (tight_cap) {
